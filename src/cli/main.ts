@@ -1,0 +1,13 @@
+// The `drama3` command line: one file per command under src/cli/, each exporting a register function.
+import { Command } from 'commander';
+
+const program = new Command();
+program
+  .name('drama3')
+  .description('Inference server for Fish Audio Drama 3 text-to-speech')
+  .showHelpAfterError()
+  .enablePositionalOptions();
+
+// Each command file adds itself here with one line.
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,34 @@
+// Shared value types that flow between text → model → engine → codec. Shape letters: P prompt rows, K codebooks (10).
+
+/** Number of integers per generated frame besides `main`: code[0] (semantic) and code[1..9] (residual). */
+export const CODES_PER_FRAME = 10;
+
+/**
+ * The assembled prompt as rows (struct of arrays). Row r is either a text row (codes[r*K..] all -1) or a code row
+ * (a reference audio frame) whose backbone input is the frame-row formula of MODEL.md §1 applied to codes[r*K..].
+ */
+export interface PromptRows {
+  /** Vocabulary id of each row: the text token, or for a code row `semantic_begin + code[0]`. [P] */
+  readonly tokens: Int32Array;
+  /** Codes of each row, -1 on text rows. [P, K] row-major. */
+  readonly codes: Int32Array;
+  /** Rows [0, referenceRows) are the invariant reference prefix (what the reference cache keys on). */
+  readonly referenceRows: number;
+}
+
+/** One generated audio frame: code[0..9] (code[0] = main - semantic_begin). [K] */
+export type Frame = Int32Array;
+
+export type FinishReason = 'stop' | 'length';
+
+/** Per-request sampling settings; defaults are the release's (MODEL.md §4). */
+export interface SamplingSettings {
+  readonly seed: number;
+  readonly temperature: number;
+  readonly topP: number;
+  readonly topK: number;
+  /** Argmax everywhere: for parity checks only. */
+  readonly greedy: boolean;
+}
+
+export const DEFAULT_SAMPLING: SamplingSettings = { seed: 0, temperature: 1.0, topP: 0.9, topK: 30, greedy: false };
