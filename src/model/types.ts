@@ -32,3 +32,36 @@ export interface SamplingSettings {
 }
 
 export const DEFAULT_SAMPLING: SamplingSettings = { seed: 0, temperature: 1.0, topP: 0.9, topK: 30, greedy: false };
+
+/** What one lane's next frame came out as: a frame, or end of speech. */
+export type FrameOutcome = { readonly end: true } | { readonly end: false; readonly frame: Frame };
+
+/** A lane: one request's backbone, tower and sampler state, owned by the model that made it. */
+export interface Lane {
+  /** Rows consumed so far (prompt rows prefilled plus frames generated). */
+  readonly position: number;
+}
+
+/**
+ * The model as the engine drives it (implemented in src/model/; the cpu and cuda backends sit underneath).
+ * A frame round calls `step` once over every active lane; new requests are prefilled in chunks between rounds.
+ */
+export interface SpeechModel {
+  /** Model maximum context C, in rows. */
+  readonly contextRows: number;
+  /** Whether the weights are synthetic (random): then it speaks noise, and every surface says so. */
+  readonly synthetic: boolean;
+  newLane(sampling: SamplingSettings): Lane;
+  /** Prefill prompt rows [from, to) into the lane; callers cut long prompts into chunks. */
+  prefill(lane: Lane, rows: PromptRows, from: number, to: number): void;
+  /** One frame for each lane (a frame round). */
+  step(lanes: readonly Lane[]): FrameOutcome[];
+  /** Frees the lane's storage. */
+  release(lane: Lane): void;
+}
+
+/** Frames → 44.1 kHz PCM, carried across calls so that chunked decode equals one whole decode sample for sample. */
+export interface CodecStream {
+  /** Decodes the new frames and returns exactly their samples (frames.length × frame length). */
+  push(frames: readonly Frame[]): Float32Array;
+}
