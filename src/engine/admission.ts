@@ -1,0 +1,59 @@
+// Admission budgets (MODEL.md §7): a piece of P prompt rows with frame budget F fits when P + F + 1 <= C. An explicit
+// budget is honoured exactly or refused, never clamped; without one the budget is what fits, up to the server limit.
+import { DramaError } from '../errors.ts';
+
+export interface AdmissionLimits {
+  /** Context window C in rows. */
+  readonly contextRows: number;
+  /** Most frames one request may ask for. */
+  readonly maxFrames: number;
+  /** Input limit in Unicode code points. */
+  readonly maxInputCodePoints: number;
+}
+
+/** Refuses input over the code-point limit, naming both numbers. */
+export function checkInputLength(text: string, limits: AdmissionLimits): void {
+  const codePoints = [...text].length;
+  if (codePoints === 0) throw new DramaError('INPUT_EMPTY', 'input is empty', { param: 'input' });
+  if (codePoints > limits.maxInputCodePoints) {
+    throw new DramaError(
+      'INPUT_TOO_LONG',
+      `input has ${codePoints} code points; the limit is ${limits.maxInputCodePoints}`,
+      { param: 'input' },
+    );
+  }
+}
+
+/** The frame budget F for a request whose largest piece has `promptRows` rows. */
+export function frameBudget(promptRows: number, requested: number | undefined, limits: AdmissionLimits): number {
+  const { contextRows, maxFrames } = limits;
+  if (requested !== undefined) {
+    if (!Number.isInteger(requested) || requested < 1) {
+      throw new DramaError('MAX_FRAMES_INVALID', `max_frames must be a positive integer, got ${requested}`, {
+        param: 'max_frames',
+      });
+    }
+    if (requested > maxFrames) {
+      throw new DramaError('FRAME_LIMIT_EXCEEDED', `max_frames ${requested} exceeds the server limit of ${maxFrames}`, {
+        param: 'max_frames',
+      });
+    }
+    if (promptRows + requested + 1 > contextRows) {
+      throw new DramaError(
+        'CONTEXT_OVERFLOW',
+        `prompt rows ${promptRows} + max_frames ${requested} + 1 = ${promptRows + requested + 1} exceeds the context window of ${contextRows} rows`,
+        { param: 'max_frames' },
+      );
+    }
+    return requested;
+  }
+  const fits = contextRows - promptRows - 1;
+  if (fits < 1) {
+    throw new DramaError(
+      'CONTEXT_OVERFLOW',
+      `prompt rows ${promptRows} leave no room for a frame in the context window of ${contextRows} rows (at most ${contextRows - 2} prompt rows)`,
+      { param: 'input' },
+    );
+  }
+  return Math.min(maxFrames, fits);
+}

@@ -1,0 +1,151 @@
+// The engine's body, in whichever thread owns the backend: takes commands, admits requests (prompt pieces and
+// budgets, refused before any audio), and runs frame rounds while there is work, yielding to the event loop between
+// rounds so that cancellations and new requests are taken in at round boundaries.
+import { DramaError } from '../errors.ts';
+import { checkInputLength, frameBudget } from './admission.ts';
+import type { EngineCommand, EngineEvent, EngineInfo, SpeechJob } from './protocol.ts';
+import type { EncodedReference, SpeechRuntime } from './runtime.ts';
+import { type PreparedRequest, Scheduler, serializeError } from './scheduler.ts';
+
+export interface EngineSettings {
+  readonly lanes: number;
+  readonly prefillChunk: number;
+  /** Most frames one request may ask for. */
+  readonly maxFrames: number;
+  /** Input limit in Unicode code points. */
+  readonly maxInputCodePoints: number;
+  /** Long text is spoken in pieces of at most this many code points unless the request says otherwise. */
+  readonly pieceLength: number;
+}
+
+export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
+  lanes: 4,
+  prefillChunk: 256,
+  maxFrames: 4096,
+  maxInputCodePoints: 4096,
+  pieceLength: 1000,
+};
+
+export class EngineCore {
+  readonly info: EngineInfo;
+  private readonly scheduler: Scheduler;
+  /** Requests still being prepared (references encoding) that were cancelled meanwhile. */
+  private readonly cancelledEarly = new Set<number>();
+  private readonly preparing = new Set<number>();
+  private looping = false;
+  private closed = false;
+
+  constructor(
+    private readonly runtime: SpeechRuntime,
+    private readonly settings: EngineSettings,
+    private readonly emit: (event: EngineEvent) => void,
+  ) {
+    this.scheduler = new Scheduler(runtime, { lanes: settings.lanes, prefillChunk: settings.prefillChunk }, emit);
+    const contextRows = runtime.model.contextRows;
+    this.info = {
+      modelId: runtime.modelId,
+      synthetic: runtime.model.synthetic,
+      contextRows,
+      maxFrames: Math.min(settings.maxFrames, contextRows - 2),
+      maxPromptRows: contextRows - 2,
+      maxInputCodePoints: settings.maxInputCodePoints,
+      sampleRate: runtime.codec.sampleRate,
+      frameLength: runtime.codec.frameLength,
+      lanes: settings.lanes,
+    };
+  }
+
+  handle(command: EngineCommand): void {
+    if (command.type === 'submit') void this.submit(command.id, command.job);
+    else if (command.type === 'cancel') this.cancel(command.id);
+    else this.shutdown();
+  }
+
+  private async submit(id: number, job: SpeechJob): Promise<void> {
+    this.preparing.add(id);
+    let prepared: PreparedRequest;
+    try {
+      prepared = await this.prepare(id, job);
+    } catch (error) {
+      this.preparing.delete(id);
+      if (this.cancelledEarly.delete(id)) this.emit({ type: 'cancelled', id, round: this.scheduler.rounds });
+      else this.emit({ type: 'failed', id, error: serializeError(error) });
+      return;
+    }
+    this.preparing.delete(id);
+    if (this.cancelledEarly.delete(id)) {
+      this.emit({ type: 'cancelled', id, round: this.scheduler.rounds });
+      return;
+    }
+    this.emit({ type: 'admitted', id, admission: prepared.admission });
+    this.scheduler.enqueue(prepared);
+    this.startLoop();
+  }
+
+  private async prepare(id: number, job: SpeechJob): Promise<PreparedRequest> {
+    const limits = {
+      contextRows: this.info.contextRows,
+      maxFrames: this.info.maxFrames,
+      maxInputCodePoints: this.info.maxInputCodePoints,
+    };
+    checkInputLength(job.text, limits);
+    const references = await this.encodeReferences(job);
+    const pieceLength = job.pieceLength ?? this.settings.pieceLength;
+    const pieces = this.runtime.text
+      .split(job.text, pieceLength)
+      .map((piece) => this.runtime.text.prompt(piece, job.instructions, references));
+    const promptRows = Math.max(...pieces.map((piece) => piece.rows.tokens.length));
+    const budget = frameBudget(promptRows, job.maxFrames, limits);
+    const inputTokens = pieces.reduce((sum, piece) => sum + piece.textTokens, 0);
+    return {
+      id,
+      pieces,
+      sampling: job.sampling,
+      admission: { inputTokens, promptRows, pieces: pieces.length, frameBudget: budget },
+    };
+  }
+
+  private async encodeReferences(job: SpeechJob): Promise<EncodedReference[]> {
+    if (job.references.length === 0) return [];
+    const encode = this.runtime.codec.encodeReference?.bind(this.runtime.codec);
+    if (encode === undefined) {
+      throw new DramaError(
+        'REFERENCES_UNSUPPORTED',
+        'this server cannot encode reference audio (no codec encoder loaded)',
+        {
+          param: 'references',
+        },
+      );
+    }
+    const encoded: EncodedReference[] = [];
+    for (const reference of job.references)
+      encoded.push({ text: reference.text, frames: await encode(reference.audio) });
+    return encoded;
+  }
+
+  private cancel(id: number): void {
+    if (this.preparing.has(id)) this.cancelledEarly.add(id);
+    else this.scheduler.cancel(id);
+    this.startLoop();
+  }
+
+  private startLoop(): void {
+    if (this.looping || this.closed) return;
+    this.looping = true;
+    setImmediate(() => this.loop());
+  }
+
+  private loop(): void {
+    if (this.closed || !this.scheduler.hasWork()) {
+      this.looping = false;
+      return;
+    }
+    this.scheduler.runRound();
+    setImmediate(() => this.loop());
+  }
+
+  private shutdown(): void {
+    this.closed = true;
+    this.scheduler.releaseAll();
+  }
+}

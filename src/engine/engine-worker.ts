@@ -1,0 +1,27 @@
+// Entry of the engine's worker thread: loads the runtime named in workerData, then relays commands and events.
+// Audio events transfer their PCM buffer to the main thread instead of copying it.
+import { parentPort, workerData } from 'node:worker_threads';
+import { EngineCore, type EngineSettings } from './engine-core.ts';
+import { loadRuntime, type RuntimeSpec } from './load-runtime.ts';
+import type { EngineCommand, EngineEvent } from './protocol.ts';
+import { serializeError } from './scheduler.ts';
+
+const port = parentPort!;
+const { spec, settings } = workerData as { spec: RuntimeSpec; settings: EngineSettings };
+
+function send(event: EngineEvent): void {
+  if (event.type === 'audio') port.postMessage(event, [event.pcm.buffer as ArrayBuffer]);
+  else port.postMessage(event);
+}
+
+try {
+  const core = new EngineCore(await loadRuntime(spec), settings, send);
+  port.on('message', (command: EngineCommand) => {
+    core.handle(command);
+    if (command.type === 'shutdown') port.close();
+  });
+  send({ type: 'ready', info: core.info });
+} catch (error) {
+  send({ type: 'load-failed', error: serializeError(error) });
+  port.close();
+}

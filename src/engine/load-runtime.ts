@@ -1,0 +1,27 @@
+// Builds the engine's runtime from a plain description (it crosses into the worker thread as workerData): the null
+// runtime for tests, or a checkpoint folder loaded on the cpu backend.
+import { DramaError } from '../errors.ts';
+import { NullCodec } from './null-codec.ts';
+import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
+import { NullTextFrontEnd } from './null-text.ts';
+import type { SpeechRuntime } from './runtime.ts';
+
+export type RuntimeSpec =
+  | { readonly kind: 'null'; readonly model?: NullModelOptions }
+  | { readonly kind: 'checkpoint'; readonly dir: string; readonly prefillChunk?: number };
+
+export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
+  if (spec.kind === 'null') {
+    return {
+      modelId: 'drama3-null',
+      model: new NullSpeechModel(spec.model),
+      codec: new NullCodec(),
+      text: new NullTextFrontEnd(),
+    };
+  }
+  throw new DramaError(
+    'CHECKPOINT_RUNTIME_UNAVAILABLE',
+    `cannot load ${spec.dir}: the cpu model, codec and tokenizer are not wired into the engine yet`,
+    { kind: 'bad_checkpoint', param: 'model' },
+  );
+}

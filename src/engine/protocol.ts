@@ -1,0 +1,88 @@
+// Messages between the main thread (HTTP) and the engine (worker thread or in-thread). PCM is mono fp32 at the
+// codec's sample rate (44100 Hz), one Float32Array per audio event, transferred (not copied) across threads.
+import type { FinishReason, SamplingSettings } from '../model/types.ts';
+
+/** One reference for one-off cloning: the uploaded audio file's bytes and its transcript. */
+export interface ReferenceInput {
+  readonly audio: Uint8Array;
+  readonly text: string;
+}
+
+/** A speech request as the engine sees it, after the HTTP layer has checked types and ranges. */
+export interface SpeechJob {
+  readonly text: string;
+  readonly instructions: string | undefined;
+  readonly references: readonly ReferenceInput[];
+  readonly sampling: SamplingSettings;
+  /** Explicit frame budget: honoured exactly or refused. Undefined: as many as fit, up to the server's limit. */
+  readonly maxFrames: number | undefined;
+  /** Long text is spoken in pieces of at most this many code points. Undefined: the server's default. */
+  readonly pieceLength: number | undefined;
+}
+
+/** Token and frame counts of one request, as reported in headers and SSE `usage`. */
+export interface SpeechUsage {
+  readonly inputTokens: number;
+  readonly outputFrames: number;
+}
+
+/** What an admitted request will cost: reported before any audio. */
+export interface Admission {
+  readonly inputTokens: number;
+  /** Prompt rows P of the largest piece. */
+  readonly promptRows: number;
+  readonly pieces: number;
+  /** Frame budget F granted (explicit max_frames, or what fits up to the server limit). */
+  readonly frameBudget: number;
+}
+
+/** Limits and facts about the loaded model that /v1/models and admission report. */
+export interface EngineInfo {
+  readonly modelId: string;
+  readonly synthetic: boolean;
+  /** Context window C in rows. */
+  readonly contextRows: number;
+  /** Most frames one request may ask for. */
+  readonly maxFrames: number;
+  /** Most prompt rows one piece may use (C - 2: one frame and its end must fit). */
+  readonly maxPromptRows: number;
+  /** Input limit in Unicode code points. */
+  readonly maxInputCodePoints: number;
+  readonly sampleRate: number;
+  readonly frameLength: number;
+  readonly lanes: number;
+}
+
+/** An error as it crosses the thread boundary (DramaError fields). */
+export interface SerializedError {
+  readonly code: string;
+  readonly message: string;
+  readonly kind: string;
+  readonly param: string | undefined;
+}
+
+export type EngineCommand =
+  | { readonly type: 'submit'; readonly id: number; readonly job: SpeechJob }
+  | { readonly type: 'cancel'; readonly id: number }
+  | { readonly type: 'shutdown' };
+
+export type EngineEvent =
+  | { readonly type: 'ready'; readonly info: EngineInfo }
+  | { readonly type: 'load-failed'; readonly error: SerializedError }
+  | { readonly type: 'admitted'; readonly id: number; readonly admission: Admission }
+  | { readonly type: 'audio'; readonly id: number; readonly pcm: Float32Array; readonly frames: number }
+  | { readonly type: 'finished'; readonly id: number; readonly reason: FinishReason; readonly usage: SpeechUsage }
+  | { readonly type: 'failed'; readonly id: number; readonly error: SerializedError }
+  /** A cancelled request's lane is released: its storage may be reused. */
+  | { readonly type: 'cancelled'; readonly id: number; readonly round: number }
+  | { readonly type: 'stats'; readonly stats: EngineStats };
+
+/** Scheduler counters, sent after every round that changed them. */
+export interface EngineStats {
+  readonly lanesBusy: number;
+  readonly waiting: number;
+  /** Frame rounds run so far. */
+  readonly rounds: number;
+  /** Frames generated so far (all requests). */
+  readonly frames: number;
+}

@@ -1,0 +1,38 @@
+// What the engine drives: a speech model, a codec and a text front end, loaded together in the engine's thread.
+// Frames are [K] int32 (K = 10 codes); PCM is mono fp32 at `codec.sampleRate`, `codec.frameLength` samples a frame.
+import type { CodecStream, Frame, PromptRows, SpeechModel } from '../model/types.ts';
+
+/** A reference voice ready for the prompt: its transcript and its encoded frames. */
+export interface EncodedReference {
+  readonly text: string;
+  readonly frames: readonly Frame[];
+}
+
+/** The text side: long-text split, prompt assembly (which refuses structural tokens by name), reference encode. */
+export interface TextFrontEnd {
+  /** Splits text into pieces of at most `budget` code points, at sentence or word boundaries where possible. */
+  split(text: string, budget: number): string[];
+  /** One piece's prompt rows and how many text tokens the user's text took. */
+  prompt(text: string, instructions: string | undefined, references: readonly EncodedReference[]): BuiltPrompt;
+}
+
+export interface BuiltPrompt {
+  readonly rows: PromptRows;
+  readonly textTokens: number;
+}
+
+/** The codec as the engine uses it: streaming decode, and (when available) reference audio → frames. */
+export interface EngineCodec {
+  readonly sampleRate: number;
+  readonly frameLength: number;
+  openStream(): CodecStream;
+  /** Uploaded audio file bytes → frames; absent when this codec cannot encode. */
+  encodeReference?(audio: Uint8Array): Promise<Frame[]>;
+}
+
+export interface SpeechRuntime {
+  readonly modelId: string;
+  readonly model: SpeechModel;
+  readonly codec: EngineCodec;
+  readonly text: TextFrontEnd;
+}

@@ -1,0 +1,212 @@
+// Frame rounds over up to `lanes` active requests. Each round: settle cancellations, give free lanes to waiting
+// requests, prefill one chunk of each lane still reading its prompt, then one model step over every lane that is
+// generating. Frames are decoded in groups that grow 1 → 4 → 8 → 16 so that the first audio leaves after one frame.
+import { DramaError, isDramaError } from '../errors.ts';
+import type { CodecStream, Frame, Lane } from '../model/types.ts';
+import type { Admission, EngineEvent, SerializedError } from './protocol.ts';
+import type { BuiltPrompt, SpeechRuntime } from './runtime.ts';
+
+/** Decode group sizes, in order; the last repeats. */
+export const DECODE_GROUPS = [1, 4, 8, 16] as const;
+
+export interface SchedulerOptions {
+  readonly lanes: number;
+  /** Prompt rows prefilled into one lane between two rounds. */
+  readonly prefillChunk: number;
+}
+
+/** A request that passed admission: its prompt pieces and budgets. */
+export interface PreparedRequest {
+  readonly id: number;
+  readonly pieces: readonly BuiltPrompt[];
+  readonly sampling: import('../model/types.ts').SamplingSettings;
+  readonly admission: Admission;
+}
+
+class RequestState {
+  pieceIndex = 0;
+  lane: Lane | null = null;
+  prefilled = 0;
+  frames = 0;
+  groups = 0;
+  pending: Frame[] = [];
+  cancelled = false;
+  constructor(
+    readonly request: PreparedRequest,
+    readonly codec: CodecStream,
+  ) {}
+
+  get piece(): BuiltPrompt {
+    return this.request.pieces[this.pieceIndex]!;
+  }
+
+  get generating(): boolean {
+    return this.lane !== null && this.prefilled === this.piece.rows.tokens.length;
+  }
+}
+
+export function serializeError(error: unknown): SerializedError {
+  if (isDramaError(error)) return { code: error.code, message: error.message, kind: error.kind, param: error.param };
+  const message = error instanceof Error ? error.message : String(error);
+  return { code: 'ENGINE_FAILURE', message, kind: 'internal', param: undefined };
+}
+
+export class Scheduler {
+  private readonly waiting: RequestState[] = [];
+  private readonly active: RequestState[] = [];
+  rounds = 0;
+  frames = 0;
+
+  constructor(
+    private readonly runtime: SpeechRuntime,
+    private readonly options: SchedulerOptions,
+    private readonly emit: (event: EngineEvent) => void,
+  ) {
+    if (!Number.isInteger(options.lanes) || options.lanes < 1) {
+      throw new DramaError('LANES_INVALID', `lanes must be a positive integer, got ${options.lanes}`, {
+        param: 'lanes',
+      });
+    }
+  }
+
+  get lanesBusy(): number {
+    return this.active.length;
+  }
+
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
+
+  hasWork(): boolean {
+    return this.active.length > 0 || this.waiting.length > 0;
+  }
+
+  enqueue(request: PreparedRequest): void {
+    this.waiting.push(new RequestState(request, this.runtime.codec.openStream()));
+  }
+
+  /** A waiting request leaves at once; an active one is settled (lane released) at the start of the next round. */
+  cancel(id: number): void {
+    const index = this.waiting.findIndex((state) => state.request.id === id);
+    if (index >= 0) {
+      this.waiting.splice(index, 1);
+      this.emit({ type: 'cancelled', id, round: this.rounds });
+      return;
+    }
+    const state = this.active.find((candidate) => candidate.request.id === id);
+    if (state !== undefined) state.cancelled = true;
+  }
+
+  runRound(): void {
+    for (const state of this.active.filter((candidate) => candidate.cancelled)) {
+      this.retire(state);
+      this.emit({ type: 'cancelled', id: state.request.id, round: this.rounds });
+    }
+    while (this.active.length < this.options.lanes && this.waiting.length > 0) {
+      const state = this.waiting.shift()!;
+      this.active.push(state);
+      this.guard([state], () => this.openLane(state));
+    }
+    for (const state of this.active.filter((candidate) => candidate.lane !== null && !candidate.generating)) {
+      this.guard([state], () => this.prefillChunk(state));
+    }
+    const generating = this.active.filter((state) => state.generating);
+    if (generating.length > 0) {
+      this.guard(generating, () => {
+        const outcomes = this.runtime.model.step(generating.map((state) => state.lane!));
+        generating.forEach((state, index) => {
+          const outcome = outcomes[index]!;
+          if (outcome.end) this.endPiece(state);
+          else this.addFrame(state, outcome.frame);
+        });
+      });
+    }
+    this.rounds += 1;
+    this.emit({
+      type: 'stats',
+      stats: { lanesBusy: this.active.length, waiting: this.waiting.length, rounds: this.rounds, frames: this.frames },
+    });
+  }
+
+  /** Releases every lane (engine shutdown). */
+  releaseAll(): void {
+    for (const state of [...this.active]) this.retire(state);
+    this.waiting.length = 0;
+  }
+
+  private openLane(state: RequestState): void {
+    state.lane = this.runtime.model.newLane(state.request.sampling);
+    state.prefilled = 0;
+  }
+
+  private prefillChunk(state: RequestState): void {
+    const rows = state.piece.rows;
+    const to = Math.min(rows.tokens.length, state.prefilled + this.options.prefillChunk);
+    this.runtime.model.prefill(state.lane!, rows, state.prefilled, to);
+    state.prefilled = to;
+  }
+
+  private addFrame(state: RequestState, frame: Frame): void {
+    state.pending.push(frame);
+    state.frames += 1;
+    this.frames += 1;
+    if (state.frames >= state.request.admission.frameBudget) {
+      this.finish(state, 'length');
+      return;
+    }
+    const groupSize = DECODE_GROUPS[Math.min(state.groups, DECODE_GROUPS.length - 1)]!;
+    if (state.pending.length >= groupSize) this.flush(state);
+  }
+
+  /** End of speech for this piece: the next piece gets a fresh lane, or the request is done. */
+  private endPiece(state: RequestState): void {
+    if (state.pieceIndex + 1 >= state.request.pieces.length) {
+      this.finish(state, 'stop');
+      return;
+    }
+    this.runtime.model.release(state.lane!);
+    state.lane = null;
+    state.pieceIndex += 1;
+    this.openLane(state);
+  }
+
+  private flush(state: RequestState): void {
+    if (state.pending.length === 0) return;
+    const frames = state.pending.length;
+    const pcm = state.codec.push(state.pending);
+    state.pending = [];
+    state.groups += 1;
+    this.emit({ type: 'audio', id: state.request.id, pcm, frames });
+  }
+
+  private finish(state: RequestState, reason: 'stop' | 'length'): void {
+    this.flush(state);
+    this.retire(state);
+    const usage = { inputTokens: state.request.admission.inputTokens, outputFrames: state.frames };
+    this.emit({ type: 'finished', id: state.request.id, reason, usage });
+  }
+
+  private retire(state: RequestState): void {
+    const index = this.active.indexOf(state);
+    if (index >= 0) this.active.splice(index, 1);
+    if (state.lane !== null) this.runtime.model.release(state.lane);
+    state.lane = null;
+  }
+
+  /** A failure inside the model or codec fails the requests it touched; the others keep running. */
+  private guard(states: readonly RequestState[], work: () => void): void {
+    try {
+      work();
+    } catch (error) {
+      for (const state of states) {
+        if (!this.active.includes(state)) continue;
+        try {
+          this.retire(state);
+        } catch {
+          // The lane's storage is already gone with the failure; the request is reported failed below.
+        }
+        this.emit({ type: 'failed', id: state.request.id, error: serializeError(error) });
+      }
+    }
+  }
+}

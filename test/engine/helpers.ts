@@ -1,0 +1,71 @@
+// Shared test helpers: a job with defaults, and running one request on an engine to its end.
+import { Engine, type RequestEvent, type RequestHandle } from '../../src/engine/engine.ts';
+import { DEFAULT_ENGINE_SETTINGS, type EngineSettings } from '../../src/engine/engine-core.ts';
+import type { NullModelOptions } from '../../src/engine/null-model.ts';
+import type { SpeechJob } from '../../src/engine/protocol.ts';
+import { DEFAULT_SAMPLING } from '../../src/model/types.ts';
+
+export function job(text: string, overrides: Partial<SpeechJob> = {}): SpeechJob {
+  return {
+    text,
+    instructions: undefined,
+    references: [],
+    sampling: { ...DEFAULT_SAMPLING, seed: 7 },
+    maxFrames: undefined,
+    pieceLength: undefined,
+    ...overrides,
+  };
+}
+
+export function startNullEngine(
+  settings: Partial<EngineSettings> = {},
+  model: NullModelOptions = {},
+  thread: 'inline' | 'worker' = 'inline',
+  queueLimit = 4,
+): Promise<Engine> {
+  return Engine.start({
+    runtime: { kind: 'null', model },
+    settings: { ...DEFAULT_ENGINE_SETTINGS, ...settings },
+    queueLimit,
+    thread,
+  });
+}
+
+export interface Outcome {
+  readonly events: RequestEvent[];
+  readonly pcm: Float32Array;
+  readonly groups: number[];
+  readonly last: RequestEvent;
+}
+
+/** Submits; `done` resolves with every event once the request ends (finished, failed or cancelled). */
+export function submit(
+  engine: Engine,
+  request: SpeechJob,
+  onEvent?: (event: RequestEvent) => void,
+): { handle: RequestHandle; done: Promise<Outcome> } {
+  let handle: RequestHandle | undefined;
+  const done = new Promise<Outcome>((resolve) => {
+    const events: RequestEvent[] = [];
+    handle = engine.submit(request, (event) => {
+      events.push(event);
+      onEvent?.(event);
+      if (event.type === 'finished' || event.type === 'failed' || event.type === 'cancelled') {
+        const chunks = events.flatMap((item) => (item.type === 'audio' ? [item.pcm] : []));
+        const pcm = new Float32Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+        let offset = 0;
+        for (const chunk of chunks) {
+          pcm.set(chunk, offset);
+          offset += chunk.length;
+        }
+        const groups = events.flatMap((item) => (item.type === 'audio' ? [item.frames] : []));
+        resolve({ events, pcm, groups, last: event });
+      }
+    });
+  });
+  return { handle: handle!, done };
+}
+
+export function runToEnd(engine: Engine, request: SpeechJob): Promise<Outcome> {
+  return submit(engine, request).done;
+}
