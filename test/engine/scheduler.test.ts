@@ -1,7 +1,7 @@
 // Scheduler and engine on the null model: budgets, decode groups, determinism, concurrency, cancellation.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { job, runToEnd, startNullEngine, submit } from './helpers.ts';
+import { job, type Outcome, runToEnd, startNullEngine, submit } from './helpers.ts';
 
 test('a request speaks prompt-derived frames, decoded in groups 1, 4, 8, 16, 16…', async () => {
   const engine = await startNullEngine();
@@ -55,7 +55,7 @@ test('same request and seed give identical audio; another seed gives other audio
 test('requests served concurrently on 4 lanes equal the same requests served alone', async () => {
   const texts = ['one fish', 'two fish, red fish', 'blue fish '.repeat(5), 'x'];
   const engine = await startNullEngine({ lanes: 4, prefillChunk: 3 });
-  const alone = [];
+  const alone: Outcome[] = [];
   for (const text of texts) alone.push(await runToEnd(engine, job(text)));
   let busiest = 0;
   engine.on('stats', (stats) => {
@@ -63,7 +63,7 @@ test('requests served concurrently on 4 lanes equal the same requests served alo
   });
   const together = await Promise.all(texts.map((text) => runToEnd(engine, job(text))));
   assert.equal(busiest, 4);
-  together.forEach((outcome, index) => assert.deepEqual(outcome.pcm, alone[index]!.pcm));
+  for (const [index, outcome] of together.entries()) assert.deepEqual(outcome.pcm, alone[index]!.pcm);
   await engine.close();
 });
 
