@@ -15,9 +15,6 @@ export const END_OF_TEXT = '<|endoftext|>';
 export const VOICE = '<|voice|>';
 export const TEXT = '<|text|>';
 export const INTERLEAVE = '<|interleave|>';
-// [guess] The reference bracketing is not public; these two delimit one reference's code rows in the prompt.
-export const AUDIO_START = '<|audio_start|>';
-export const AUDIO_END = '<|audio_end|>';
 
 export function semanticToken(code: number): string {
   return `<|semantic:${code}|>`;
@@ -28,7 +25,7 @@ export function speakerTag(speaker: number): string {
 }
 
 /** Structural tokens Drama adds (besides speaker tags and semantic tokens), in id order. */
-export const DRAMA_STRUCTURAL_TOKENS: readonly string[] = [VOICE, TEXT, INTERLEAVE, AUDIO_START, AUDIO_END];
+export const DRAMA_STRUCTURAL_TOKENS: readonly string[] = [VOICE, TEXT, INTERLEAVE];
 
 /** Every token Drama appends to the Qwen vocabulary, in id order. */
 export const DRAMA_ADDED_TOKENS: readonly string[] = [
