@@ -1,0 +1,76 @@
+// buildApp: the fastify instance with every route, the error envelope, optional API keys and metrics. The engine may
+// still be loading when the app starts listening (routes answer 503 until it is ready); it is closed with the app.
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Engine } from '../engine/engine.ts';
+import type { AudioToolkit } from './audio-output.ts';
+import { apiKeyCheck } from './auth.ts';
+import { defaultVoiceOnly, engineSlot, type ServerContext, type VoiceResolver } from './context.ts';
+import { errorHandler, notFoundHandler } from './errors.ts';
+import { createMetrics } from './metrics.ts';
+import { operationsRoutes } from './routes/operations.ts';
+import { speechRoute } from './routes/speech.ts';
+import { ttsRoute } from './routes/tts.ts';
+
+export interface AppOptions {
+  /** The engine, or its start-up (the app serves 503 until it resolves). */
+  readonly engine: Engine | Promise<Engine>;
+  readonly audio: AudioToolkit;
+  readonly apiKeys?: readonly string[];
+  readonly resolveVoice?: VoiceResolver;
+  /** The playground page; a placeholder is served when absent or unreadable. */
+  readonly pagePath?: URL;
+  /** Largest request body in bytes (references travel base64 in JSON). */
+  readonly bodyLimit?: number;
+  readonly logger?: boolean;
+  /** Node process metrics in /metrics (off in tests that build many apps). */
+  readonly processMetrics?: boolean;
+}
+
+export const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024;
+
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    // Wrong types and unknown fields are refused, never coerced or stripped.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const slot = engineSlot();
+  const engineReady = Promise.resolve(options.engine).then((engine) => {
+    slot.set(engine);
+    return engine;
+  });
+  engineReady.catch(() => {});
+  app.addHook('onClose', async () => {
+    const engine = slot.current();
+    if (engine !== undefined) await engine.close();
+  });
+
+  const context: ServerContext = {
+    engine: slot.get,
+    audio: options.audio,
+    metrics: createMetrics(() => slot.current()?.stats, options.processMetrics ?? false),
+    resolveVoice: options.resolveVoice ?? defaultVoiceOnly,
+  };
+
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+  app.addHook('onRequest', apiKeyCheck(options.apiKeys ?? []));
+  await app.register(swagger, {
+    openapi: {
+      info: {
+        title: 'drama3',
+        description: 'Drama 3 text-to-speech: OpenAI and Fish Speech compatible',
+        version: '0.1.0',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+  });
+  await app.register(speechRoute(context));
+  await app.register(ttsRoute(context));
+  await app.register(operationsRoutes(context, options.pagePath));
+  return app;
+}

@@ -1,0 +1,55 @@
+// What every route shares: the engine (absent while the model loads), the audio toolkit, metrics and voices.
+
+import type { Engine } from '../engine/engine.ts';
+import type { ReferenceInput } from '../engine/protocol.ts';
+import { DramaError } from '../errors.ts';
+import type { AudioToolkit } from './audio-output.ts';
+import type { ServerMetrics } from './metrics.ts';
+
+/** Named voices → their references; `undefined` when the name is unknown. The default voice has none. */
+export type VoiceResolver = (name: string) => Promise<readonly ReferenceInput[] | undefined>;
+
+export interface ServerContext {
+  /** The ready engine; throws MODEL_LOADING (503) while it starts. */
+  engine(): Engine;
+  readonly audio: AudioToolkit;
+  readonly metrics: ServerMetrics;
+  readonly resolveVoice: VoiceResolver;
+}
+
+/** OpenAI's built-in voice names: clients send them, and they mean the default voice unless a catalog defines them. */
+export const OPENAI_VOICES = [
+  'alloy',
+  'ash',
+  'ballad',
+  'cedar',
+  'coral',
+  'echo',
+  'fable',
+  'marin',
+  'nova',
+  'onyx',
+  'sage',
+  'shimmer',
+  'verse',
+];
+
+/** The resolver used when no voice catalog is configured: default and OpenAI's names only. */
+export const defaultVoiceOnly: VoiceResolver = async (name) =>
+  name === 'default' || OPENAI_VOICES.includes(name) ? [] : undefined;
+
+export function engineSlot(): { get: () => Engine; set: (engine: Engine) => void; current: () => Engine | undefined } {
+  let engine: Engine | undefined;
+  return {
+    get: () => {
+      if (engine === undefined) {
+        throw new DramaError('MODEL_LOADING', 'the model is still loading; retry shortly', { kind: 'overloaded' });
+      }
+      return engine;
+    },
+    set: (ready) => {
+      engine = ready;
+    },
+    current: () => engine,
+  };
+}

@@ -1,0 +1,127 @@
+// The one place where errors become HTTP: DramaError kinds → statuses, and every 4xx/5xx body in OpenAI's envelope
+// `{ error: { message, type, param, code } }`. Fastify's own errors (validation, JSON, content type, body size) are
+// translated here too, so a client never sees another shape.
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { DramaError, type ErrorKind, isDramaError } from '../errors.ts';
+
+const STATUS_BY_KIND: Record<ErrorKind, number> = {
+  invalid_input: 400,
+  unauthorized: 401,
+  not_found: 404,
+  conflict: 409,
+  too_large: 413,
+  overloaded: 503,
+  bad_checkpoint: 500,
+  device: 500,
+  internal: 500,
+};
+
+const TYPE_BY_STATUS: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  404: 'not_found_error',
+  409: 'conflict_error',
+  413: 'invalid_request_error',
+  415: 'invalid_request_error',
+  503: 'server_overloaded',
+};
+
+/** Seconds a client is asked to wait after a 503. */
+export const RETRY_AFTER_SECONDS = 1;
+
+export interface ErrorEnvelope {
+  readonly error: {
+    readonly message: string;
+    readonly type: string;
+    readonly param: string | null;
+    readonly code: string;
+  };
+}
+
+export function statusOf(error: DramaError): number {
+  return STATUS_BY_KIND[error.kind];
+}
+
+export function envelope(status: number, error: DramaError): ErrorEnvelope {
+  const type = TYPE_BY_STATUS[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
+  return { error: { message: error.message, type, param: error.param ?? null, code: error.code } };
+}
+
+interface AjvError {
+  readonly instancePath: string;
+  readonly keyword: string;
+  readonly message?: string;
+  readonly params: Record<string, unknown>;
+}
+
+/** `/references/0/audio` → `references[0].audio`. */
+function fieldName(path: string): string {
+  return path
+    .split('/')
+    .filter((part) => part !== '')
+    .map((part, index) => (/^\d+$/.test(part) ? `[${part}]` : index === 0 ? part : `.${part}`))
+    .join('');
+}
+
+function fromValidation(errors: readonly AjvError[]): DramaError {
+  const first = errors[0]!;
+  const parent = fieldName(first.instancePath);
+  if (first.keyword === 'additionalProperties') {
+    const name = String(first.params.additionalProperty);
+    const field = parent === '' ? name : `${parent}.${name}`;
+    return new DramaError('UNKNOWN_FIELD', `unknown field '${field}'`, { param: field });
+  }
+  if (first.keyword === 'required') {
+    const name = String(first.params.missingProperty);
+    const field = parent === '' ? name : `${parent}.${name}`;
+    return new DramaError('MISSING_FIELD', `missing required field '${field}'`, { param: field });
+  }
+  const field = parent === '' ? 'body' : parent;
+  return new DramaError('INVALID_FIELD', `'${field}' ${first.message ?? 'is invalid'}`, { param: field });
+}
+
+/** Any thrown value → a DramaError with the right kind. */
+export function toDramaError(error: unknown): DramaError {
+  if (isDramaError(error)) return error;
+  const fastifyError = error as Partial<FastifyError> & { validation?: AjvError[] };
+  if (Array.isArray(fastifyError.validation) && fastifyError.validation.length > 0) {
+    return fromValidation(fastifyError.validation);
+  }
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new DramaError('MALFORMED_JSON', `the body is not valid JSON: ${fastifyError.message}`, { param: 'body' });
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new DramaError('BODY_TOO_LARGE', fastifyError.message ?? 'the body is too large', { kind: 'too_large' });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new DramaError('UNSUPPORTED_CONTENT_TYPE', fastifyError.message ?? 'unsupported content type');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new DramaError('INVALID_CONTENT_LENGTH', fastifyError.message ?? 'invalid content length');
+  }
+  if (fastifyError.statusCode !== undefined && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
+    return new DramaError(fastifyError.code ?? 'BAD_REQUEST', fastifyError.message ?? 'bad request');
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new DramaError('INTERNAL_ERROR', `internal error: ${message}`, { kind: 'internal', cause: error });
+}
+
+/** Sends the envelope; 503 carries Retry-After. Unsupported media type keeps its own 415 status. */
+export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
+  const dramaError = toDramaError(error);
+  const raw = error as Partial<FastifyError>;
+  const status = raw.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 415 : statusOf(dramaError);
+  if (status === 503) void reply.header('Retry-After', String(RETRY_AFTER_SECONDS));
+  return reply.code(status).type('application/json').send(envelope(status, dramaError));
+}
+
+export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const dramaError = toDramaError(error);
+  if (statusOf(dramaError) >= 500 && dramaError.kind !== 'overloaded')
+    request.log.error({ err: error }, dramaError.message);
+  return sendError(reply, error);
+}
+
+export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const error = new DramaError('ROUTE_NOT_FOUND', `no route ${request.method} ${request.url}`, { kind: 'not_found' });
+  return sendError(reply, error);
+}

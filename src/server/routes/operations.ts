@@ -1,0 +1,66 @@
+// Discovery and operations: GET /v1/models (with the speech limits), /health (503 while loading), /metrics,
+// /openapi.json and the playground page at /.
+import { readFile } from 'node:fs/promises';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { EngineInfo } from '../../engine/protocol.ts';
+import type { ServerContext } from '../context.ts';
+
+export const SYNTHETIC_NOTICE = 'synthetic weights: this checkpoint has random weights and speaks noise, not speech';
+
+const PLACEHOLDER_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>drama3</title></head>
+<body><h1>drama3</h1><p>The playground page is not installed yet (no web/index.html).
+The API is up: POST /v1/audio/speech, POST /v1/tts, GET /v1/models, GET /openapi.json.</p></body></html>
+`;
+
+export function describeModel(info: EngineInfo, created: number) {
+  return {
+    id: info.modelId,
+    object: 'model',
+    created,
+    owned_by: 'drama3',
+    synthetic: info.synthetic,
+    ...(info.synthetic ? { notice: SYNTHETIC_NOTICE } : {}),
+    speech: {
+      context_window: info.contextRows,
+      max_prompt_rows: info.maxPromptRows,
+      max_frames: info.maxFrames,
+      max_input_code_points: info.maxInputCodePoints,
+      sample_rate: info.sampleRate,
+      frame_length: info.frameLength,
+      lanes: info.lanes,
+    },
+  };
+}
+
+export function operationsRoutes(context: ServerContext, pagePath: URL | undefined): FastifyPluginAsyncTypebox {
+  const created = Math.floor(Date.now() / 1000);
+  return async (app) => {
+    app.get('/v1/models', { schema: { summary: 'Models and their speech limits', tags: ['discovery'] } }, async () => ({
+      object: 'list',
+      data: [describeModel(context.engine().info, created)],
+    }));
+    app.get(
+      '/health',
+      { schema: { summary: 'Ready (200) or loading (503)', tags: ['operations'] } },
+      async (_request, reply) => {
+        context.engine();
+        return reply.send({ status: 'ready' });
+      },
+    );
+    app.get(
+      '/metrics',
+      { schema: { summary: 'Prometheus metrics', tags: ['operations'] } },
+      async (_request, reply) => {
+        const text = await context.metrics.registry.metrics();
+        return reply.type(context.metrics.registry.contentType).send(text);
+      },
+    );
+    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+    app.get('/', { schema: { hide: true } }, async (_request, reply) => {
+      const page =
+        pagePath === undefined ? PLACEHOLDER_PAGE : await readFile(pagePath, 'utf8').catch(() => PLACEHOLDER_PAGE);
+      return reply.type('text/html; charset=utf-8').send(page);
+    });
+  };
+}

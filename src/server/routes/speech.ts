@@ -1,0 +1,58 @@
+// POST /v1/audio/speech: OpenAI's speech API with drama3's extensions (API.md). Whole file, chunked audio stream or
+// server-sent events; `speed` other than 1.0 is refused (no pitch-preserving stretch yet).
+import type { FastifyPluginAsyncTypebox, Static } from '@fastify/type-provider-typebox';
+import { DramaError } from '../../errors.ts';
+import { DEFAULT_SAMPLING } from '../../model/types.ts';
+import type { ServerContext } from '../context.ts';
+import { decodeReferences, seedOrRandom, voiceReferences } from '../request-fields.ts';
+import { SpeechBody } from '../schemas.ts';
+import { replySpeech, type SpeechPlan } from '../speech-reply.ts';
+
+const NATIVE_RATE = 44100;
+const PCM_DEFAULT_RATE = 24000;
+
+export async function planSpeech(context: ServerContext, body: Static<typeof SpeechBody>): Promise<SpeechPlan> {
+  if (body.speed !== undefined && body.speed !== 1) {
+    throw new DramaError('SPEED_UNSUPPORTED', `speed ${body.speed} is not supported: only 1.0 (no time stretch)`, {
+      param: 'speed',
+    });
+  }
+  const voiceName = typeof body.voice === 'object' ? body.voice.id : (body.voice ?? 'default');
+  const voice = await voiceReferences(context.resolveVoice, voiceName, 'voice');
+  const references = [...voice, ...decodeReferences(body.references, 'references')];
+  const format = body.response_format ?? 'mp3';
+  return {
+    route: 'speech',
+    format,
+    sampleRate: body.sample_rate ?? (format === 'pcm' ? PCM_DEFAULT_RATE : NATIVE_RATE),
+    mode:
+      body.stream_format === 'sse' ? 'sse' : body.stream_format === 'audio' || body.stream === true ? 'audio' : 'whole',
+    job: {
+      text: body.input,
+      instructions: body.instructions,
+      references,
+      sampling: {
+        ...DEFAULT_SAMPLING,
+        seed: seedOrRandom(body.seed),
+        temperature: body.temperature ?? DEFAULT_SAMPLING.temperature,
+        topP: body.top_p ?? DEFAULT_SAMPLING.topP,
+        topK: body.top_k ?? DEFAULT_SAMPLING.topK,
+      },
+      maxFrames: body.max_frames,
+      pieceLength: undefined,
+    },
+  };
+}
+
+export function speechRoute(context: ServerContext): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.post(
+      '/v1/audio/speech',
+      { schema: { body: SpeechBody, summary: 'Speak text (OpenAI-compatible)', tags: ['speech'] } },
+      async (request, reply) => {
+        await replySpeech(context, reply, await planSpeech(context, request.body));
+        return reply;
+      },
+    );
+  };
+}

@@ -1,0 +1,65 @@
+// POST /v1/tts: Fish Speech's API (JSON or msgpack bodies). Output is always the native 44.1 kHz; an unknown
+// reference_id is a 404, never a silent default voice; max_new_tokens 0 means "as many frames as fit".
+
+import type { FastifyPluginAsyncTypebox, Static } from '@fastify/type-provider-typebox';
+import { decode } from '@msgpack/msgpack';
+import { DramaError } from '../../errors.ts';
+import { DEFAULT_SAMPLING } from '../../model/types.ts';
+import type { ServerContext } from '../context.ts';
+import { decodeReferences, seedOrRandom, voiceReferences } from '../request-fields.ts';
+import { TtsBody } from '../schemas.ts';
+import { replySpeech, type SpeechPlan } from '../speech-reply.ts';
+
+/** msgpack carries reference audio as raw bytes; the schema (shared with JSON) takes base64 text. */
+function bytesToBase64(value: unknown): unknown {
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
+  if (Array.isArray(value)) return value.map(bytesToBase64);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, bytesToBase64(item)]));
+  }
+  return value;
+}
+
+export async function planTts(context: ServerContext, body: Static<typeof TtsBody>): Promise<SpeechPlan> {
+  const voice =
+    body.reference_id == null ? [] : await voiceReferences(context.resolveVoice, body.reference_id, 'reference_id');
+  return {
+    route: 'tts',
+    format: body.format ?? 'wav',
+    sampleRate: context.engine().info.sampleRate,
+    mode: body.streaming === true ? 'audio' : 'whole',
+    job: {
+      text: body.text,
+      instructions: undefined,
+      references: [...voice, ...decodeReferences(body.references, 'references')],
+      sampling: {
+        ...DEFAULT_SAMPLING,
+        seed: seedOrRandom(body.seed),
+        temperature: body.temperature ?? DEFAULT_SAMPLING.temperature,
+        topP: body.top_p ?? DEFAULT_SAMPLING.topP,
+      },
+      maxFrames: body.max_new_tokens === undefined || body.max_new_tokens === 0 ? undefined : body.max_new_tokens,
+      pieceLength: body.chunk_length,
+    },
+  };
+}
+
+export function ttsRoute(context: ServerContext): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.addContentTypeParser('application/msgpack', { parseAs: 'buffer' }, (_request, body, done) => {
+      try {
+        done(null, bytesToBase64(decode(body as Buffer)));
+      } catch (error) {
+        done(new DramaError('MALFORMED_MSGPACK', `the body is not valid msgpack: ${String(error)}`, { param: 'body' }));
+      }
+    });
+    app.post(
+      '/v1/tts',
+      { schema: { body: TtsBody, summary: 'Speak text (Fish Speech-compatible)', tags: ['speech'] } },
+      async (request, reply) => {
+        await replySpeech(context, reply, await planTts(context, request.body));
+        return reply;
+      },
+    );
+  };
+}

@@ -1,0 +1,141 @@
+// One speech request from admission to the last byte, in one of three shapes: the whole file; a chunked audio stream
+// whose finish reason is an HTTP trailer; or server-sent events. Errors before the first byte are ordinary error
+// replies; a chunked stream that fails later is cut off without its terminating chunk, so it never looks complete.
+import type { FastifyReply } from 'fastify';
+import { toDramaError as fromSerialized, type RequestEvent, type RequestHandle } from '../engine/engine.ts';
+import type { SpeechJob } from '../engine/protocol.ts';
+import { DramaError } from '../errors.ts';
+import { type AudioOutput, openAudioOutput } from './audio-output.ts';
+import type { ServerContext } from './context.ts';
+import { envelope, sendError, statusOf } from './errors.ts';
+import type { SpeechFormat } from './schemas.ts';
+
+export type ReplyMode = 'whole' | 'audio' | 'sse';
+
+export interface SpeechPlan {
+  readonly route: string;
+  readonly job: SpeechJob;
+  readonly format: SpeechFormat;
+  readonly sampleRate: number;
+  readonly mode: ReplyMode;
+}
+
+function sseEvent(payload: object): string {
+  return `data: ${JSON.stringify(payload)}\n\n`;
+}
+
+/** Resolves once the reply is sent, cut off or abandoned by the client. */
+export async function replySpeech(context: ServerContext, reply: FastifyReply, plan: SpeechPlan): Promise<void> {
+  const engine = context.engine();
+  const output = await openAudioOutput(context.audio, plan.format, engine.info.sampleRate, plan.sampleRate);
+  const arrived = performance.now();
+  const raw = reply.raw;
+  const pieces: Uint8Array[] = [];
+  let started = false;
+  let firstAudio = true;
+  let inputTokens = 0;
+
+  const count = (status: number) => context.metrics.requests.inc({ route: plan.route, status: String(status) });
+  const headers = (): Record<string, string> => ({
+    'X-Input-Tokens': String(inputTokens),
+    'X-Sample-Rate': String(output.sampleRate),
+    'X-Seed': String(plan.job.sampling.seed),
+  });
+  const write = (bytes: Uint8Array) => {
+    if (bytes.length === 0) return;
+    if (firstAudio) {
+      firstAudio = false;
+      context.metrics.timeToFirstAudio.observe({ route: plan.route }, (performance.now() - arrived) / 1000);
+    }
+    if (plan.mode === 'sse')
+      raw.write(sseEvent({ type: 'speech.audio.delta', audio: Buffer.from(bytes).toString('base64') }));
+    else if (plan.mode === 'audio') raw.write(bytes);
+    else pieces.push(bytes);
+  };
+
+  return new Promise<void>((resolve) => {
+    let handle: RequestHandle;
+    const onEvent = (event: RequestEvent) => {
+      try {
+        switch (event.type) {
+          case 'admitted':
+            inputTokens = event.admission.inputTokens;
+            if (plan.mode !== 'whole') startStream(raw, reply, plan.mode, output, headers());
+            started = plan.mode !== 'whole';
+            return;
+          case 'audio':
+            context.metrics.framesGenerated.inc(event.frames);
+            write(output.push(event.pcm));
+            return;
+          case 'finished': {
+            write(output.finish());
+            const usage = event.usage;
+            const finish = { 'X-Finish-Reason': event.reason, 'X-Output-Frames': String(usage.outputFrames) };
+            if (plan.mode === 'whole') {
+              void reply
+                .code(200)
+                .headers({ ...headers(), ...finish, 'Content-Type': output.contentType })
+                .send(Buffer.concat(pieces));
+            } else if (plan.mode === 'audio') {
+              raw.addTrailers(finish);
+              raw.end();
+            } else {
+              const tokens = { input_tokens: usage.inputTokens, output_tokens: usage.outputFrames };
+              const done = {
+                type: 'speech.audio.done',
+                usage: { ...tokens, total_tokens: usage.inputTokens + usage.outputFrames },
+                finish_reason: event.reason,
+              };
+              raw.end(sseEvent(done));
+            }
+            count(200);
+            resolve();
+            return;
+          }
+          case 'failed':
+            fail(fromSerialized(event.error));
+            return;
+          case 'cancelled':
+            count(499);
+            resolve();
+            return;
+        }
+      } catch (error) {
+        handle.cancel();
+        fail(error);
+      }
+    };
+
+    const fail = (error: unknown) => {
+      const dramaError =
+        error instanceof DramaError ? error : new DramaError('REPLY_FAILED', String(error), { kind: 'internal' });
+      const status = statusOf(dramaError);
+      count(started ? 500 : status);
+      if (!started) void sendError(reply, dramaError);
+      else if (plan.mode === 'sse') raw.end(sseEvent({ type: 'speech.audio.error', ...envelope(status, dramaError) }));
+      else raw.destroy(dramaError);
+      resolve();
+    };
+
+    handle = context.engine().submit(plan.job, onEvent);
+    raw.on('close', () => {
+      if (!raw.writableFinished) handle.cancel();
+    });
+  });
+}
+
+function startStream(
+  raw: FastifyReply['raw'],
+  reply: FastifyReply,
+  mode: 'audio' | 'sse',
+  output: AudioOutput,
+  headers: Record<string, string>,
+): void {
+  reply.hijack();
+  if (mode === 'sse') {
+    raw.writeHead(200, { ...headers, 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+  } else {
+    raw.writeHead(200, { ...headers, 'Content-Type': output.contentType, Trailer: 'X-Finish-Reason, X-Output-Frames' });
+  }
+  raw.flushHeaders();
+}
