@@ -1,0 +1,68 @@
+// Linear layers y = x · Wᵀ. x: [T, In] row-major; W: [Out, In] row-major (the torch nn.Linear layout); y: [T, Out].
+//   linear:      W already widened to fp32/fp64 (what the model uses: weights are widened once at load)
+//   linearBf16:  W as raw bf16 bits (Uint16Array), the oracle form; accumulation in fp64, or in fp32 (each partial
+//                sum rounded to fp32, in order) to show what a sequential fp32 accumulator gives
+// Dot products run in double precision unless stated.
+import type { FloatArray } from './types.ts';
+
+export function linear(
+  x: FloatArray,
+  weight: FloatArray,
+  out: FloatArray,
+  rows: number,
+  inFeatures: number,
+  outFeatures: number,
+): void {
+  const tail = inFeatures - (inFeatures % 4);
+  for (let t = 0; t < rows; t++) {
+    const xStart = t * inFeatures;
+    const yStart = t * outFeatures;
+    for (let o = 0; o < outFeatures; o++) {
+      const wStart = o * inFeatures;
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      let i = 0;
+      for (; i < tail; i += 4) {
+        s0 += x[xStart + i]! * weight[wStart + i]!;
+        s1 += x[xStart + i + 1]! * weight[wStart + i + 1]!;
+        s2 += x[xStart + i + 2]! * weight[wStart + i + 2]!;
+        s3 += x[xStart + i + 3]! * weight[wStart + i + 3]!;
+      }
+      for (; i < inFeatures; i++) s0 += x[xStart + i]! * weight[wStart + i]!;
+      out[yStart + o] = s0 + s1 + (s2 + s3);
+    }
+  }
+}
+
+const bitsScratch = new Uint32Array(1);
+const floatScratch = new Float32Array(bitsScratch.buffer);
+
+export function linearBf16(
+  x: FloatArray,
+  weightBits: Uint16Array,
+  out: FloatArray,
+  rows: number,
+  inFeatures: number,
+  outFeatures: number,
+  accumulate: 'fp32' | 'fp64' = 'fp64',
+): void {
+  const widened = new Float64Array(inFeatures);
+  for (let o = 0; o < outFeatures; o++) {
+    for (let i = 0; i < inFeatures; i++) {
+      bitsScratch[0] = weightBits[o * inFeatures + i]! << 16;
+      widened[i] = floatScratch[0]!;
+    }
+    for (let t = 0; t < rows; t++) {
+      const xStart = t * inFeatures;
+      let sum = 0;
+      if (accumulate === 'fp64') {
+        for (let i = 0; i < inFeatures; i++) sum += x[xStart + i]! * widened[i]!;
+      } else {
+        for (let i = 0; i < inFeatures; i++) sum = Math.fround(sum + Math.fround(x[xStart + i]! * widened[i]!));
+      }
+      out[t * outFeatures + o] = sum;
+    }
+  }
+}
