@@ -56,6 +56,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     resolveVoice: options.resolveVoice ?? defaultVoiceOnly,
   };
 
+  // Bodies are JSON (or msgpack on /v1/tts); plain text is refused with 415 rather than validated as a string.
+  app.removeContentTypeParser('text/plain');
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   app.addHook('onRequest', apiKeyCheck(options.apiKeys ?? []));
