@@ -1,0 +1,190 @@
+// The weight map: from a config, every tensor a drama3 checkpoint holds, with its role, dtype and shape, one line
+// each. Shapes are row-major as stored: linear weights [out, in]; conv1d [channels, 1, kernel]; FP8 block scales
+// [ceil(rows/128), ceil(cols/128)] F32 (value = fp8 × scale per 128×128 block). H text hidden, V vocab, E experts,
+// I expert width, d tower hidden. Names come from weights-names.ts.
+import type { DType } from '../checkpoint/tensor.ts';
+import type { Drama3Config } from './config.ts';
+import {
+  backboneNames,
+  type ExpertFormat,
+  type SwiGluNames,
+  type TowerLayerNames,
+  towerNames,
+} from './weights-names.ts';
+
+export * from './weights-names.ts';
+
+export type TensorRole =
+  | 'token_embedding'
+  | 'codebook_embedding'
+  | 'output_head'
+  /** Zero-centred RMSNorm weight: applied as (1 + w). */
+  | 'norm'
+  /** The GDN output norm: applied as plain w (then × SiLU(z)). */
+  | 'gated_norm'
+  | 'linear'
+  | 'router'
+  | 'conv'
+  | 'decay_log'
+  | 'dt_bias'
+  | 'expert'
+  | 'expert_scale';
+
+export interface TensorSpec {
+  readonly name: string;
+  readonly role: TensorRole;
+  /** The dtype `synth` writes and the loader expects. */
+  readonly dtype: DType;
+  /** Every dtype the loader accepts for this tensor (includes `dtype`). */
+  readonly accepts: readonly DType[];
+  readonly shape: readonly number[];
+  /** True for projections that add into a residual stream (their scale bounds its growth). */
+  readonly writesResidual: boolean;
+  /** Backbone layer (tower tensors carry none: their names say which tower layer). */
+  readonly layer?: number;
+  readonly expert?: number;
+}
+
+export interface WeightMapOptions {
+  readonly prefix: string;
+  readonly experts: ExpertFormat;
+}
+
+/** Small fp32-friendly tensors a converter may leave in F32. */
+const WIDE_FLOAT_ROLES: readonly TensorRole[] = ['norm', 'gated_norm', 'decay_log', 'dt_bias'];
+const WIDE_FLOAT: readonly DType[] = ['BF16', 'F32'];
+const BF16_ONLY: readonly DType[] = ['BF16'];
+
+/** Appends specs to one shared array, stamping each with the layer/expert it belongs to. */
+class SpecList {
+  constructor(
+    readonly specs: TensorSpec[] = [],
+    private readonly where: { layer?: number; expert?: number } = {},
+  ) {}
+
+  add(name: string, role: TensorRole, shape: number[], options: { residual?: boolean; dtype?: DType } = {}): void {
+    const dtype = options.dtype ?? 'BF16';
+    const accepts = WIDE_FLOAT_ROLES.includes(role) ? WIDE_FLOAT : dtype === 'BF16' ? BF16_ONLY : [dtype];
+    this.specs.push({ name, role, dtype, accepts, shape, writesResidual: options.residual ?? false, ...this.where });
+  }
+
+  at(where: { layer?: number; expert?: number }): SpecList {
+    return new SpecList(this.specs, where);
+  }
+}
+
+/** F32 scale grid of a [rows, cols] FP8 weight. */
+export function blockScaleShape(rows: number, cols: number): number[] {
+  return [Math.ceil(rows / 128), Math.ceil(cols / 128)];
+}
+
+function swiGlu(list: SpecList, names: SwiGluNames, inner: number, outer: number, role: TensorRole): void {
+  list.add(names.gateProj, role, [inner, outer]);
+  list.add(names.upProj, role, [inner, outer]);
+  list.add(names.downProj, role, [outer, inner], { residual: true });
+}
+
+function expertSpecs(list: SpecList, config: Drama3Config, prefix: string, layer: number, format: ExpertFormat): void {
+  const { hiddenSize: hidden, expertIntermediate: inner, experts } = config.text;
+  const mlp = backboneNames(prefix).layer(layer).mlp;
+  if (format === 'fused') {
+    list.add(mlp.fusedGateUpProj, 'expert', [experts, 2 * inner, hidden]);
+    list.add(mlp.fusedDownProj, 'expert', [experts, hidden, inner], { residual: true });
+    return;
+  }
+  for (let expert = 0; expert < experts; expert++) {
+    const names = mlp.expert(expert);
+    const perExpert = list.at({ layer, expert });
+    const entries: [string, string, number, number][] = [
+      [names.gateProj, names.gateProjScale, inner, hidden],
+      [names.upProj, names.upProjScale, inner, hidden],
+      [names.downProj, names.downProjScale, hidden, inner],
+    ];
+    for (const [name, scale, rows, cols] of entries) {
+      const residual = name === names.downProj;
+      if (format === 'bf16') {
+        perExpert.add(name, 'expert', [rows, cols], { residual });
+        continue;
+      }
+      perExpert.add(name, 'expert', [rows, cols], { residual, dtype: 'F8_E4M3' });
+      perExpert.add(scale, 'expert_scale', blockScaleShape(rows, cols), { dtype: 'F32' });
+    }
+  }
+}
+
+function backboneLayerSpecs(list: SpecList, config: Drama3Config, options: WeightMapOptions, layer: number): void {
+  const text = config.text;
+  const hidden = text.hiddenSize;
+  const names = backboneNames(options.prefix).layer(layer);
+  list.add(names.inputLayernorm, 'norm', [hidden]);
+  if (text.layerTypes[layer] === 'linear_attention') {
+    const gdn = names.linearAttention;
+    list.add(gdn.inProjQkv, 'linear', [text.linearConvChannels, hidden]);
+    list.add(gdn.inProjZ, 'linear', [text.linearValueDim, hidden]);
+    list.add(gdn.inProjB, 'linear', [text.linearValueHeads, hidden]);
+    list.add(gdn.inProjA, 'linear', [text.linearValueHeads, hidden]);
+    list.add(gdn.conv1d, 'conv', [text.linearConvChannels, 1, text.linearConvKernel]);
+    list.add(gdn.aLog, 'decay_log', [text.linearValueHeads]);
+    list.add(gdn.dtBias, 'dt_bias', [text.linearValueHeads]);
+    list.add(gdn.norm, 'gated_norm', [text.linearValueHeadDim]);
+    list.add(gdn.outProj, 'linear', [hidden, text.linearValueDim], { residual: true });
+  } else {
+    const attention = names.selfAttention;
+    const kvRows = text.keyValueHeads * text.headDim;
+    list.add(attention.qProj, 'linear', [text.queryProjectionRows, hidden]);
+    list.add(attention.kProj, 'linear', [kvRows, hidden]);
+    list.add(attention.vProj, 'linear', [kvRows, hidden]);
+    list.add(attention.qNorm, 'norm', [text.headDim]);
+    list.add(attention.kNorm, 'norm', [text.headDim]);
+    list.add(attention.oProj, 'linear', [hidden, text.attentionHeads * text.headDim], { residual: true });
+  }
+  list.add(names.postAttentionLayernorm, 'norm', [hidden]);
+  list.add(names.mlp.router, 'router', [text.experts, hidden]);
+  expertSpecs(list, config, options.prefix, layer, options.experts);
+  swiGlu(list, names.mlp.sharedExpert, text.sharedExpertIntermediate, hidden, 'linear');
+  list.add(names.mlp.sharedExpertGate, 'linear', [1, hidden]);
+}
+
+function towerLayerSpecs(list: SpecList, config: Drama3Config, names: TowerLayerNames, inputWidth: number): void {
+  const tower = config.tower;
+  const d = tower.hiddenSize;
+  list.add(names.enorm, 'norm', [d]);
+  list.add(names.hnorm, 'norm', [inputWidth]);
+  list.add(names.ehProj, 'linear', [d, d + inputWidth]);
+  list.add(names.inputLayernorm, 'norm', [d]);
+  const attention = names.selfAttention;
+  list.add(attention.qProj, 'linear', [tower.attentionHeads * tower.headDim, d]);
+  list.add(attention.kProj, 'linear', [tower.keyValueHeads * tower.headDim, d]);
+  list.add(attention.vProj, 'linear', [tower.keyValueHeads * tower.headDim, d]);
+  list.add(attention.qNorm, 'norm', [tower.headDim]);
+  list.add(attention.kNorm, 'norm', [tower.headDim]);
+  list.add(attention.oProj, 'linear', [d, tower.attentionHeads * tower.headDim], { residual: true });
+  list.add(names.postAttentionLayernorm, 'norm', [d]);
+  swiGlu(list, names.mlp, tower.intermediate, d, 'linear');
+  list.add(names.outNorm, 'norm', [d]);
+  if (names.head !== undefined) list.add(names.head, 'output_head', [config.audio.codebookSize, d]);
+}
+
+/** Every tensor the checkpoint must hold, in a stable order (backbone, frame-row embedding, tower). */
+export function expectedTensors(config: Drama3Config, options: WeightMapOptions): TensorSpec[] {
+  const { text, audio, tower } = config;
+  const root = new SpecList();
+  const backbone = backboneNames(options.prefix);
+  root.add(backbone.embedTokens, 'token_embedding', [text.vocabSize, text.hiddenSize]);
+  for (let layer = 0; layer < text.layers; layer++) backboneLayerSpecs(root.at({ layer }), config, options, layer);
+  root.add(backbone.norm, 'norm', [text.hiddenSize]);
+  if (!text.tieWordEmbeddings) root.add(backbone.lmHead, 'output_head', [text.vocabSize, text.hiddenSize]);
+  root.add(backbone.codebookEmbeddings, 'codebook_embedding', [audio.codebookEmbeddingRows, text.hiddenSize]);
+  const towerNameMap = towerNames();
+  root.add(towerNameMap.codebookEmbeddings, 'codebook_embedding', [audio.codebookEmbeddingRows, tower.hiddenSize]);
+  for (let layer = 0; layer < tower.sharedLayers; layer++) {
+    const inputWidth = layer === 0 ? text.hiddenSize : tower.hiddenSize;
+    towerLayerSpecs(root, config, towerNameMap.sharedLayer(layer), inputWidth);
+  }
+  for (let layer = 0; layer < tower.codebookLayers; layer++) {
+    // With no shared layers the first per-codebook layer reads the backbone row directly.
+    const inputWidth = layer === 0 && tower.sharedLayers === 0 ? text.hiddenSize : tower.hiddenSize;
+    towerLayerSpecs(root, config, towerNameMap.codebookLayer(layer), inputWidth);
+  }
+  return root.specs;
+}
