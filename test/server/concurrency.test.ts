@@ -26,7 +26,7 @@ test('4 requests at once on 4 lanes give the bytes of the same 4 served one at a
     const fifth = await speak(server.url, 'one too many');
     assert.equal(fifth.status, 503);
     assert.equal(fifth.headers.get('retry-after'), '1');
-    assert.equal((await fifth.json()).error.code, 'ENGINE_OVERLOADED');
+    assert.equal(((await fifth.json()) as { error: { code: string } }).error.code, 'ENGINE_OVERLOADED');
     const replies = await Promise.all(together);
     for (const [index, reply] of replies.entries()) {
       assert.equal(reply.status, 200);
