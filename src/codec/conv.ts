@@ -1,0 +1,180 @@
+// Causal 1-D convolutions over channels-first activations [C, T] (T rows of this chunk, row-contiguous per channel),
+// each carrying the input rows it still needs from earlier chunks so that chunked and whole runs compute every output
+// from the same inputs in the same order. Sums run in float64 in a fixed order (input channel, then tap) and round
+// to float32 once per output. Weights: conv [Cout, Cin, K], transposed conv [Cin, Cout, K], already folded.
+import type { ScratchArena } from './scratch.ts';
+
+export interface ConvShape {
+  readonly inputs: number;
+  readonly outputs: number;
+  readonly kernel: number;
+  readonly dilation?: number;
+  readonly stride?: number;
+  /** Depthwise (groups = channels): weight [C, 1, K]. */
+  readonly depthwise?: boolean;
+}
+
+/** Left-padded causal conv: output row n reads inputs n·s − (span − s) … n·s + span − s − 1 (span = (K−1)·d + 1). */
+export class CausalConv {
+  private readonly inputs: number;
+  private readonly outputs: number;
+  private readonly kernel: number;
+  private readonly dilation: number;
+  private readonly stride: number;
+  private readonly depthwise: boolean;
+  /** Rows of earlier input kept for the next chunk. [Cin, historyRows] */
+  private readonly history: Float32Array;
+  private readonly historyRows: number;
+
+  constructor(
+    shape: ConvShape,
+    private readonly weight: Float32Array,
+    private readonly bias: Float32Array,
+  ) {
+    this.inputs = shape.inputs;
+    this.outputs = shape.outputs;
+    this.kernel = shape.kernel;
+    this.dilation = shape.dilation ?? 1;
+    this.stride = shape.stride ?? 1;
+    this.depthwise = shape.depthwise ?? false;
+    this.historyRows = (this.kernel - 1) * this.dilation + 1 - this.stride;
+    this.history = new Float32Array(this.inputs * this.historyRows);
+  }
+
+  /** x [Cin, rows] → [Cout, rows / stride]; rows must be a multiple of the stride. */
+  forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array {
+    const { inputs, outputs, kernel, dilation, stride, historyRows } = this;
+    const paddedRows = historyRows + rows;
+    const padded = scratch.take(inputs * paddedRows);
+    for (let channel = 0; channel < inputs; channel++) {
+      padded.set(this.history.subarray(channel * historyRows, (channel + 1) * historyRows), channel * paddedRows);
+      padded.set(x.subarray(channel * rows, (channel + 1) * rows), channel * paddedRows + historyRows);
+    }
+    for (let channel = 0; channel < inputs; channel++) {
+      const start = channel * paddedRows + rows;
+      this.history.set(padded.subarray(start, start + historyRows), channel * historyRows);
+    }
+    const outputRows = rows / stride;
+    const out = scratch.take(outputs * outputRows);
+    const sums = scratch.takeDouble(outputRows);
+    for (let output = 0; output < outputs; output++) {
+      sums.fill(this.bias[output]!);
+      const firstInput = this.depthwise ? output : 0;
+      const lastInput = this.depthwise ? output + 1 : inputs;
+      for (let input = firstInput; input < lastInput; input++) {
+        const weightBase = (this.depthwise ? output : output * inputs + input) * kernel;
+        for (let tap = 0; tap < kernel; tap++) {
+          const value = this.weight[weightBase + tap]!;
+          const base = input * paddedRows + tap * dilation;
+          if (stride === 1) {
+            for (let row = 0; row < outputRows; row++) sums[row]! += value * padded[base + row]!;
+          } else {
+            for (let row = 0; row < outputRows; row++) sums[row]! += value * padded[base + row * stride]!;
+          }
+        }
+      }
+      const target = output * outputRows;
+      for (let row = 0; row < outputRows; row++) out[target + row] = sums[row]!;
+    }
+    return out;
+  }
+}
+
+/**
+ * Causal transposed conv with kernel K = m·s, the last K − s outputs trimmed: output row n·s + j sums
+ * w[i, o, j + q·s] · x[i, n − q] over q < m, so it keeps the last m − 1 input rows.
+ */
+export class CausalTransposedConv {
+  private readonly overlap: number;
+  private readonly history: Float32Array;
+
+  constructor(
+    private readonly inputs: number,
+    private readonly outputs: number,
+    private readonly kernel: number,
+    private readonly stride: number,
+    private readonly weight: Float32Array,
+    private readonly bias: Float32Array,
+  ) {
+    this.overlap = Math.ceil(kernel / stride) - 1;
+    this.history = new Float32Array(inputs * this.overlap);
+  }
+
+  /** x [Cin, rows] → [Cout, rows · stride]. */
+  forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array {
+    const { inputs, outputs, kernel, stride, overlap } = this;
+    const paddedRows = overlap + rows;
+    const padded = scratch.take(inputs * paddedRows);
+    for (let channel = 0; channel < inputs; channel++) {
+      padded.set(this.history.subarray(channel * overlap, (channel + 1) * overlap), channel * paddedRows);
+      padded.set(x.subarray(channel * rows, (channel + 1) * rows), channel * paddedRows + overlap);
+    }
+    for (let channel = 0; channel < inputs; channel++) {
+      const start = channel * paddedRows + rows;
+      this.history.set(padded.subarray(start, start + overlap), channel * overlap);
+    }
+    const outputRows = rows * stride;
+    const out = scratch.take(outputs * outputRows);
+    const sums = scratch.takeDouble(outputRows);
+    for (let output = 0; output < outputs; output++) {
+      sums.fill(this.bias[output]!);
+      for (let input = 0; input < inputs; input++) {
+        const weightBase = (input * outputs + output) * kernel;
+        for (let tap = 0; tap < kernel; tap++) {
+          const value = this.weight[weightBase + tap]!;
+          const phase = tap % stride;
+          const lag = (tap - phase) / stride;
+          const base = input * paddedRows + overlap - lag;
+          for (let row = 0; row < rows; row++) sums[row * stride + phase]! += value * padded[base + row]!;
+        }
+      }
+      const target = output * outputRows;
+      for (let row = 0; row < outputRows; row++) out[target + row] = sums[row]!;
+    }
+    return out;
+  }
+}
+
+/** Snake: x + sin²(αx) / (α + 1e-9), per channel α (the reciprocal taken in float32, as PyTorch does). */
+export class Snake {
+  private readonly inverse: Float32Array;
+
+  constructor(private readonly alpha: Float32Array) {
+    this.inverse = alpha.map((value) => 1 / Math.fround(value + 1e-9));
+  }
+
+  forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array {
+    const out = scratch.take(x.length);
+    const channels = x.length / rows;
+    for (let channel = 0; channel < channels; channel++) {
+      const alpha = this.alpha[channel]!;
+      const inverse = this.inverse[channel]!;
+      for (let index = channel * rows; index < (channel + 1) * rows; index++) {
+        const value = x[index]!;
+        const sine = Math.sin(Math.fround(alpha * value));
+        out[index] = value + inverse * sine * sine;
+      }
+    }
+    return out;
+  }
+}
+
+/** Residual unit: x + conv1(snake(conv7_dilated(snake(x)))), all causal. */
+export class ResidualUnit {
+  constructor(
+    private readonly firstSnake: Snake,
+    private readonly dilatedConv: CausalConv,
+    private readonly secondSnake: Snake,
+    private readonly pointwiseConv: CausalConv,
+  ) {}
+
+  forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array {
+    let y = this.firstSnake.forward(x, rows, scratch);
+    y = this.dilatedConv.forward(y, rows, scratch);
+    y = this.secondSnake.forward(y, rows, scratch);
+    y = this.pointwiseConv.forward(y, rows, scratch);
+    const out = scratch.take(x.length);
+    for (let index = 0; index < x.length; index++) out[index] = x[index]! + y[index]!;
+    return out;
+  }
+}

@@ -1,0 +1,167 @@
+// Frames → 44.1 kHz PCM as one streaming pipeline: quantizer lookup → post-module transformer → upsample stages →
+// DAC decoder (conv k7, blocks of Snake + transposed conv k=2·rate + 3 residual units, Snake, conv k7, tanh).
+// Every stateful stage keeps its own left context, so pushing frames in any chunking yields the same samples.
+// Stage outputs are channels-first [C, T] and carry the oracle's names (decode.z, decode.post_module, ...).
+import type { Frame } from '../model/types.ts';
+import type { CodecConfig } from './config.ts';
+import { CausalConv, CausalTransposedConv, ResidualUnit, Snake } from './conv.ts';
+import { UpsampleStage } from './convnext.ts';
+import type { Quantizer } from './quantizer.ts';
+import type { ScratchArena } from './scratch.ts';
+import { transformerWeights, WindowedTransformer } from './transformer.ts';
+import { type CodecWeights, weight } from './weights.ts';
+
+/** Receives each named stage output of a pass: values [channels, rows]. */
+export type StageObserver = (name: string, values: Float32Array, channels: number, rows: number) => void;
+
+interface Stage {
+  readonly name: string;
+  readonly channels: number;
+  /** Output rows per input row. */
+  readonly factor: number;
+  forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array;
+}
+
+/** Causal conv (weight-normed, folded) with `name.conv.weight` / `name.conv.bias`. */
+export function convFrom(
+  weights: CodecWeights,
+  name: string,
+  inputs: number,
+  outputs: number,
+  kernel: number,
+  options: { dilation?: number; stride?: number } = {},
+): CausalConv {
+  return new CausalConv(
+    { inputs, outputs, kernel, ...options },
+    weight(weights, `${name}.conv.weight`),
+    weight(weights, `${name}.conv.bias`),
+  );
+}
+
+export function snakeFrom(weights: CodecWeights, name: string): Snake {
+  return new Snake(weight(weights, `${name}.alpha`));
+}
+
+/** Residual unit at `name` (its Sequential is `name.block`), dilations 1, 3, 9 by position. */
+export function residualUnitFrom(
+  weights: CodecWeights,
+  name: string,
+  channels: number,
+  dilation: number,
+): ResidualUnit {
+  return new ResidualUnit(
+    snakeFrom(weights, `${name}.block.0`),
+    convFrom(weights, `${name}.block.1`, channels, channels, 7, { dilation }),
+    snakeFrom(weights, `${name}.block.2`),
+    convFrom(weights, `${name}.block.3`, channels, channels, 1),
+  );
+}
+
+export const RESIDUAL_DILATIONS = [1, 3, 9] as const;
+
+function decoderBlock(weights: CodecWeights, index: number, inputs: number, rate: number): Stage {
+  const prefix = `decoder.model.${index + 1}.block`;
+  const outputs = inputs / 2;
+  const snake = snakeFrom(weights, `${prefix}.0`);
+  const upsample = new CausalTransposedConv(
+    inputs,
+    outputs,
+    2 * rate,
+    rate,
+    weight(weights, `${prefix}.1.conv.weight`),
+    weight(weights, `${prefix}.1.conv.bias`),
+  );
+  const units = RESIDUAL_DILATIONS.map((dilation, unit) =>
+    residualUnitFrom(weights, `${prefix}.${unit + 2}`, outputs, dilation),
+  );
+  return {
+    name: `decode.decoder.${index + 1}`,
+    channels: outputs,
+    factor: rate,
+    forward(x, rows, scratch) {
+      let y = upsample.forward(snake.forward(x, rows, scratch), rows, scratch);
+      for (const unit of units) y = unit.forward(y, rows * rate, scratch);
+      return y;
+    },
+  };
+}
+
+/** The stages after the quantizer lookup, in order, with fresh stream state. */
+function decodeStages(weights: CodecWeights, config: CodecConfig): Stage[] {
+  const latent = config.latentDim;
+  const post = new WindowedTransformer(transformerWeights(weights, 'quantizer.post_module', config.postModule));
+  const stages: Stage[] = [
+    { name: 'decode.post_module', channels: latent, factor: 1, forward: (x, rows, s) => post.forward(x, rows, s) },
+  ];
+  [...config.quantizerFactors].reverse().forEach((factor, index) => {
+    const stage = new UpsampleStage(weights, index, latent, factor, config.convNextHidden);
+    stages.push({
+      name: `decode.upsample.${index}`,
+      channels: latent,
+      factor,
+      forward: (x, r, s) => stage.forward(x, r, s),
+    });
+  });
+  const first = convFrom(weights, 'decoder.model.0', latent, config.decoderDim, 7);
+  stages.push({
+    name: 'decode.decoder.0',
+    channels: config.decoderDim,
+    factor: 1,
+    forward: (x, r, s) => first.forward(x, r, s),
+  });
+  let width = config.decoderDim;
+  config.decoderRates.forEach((rate, index) => {
+    stages.push(decoderBlock(weights, index, width, rate));
+    width /= 2;
+  });
+  const tail = config.decoderRates.length + 1;
+  const snake = snakeFrom(weights, `decoder.model.${tail}`);
+  stages.push({
+    name: `decode.decoder.${tail}`,
+    channels: width,
+    factor: 1,
+    forward: (x, r, s) => snake.forward(x, r, s),
+  });
+  const last = convFrom(weights, `decoder.model.${tail + 1}`, width, 1, 7);
+  stages.push({
+    name: `decode.decoder.${tail + 1}`,
+    channels: 1,
+    factor: 1,
+    forward: (x, r, s) => last.forward(x, r, s),
+  });
+  return stages;
+}
+
+/** One decode stream: every stage's carried state plus the scratch its passes reuse. */
+export class DecodePipeline {
+  private readonly stages: Stage[];
+
+  constructor(
+    weights: CodecWeights,
+    private readonly config: CodecConfig,
+    private readonly quantizer: Quantizer,
+    private readonly scratch: ScratchArena,
+    private readonly observer?: StageObserver,
+  ) {
+    this.stages = decodeStages(weights, config);
+  }
+
+  /** Decodes the next frames; returns exactly their frames.length × frameLength samples (a fresh array). */
+  push(frames: readonly Frame[]): Float32Array {
+    const samples = new Float32Array(frames.length * this.config.frameLength);
+    if (frames.length === 0) return samples;
+    const scratch = this.scratch;
+    scratch.reset();
+    let rows = frames.length;
+    let x = scratch.take(this.config.latentDim * rows);
+    this.quantizer.decode(frames, x);
+    this.observer?.('decode.z', x, this.config.latentDim, rows);
+    for (const stage of this.stages) {
+      x = stage.forward(x, rows, scratch);
+      rows *= stage.factor;
+      this.observer?.(stage.name, x, stage.channels, rows);
+    }
+    for (let index = 0; index < samples.length; index++) samples[index] = Math.tanh(x[index]!);
+    return samples;
+  }
+}

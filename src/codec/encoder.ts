@@ -1,0 +1,117 @@
+// Reference audio (mono, 44.1 kHz, float32) → frames, in one pass: right-pad to whole frames; causal conv 1→encoderDim
+// k7; encoder blocks (3 residual units at half width, Snake, causal conv k=2·stride, the windowed transformer in the
+// last block); Snake; conv k3 → latentDim; downsample stages; pre-module transformer; semantic then residual RVQ.
+// Activations are channels-first [C, T]; stage outputs carry the oracle's names (encode.encoder.0, ...).
+import type { Frame } from '../model/types.ts';
+import type { CodecConfig } from './config.ts';
+import { DownsampleStage } from './convnext.ts';
+import { convFrom, RESIDUAL_DILATIONS, residualUnitFrom, type StageObserver, snakeFrom } from './decoder.ts';
+import type { Quantizer } from './quantizer.ts';
+import type { ScratchArena } from './scratch.ts';
+import { transformerWeights, WindowedTransformer } from './transformer.ts';
+import type { CodecWeights } from './weights.ts';
+
+interface EncodeStage {
+  readonly name: string;
+  readonly channels: number;
+  /** Input rows per output row. */
+  readonly stride: number;
+  forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array;
+}
+
+function encodeStages(weights: CodecWeights, config: CodecConfig): EncodeStage[] {
+  const stages: EncodeStage[] = [];
+  const first = convFrom(weights, 'encoder.block.0', 1, config.encoderDim, 7);
+  stages.push({
+    name: 'encode.encoder.0',
+    channels: config.encoderDim,
+    stride: 1,
+    forward: (x, r, s) => first.forward(x, r, s),
+  });
+  let width = config.encoderDim;
+  config.encoderStrides.forEach((stride, index) => {
+    const half = width;
+    width *= 2;
+    const prefix = `encoder.block.${index + 1}.block`;
+    const units = RESIDUAL_DILATIONS.map((dilation, unit) =>
+      residualUnitFrom(weights, `${prefix}.${unit}`, half, dilation),
+    );
+    const snake = snakeFrom(weights, `${prefix}.3`);
+    const down = convFrom(weights, `${prefix}.4`, half, width, 2 * stride, { stride });
+    const last = index === config.encoderStrides.length - 1;
+    const transformer = last
+      ? new WindowedTransformer(transformerWeights(weights, `${prefix}.5`, config.encoderTransformer))
+      : undefined;
+    stages.push({
+      name: `encode.encoder.${index + 1}`,
+      channels: width,
+      stride,
+      forward(x, rows, scratch) {
+        let y = x;
+        for (const unit of units) y = unit.forward(y, rows, scratch);
+        y = down.forward(snake.forward(y, rows, scratch), rows, scratch);
+        return transformer === undefined ? y : transformer.forward(y, rows / stride, scratch);
+      },
+    });
+  });
+  const tail = config.encoderStrides.length + 1;
+  const snake = snakeFrom(weights, `encoder.block.${tail}`);
+  stages.push({
+    name: `encode.encoder.${tail}`,
+    channels: width,
+    stride: 1,
+    forward: (x, r, s) => snake.forward(x, r, s),
+  });
+  const last = convFrom(weights, `encoder.block.${tail + 1}`, width, config.latentDim, 3);
+  stages.push({
+    name: `encode.encoder.${tail + 1}`,
+    channels: config.latentDim,
+    stride: 1,
+    forward: (x, r, s) => last.forward(x, r, s),
+  });
+  config.quantizerFactors.forEach((factor, index) => {
+    const stage = new DownsampleStage(weights, index, config.latentDim, factor, config.convNextHidden);
+    stages.push({
+      name: `encode.downsample.${index}`,
+      channels: config.latentDim,
+      stride: factor,
+      forward: (x, r, s) => stage.forward(x, r, s),
+    });
+  });
+  const pre = new WindowedTransformer(transformerWeights(weights, 'quantizer.pre_module', config.preModule));
+  stages.push({
+    name: 'encode.pre_module',
+    channels: config.latentDim,
+    stride: 1,
+    forward: (x, r, s) => pre.forward(x, r, s),
+  });
+  return stages;
+}
+
+/** Encodes `pcm` (mono 44.1 kHz) into ceil(length / frameLength) frames. */
+export function encodeAudio(
+  pcm: Float32Array,
+  weights: CodecWeights,
+  config: CodecConfig,
+  quantizer: Quantizer,
+  scratch: ScratchArena,
+  observer?: StageObserver,
+  margins?: (values: Float64Array) => void,
+): Frame[] {
+  const frameCount = Math.ceil(pcm.length / config.frameLength);
+  if (frameCount === 0) return [];
+  scratch.reset();
+  let rows = frameCount * config.frameLength;
+  let x = scratch.take(rows);
+  x.set(pcm);
+  x.fill(0, pcm.length);
+  for (const stage of encodeStages(weights, config)) {
+    x = stage.forward(x, rows, scratch);
+    rows /= stage.stride;
+    observer?.(stage.name, x, stage.channels, rows);
+  }
+  const gaps = margins === undefined ? undefined : new Float64Array(rows * quantizer.codebookCount);
+  const frames = quantizer.encode(x, rows, gaps);
+  if (gaps !== undefined) margins?.(gaps);
+  return frames;
+}

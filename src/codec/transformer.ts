@@ -1,0 +1,173 @@
+// The codec's causal windowed transformer (post-module, pre-module, last encoder block), streamed: activations enter
+// and leave channels-first [C, T]; inside, rows are [T, C]. Each layer keeps the keys and values of its last `window`
+// rows in a ring, so row p attends to rows max(0, p − window + 1) … p in ascending order whatever the chunking.
+// Layer: h = x + γa · wo(attention(rmsNorm(x))); x = h + γf · w2(silu(w1 n) · w3 n), n = rmsNorm(h); final rmsNorm.
+// Attention: wqkv rows are [q heads | k heads | v heads], interleaved RoPE (pairs 2i, 2i+1), scale 1/sqrt(headDim).
+import type { CodecTransformerConfig } from './config.ts';
+import { linear, rmsNorm, transpose } from './rows.ts';
+import type { ScratchArena } from './scratch.ts';
+import { type CodecWeights, weight } from './weights.ts';
+
+interface LayerWeights {
+  readonly wqkv: Float32Array;
+  readonly wo: Float32Array;
+  readonly w1: Float32Array;
+  readonly w2: Float32Array;
+  readonly w3: Float32Array;
+  readonly attentionNorm: Float32Array;
+  readonly ffnNorm: Float32Array;
+  readonly attentionScale: Float32Array;
+  readonly ffnScale: Float32Array;
+}
+
+export interface TransformerWeights {
+  readonly config: CodecTransformerConfig;
+  readonly layers: readonly LayerWeights[];
+  readonly norm: Float32Array;
+}
+
+export function transformerWeights(
+  weights: CodecWeights,
+  prefix: string,
+  config: CodecTransformerConfig,
+): TransformerWeights {
+  const layers: LayerWeights[] = [];
+  for (let layer = 0; layer < config.layers; layer++) {
+    const p = `${prefix}.layers.${layer}`;
+    layers.push({
+      wqkv: weight(weights, `${p}.attention.wqkv.weight`),
+      wo: weight(weights, `${p}.attention.wo.weight`),
+      w1: weight(weights, `${p}.feed_forward.w1.weight`),
+      w2: weight(weights, `${p}.feed_forward.w2.weight`),
+      w3: weight(weights, `${p}.feed_forward.w3.weight`),
+      attentionNorm: weight(weights, `${p}.attention_norm.weight`),
+      ffnNorm: weight(weights, `${p}.ffn_norm.weight`),
+      attentionScale: weight(weights, `${p}.attention_layer_scale.gamma`),
+      ffnScale: weight(weights, `${p}.ffn_layer_scale.gamma`),
+    });
+  }
+  return { config, layers, norm: weight(weights, `${prefix}.norm.weight`) };
+}
+
+/** Rotates interleaved pairs of each head of `row` (heads × headDim values at `offset`) by position `position`. */
+function applyRope(
+  row: Float32Array,
+  offset: number,
+  heads: number,
+  headDim: number,
+  position: number,
+  base: number,
+): void {
+  for (let pair = 0; pair < headDim / 2; pair++) {
+    const angle = position / base ** ((2 * pair) / headDim);
+    const cosine = Math.fround(Math.cos(angle));
+    const sine = Math.fround(Math.sin(angle));
+    for (let head = 0; head < heads; head++) {
+      const index = offset + head * headDim + 2 * pair;
+      const real = row[index]!;
+      const imaginary = row[index + 1]!;
+      row[index] = real * cosine - imaginary * sine;
+      row[index + 1] = imaginary * cosine + real * sine;
+    }
+  }
+}
+
+export class WindowedTransformer {
+  /** Per layer: keys and values of the last `window` rows, ring-indexed by position % window. [window, heads·headDim] */
+  private readonly keys: Float32Array[];
+  private readonly values: Float32Array[];
+  private position = 0;
+
+  constructor(private readonly weights: TransformerWeights) {
+    const { window, heads, headDim } = weights.config;
+    this.keys = weights.layers.map(() => new Float32Array(window * heads * headDim));
+    this.values = weights.layers.map(() => new Float32Array(window * heads * headDim));
+  }
+
+  /** x [dim, rows] → [dim, rows]. */
+  forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array {
+    const { dim, normEps } = this.weights.config;
+    let hidden = transpose(x, dim, rows, scratch);
+    this.weights.layers.forEach((layer, index) => {
+      hidden = this.layer(hidden, rows, layer, index, scratch);
+    });
+    this.position += rows;
+    const normed = rmsNorm(hidden, rows, dim, this.weights.norm, normEps, scratch);
+    return transpose(normed, rows, dim, scratch);
+  }
+
+  private layer(
+    x: Float32Array,
+    rows: number,
+    layer: LayerWeights,
+    index: number,
+    scratch: ScratchArena,
+  ): Float32Array {
+    const { dim, heads, headDim, intermediate, normEps } = this.weights.config;
+    const width = heads * headDim;
+    const attentionInput = rmsNorm(x, rows, dim, layer.attentionNorm, normEps, scratch);
+    const qkv = linear(attentionInput, rows, dim, 3 * width, layer.wqkv, undefined, scratch);
+    const attended = this.attend(qkv, rows, index, scratch);
+    const attentionOut = linear(attended, rows, width, dim, layer.wo, undefined, scratch);
+    const h = scratch.take(rows * dim);
+    for (let i = 0; i < rows * dim; i++) h[i] = x[i]! + attentionOut[i]! * layer.attentionScale[i % dim]!;
+    const ffnInput = rmsNorm(h, rows, dim, layer.ffnNorm, normEps, scratch);
+    const gate = linear(ffnInput, rows, dim, intermediate, layer.w1, undefined, scratch);
+    const up = linear(ffnInput, rows, dim, intermediate, layer.w3, undefined, scratch);
+    for (let i = 0; i < gate.length; i++) {
+      const value = gate[i]!;
+      gate[i] = Math.fround(value / (1 + Math.exp(-value))) * up[i]!;
+    }
+    const ffnOut = linear(gate, rows, intermediate, dim, layer.w2, undefined, scratch);
+    const out = scratch.take(rows * dim);
+    for (let i = 0; i < rows * dim; i++) out[i] = h[i]! + ffnOut[i]! * layer.ffnScale[i % dim]!;
+    return out;
+  }
+
+  /** qkv [rows, 3·width] → attention output [rows, width]; writes each row's key and value into the ring first. */
+  private attend(qkv: Float32Array, rows: number, layerIndex: number, scratch: ScratchArena): Float32Array {
+    const { heads, headDim, window, ropeBase } = this.weights.config;
+    const width = heads * headDim;
+    const keys = this.keys[layerIndex]!;
+    const values = this.values[layerIndex]!;
+    const out = scratch.take(rows * width);
+    const scores = scratch.takeDouble(window);
+    const sums = scratch.takeDouble(headDim);
+    const scale = 1 / Math.sqrt(headDim);
+    for (let row = 0; row < rows; row++) {
+      const position = this.position + row;
+      const rowBase = row * 3 * width;
+      applyRope(qkv, rowBase, heads, headDim, position, ropeBase);
+      applyRope(qkv, rowBase + width, heads, headDim, position, ropeBase);
+      const slot = (position % window) * width;
+      keys.set(qkv.subarray(rowBase + width, rowBase + 2 * width), slot);
+      values.set(qkv.subarray(rowBase + 2 * width, rowBase + 3 * width), slot);
+      const first = Math.max(0, position - window + 1);
+      const count = position - first + 1;
+      for (let head = 0; head < heads; head++) {
+        const queryBase = rowBase + head * headDim;
+        let maximum = Number.NEGATIVE_INFINITY;
+        for (let j = 0; j < count; j++) {
+          const keyBase = ((first + j) % window) * width + head * headDim;
+          let dot = 0;
+          for (let d = 0; d < headDim; d++) dot += qkv[queryBase + d]! * keys[keyBase + d]!;
+          scores[j] = dot * scale;
+          if (scores[j]! > maximum) maximum = scores[j]!;
+        }
+        let total = 0;
+        for (let j = 0; j < count; j++) {
+          scores[j] = Math.exp(scores[j]! - maximum);
+          total += scores[j]!;
+        }
+        sums.fill(0);
+        for (let j = 0; j < count; j++) {
+          const valueBase = ((first + j) % window) * width + head * headDim;
+          const probability = scores[j]! / total;
+          for (let d = 0; d < headDim; d++) sums[d]! += probability * values[valueBase + d]!;
+        }
+        for (let d = 0; d < headDim; d++) out[row * width + head * headDim + d] = sums[d]!;
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Codec } from '../../src/codec/codec.ts';
+import { TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
+import {
+  FIXTURE_DIR,
+  fixtureConfig,
+  fixtureDoubles,
+  fixtureEntry,
+  fixtureFloats,
+  fixtureFrames,
+  fixtureNames,
+  stageRelativeError,
+} from './oracle-fixture.ts';
+
+const codec = await Codec.load(FIXTURE_DIR, fixtureConfig);
+const frames = fixtureFrames('decode.codes');
+
+test('the fixture is the tiny codec', () => {
+  assert.deepEqual(fixtureConfig, TINY_CODEC_CONFIG);
+});
+
+test('decode matches PyTorch fp32 stage by stage and within 1e-5 at the output', () => {
+  const stages = new Map<string, { values: Float32Array; rows: number; channels: number }>();
+  const audio = codec.decode(frames, {
+    observer: (name, values, channels, rows) => stages.set(name, { values: values.slice(), rows, channels }),
+  });
+  const names = fixtureNames('decode.').filter(
+    (name) => !['decode.codes', 'decode.audio', 'decode.audio.f64'].includes(name),
+  );
+  assert.ok(names.length >= 10);
+  for (const name of names) {
+    const stage = stages.get(name);
+    assert.ok(stage, `stage ${name} was not observed`);
+    const entry = fixtureEntry(name);
+    assert.deepEqual([stage.channels, stage.rows], entry.full_shape, name);
+    const { relative, worst } = stageRelativeError(
+      stage.values,
+      stage.rows,
+      fixtureFloats(name),
+      stage.channels,
+      entry.shape[1]!,
+    );
+    assert.ok(relative <= 1e-5, `${name}: relative error ${relative.toExponential(2)} at ${worst}`);
+  }
+  const expected = fixtureFloats('decode.audio');
+  assert.equal(audio.length, expected.length);
+  const { relative, worst } = stageRelativeError(audio, audio.length, expected, 1, expected.length);
+  assert.ok(relative <= 1e-5, `audio: relative error ${relative.toExponential(2)} at ${worst}`);
+  const truth = stageRelativeError(audio, audio.length, fixtureDoubles('decode.audio.f64'), 1, expected.length);
+  assert.ok(truth.relative <= 1e-5, `audio vs fp64: ${truth.relative.toExponential(2)} at ${truth.worst}`);
+});

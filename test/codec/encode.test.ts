@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Codec } from '../../src/codec/codec.ts';
+import {
+  FIXTURE_DIR,
+  fixtureConfig,
+  fixtureEntry,
+  fixtureFloats,
+  fixtureFrames,
+  fixtureNames,
+  stageRelativeError,
+} from './oracle-fixture.ts';
+
+const codec = await Codec.load(FIXTURE_DIR, fixtureConfig);
+
+test('encode of 2 s gives the fixture codes exactly, each stage within 1e-5 of PyTorch fp32', () => {
+  const stages = new Map<string, { values: Float32Array; rows: number; channels: number }>();
+  let margins: Float64Array | undefined;
+  const frames = codec.encode(fixtureFloats('encode.audio'), {
+    observer: (name, values, channels, rows) => stages.set(name, { values: values.slice(), rows, channels }),
+    margins: (values) => {
+      margins = values;
+    },
+  });
+  for (const name of fixtureNames('encode.').filter(
+    (name) => !['encode.audio', 'encode.codes', 'encode.margins'].includes(name),
+  )) {
+    const stage = stages.get(name);
+    assert.ok(stage, `stage ${name} was not observed`);
+    const entry = fixtureEntry(name);
+    assert.deepEqual([stage.channels, stage.rows], entry.full_shape, name);
+    const { relative, worst } = stageRelativeError(
+      stage.values,
+      stage.rows,
+      fixtureFloats(name),
+      stage.channels,
+      entry.shape[1]!,
+    );
+    assert.ok(relative <= 1e-5, `${name}: relative error ${relative.toExponential(2)} at ${worst}`);
+  }
+  const expected = fixtureFrames('encode.codes');
+  assert.equal(frames.length, expected.length);
+  const differing: string[] = [];
+  expected.forEach((frame, index) => {
+    frame.forEach((code, codebook) => {
+      if (frames[index]![codebook] !== code) {
+        const margin = margins![index * frame.length + codebook]!;
+        differing.push(
+          `frame ${index} codebook ${codebook}: ${frames[index]![codebook]} vs ${code} (margin ${margin})`,
+        );
+      }
+    });
+  });
+  assert.deepEqual(differing, []);
+});
+
+test('encode pads a partial tail frame and returns no frames for no audio', () => {
+  assert.equal(codec.encode(new Float32Array(2049)).length, 2);
+  assert.equal(codec.encode(new Float32Array(0)).length, 0);
+});
