@@ -39,6 +39,17 @@ class FallbackEncoder implements Encoder {
   async close(): Promise<void> {}
 }
 
+function readJson(path: string): object {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as object;
+  } catch (error) {
+    throw new DramaError('TOKENIZER_UNREADABLE', `${path} is not readable JSON: ${String(error)}`, {
+      kind: 'bad_checkpoint',
+      cause: error,
+    });
+  }
+}
+
 export class Tokenizer {
   readonly implementation: TokenizerImplementation;
   /** Why the native binding is not in use, when it is not. */
@@ -49,6 +60,8 @@ export class Tokenizer {
   readonly semanticBegin: number;
   readonly semanticCount = SEMANTIC_TOKEN_COUNT;
   readonly imEnd: number;
+  /** Content of every added token (Qwen's and Drama's): text the encoder would turn into one special id. */
+  readonly addedTokens: readonly string[];
   private readonly encoder: Encoder;
   private readonly vocabulary: Map<string, number>;
 
@@ -57,8 +70,10 @@ export class Tokenizer {
     fallbackReason: string | undefined,
     encoder: Encoder,
     vocabulary: Map<string, number>,
+    addedTokens: readonly string[],
   ) {
     this.implementation = implementation;
+    this.addedTokens = addedTokens;
     this.fallbackReason = fallbackReason;
     this.encoder = encoder;
     this.vocabulary = vocabulary;
@@ -86,12 +101,14 @@ export class Tokenizer {
     if (!existsSync(tokenizerPath)) {
       throw new DramaError('TOKENIZER_NOT_FOUND', `no tokenizer.json in ${checkpointDir}`, { kind: 'bad_checkpoint' });
     }
+    const tokenizerJson = readJson(tokenizerPath) as { added_tokens?: { content: string }[] };
+    const addedTokens = (tokenizerJson.added_tokens ?? []).map((token) => token.content);
     let fallbackReason = 'the fallback was requested';
     if (options.implementation !== 'fallback') {
       const binding = loadNativeBinding();
       if ('bindingPath' in binding) {
         const { encoder, vocabulary } = await NativeEncoder.start(binding.bindingPath, tokenizerPath);
-        return Tokenizer.create('native', undefined, encoder, new Map(Object.entries(vocabulary)));
+        return Tokenizer.create('native', undefined, encoder, new Map(Object.entries(vocabulary)), addedTokens);
       }
       if (options.implementation === 'native') {
         throw new DramaError(
@@ -105,10 +122,9 @@ export class Tokenizer {
       fallbackReason = `the native tokenizers binding cannot load: ${binding.failure}`;
     }
     const configPath = join(checkpointDir, 'tokenizer_config.json');
+    const config = existsSync(configPath) ? readJson(configPath) : {};
     let fallback: FallbackTokenizer;
     try {
-      const tokenizerJson = JSON.parse(readFileSync(tokenizerPath, 'utf8')) as object;
-      const config = existsSync(configPath) ? (JSON.parse(readFileSync(configPath, 'utf8')) as object) : {};
       fallback = new FallbackTokenizer(tokenizerJson, config);
     } catch (error) {
       throw new DramaError('TOKENIZER_UNREADABLE', `tokenizer ${tokenizerPath} could not be loaded: ${String(error)}`, {
@@ -116,7 +132,8 @@ export class Tokenizer {
         cause: error,
       });
     }
-    return Tokenizer.create('fallback', fallbackReason, new FallbackEncoder(fallback), fallback.get_vocab(true));
+    const encoder = new FallbackEncoder(fallback);
+    return Tokenizer.create('fallback', fallbackReason, encoder, fallback.get_vocab(true), addedTokens);
   }
 
   private static async create(
@@ -124,9 +141,10 @@ export class Tokenizer {
     fallbackReason: string | undefined,
     encoder: Encoder,
     vocabulary: Map<string, number>,
+    addedTokens: readonly string[],
   ): Promise<Tokenizer> {
     try {
-      return new Tokenizer(implementation, fallbackReason, encoder, vocabulary);
+      return new Tokenizer(implementation, fallbackReason, encoder, vocabulary, addedTokens);
     } catch (error) {
       await encoder.close();
       throw error;

@@ -5,11 +5,14 @@ committed fixture was produced on the development machine with that same package
 the GPU machine carries.
 
 Usage:
-    python tools/oracle/tokenizer.py CHECKPOINT_DIR OUTPUT_JSON
+    python tools/oracle/tokenizer.py CHECKPOINT_DIR OUTPUT_DIR
 
 CHECKPOINT_DIR holds the tokenizer.json that `drama3 synth` writes (buildSyntheticTokenizerFiles in
-src/text/vocabulary.ts). OUTPUT_JSON (test/fixtures/text/tokenizer-ids.json) records the file's SHA-256, the
-`tokenizers` version and, for each of 60 strings, the ids of `encode(text, add_special_tokens=False)`.
+src/text/vocabulary.ts). Writes into OUTPUT_DIR (test/fixtures/text/):
+- tokenizer-ids.json: the file's SHA-256, the `tokenizers` version and, for each of 60 strings, the ids of
+  `encode(text, add_special_tokens=False)`;
+- prompt-golden.json: three requests and their reference-bracket-v1 rows (MODEL.md section 5), laid out here
+  independently of src/text/prompt.ts: token ids [P], codes [P][10] (-1 on text rows) and reference_rows.
 """
 
 import hashlib
@@ -97,9 +100,68 @@ CASES = [
 ]
 
 
+def reference_codes(frames: int, seed: int) -> list[list[int]]:
+    """Deterministic code rows [F][10]: code[0] in 0..4095, code[1..9] in 0..1023."""
+    return [[(seed * 977 + f * 131 + k * 37) % (4096 if k == 0 else 1024) for k in range(10)] for f in range(frames)]
+
+
+PROMPT_REQUESTS = [
+    {"name": "default voice", "request": {"text": "Hello there, how are you today?"}},
+    {
+        "name": "two references",
+        "request": {
+            "text": "Nice to meet you.",
+            "references": [
+                {"text": "This is the first voice.", "codes": reference_codes(3, 1)},
+                {"text": "And here is another one.", "codes": reference_codes(2, 2)},
+            ],
+        },
+    },
+    {
+        "name": "three-speaker dialogue",
+        "request": {
+            "text": "<|speaker:0|>Where were you?<|speaker:1|>Out. [sighs] Walking.<|speaker:2|>Both of you, hush.",
+            "instructions": "tense, quiet",
+        },
+    },
+]
+
+
+def prompt_rows(tokenizer: Tokenizer, request: dict) -> dict:
+    """The layout: system turn (with references: tagged transcripts, then every code row), user turn, open voice."""
+    tokens: list[int] = []
+    codes: list[list[int]] = []
+
+    def text(value: str) -> None:
+        for token in tokenizer.encode(value, add_special_tokens=False).ids:
+            tokens.append(token)
+            codes.append([-1] * 10)
+
+    references = request.get("references", [])
+    if not references:
+        text("<|im_start|>system\nconvert the provided text to speech<|im_end|>\n")
+    else:
+        text("<|im_start|>system\nconvert the provided text to speech reference to the following:\n\nText:\n")
+        text("\n".join(f"<|speaker:{i}|>{reference['text']}" for i, reference in enumerate(references)))
+        text("\n\nSpeech:\n")
+        semantic_begin = tokenizer.token_to_id("<|semantic:0|>")
+        for reference in references:
+            for row in reference["codes"]:
+                tokens.append(semantic_begin + row[0])
+                codes.append(list(row))
+        text("<|im_end|>\n")
+    reference_rows = len(tokens)
+    user = request["text"] if request["text"].startswith("<|speaker:") else "<|speaker:0|>" + request["text"]
+    if "instructions" in request:
+        tag_end = user.index("|>") + 2
+        user = f"{user[:tag_end]}[{request['instructions']}] {user[tag_end:]}"
+    text("<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n<|voice|>")
+    return {"tokens": tokens, "codes": codes, "reference_rows": reference_rows}
+
+
 def main() -> None:
     checkpoint_dir = Path(sys.argv[1])
-    output = Path(sys.argv[2])
+    output_dir = Path(sys.argv[2])
     tokenizer_path = checkpoint_dir / "tokenizer.json"
     raw = tokenizer_path.read_bytes()
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
@@ -113,8 +175,10 @@ def main() -> None:
         "semantic_begin": tokenizer.token_to_id("<|semantic:0|>"),
         "cases": cases,
     }
-    output.write_text(json.dumps(fixture, ensure_ascii=True) + "\n")
-    print(f"wrote {len(cases)} cases to {output}")
+    (output_dir / "tokenizer-ids.json").write_text(json.dumps(fixture, ensure_ascii=True) + "\n")
+    golden = [{**case, **prompt_rows(tokenizer, case["request"])} for case in PROMPT_REQUESTS]
+    (output_dir / "prompt-golden.json").write_text(json.dumps({"cases": golden}) + "\n")
+    print(f"wrote {len(cases)} tokenizer cases and {len(golden)} prompt cases to {output_dir}")
 
 
 if __name__ == "__main__":
