@@ -1,5 +1,6 @@
 // The `drama3` command line: one file per command under src/cli/, each exporting a register function.
 import { Command } from 'commander';
+import { registerServe } from './serve.ts';
 
 const program = new Command();
 program
@@ -9,5 +10,6 @@ program
   .enablePositionalOptions();
 
 // Each command file adds itself here with one line.
+registerServe(program);
 
 await program.parseAsync(process.argv);

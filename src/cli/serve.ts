@@ -1,0 +1,164 @@
+// `drama3 serve`: the HTTP server. It listens at once (503 while the model loads, so the URL is usable immediately),
+// then starts the engine in its worker thread. Every flag has an environment twin; `--help` prints the defaults.
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { Engine } from '../engine/engine.ts';
+import { DEFAULT_ENGINE_SETTINGS, type EngineSettings } from '../engine/engine-core.ts';
+import type { RuntimeSpec } from '../engine/load-runtime.ts';
+import { buildApp } from '../server/app.ts';
+import { audioToolkit } from '../server/audio-toolkit.ts';
+import { loadApiKeys } from '../server/auth.ts';
+import { SYNTHETIC_NOTICE } from '../server/routes/operations.ts';
+import { DEFAULT_CACHE_DIR, resolveRuntime } from './default-model.ts';
+
+export function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1)
+    throw new InvalidArgumentError(`expected a positive integer, got '${value}'`);
+  return parsed;
+}
+
+/** Model and engine flags shared by `serve` and `say`. */
+export function addEngineOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option('--model <dir>', 'checkpoint folder (default: the embedded tiny synthetic checkpoint)').env(
+        'DRAMA3_MODEL',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--null-model',
+        'use the built-in test engine (no model: deterministic tones) instead of a checkpoint',
+      ).env('DRAMA3_NULL_MODEL'),
+    )
+    .addOption(
+      new Option('--cache-dir <dir>', 'where the embedded tiny checkpoint is created once')
+        .env('DRAMA3_CACHE_DIR')
+        .default(DEFAULT_CACHE_DIR),
+    )
+    .addOption(
+      new Option('--prefill-chunk <rows>', 'prompt rows prefilled per lane between frame rounds')
+        .env('DRAMA3_PREFILL_CHUNK')
+        .default(DEFAULT_ENGINE_SETTINGS.prefillChunk)
+        .argParser(positiveInteger),
+    )
+    .addOption(
+      new Option('--max-frames <frames>', 'most frames one request may generate')
+        .env('DRAMA3_MAX_FRAMES')
+        .default(DEFAULT_ENGINE_SETTINGS.maxFrames)
+        .argParser(positiveInteger),
+    )
+    .addOption(
+      new Option('--max-input <code points>', 'input text limit in Unicode code points')
+        .env('DRAMA3_MAX_INPUT')
+        .default(DEFAULT_ENGINE_SETTINGS.maxInputCodePoints)
+        .argParser(positiveInteger),
+    )
+    .addOption(
+      new Option('--piece-length <code points>', 'long text is spoken in pieces of at most this many code points')
+        .env('DRAMA3_PIECE_LENGTH')
+        .default(DEFAULT_ENGINE_SETTINGS.pieceLength)
+        .argParser(positiveInteger),
+    );
+}
+
+export interface EngineFlags {
+  readonly model?: string;
+  readonly nullModel?: boolean;
+  readonly cacheDir: string;
+  readonly prefillChunk: number;
+  readonly maxFrames: number;
+  readonly maxInput: number;
+  readonly pieceLength: number;
+}
+
+export function engineSettings(flags: EngineFlags, lanes: number): EngineSettings {
+  return {
+    lanes,
+    prefillChunk: flags.prefillChunk,
+    maxFrames: flags.maxFrames,
+    maxInputCodePoints: flags.maxInput,
+    pieceLength: flags.pieceLength,
+  };
+}
+
+interface ServeFlags extends EngineFlags {
+  readonly host: string;
+  readonly port: number;
+  readonly lanes: number;
+  readonly queue: number;
+  readonly apiKey: string[];
+  readonly apiKeyFile?: string;
+  readonly log: boolean;
+}
+
+async function serve(flags: ServeFlags): Promise<void> {
+  const runtime: Promise<RuntimeSpec> = resolveRuntime(flags);
+  const engine = runtime.then((spec) =>
+    Engine.start({
+      runtime: spec,
+      settings: engineSettings(flags, flags.lanes),
+      queueLimit: flags.queue,
+      thread: 'worker',
+    }),
+  );
+  const app = await buildApp({
+    engine,
+    audio: audioToolkit,
+    apiKeys: loadApiKeys(flags.apiKey, flags.apiKeyFile),
+    pagePath: new URL('../../web/index.html', import.meta.url),
+    logger: flags.log,
+    processMetrics: true,
+  });
+  const address = await app.listen({ host: flags.host, port: flags.port });
+  console.log(`drama3 listening on ${address} (loading the model; /health answers 503 until it is ready)`);
+  const shutdown = () => void app.close().then(() => process.exit(0));
+  process.once('SIGINT', shutdown);
+  process.once('SIGTERM', shutdown);
+  try {
+    const ready = await engine;
+    const { info } = ready;
+    console.log(
+      `drama3 ready: ${info.modelId}, ${info.lanes} lanes, context ${info.contextRows} rows, at most ${info.maxFrames} frames a request`,
+    );
+    if (info.synthetic) console.log(`WARNING: ${SYNTHETIC_NOTICE}`);
+    console.log(
+      `Open ${address}/ for the playground, or: curl -s ${address}/v1/audio/speech -H 'content-type: application/json' -d '{"input":"Hello!","response_format":"wav"}' -o hello.wav`,
+    );
+  } catch (error) {
+    console.error(`drama3: the model could not be loaded: ${error instanceof Error ? error.message : String(error)}`);
+    await app.close();
+    process.exitCode = 1;
+  }
+}
+
+export function registerServe(program: Command): void {
+  const command = program
+    .command('serve')
+    .description('Run the HTTP server (OpenAI /v1/audio/speech, Fish /v1/tts, playground at /)')
+    .addOption(new Option('--host <host>', 'address to listen on').env('DRAMA3_HOST').default('127.0.0.1'))
+    .addOption(
+      new Option('--port <port>', 'port to listen on').env('DRAMA3_PORT').default(8080).argParser(positiveInteger),
+    )
+    .addOption(
+      new Option('--lanes <n>', 'requests generated together in each frame round')
+        .env('DRAMA3_LANES')
+        .default(4)
+        .argParser(positiveInteger),
+    )
+    .addOption(
+      new Option('--queue <n>', 'requests that may wait for a lane; beyond that 503')
+        .env('DRAMA3_QUEUE')
+        .default(16)
+        .argParser((value) => (value === '0' ? 0 : positiveInteger(value))),
+    )
+    .addOption(
+      new Option('--api-key <key>', 'require Authorization: Bearer <key> (repeatable)')
+        .env('DRAMA3_API_KEY')
+        .default([])
+        .argParser((value: string, previous: string[]) => [...previous, value]),
+    )
+    .addOption(new Option('--api-key-file <file>', 'file with one API key a line').env('DRAMA3_API_KEY_FILE'))
+    .addOption(new Option('--log', 'log each request (JSON lines)').env('DRAMA3_LOG').default(false));
+  addEngineOptions(command).action((flags: ServeFlags) => serve(flags));
+}
