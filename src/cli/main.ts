@@ -1,5 +1,6 @@
 // The `drama3` command line: one file per command under src/cli/, each exporting a register function.
 import { Command } from 'commander';
+import { registerSay } from './say.ts';
 import { registerServe } from './serve.ts';
 
 const program = new Command();
@@ -11,5 +12,6 @@ program
 
 // Each command file adds itself here with one line.
 registerServe(program);
+registerSay(program);
 
 await program.parseAsync(process.argv);

@@ -1,0 +1,126 @@
+// `drama3 say`: text (arguments or stdin) → an audio file or stdout, through the same engine and encoders as the
+// server. `--stream` writes audio as it is generated (pipe it into a player); otherwise the file is written whole.
+import { createWriteStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { Engine, toDramaError } from '../engine/engine.ts';
+import { DEFAULT_SAMPLING } from '../model/types.ts';
+import { openAudioOutput } from '../server/audio-output.ts';
+import { audioToolkit } from '../server/audio-toolkit.ts';
+import { SYNTHETIC_NOTICE } from '../server/routes/operations.ts';
+import { SPEECH_FORMATS, type SpeechFormat } from '../server/schemas.ts';
+import { resolveRuntime } from './default-model.ts';
+import { addEngineOptions, type EngineFlags, engineSettings, positiveInteger } from './serve.ts';
+
+interface SayFlags extends EngineFlags {
+  readonly out: string;
+  readonly format?: SpeechFormat;
+  readonly sampleRate?: number;
+  readonly seed: number;
+  readonly frames?: number;
+  readonly instructions?: string;
+  readonly stream: boolean;
+}
+
+function formatOf(flags: SayFlags): SpeechFormat {
+  if (flags.format !== undefined) return flags.format;
+  const extension = extname(flags.out).slice(1).toLowerCase();
+  if (extension === 'ogg') return 'opus';
+  return (SPEECH_FORMATS as readonly string[]).includes(extension) ? (extension as SpeechFormat) : 'wav';
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').trim();
+}
+
+async function say(words: string[], flags: SayFlags): Promise<void> {
+  const text = words.length > 0 ? words.join(' ') : await readStdin();
+  const engine = await Engine.start({
+    runtime: await resolveRuntime(flags),
+    settings: engineSettings(flags, 1),
+    queueLimit: 0,
+    thread: 'inline',
+  });
+  if (engine.info.synthetic) console.error(`WARNING: ${SYNTHETIC_NOTICE}`);
+  const format = formatOf(flags);
+  const output = await openAudioOutput(
+    audioToolkit,
+    format,
+    engine.info.sampleRate,
+    flags.sampleRate ?? engine.info.sampleRate,
+  );
+  const toStdout = flags.out === '-';
+  const sink = flags.stream ? (toStdout ? process.stdout : createWriteStream(flags.out)) : undefined;
+  const pieces: Uint8Array[] = [];
+  const emit = (bytes: Uint8Array) => {
+    if (bytes.length === 0) return;
+    if (sink !== undefined) sink.write(bytes);
+    else pieces.push(bytes);
+  };
+  const started = performance.now();
+  let firstAudio: number | undefined;
+  const job = {
+    text,
+    instructions: flags.instructions,
+    references: [],
+    sampling: { ...DEFAULT_SAMPLING, seed: flags.seed },
+    maxFrames: flags.frames,
+    pieceLength: undefined,
+  };
+  try {
+    const summary = await new Promise<string>((resolve, reject) => {
+      engine.submit(job, (event) => {
+        if (event.type === 'audio') {
+          firstAudio ??= performance.now() - started;
+          emit(output.push(event.pcm));
+        } else if (event.type === 'finished') {
+          emit(output.finish());
+          const seconds = (event.usage.outputFrames * engine.info.frameLength) / engine.info.sampleRate;
+          resolve(
+            `${event.usage.outputFrames} frames (${seconds.toFixed(2)} s of audio), finish reason ${event.reason}, ` +
+              `first audio after ${(firstAudio ?? 0).toFixed(0)} ms, total ${(performance.now() - started).toFixed(0)} ms`,
+          );
+        } else if (event.type === 'failed') reject(toDramaError(event.error));
+      });
+    });
+    if (sink === undefined) {
+      const bytes = Buffer.concat(pieces);
+      if (toStdout) process.stdout.write(bytes);
+      else await writeFile(flags.out, bytes);
+    } else if (!toStdout) await new Promise<void>((resolve) => sink.end(() => resolve()));
+    console.error(`drama3 say: ${summary}${toStdout ? '' : ` → ${flags.out}`}`);
+  } finally {
+    await engine.close();
+  }
+}
+
+export function registerSay(program: Command): void {
+  const command = program
+    .command('say')
+    .description('Speak text (arguments, or stdin when none) into an audio file or stdout')
+    .argument('[text...]', 'the text to speak')
+    .addOption(new Option('-o, --out <file>', "output file; '-' for stdout").default('-'))
+    .addOption(
+      new Option('--format <format>', 'audio format (default: from the file extension, else wav)').choices(
+        SPEECH_FORMATS,
+      ),
+    )
+    .addOption(
+      new Option('--sample-rate <hz>', 'output sample rate (default: the native 44100)').argParser(positiveInteger),
+    )
+    .addOption(
+      new Option('--seed <n>', 'sampling seed').default(0).argParser((value) => {
+        const seed = Number(value);
+        if (!Number.isInteger(seed) || seed < 0 || seed >= 2 ** 32)
+          throw new InvalidArgumentError(`seed must be 0..2^32-1, got ${value}`);
+        return seed;
+      }),
+    )
+    .addOption(new Option('--frames <n>', 'exact frame budget (refused if it does not fit)').argParser(positiveInteger))
+    .addOption(new Option('--instructions <text>', 'a direction for how to speak'))
+    .addOption(new Option('--stream', 'write audio as it is generated').default(false));
+  addEngineOptions(command).action((words: string[], flags: SayFlags) => say(words, flags));
+}
