@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { float32ToTensor, type HostTensor, tensorToFloat32 } from '../../src/checkpoint/tensor.ts';
+import { readTorchCheckpoint } from '../../src/checkpoint/torch-pth.ts';
+import { Codec } from '../../src/codec/codec.ts';
+import { TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
+import { synthesizeCodecWeights } from '../../src/codec/synth-weights.ts';
+import { codecTensorSpecs, foldWeightNorm, loadCodecWeights } from '../../src/codec/weights.ts';
+import { DramaError } from '../../src/errors.ts';
+import { FIXTURE_DIR } from './oracle-fixture.ts';
+
+const state = await readTorchCheckpoint(`${FIXTURE_DIR}/codec.pth`);
+
+function refusal(tensors: Map<string, HostTensor>): DramaError {
+  try {
+    loadCodecWeights(tensors, TINY_CODEC_CONFIG, 'codec.pth');
+  } catch (error) {
+    assert.ok(error instanceof DramaError);
+    assert.equal(error.kind, 'bad_checkpoint');
+    return error;
+  }
+  assert.fail('expected a refusal');
+}
+
+test('the PyTorch checkpoint has exactly the declared names (weight norm as weight_g / weight_v)', () => {
+  const expected = new Set<string>();
+  for (const spec of codecTensorSpecs(TINY_CODEC_CONFIG)) {
+    const base = spec.name.slice(0, -'.weight'.length);
+    if (spec.weightNorm) {
+      expected.add(`${base}.weight_g`);
+      expected.add(`${base}.weight_v`);
+    } else {
+      expected.add(spec.name);
+    }
+  }
+  assert.deepEqual([...state.keys()].sort(), [...expected].sort());
+  assert.deepEqual([...synthesizeCodecWeights(TINY_CODEC_CONFIG, 1).keys()].sort(), [...expected].sort());
+});
+
+test('missing, mis-shaped and unused tensors are refused by name', () => {
+  const missing = new Map(state);
+  missing.delete('decoder.model.3.block.1.conv.weight_v');
+  const missingError = refusal(missing);
+  assert.equal(missingError.code, 'CODEC_TENSOR_MISSING');
+  assert.match(missingError.message, /decoder\.model\.3\.block\.1\.conv\.weight_v/);
+
+  const misshaped = new Map(state);
+  misshaped.set('quantizer.post_module.norm.weight', float32ToTensor(new Float32Array(32), 'F32', [32]));
+  const shapeError = refusal(misshaped);
+  assert.equal(shapeError.code, 'CODEC_TENSOR_SHAPE');
+  assert.match(shapeError.message, /quantizer\.post_module\.norm\.weight.*\[32\].*\[64\]/);
+
+  const extra = new Map(state);
+  extra.set('quantizer.post_module.layers.9.attention.wo.weight', float32ToTensor(new Float32Array(4), 'F32', [2, 2]));
+  const unusedError = refusal(extra);
+  assert.equal(unusedError.code, 'CODEC_TENSOR_UNUSED');
+  assert.equal(unusedError.param, 'quantizer.post_module.layers.9.attention.wo.weight');
+});
+
+test('weight norm folds the same from weight_g/weight_v, the parametrization form, and a generator prefix', () => {
+  const base = 'decoder.model.0.conv';
+  const folded = loadCodecWeights(state, TINY_CODEC_CONFIG, 'a').get(`${base}.weight`)!;
+  const parametrized = new Map<string, HostTensor>();
+  const prefixed = new Map<string, HostTensor>();
+  for (const [name, tensor] of state) {
+    parametrized.set(
+      name
+        .replace('.weight_g', '.parametrizations.weight.original0')
+        .replace('.weight_v', '.parametrizations.weight.original1'),
+      tensor,
+    );
+    prefixed.set(`generator.${name}`, tensor);
+  }
+  prefixed.set('discriminator.anything', float32ToTensor(new Float32Array(1), 'F32', [1]));
+  assert.deepEqual(loadCodecWeights(parametrized, TINY_CODEC_CONFIG, 'b').get(`${base}.weight`), folded);
+  assert.deepEqual(loadCodecWeights(prefixed, TINY_CODEC_CONFIG, 'c').get(`${base}.weight`), folded);
+  // Independent check of the fold for one output row: w = g · v / ‖v‖.
+  const g = tensorToFloat32(state.get(`${base}.weight_g`)!);
+  const v = tensorToFloat32(state.get(`${base}.weight_v`)!);
+  const rowSize = v.length / g.length;
+  const norm = Math.hypot(...v.subarray(rowSize, 2 * rowSize));
+  assert.ok(
+    Math.abs(folded[rowSize + 3]! - (g[1]! * v[rowSize + 3]!) / norm) < 1e-6 * Math.abs(folded[rowSize + 3]!) + 1e-9,
+  );
+  assert.notDeepEqual(folded.subarray(0, rowSize), v.subarray(0, rowSize));
+});
+
+test('foldWeightNorm scales each row of v to norm g', () => {
+  const folded = foldWeightNorm(Float32Array.of(2, 5), Float32Array.of(3, 4, 0, 1), 2);
+  assert.deepEqual([...folded], [1.2000000476837158, 1.600000023841858, 0, 5]);
+});
+
+test('synthetic weights are deterministic for a seed and differ across seeds', () => {
+  const first = synthesizeCodecWeights(TINY_CODEC_CONFIG, 11);
+  const again = synthesizeCodecWeights(TINY_CODEC_CONFIG, 11);
+  const other = synthesizeCodecWeights(TINY_CODEC_CONFIG, 12);
+  const name = 'quantizer.quantizer.quantizers.4.codebook.weight';
+  assert.deepEqual(first.get(name)!.data, again.get(name)!.data);
+  assert.notDeepEqual(first.get(name)!.data, other.get(name)!.data);
+});
+
+test('synthetic weights decode to finite audio in [-1, 1] that is not silent', () => {
+  const codec = Codec.fromWeights(TINY_CODEC_CONFIG, synthesizeCodecWeights(TINY_CODEC_CONFIG, 5));
+  const frames = Array.from({ length: 8 }, (_, index) =>
+    Int32Array.from({ length: 10 }, (_, codebook) => index * 50 + codebook),
+  );
+  const pcm = codec.decode(frames);
+  let sumOfSquares = 0;
+  for (const sample of pcm) {
+    assert.ok(Number.isFinite(sample) && Math.abs(sample) <= 1, `sample ${sample}`);
+    sumOfSquares += sample * sample;
+  }
+  const rms = Math.sqrt(sumOfSquares / pcm.length);
+  assert.ok(rms > 0.01 && rms < 0.9, `rms ${rms}`);
+});
