@@ -3,7 +3,8 @@
 // Rules run in order on the unprotected spans; each rule consumes its digits so later rules never see them again.
 import { cardinalWords, decadeWords, decimalWords, ordinalWords, yearWords } from './numberWords.ts';
 
-const PROTECTED = /\[[^\]\n]*\]|<\|[^|\n]*\|>|<\/?[A-Za-z][^<>\n]*>/g;
+/** Spans kept exactly as written: `[directions]`, `<|tokens|>` and `<markup>` tags (also never cut by the splitter). */
+export const PROTECTED_SPANS = /\[[^\]\n]*\]|<\|[^|\n]*\|>|<\/?[A-Za-z][^<>\n]*>/g;
 
 const MONTHS = [
   'January',
@@ -217,7 +218,7 @@ function normalizeSpan(span: string): string {
 export function normalizeText(text: string): string {
   let result = '';
   let last = 0;
-  for (const match of text.matchAll(PROTECTED)) {
+  for (const match of text.matchAll(PROTECTED_SPANS)) {
     result += normalizeSpan(text.slice(last, match.index)) + match[0];
     last = match.index + match[0].length;
   }
