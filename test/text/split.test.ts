@@ -75,7 +75,7 @@ test('a sentence longer than the budget is cut at clause ends, then between word
 });
 
 test('a word longer than the budget is cut between code points, never inside a surrogate pair', () => {
-  const word = '🎉'.repeat(7) + 'abcdefghij';
+  const word = `${'🎉'.repeat(7)}abcdefghij`;
   const pieces = splitLongText(word, { maxCodePoints: 4 });
   assertWithin(pieces, word, 4);
   for (const piece of pieces) assert.ok(!/^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/.test(piece));
