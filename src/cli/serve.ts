@@ -17,6 +17,13 @@ export function positiveInteger(value: string): number {
   return parsed;
 }
 
+function port(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0 || parsed > 65535)
+    throw new InvalidArgumentError(`expected a port 0..65535, got '${value}'`);
+  return parsed;
+}
+
 /** Model and engine flags shared by `serve` and `say`. */
 export function addEngineOptions(command: Command): Command {
   return command
@@ -138,7 +145,10 @@ export function registerServe(program: Command): void {
     .description('Run the HTTP server (OpenAI /v1/audio/speech, Fish /v1/tts, playground at /)')
     .addOption(new Option('--host <host>', 'address to listen on').env('DRAMA3_HOST').default('127.0.0.1'))
     .addOption(
-      new Option('--port <port>', 'port to listen on').env('DRAMA3_PORT').default(8080).argParser(positiveInteger),
+      new Option('--port <port>', 'port to listen on (0: any free port)')
+        .env('DRAMA3_PORT')
+        .default(8080)
+        .argParser(port),
     )
     .addOption(
       new Option('--lanes <n>', 'requests generated together in each frame round')
