@@ -1,5 +1,6 @@
 // The `drama3` command line: one file per command under src/cli/, each exporting a register function.
 import { Command } from 'commander';
+import { registerEncode } from './encode.ts';
 import { registerSay } from './say.ts';
 import { registerServe } from './serve.ts';
 
@@ -13,5 +14,6 @@ program
 // Each command file adds itself here with one line.
 registerServe(program);
 registerSay(program);
+registerEncode(program);
 
 await program.parseAsync(process.argv);
