@@ -68,6 +68,7 @@ async function say(words: string[], flags: SayFlags): Promise<void> {
     references: [],
     sampling: { ...DEFAULT_SAMPLING, seed: flags.seed },
     maxFrames: flags.frames,
+    normalize: true,
     pieceLength: undefined,
   };
   try {

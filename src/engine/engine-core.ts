@@ -93,7 +93,9 @@ export class EngineCore {
     const pieceLength = job.pieceLength ?? this.settings.pieceLength;
     const pieces = this.runtime.text
       .split(job.text, pieceLength)
-      .map((piece) => this.runtime.text.prompt(piece, job.instructions, references));
+      .map((piece) =>
+        this.runtime.text.prompt({ text: piece, instructions: job.instructions, references, normalize: job.normalize }),
+      );
     const promptRows = Math.max(...pieces.map((piece) => piece.rows.tokens.length));
     const budget = frameBudget(promptRows, job.maxFrames, limits);
     const inputTokens = pieces.reduce((sum, piece) => sum + piece.textTokens, 0);

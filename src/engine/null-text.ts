@@ -1,8 +1,9 @@
 // A text front end with no tokenizer, for scheduler and server tests: one prompt row per code point (the row's token
-// is the code point), a fixed 8-row header, and the same structural-token refusal as the real prompt builder.
+// is the code point), a fixed 8-row header, and the same structural-token refusal as the real prompt builder. It
+// does not normalise text.
 import { DramaError } from '../errors.ts';
 import { CODES_PER_FRAME } from '../model/types.ts';
-import type { BuiltPrompt, EncodedReference, TextFrontEnd } from './runtime.ts';
+import type { BuiltPrompt, PromptRequest, TextFrontEnd } from './runtime.ts';
 
 const STRUCTURAL_TOKENS = ['<|im_start|>', '<|im_end|>', '<|voice|>', '<|text|>', '<|interleave|>', '<|semantic:'];
 const HEADER_ROWS = 8;
@@ -30,7 +31,7 @@ export class NullTextFrontEnd implements TextFrontEnd {
     return pieces;
   }
 
-  prompt(text: string, instructions: string | undefined, references: readonly EncodedReference[]): BuiltPrompt {
+  prompt({ text, instructions, references }: PromptRequest): BuiltPrompt {
     for (const [param, value] of [
       ['input', text],
       ['instructions', instructions ?? ''],

@@ -16,6 +16,8 @@ export interface SpeechJob {
   readonly sampling: SamplingSettings;
   /** Explicit frame budget: honoured exactly or refused. Undefined: as many as fit, up to the server's limit. */
   readonly maxFrames: number | undefined;
+  /** Normalise numbers, dates and units to words (Fish's `normalize`; on for the OpenAI route). */
+  readonly normalize: boolean;
   /** Long text is spoken in pieces of at most this many code points. Undefined: the server's default. */
   readonly pieceLength: number | undefined;
 }

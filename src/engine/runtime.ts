@@ -13,7 +13,15 @@ export interface TextFrontEnd {
   /** Splits text into pieces of at most `budget` code points, at sentence or word boundaries where possible. */
   split(text: string, budget: number): string[];
   /** One piece's prompt rows and how many text tokens the user's text took. */
-  prompt(text: string, instructions: string | undefined, references: readonly EncodedReference[]): BuiltPrompt;
+  prompt(request: PromptRequest): BuiltPrompt;
+}
+
+export interface PromptRequest {
+  readonly text: string;
+  readonly instructions: string | undefined;
+  readonly references: readonly EncodedReference[];
+  /** Normalise numbers, dates and units to words before tokenizing. */
+  readonly normalize: boolean;
 }
 
 export interface BuiltPrompt {

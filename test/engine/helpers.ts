@@ -12,6 +12,7 @@ export function job(text: string, overrides: Partial<SpeechJob> = {}): SpeechJob
     references: [],
     sampling: { ...DEFAULT_SAMPLING, seed: 7 },
     maxFrames: undefined,
+    normalize: true,
     pieceLength: undefined,
     ...overrides,
   };

@@ -39,6 +39,7 @@ export async function planSpeech(context: ServerContext, body: Static<typeof Spe
         topK: body.top_k ?? DEFAULT_SAMPLING.topK,
       },
       maxFrames: body.max_frames,
+      normalize: true,
       pieceLength: undefined,
     },
   };

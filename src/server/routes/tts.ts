@@ -39,6 +39,7 @@ export async function planTts(context: ServerContext, body: Static<typeof TtsBod
         topP: body.top_p ?? DEFAULT_SAMPLING.topP,
       },
       maxFrames: body.max_new_tokens === undefined || body.max_new_tokens === 0 ? undefined : body.max_new_tokens,
+      normalize: body.normalize ?? true,
       pieceLength: body.chunk_length,
     },
   };
