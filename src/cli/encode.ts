@@ -18,7 +18,7 @@ interface EncodeFlags {
 export function framesToNpy(frames: readonly Frame[], codebooks: number): Uint8Array {
   const header = `{'descr': '<i4', 'fortran_order': False, 'shape': (${codebooks}, ${frames.length}), }`;
   const unpadded = 10 + header.length + 1;
-  const padded = header + ' '.repeat((64 - (unpadded % 64)) % 64) + '\n';
+  const padded = `${header}${' '.repeat((64 - (unpadded % 64)) % 64)}\n`;
   const out = new Uint8Array(10 + padded.length + 4 * codebooks * frames.length);
   out.set([0x93, ...Buffer.from('NUMPY'), 1, 0], 0);
   new DataView(out.buffer).setUint16(8, padded.length, true);

@@ -44,7 +44,9 @@ test('drama3 encode writes the fixture codes of a 44.1 kHz WAV as int32 [10, F]'
     const expected = fixtureFrames('encode.codes');
     assert.deepEqual(shape, [10, expected.length]);
     expected.forEach((frame, index) => {
-      frame.forEach((code, codebook) => assert.equal(values[codebook * expected.length + index], code));
+      frame.forEach((code, codebook) => {
+        assert.equal(values[codebook * expected.length + index], code);
+      });
     });
   } finally {
     await rm(dir, { recursive: true, force: true });
