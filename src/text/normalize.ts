@@ -126,6 +126,24 @@ function moneyWords(symbol: string, grouped: string, fraction: string | undefine
   return cents === 0 ? majorPart : `${majorPart} and ${minor}`;
 }
 
+const FRACTION_DENOMINATORS: Record<string, [string, string]> = {
+  '2': ['half', 'halves'],
+  '3': ['third', 'thirds'],
+  '4': ['quarter', 'quarters'],
+  '5': ['fifth', 'fifths'],
+  '6': ['sixth', 'sixths'],
+  '7': ['seventh', 'sevenths'],
+  '8': ['eighth', 'eighths'],
+  '9': ['ninth', 'ninths'],
+  '10': ['tenth', 'tenths'],
+};
+
+function fractionWords(numerator: string, denominator: string): string | undefined {
+  const names = FRACTION_DENOMINATORS[denominator];
+  if (names === undefined || Number(numerator) >= Number(denominator) || Number(numerator) === 0) return undefined;
+  return `${cardinalWords(numerator)} ${numerator === '1' ? names[0] : names[1]}`;
+}
+
 type Rule = [RegExp, (...groups: string[]) => string | undefined];
 
 const RULES: Rule[] = [
@@ -167,6 +185,11 @@ const RULES: Rule[] = [
       const words = numberWords(grouped!, fraction || undefined);
       return `${minus ? 'minus ' : ''}${words} ${degrees} ${scale === 'C' ? 'Celsius' : 'Fahrenheit'}`;
     },
+  ],
+  // 1/2, 3/4 (proper fractions with a common denominator)
+  [
+    new RegExp(`${NOT_AFTER_WORD}(\\d)/(\\d{1,2})${NOT_BEFORE_WORD}(?!/)`, 'gu'),
+    (_, numerator, denominator) => fractionWords(numerator!, denominator!),
   ],
   // 21st, 2nd, 100th
   [new RegExp(`${NOT_AFTER_WORD}(\\d+)(st|nd|rd|th)${NOT_BEFORE_WORD}`, 'gu'), (_, digits) => ordinalWords(digits!)],

@@ -26,6 +26,11 @@ const TABLE: [string, string][] = [
   ['1,2,3', 'one,two,three'],
   ['mp3 and 4K', 'mp three and four K'],
   ['5 mangoes', 'five mangoes'],
+  // fractions
+  ['1/2 cup', 'one half cup'],
+  ['3/4 of them', 'three quarters of them'],
+  ['2/7', 'two sevenths'],
+  ['open 24/7', 'open twenty-four/seven'],
   // ordinals
   ['1st 2nd 3rd 4th', 'first second third fourth'],
   ['11th 12th 13th', 'eleventh twelfth thirteenth'],

@@ -54,6 +54,17 @@ for (const implementation of ['native', 'fallback'] as const) {
   });
 }
 
+test('the tokenizer says which implementation is in use', async () => {
+  const fallback = await Tokenizer.load(syntheticTokenizerDir(), { implementation: 'fallback' });
+  assert.equal(fallback.implementation, 'fallback');
+  assert.match(fallback.describe(), /pure TypeScript fallback \(the fallback was requested\)/);
+  const native = await Tokenizer.load(syntheticTokenizerDir());
+  assert.equal(native.implementation, 'native', 'the native binding loads on this machine');
+  assert.equal(native.fallbackReason, undefined);
+  assert.match(native.describe(), /native tokenizers binding/);
+  await Promise.all([fallback.close(), native.close()]);
+});
+
 test('a folder without tokenizer.json is refused by name', async () => {
   const empty = mkdtempSync(join(tmpdir(), 'drama3-no-tokenizer-'));
   await assert.rejects(Tokenizer.load(empty), { code: 'TOKENIZER_NOT_FOUND', kind: 'bad_checkpoint' });
