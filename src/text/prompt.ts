@@ -45,6 +45,23 @@ export interface BuiltPrompt extends PromptRows {
 
 export type PromptTokenizer = Pick<Tokenizer, 'encode' | 'tokenId' | 'semanticBegin' | 'semanticCount' | 'addedTokens'>;
 
+const templateIds = new WeakMap<PromptTokenizer, Map<string, Int32Array>>();
+
+/** Ids of one of our fixed layout strings, encoded once per tokenizer. */
+function encodeTemplate(tokenizer: PromptTokenizer, template: string): Int32Array {
+  let cache = templateIds.get(tokenizer);
+  if (cache === undefined) {
+    cache = new Map();
+    templateIds.set(tokenizer, cache);
+  }
+  let ids = cache.get(template);
+  if (ids === undefined) {
+    ids = tokenizer.encode(template);
+    cache.set(template, ids);
+  }
+  return ids;
+}
+
 class RowWriter {
   readonly tokens: number[] = [];
   readonly codes: number[] = [];
@@ -168,6 +185,9 @@ export function buildPrompt(
         { param },
       );
     }
+    if (reference.text.trim() === '') {
+      throw new DramaError('REFERENCE_TRANSCRIPT_EMPTY', `reference ${index} has no transcript`, { param });
+    }
     const speaker = reference.speaker ?? index;
     checkSpeaker(speaker, `references[${index}].speaker`);
     checkReferenceCodes(reference.codes, index, limits, tokenizer.semanticCount);
@@ -178,17 +198,17 @@ export function buildPrompt(
 
   const rows = new RowWriter();
   if (references.length === 0) {
-    rows.text(tokenizer.encode(`<|im_start|>system\n${SYSTEM}<|im_end|>\n`));
+    rows.text(encodeTemplate(tokenizer, `<|im_start|>system\n${SYSTEM}<|im_end|>\n`));
   } else {
-    rows.text(tokenizer.encode(`<|im_start|>system\n${SYSTEM_WITH_REFERENCES}`));
+    rows.text(encodeTemplate(tokenizer, `<|im_start|>system\n${SYSTEM_WITH_REFERENCES}`));
     rows.text(tokenizer.encode(transcripts.join('\n')));
-    rows.text(tokenizer.encode(REFERENCE_SPEECH));
+    rows.text(encodeTemplate(tokenizer, REFERENCE_SPEECH));
     for (const reference of references) rows.frames(reference.codes, tokenizer.semanticBegin);
-    rows.text(tokenizer.encode('<|im_end|>\n'));
+    rows.text(encodeTemplate(tokenizer, '<|im_end|>\n'));
   }
   const referenceRows = rows.length;
 
-  rows.text(tokenizer.encode('<|im_start|>user\n'));
+  rows.text(encodeTemplate(tokenizer, '<|im_start|>user\n'));
   const contentStart = rows.length;
   segments.forEach((segment, index) => {
     rows.text([tokenizer.tokenId(speakerTag(segment.speaker))]);
@@ -197,7 +217,7 @@ export function buildPrompt(
   });
   const textTokens = rows.length - contentStart;
   checkTextTokens(textTokens, limits, 'text');
-  rows.text(tokenizer.encode('<|im_end|>\n<|im_start|>assistant\n<|voice|>'));
+  rows.text(encodeTemplate(tokenizer, '<|im_end|>\n<|im_start|>assistant\n<|voice|>'));
 
   return {
     tokens: Int32Array.from(rows.tokens),

@@ -120,6 +120,19 @@ test('a reference transcript too long, in bytes', async () => {
   );
 });
 
+test('a reference without a transcript', async () => {
+  await refused(
+    {
+      text: 'Hi',
+      references: [
+        { text: 'ok', codes: frames(1) },
+        { text: '  ', codes: frames(1) },
+      ],
+    },
+    { code: 'REFERENCE_TRANSCRIPT_EMPTY', param: 'references[1].text', message: /reference 1 has no transcript/ },
+  );
+});
+
 test('a reference too long, in frames, and malformed codes', async () => {
   await refused(
     {
