@@ -1,0 +1,73 @@
+// The streaming audio encoder interface and its factory: one implementation per AudioFormat.
+// Input is mono float32 in [-1, 1] at `sampleRate` (the caller resamples first); output is the format's bytes.
+import { DramaError } from '../errors.ts';
+import type { AudioFormat } from './formats.ts';
+
+export interface AudioEncoder {
+  readonly format: AudioFormat;
+  readonly sampleRate: number;
+  /** True when `push` returns playable bytes as it goes; false when everything comes from `finish`. */
+  readonly streamable: boolean;
+  /** Encodes more samples; returns the bytes ready now (may be empty). */
+  push(pcm: Float32Array): Uint8Array;
+  /** Ends the stream; returns the remaining bytes. The encoder is unusable afterwards. */
+  finish(): Uint8Array;
+}
+
+export interface AudioEncoderOptions {
+  /** Rate of the samples given to `push`, in Hz. */
+  readonly sampleRate: number;
+  /** Target bit rate in bits per second (mp3, opus, aac); each format has a default. */
+  readonly bitrate?: number;
+}
+
+export function checkEncoderRate(format: AudioFormat, sampleRate: number, allowed?: readonly number[]): void {
+  const valid = Number.isInteger(sampleRate) && sampleRate >= 1 && sampleRate <= 768000;
+  if (!valid || (allowed !== undefined && !allowed.includes(sampleRate))) {
+    const choices = allowed === undefined ? 'an integer from 1 to 768000 Hz' : `one of ${allowed.join(', ')} Hz`;
+    throw new DramaError(
+      'AUDIO_SAMPLE_RATE_UNSUPPORTED',
+      `${format} cannot be encoded at ${sampleRate} Hz; use ${choices}`,
+      {
+        param: 'sample_rate',
+      },
+    );
+  }
+}
+
+export function checkEncoderBitrate(format: AudioFormat, bitrate: number, min: number, max: number): void {
+  if (!Number.isFinite(bitrate) || bitrate < min || bitrate > max) {
+    throw new DramaError(
+      'AUDIO_BITRATE_UNSUPPORTED',
+      `${format} bit rate ${bitrate} bit/s is outside ${min}–${max} bit/s`,
+      { param: 'bitrate' },
+    );
+  }
+}
+
+/** Guards against use after `finish`, a bug in the caller. */
+export function encoderFinished(format: AudioFormat): Error {
+  return new DramaError('AUDIO_ENCODER_FINISHED', `${format} encoder used after finish()`, { kind: 'internal' });
+}
+
+/** Creates the encoder for `format`; codec libraries load on first use. */
+export async function createAudioEncoder(format: AudioFormat, options: AudioEncoderOptions): Promise<AudioEncoder> {
+  switch (format) {
+    case 'pcm':
+      return (await import('./encoders/pcm.ts')).createPcmEncoder(options);
+    case 'wav':
+      return (await import('./encoders/wav.ts')).createWavEncoder(options);
+    case 'mp3':
+      return (await import('./encoders/mp3.ts')).createMp3Encoder(options);
+    case 'opus':
+      return (await import('./encoders/opus.ts')).createOpusEncoder(options);
+    case 'flac':
+      return (await import('./encoders/flac.ts')).createFlacEncoder(options);
+    case 'aac':
+      return (await import('./encoders/aac.ts')).createAacEncoder(options);
+    default:
+      throw new DramaError('AUDIO_FORMAT_UNSUPPORTED', `unknown audio format ${String(format)}`, {
+        param: 'response_format',
+      });
+  }
+}

@@ -1,0 +1,90 @@
+// Worker thread that runs mediabunny's AAC-LC encoder (ADTS output). Mediabunny is asynchronous; this thread
+// lets the main thread's `finish()` stay synchronous: it blocks on a shared flag until the bytes are posted.
+// Messages: start {id, sampleRate, bitrate, port}; samples {id, samples: Float32Array}; finish {id, port, flag}.
+import { type MessagePort, parentPort } from 'node:worker_threads';
+import { registerAacEncoder } from '@mediabunny/aac-encoder';
+import { AdtsOutputFormat, AudioSample, AudioSampleSource, BufferTarget, Output } from 'mediabunny';
+
+registerAacEncoder();
+
+interface Job {
+  readonly sampleRate: number;
+  readonly target: BufferTarget;
+  readonly output: Output;
+  readonly source: AudioSampleSource;
+  /** Work for this job runs in order on this chain. */
+  queue: Promise<void>;
+  samplesAdded: number;
+}
+
+export type AacWorkerMessage =
+  | { type: 'start'; id: number; sampleRate: number; bitrate: number; port: MessagePort }
+  | { type: 'samples'; id: number; samples: Float32Array }
+  | { type: 'finish'; id: number; port: MessagePort; flag: Int32Array };
+
+export type AacWorkerReply = { bytes: Uint8Array } | { error: string };
+
+const jobs = new Map<number, Job>();
+
+function start(id: number, sampleRate: number, bitrate: number, port: MessagePort): void {
+  try {
+    const target = new BufferTarget();
+    const output = new Output({ format: new AdtsOutputFormat(), target });
+    const source = new AudioSampleSource({ codec: 'aac', bitrate });
+    output.addAudioTrack(source);
+    jobs.set(id, { sampleRate, target, output, source, queue: output.start(), samplesAdded: 0 });
+    port.postMessage({ bytes: new Uint8Array(0) } satisfies AacWorkerReply);
+  } catch (error) {
+    port.postMessage({ error: error instanceof Error ? error.message : String(error) } satisfies AacWorkerReply);
+  }
+  port.close();
+}
+
+function addSamples(job: Job, samples: Float32Array): void {
+  const timestamp = job.samplesAdded / job.sampleRate;
+  job.samplesAdded += samples.length;
+  job.queue = job.queue.then(async () => {
+    const sample = new AudioSample({
+      data: samples,
+      format: 'f32',
+      numberOfChannels: 1,
+      sampleRate: job.sampleRate,
+      timestamp,
+    });
+    try {
+      await job.source.add(sample);
+    } finally {
+      sample.close();
+    }
+  });
+}
+
+function finish(id: number, job: Job | undefined, port: MessagePort, flag: Int32Array): void {
+  jobs.delete(id);
+  const done = (reply: AacWorkerReply) => {
+    port.postMessage(reply);
+    port.close();
+    Atomics.store(flag, 0, 1);
+    Atomics.notify(flag, 0);
+  };
+  if (job === undefined) {
+    done({ error: `no AAC job ${id}` });
+    return;
+  }
+  if (job.samplesAdded === 0) {
+    done({ bytes: new Uint8Array(0) });
+    return;
+  }
+  job.queue
+    .then(() => job.output.finalize())
+    .then(() => done({ bytes: new Uint8Array(job.target.buffer ?? new ArrayBuffer(0)) }))
+    .catch((error: unknown) => done({ error: error instanceof Error ? error.message : String(error) }));
+}
+
+parentPort!.on('message', (message: AacWorkerMessage) => {
+  if (message.type === 'start') start(message.id, message.sampleRate, message.bitrate, message.port);
+  else if (message.type === 'samples') {
+    const job = jobs.get(message.id);
+    if (job !== undefined) addSamples(job, message.samples);
+  } else finish(message.id, jobs.get(message.id), message.port, message.flag);
+});

@@ -1,0 +1,93 @@
+// `aac`: AAC-LC in ADTS, mono, whole file (`streamable: false`). Mediabunny's encoder is asynchronous, so it
+// runs in one shared worker thread: `push` posts samples there as they come (the encoding overlaps the
+// synthesis), and `finish` blocks on a shared flag until the worker has finalised and posted the bytes.
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { DramaError } from '../../errors.ts';
+import {
+  type AudioEncoder,
+  type AudioEncoderOptions,
+  checkEncoderBitrate,
+  checkEncoderRate,
+  encoderFinished,
+} from '../encoder.ts';
+import type { AacWorkerMessage, AacWorkerReply } from './aac-worker.ts';
+
+export const AAC_SAMPLE_RATES = [
+  7350, 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000,
+];
+const DEFAULT_BITRATE = 128_000;
+/** How long `finish` waits for the worker before giving up. */
+const FINISH_TIMEOUT_MS = 120_000;
+
+let worker: Worker | undefined;
+let nextJobId = 1;
+
+/** Code that loads the worker module; from TypeScript sources it first registers tsx, which workers lack. */
+function workerBootstrap(): string {
+  const here = import.meta.url;
+  if (!here.endsWith('.ts')) return `import(${JSON.stringify(new URL('./aac-worker.js', here).href)})`;
+  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
+  const script = JSON.stringify(new URL('./aac-worker.ts', here).href);
+  return `import(${tsx}).then((tsx) => { tsx.register(); return import(${script}); })`;
+}
+
+function sharedWorker(): Worker {
+  if (worker === undefined) {
+    worker = new Worker(workerBootstrap(), { eval: true });
+    // The worker must not keep the process alive; a crash drops it so that the next encoder starts a fresh one.
+    worker.unref();
+    worker.on('error', () => {
+      worker = undefined;
+    });
+  }
+  return worker;
+}
+
+function encoderFailed(message: string): DramaError {
+  return new DramaError('AUDIO_ENCODER_FAILED', `AAC encoding failed: ${message}`, { kind: 'internal' });
+}
+
+export async function createAacEncoder(options: AudioEncoderOptions): Promise<AudioEncoder> {
+  checkEncoderRate('aac', options.sampleRate, AAC_SAMPLE_RATES);
+  const bitrate = options.bitrate ?? DEFAULT_BITRATE;
+  checkEncoderBitrate('aac', bitrate, 8000, 512000);
+  const thread = sharedWorker();
+  const id = nextJobId++;
+  const post = (message: AacWorkerMessage, transfer: readonly (ArrayBuffer | MessagePort)[] = []) =>
+    thread.postMessage(message, transfer);
+  // Wait until the worker has loaded and opened this job: its start-up needs the main thread's event loop.
+  const started = new MessageChannel();
+  post({ type: 'start', id, sampleRate: options.sampleRate, bitrate, port: started.port2 }, [started.port2]);
+  const startReply = await new Promise<AacWorkerReply>((resolve) => started.port1.once('message', resolve));
+  started.port1.close();
+  if ('error' in startReply) throw encoderFailed(startReply.error);
+  let finished = false;
+  return {
+    format: 'aac',
+    sampleRate: options.sampleRate,
+    streamable: false,
+    push(pcm) {
+      if (finished) throw encoderFinished('aac');
+      if (pcm.length > 0) {
+        const samples = pcm.slice();
+        post({ type: 'samples', id, samples }, [samples.buffer]);
+      }
+      return new Uint8Array(0);
+    },
+    finish() {
+      if (finished) throw encoderFinished('aac');
+      finished = true;
+      const flag = new Int32Array(new SharedArrayBuffer(4));
+      const channel = new MessageChannel();
+      post({ type: 'finish', id, port: channel.port2, flag }, [channel.port2]);
+      const waited = Atomics.wait(flag, 0, 0, FINISH_TIMEOUT_MS);
+      const received = receiveMessageOnPort(channel.port1);
+      channel.port1.close();
+      if (waited === 'timed-out' || received === undefined)
+        throw encoderFailed(`no reply within ${FINISH_TIMEOUT_MS} ms`);
+      const reply = received.message as AacWorkerReply;
+      if ('error' in reply) throw encoderFailed(reply.error);
+      return reply.bytes;
+    },
+  };
+}

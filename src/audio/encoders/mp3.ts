@@ -1,0 +1,50 @@
+// `mp3`: LAME (wasm-media-encoders) at a constant bit rate, mono; frames stream out as LAME completes them.
+// LAME's own output buffer is reused between calls, so every result is copied.
+import { createMp3Encoder as createLameEncoder } from 'wasm-media-encoders';
+import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, encoderFinished } from '../encoder.ts';
+import { concatBytes } from '../pcm.ts';
+
+/** The sample rates MPEG-1/2/2.5 layer III can carry. */
+export const MP3_SAMPLE_RATES = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000] as const;
+const BITRATES_KBPS = [8, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320] as const;
+const DEFAULT_BITRATE = 128_000;
+/** Samples handed to LAME per call, so one big push does not build one big wasm buffer. */
+const CHUNK_SAMPLES = 16384;
+
+type Mp3Bitrate = (typeof BITRATES_KBPS)[number];
+type Mp3SampleRate = (typeof MP3_SAMPLE_RATES)[number];
+
+/** The nearest constant bit rate LAME offers (MPEG-2 rates cap at 160 kbit/s; LAME clamps those itself). */
+function nearestBitrate(bitsPerSecond: number): Mp3Bitrate {
+  let best: Mp3Bitrate = BITRATES_KBPS[0];
+  for (const kbps of BITRATES_KBPS) {
+    if (Math.abs(kbps * 1000 - bitsPerSecond) < Math.abs(best * 1000 - bitsPerSecond)) best = kbps;
+  }
+  return best;
+}
+
+export async function createMp3Encoder(options: AudioEncoderOptions): Promise<AudioEncoder> {
+  checkEncoderRate('mp3', options.sampleRate, MP3_SAMPLE_RATES);
+  const lame = await createLameEncoder();
+  const sampleRate = options.sampleRate as Mp3SampleRate;
+  lame.configure({ sampleRate, channels: 1, bitrate: nearestBitrate(options.bitrate ?? DEFAULT_BITRATE) });
+  let finished = false;
+  return {
+    format: 'mp3',
+    sampleRate,
+    streamable: true,
+    push(pcm) {
+      if (finished) throw encoderFinished('mp3');
+      const chunks: Uint8Array[] = [];
+      for (let start = 0; start < pcm.length; start += CHUNK_SAMPLES) {
+        chunks.push(lame.encode([pcm.subarray(start, start + CHUNK_SAMPLES)]).slice());
+      }
+      return concatBytes(chunks);
+    },
+    finish() {
+      if (finished) throw encoderFinished('mp3');
+      finished = true;
+      return lame.finalize().slice();
+    },
+  };
+}
