@@ -41,6 +41,11 @@ for (const implementation of ['native', 'fallback'] as const) {
       }
     });
 
+    test('reads a lone surrogate as U+FFFD, as the other implementation does', async () => {
+      const tokenizer = await loaded;
+      assert.deepEqual(Array.from(tokenizer.encode('a\ud800b')), Array.from(tokenizer.encode('a\ufffdb')));
+    });
+
     test('names its special tokens and sizes as the oracle does', async () => {
       const tokenizer = await loaded;
       assert.equal(tokenizer.vocabularySize, fixture.vocabulary_size);
