@@ -55,3 +55,11 @@ export async function openAudioOutput(
     finish: () => join(resampler === undefined ? new Uint8Array(0) : encoder.push(resampler.flush()), encoder.finish()),
   };
 }
+
+/** A whole WAV reply gets its true sizes (streams carry the streaming sizes, which some readers reject). */
+export function completeWholeFile(format: SpeechFormat, bytes: Buffer): Buffer {
+  if (format !== 'wav' || bytes.length < 44 || bytes.toString('latin1', 36, 40) !== 'data') return bytes;
+  bytes.writeUInt32LE(bytes.length - 8, 4);
+  bytes.writeUInt32LE(bytes.length - 44, 40);
+  return bytes;
+}

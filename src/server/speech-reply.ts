@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify';
 import { toDramaError as fromSerialized, type RequestEvent, type RequestHandle } from '../engine/engine.ts';
 import type { SpeechJob } from '../engine/protocol.ts';
 import { DramaError } from '../errors.ts';
-import { type AudioOutput, openAudioOutput } from './audio-output.ts';
+import { type AudioOutput, completeWholeFile, openAudioOutput } from './audio-output.ts';
 import type { ServerContext } from './context.ts';
 import { envelope, sendError, statusOf } from './errors.ts';
 import type { SpeechFormat } from './schemas.ts';
@@ -75,7 +75,7 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
               void reply
                 .code(200)
                 .headers({ ...headers(), ...finish, 'Content-Type': output.contentType })
-                .send(Buffer.concat(pieces));
+                .send(completeWholeFile(plan.format, Buffer.concat(pieces)));
             } else if (plan.mode === 'audio') {
               raw.addTrailers(finish);
               raw.end();

@@ -28,7 +28,10 @@ test('wav: a whole file at 44.1 kHz with the finish reason and usage headers', a
   assert.equal(response.headers.get('x-finish-reason'), 'stop');
   assert.equal(response.headers.get('x-output-frames'), String(FRAMES));
   assert.equal(response.headers.get('x-input-tokens'), '40');
-  const { rate, data } = wavDataBytes(Buffer.from(await response.arrayBuffer()));
+  const bytes = Buffer.from(await response.arrayBuffer());
+  assert.equal(bytes.readUInt32LE(4), bytes.length - 8, 'RIFF size');
+  assert.equal(bytes.readUInt32LE(40), bytes.length - 44, 'data size');
+  const { rate, data } = wavDataBytes(bytes);
   assert.equal(rate, 44100);
   assert.equal(data.length / 2, FRAMES * 2048);
 });
