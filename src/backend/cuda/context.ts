@@ -1,0 +1,98 @@
+// One CUDA device as the cuda backend uses it: the device's primary context (shared with cuBLASLt), a default
+// non-blocking stream, the allocator with its limits, and the kernel modules. Opened once per engine thread.
+import { type CudaDriver, DeviceAttribute, type Handle, loadDriver } from './driver.ts';
+import { type Allocation, type AllocationBackend, type MemoryKind, MemoryPool } from './memory.ts';
+import { KernelLibrary } from './modules.ts';
+
+export interface DeviceProperties {
+  readonly name: string;
+  readonly computeCapability: readonly [number, number];
+  readonly multiprocessors: number;
+  readonly l2CacheBytes: number;
+  readonly totalBytes: number;
+  readonly driverVersion: number;
+}
+
+export interface CudaContextOptions {
+  readonly ordinal?: number;
+  /** Device bytes the allocator may hand out; defaults to 90% of the device's memory. */
+  readonly deviceLimitBytes?: number;
+  /** Pinned host bytes the allocator may hand out; defaults to 4 GiB. */
+  readonly pinnedHostLimitBytes?: number;
+  readonly kernelDirectory?: string;
+}
+
+export function driverAllocationBackend(driver: CudaDriver): AllocationBackend {
+  return {
+    allocate: (kind: MemoryKind, bytes: number) =>
+      kind === 'device' ? driver.allocateDevice(bytes) : driver.allocatePinnedHost(bytes),
+    release: (kind: MemoryKind, pointer: bigint) =>
+      kind === 'device' ? driver.freeDevice(pointer) : driver.freePinnedHost(pointer),
+  };
+}
+
+export class CudaContext {
+  readonly driver: CudaDriver;
+  readonly device: number;
+  readonly context: Handle;
+  readonly stream: Handle;
+  readonly memory: MemoryPool;
+  readonly kernels: KernelLibrary;
+  readonly properties: DeviceProperties;
+
+  constructor(options: CudaContextOptions = {}) {
+    const driver = loadDriver();
+    this.driver = driver;
+    this.device = driver.device(options.ordinal ?? 0);
+    this.context = driver.retainPrimaryContext(this.device);
+    driver.setCurrentContext(this.context);
+    this.stream = driver.createStream();
+    const totalBytes = driver.deviceTotalBytes(this.device);
+    this.properties = {
+      name: driver.deviceName(this.device),
+      computeCapability: [
+        driver.deviceAttribute(DeviceAttribute.computeCapabilityMajor, this.device),
+        driver.deviceAttribute(DeviceAttribute.computeCapabilityMinor, this.device),
+      ],
+      multiprocessors: driver.deviceAttribute(DeviceAttribute.multiprocessorCount, this.device),
+      l2CacheBytes: driver.deviceAttribute(DeviceAttribute.l2CacheBytes, this.device),
+      totalBytes,
+      driverVersion: driver.driverVersion(),
+    };
+    this.memory = new MemoryPool(driverAllocationBackend(driver), {
+      deviceBytes: options.deviceLimitBytes ?? Math.floor(totalBytes * 0.9),
+      pinnedHostBytes: options.pinnedHostLimitBytes ?? 4 * 1024 ** 3,
+    });
+    this.kernels = new KernelLibrary(driver, options.kernelDirectory);
+  }
+
+  allocate(bytes: number, label: string): Allocation {
+    return this.memory.allocate('device', bytes, label);
+  }
+
+  /** Copies a host array into a fresh device allocation (synchronously, on the context's stream). */
+  upload(values: ArrayBufferView, label: string): Allocation {
+    const allocation = this.allocate(Math.max(values.byteLength, 1), label);
+    this.driver.copyHostToDevice(allocation.pointer, values, values.byteLength, this.stream);
+    this.driver.synchronizeStream(this.stream);
+    return allocation;
+  }
+
+  /** Copies device bytes back into `into` after the stream's work so far. */
+  download<T extends ArrayBufferView>(source: bigint, into: T): T {
+    this.driver.copyDeviceToHost(into, source, into.byteLength, this.stream);
+    this.driver.synchronizeStream(this.stream);
+    return into;
+  }
+
+  synchronize(): void {
+    this.driver.synchronizeStream(this.stream);
+  }
+
+  close(): void {
+    this.driver.synchronizeStream(this.stream);
+    this.kernels.unloadAll();
+    this.driver.destroyStream(this.stream);
+    this.driver.releasePrimaryContext(this.device);
+  }
+}

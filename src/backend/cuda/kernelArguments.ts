@@ -1,0 +1,55 @@
+// Kernel parameters for cuLaunchKernel: one 8-byte slot per argument holding its value, and a table of the slots'
+// addresses (the `void** kernelParams` the driver reads at launch, copying the values, so the storage need only
+// outlive the call). Slots are allocated as a fresh ArrayBuffer so that their addresses cannot move.
+import { addressOf } from './library.ts';
+
+const SLOT_BYTES = 8;
+
+export class KernelArguments {
+  private readonly view: DataView;
+  private readonly table: BigUint64Array;
+  private count = 0;
+
+  constructor(capacity = 16) {
+    const storage = new Uint8Array(new ArrayBuffer(capacity * SLOT_BYTES));
+    this.view = new DataView(storage.buffer);
+    this.table = new BigUint64Array(new ArrayBuffer(capacity * 8));
+    const base = addressOf(storage);
+    for (let index = 0; index < capacity; index++) this.table[index] = base + BigInt(index * SLOT_BYTES);
+  }
+
+  /** The address table to hand to the driver. */
+  get parameters(): BigUint64Array {
+    return this.table;
+  }
+
+  pointer(value: bigint): this {
+    this.view.setBigUint64(this.slot(), value, true);
+    return this;
+  }
+
+  int32(value: number): this {
+    this.view.setInt32(this.slot(), value, true);
+    return this;
+  }
+
+  uint32(value: number): this {
+    this.view.setUint32(this.slot(), value, true);
+    return this;
+  }
+
+  int64(value: number | bigint): this {
+    this.view.setBigInt64(this.slot(), BigInt(value), true);
+    return this;
+  }
+
+  float32(value: number): this {
+    this.view.setFloat32(this.slot(), value, true);
+    return this;
+  }
+
+  private slot(): number {
+    if (this.count >= this.table.length) throw new RangeError(`more than ${this.table.length} kernel arguments`);
+    return this.count++ * SLOT_BYTES;
+  }
+}

@@ -1,0 +1,66 @@
+// Loading the CUDA shared libraries through koffi, lazily: nothing is opened until a CUDA object is first asked for,
+// so the cpu backend, CI and `npm test` never touch libcuda. Handles (contexts, streams, modules...) are BigInt
+// pointers as koffi 3 returns them; device pointers (CUdeviceptr) are BigInt too.
+import fs from 'node:fs';
+import path from 'node:path';
+import koffi from 'koffi';
+import { DramaError } from '../../errors.ts';
+
+export type NativeFunction = (...args: unknown[]) => number;
+export type KoffiLibrary = ReturnType<typeof koffi.load>;
+
+/** Opens `name` (a loader name or path); returns the reason when it cannot. */
+export function tryLoadLibrary(candidates: readonly string[]): { library: KoffiLibrary } | { reason: string } {
+  const reasons: string[] = [];
+  for (const candidate of candidates) {
+    if (candidate.includes('/') && !fs.existsSync(candidate)) continue;
+    try {
+      return { library: koffi.load(candidate) };
+    } catch (error) {
+      reasons.push(`${candidate}: ${(error as Error).message.split('\n')[0]}`);
+    }
+  }
+  return { reason: reasons.length > 0 ? reasons.join('; ') : `none of ${candidates.join(', ')} exists` };
+}
+
+/** Binds `name` from `library`, refusing loudly when the symbol is missing (an old driver or a wrong library). */
+export function bind(
+  library: KoffiLibrary,
+  name: string,
+  result: string,
+  parameters: readonly string[],
+): NativeFunction {
+  try {
+    return library.func(name, result, [...parameters]) as unknown as NativeFunction;
+  } catch (error) {
+    throw new DramaError('CUDA_SYMBOL_MISSING', `cannot bind ${name}: ${(error as Error).message}`, {
+      kind: 'device',
+      cause: error,
+    });
+  }
+}
+
+/** Where cuBLASLt may live: an explicit path, the loader path, then the usual toolkit folders. */
+export function cublasLtCandidates(): string[] {
+  const fromEnvironment = process.env.DRAMA3_CUBLASLT;
+  const toolkitRoots = [process.env.CUDA_HOME, process.env.CUDA_PATH, '/usr/local/cuda'].filter(
+    (root): root is string => typeof root === 'string' && root.length > 0,
+  );
+  const inToolkits = toolkitRoots.flatMap((root) => [
+    path.join(root, 'targets/x86_64-linux/lib/libcublasLt.so.13'),
+    path.join(root, 'lib64/libcublasLt.so.13'),
+  ]);
+  return [...(fromEnvironment ? [fromEnvironment] : []), 'libcublasLt.so.13', ...inToolkits];
+}
+
+/** Address of a typed array's first byte, for building pointer tables (kernel parameters, descriptors). */
+export function addressOf(view: ArrayBufferView): bigint {
+  return BigInt(koffi.address(view) as bigint | number);
+}
+
+export function toBigInt(value: unknown): bigint {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number') return BigInt(value);
+  if (value === null || value === undefined) return 0n;
+  throw new DramaError('CUDA_BAD_HANDLE', `expected a pointer, got ${typeof value}`, { kind: 'internal' });
+}

@@ -1,0 +1,49 @@
+// What every op launcher shares: the kernel it runs (overridable by a kernel with the same signature, which the
+// kernel contract's deliberately wrong controls use), argument checks that name the bad value, and the launch.
+import { DramaError } from '../../../errors.ts';
+import type { CudaContext } from '../context.ts';
+import type { Handle, LaunchShape } from '../driver.ts';
+import type { KernelArguments } from '../kernelArguments.ts';
+
+/** A `__global__` function: the kernels/ file (module) it lives in and its name. */
+export interface KernelName {
+  readonly family: string;
+  readonly name: string;
+}
+
+export interface LaunchOptions {
+  /** Defaults to the context's stream. */
+  readonly stream?: Handle;
+  /** Another kernel with the same signature. */
+  readonly kernel?: KernelName;
+}
+
+export function launch(
+  cuda: CudaContext,
+  kernel: KernelName,
+  shape: LaunchShape,
+  args: KernelArguments,
+  options: LaunchOptions,
+): void {
+  const chosen = options.kernel ?? kernel;
+  const handle = cuda.kernels.kernel(chosen.family, chosen.name);
+  cuda.driver.launch(handle, shape, options.stream ?? cuda.stream, args.parameters, chosen.name);
+}
+
+/** Refuses a size that is not an integer within [minimum, maximum]. */
+export function requireCount(value: number, name: string, minimum = 1, maximum = 2 ** 31 - 1): void {
+  if (!Number.isInteger(value) || value < minimum || value > maximum) {
+    throw new DramaError(
+      'KERNEL_ARGUMENT_INVALID',
+      `${name} must be an integer in [${minimum}, ${maximum}], got ${value}`,
+      {
+        kind: 'internal',
+        param: name,
+      },
+    );
+  }
+}
+
+export function roundUpToWarp(threads: number, maximum = 1024): number {
+  return Math.min(maximum, Math.max(32, Math.ceil(threads / 32) * 32));
+}

@@ -1,0 +1,60 @@
+// Launchers for kernels/cuda/rms_norm.cu. x, out: [rows, cols] bf16 (out may alias x); weight: [cols] bf16;
+// gate (gated form): [rows, cols] bf16. One block per row.
+import type { CudaContext } from '../context.ts';
+import type { DevicePointer } from '../driver.ts';
+import { KernelArguments } from '../kernelArguments.ts';
+import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
+
+export const RMS_NORM_KERNEL: KernelName = { family: 'rms_norm', name: 'rms_norm_bf16' };
+export const GATED_RMS_NORM_KERNEL: KernelName = { family: 'rms_norm', name: 'rms_norm_gated_bf16' };
+
+export interface RmsNormArguments {
+  readonly out: DevicePointer;
+  readonly x: DevicePointer;
+  readonly weight: DevicePointer;
+  readonly rows: number;
+  readonly cols: number;
+  readonly eps: number;
+}
+
+function shape(rows: number, cols: number) {
+  return { grid: [rows, 1, 1], block: [roundUpToWarp(Math.ceil(cols / 4)), 1, 1] } as const;
+}
+
+/** Zero-centred (`x·r·(1+w)`, the Qwen3.5 layers) when `zeroCentred`, else plain (`x·r·w`). */
+export function rmsNorm(
+  cuda: CudaContext,
+  a: RmsNormArguments & { readonly zeroCentred: boolean },
+  options: LaunchOptions = {},
+): void {
+  requireCount(a.rows, 'rows');
+  requireCount(a.cols, 'cols');
+  const args = new KernelArguments()
+    .pointer(a.out)
+    .pointer(a.x)
+    .pointer(a.weight)
+    .int32(a.rows)
+    .int32(a.cols)
+    .float32(a.eps)
+    .int32(a.zeroCentred ? 1 : 0);
+  launch(cuda, RMS_NORM_KERNEL, shape(a.rows, a.cols), args, options);
+}
+
+/** The Gated DeltaNet output norm: `x·r·w·silu(gate)`. */
+export function gatedRmsNorm(
+  cuda: CudaContext,
+  a: RmsNormArguments & { readonly gate: DevicePointer },
+  options: LaunchOptions = {},
+): void {
+  requireCount(a.rows, 'rows');
+  requireCount(a.cols, 'cols');
+  const args = new KernelArguments()
+    .pointer(a.out)
+    .pointer(a.x)
+    .pointer(a.gate)
+    .pointer(a.weight)
+    .int32(a.rows)
+    .int32(a.cols)
+    .float32(a.eps);
+  launch(cuda, GATED_RMS_NORM_KERNEL, shape(a.rows, a.cols), args, options);
+}
