@@ -1,7 +1,9 @@
 // torch.save checkpoints (`.pth`, the zip format): `<archive>/data.pkl` (the pickled state dict), `byteorder`,
-// `version` (plus `.format_version`, `.storage_alignment`), and one stored entry `data/<key>` per storage. Reading unpickles under the restricted reader, then
-// range-reads each tensor's bytes from its storage entry in place; a strided view becomes a contiguous copy.
+// `version` (plus `.format_version`, `.storage_alignment`), and one stored entry `data/<key>` per storage.
+// Reading unpickles under the restricted reader, then range-reads each tensor's bytes from its storage entry in
+// place; a strided view becomes a contiguous copy.
 // Nested dicts are flattened with '.'; non-tensor leaves (version numbers, hyper-parameters) are skipped.
+import { open } from 'node:fs/promises';
 import { DramaError } from '../errors.ts';
 import { PickleDict, readPickle } from './pickle-reader.ts';
 import { PickleWriter } from './pickle-writer.ts';
@@ -109,7 +111,22 @@ async function materialize(zip: ZipReader, prefix: string, name: string, view: T
   return makeTensor(view.dtype, view.size, data);
 }
 
+/** Refuses the pre-zip torch.save format (a bare pickle stream) by name rather than as a broken zip. */
+async function refuseLegacyFormat(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    const first = new Uint8Array(2);
+    const { bytesRead } = await handle.read(first, 0, 2, 0);
+    if (bytesRead === 2 && first[0] === 0x80 && first[1]! <= 5) {
+      refuse('TORCH_LEGACY_FORMAT', path, 'is a pre-1.6 torch.save pickle stream; re-save it with a current torch');
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
 export async function readTorchCheckpoint(path: string): Promise<Map<string, HostTensor>> {
+  await refuseLegacyFormat(path);
   const zip = await ZipReader.open(path);
   try {
     const prefix = archivePrefix(zip);
