@@ -1,0 +1,52 @@
+// Precision policies of the cpu backend: where values are rounded, and in which array type they live.
+//   bf16: Float32Array storage; every activation the GPU writes in bf16 (projections, norms' outputs, the residual
+//         stream, attention and DeltaNet outputs, expert outputs) is rounded to bf16 after its op; norms, softmax,
+//         rotary, router probabilities, DeltaNet state and attention probabilities stay fp32 (attention
+//         probabilities are rounded to bf16 before weighting V, as eager torch does in bf16).
+//   fp32: Float32Array storage, no extra rounding (each stored element is fp32).
+//   fp64: Float64Array everywhere: the oracle for kernel tests.
+// Rotary angles are fp32 (fround(position · inv_freq)) in every mode, as torch and the GPU form them.
+import { roundArrayToBf16, roundToBf16 } from '../../checkpoint/dtypes.ts';
+import type { FloatArray } from './ops/types.ts';
+
+export type PrecisionName = 'bf16' | 'fp32' | 'fp64';
+
+export interface PrecisionPolicy {
+  readonly name: PrecisionName;
+  allocate(count: number): FloatArray;
+  /** Rounds the first `count` elements as the GPU stores an activation (bf16), in place; identity otherwise. */
+  roundActivations(values: FloatArray, count: number): void;
+  /** Rounding of attention probabilities before they weight V. */
+  readonly roundProbability: ((p: number) => number) | undefined;
+}
+
+function noRounding(): void {}
+
+export const BF16_POLICY: PrecisionPolicy = {
+  name: 'bf16',
+  allocate: (count) => new Float32Array(count),
+  roundActivations(values, count) {
+    roundArrayToBf16((values as Float32Array).subarray(0, count));
+  },
+  roundProbability: roundToBf16,
+};
+
+export const FP32_POLICY: PrecisionPolicy = {
+  name: 'fp32',
+  allocate: (count) => new Float32Array(count),
+  roundActivations: noRounding,
+  roundProbability: undefined,
+};
+
+export const FP64_POLICY: PrecisionPolicy = {
+  name: 'fp64',
+  allocate: (count) => new Float64Array(count),
+  roundActivations: noRounding,
+  roundProbability: undefined,
+};
+
+export const PRECISION_POLICIES: Record<PrecisionName, PrecisionPolicy> = {
+  bf16: BF16_POLICY,
+  fp32: FP32_POLICY,
+  fp64: FP64_POLICY,
+};

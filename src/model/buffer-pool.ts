@@ -1,0 +1,19 @@
+// Named backend buffers that grow and are reused across calls, so that a frame step allocates nothing.
+import type { Backend } from '../backend/types.ts';
+
+export class BufferPool<B> {
+  private readonly buffers = new Map<string, { buffer: B; capacity: number }>();
+
+  constructor(private readonly backend: Backend<B>) {}
+
+  /** A buffer of at least `count` elements (contents undefined), viewed to exactly `count`. */
+  get(name: string, count: number): B {
+    let entry = this.buffers.get(name);
+    if (entry === undefined || entry.capacity < count) {
+      const capacity = Math.max(count, 2 * (entry?.capacity ?? 0));
+      entry = { buffer: this.backend.allocate(capacity), capacity };
+      this.buffers.set(name, entry);
+    }
+    return this.backend.view(entry.buffer, 0, count);
+  }
+}

@@ -1,0 +1,164 @@
+// Loads the committed transformers Qwen3.5-MoE fixture (tools/oracle/qwen35_moe.py): its config as a TextConfig,
+// its checkpoint through our loader, and the reference layer outputs.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CpuBackend } from '../../src/backend/cpu/backend.ts';
+import type { FloatArray } from '../../src/backend/cpu/ops/types.ts';
+import type { PrecisionName } from '../../src/backend/cpu/precision.ts';
+import { SafetensorsCheckpoint } from '../../src/checkpoint/safetensors-reader.ts';
+import { tensorToFloat32, tensorToInt32 } from '../../src/checkpoint/tensor.ts';
+import { Backbone } from '../../src/model/backbone.ts';
+import { type LayerType, makeTextConfig, type TextConfig } from '../../src/model/config.ts';
+import { TensorSource } from '../../src/model/tensor-source.ts';
+import { detectBackbonePrefix } from '../../src/model/weights.ts';
+
+export const FIXTURE_DIR = join(import.meta.dirname, '../fixtures/model/qwen35-moe-tiny');
+
+export function fixtureTextConfig(): TextConfig {
+  const json = JSON.parse(readFileSync(join(FIXTURE_DIR, 'checkpoint/config.json'), 'utf8'));
+  return makeTextConfig({
+    hiddenSize: json.hidden_size,
+    layerTypes: json.layer_types as LayerType[],
+    attentionHeads: json.num_attention_heads,
+    keyValueHeads: json.num_key_value_heads,
+    headDim: json.head_dim,
+    ropeTheta: json.rope_parameters.rope_theta,
+    partialRotaryFactor: json.rope_parameters.partial_rotary_factor,
+    linearKeyHeads: json.linear_num_key_heads,
+    linearValueHeads: json.linear_num_value_heads,
+    linearKeyHeadDim: json.linear_key_head_dim,
+    linearValueHeadDim: json.linear_value_head_dim,
+    linearConvKernel: json.linear_conv_kernel_dim,
+    experts: json.num_experts,
+    expertsPerToken: json.num_experts_per_tok,
+    expertIntermediate: json.moe_intermediate_size,
+    sharedExpertIntermediate: json.shared_expert_intermediate_size,
+    rmsNormEps: json.rms_norm_eps,
+    maxPositions: json.max_position_embeddings,
+    vocabSize: json.vocab_size,
+    tieWordEmbeddings: json.tie_word_embeddings,
+    eosTokenIds: [],
+  });
+}
+
+export interface ReferenceOutputs {
+  readonly inputIds: Int32Array;
+  /** Each decoder layer's output [T, H]. */
+  readonly hidden: Float32Array[];
+  readonly norm: Float32Array;
+  /** [T, V] */
+  readonly logits: Float32Array;
+}
+
+export async function readReference(precision: 'fp32' | 'bf16'): Promise<ReferenceOutputs> {
+  const file = await SafetensorsCheckpoint.open(join(FIXTURE_DIR, `outputs-${precision}.safetensors`));
+  try {
+    const layers = file.names().filter((name) => name.startsWith('hidden.')).length;
+    const hidden: Float32Array[] = [];
+    for (let layer = 0; layer < layers; layer++) hidden.push(tensorToFloat32(await file.read(`hidden.${layer}`)));
+    return {
+      inputIds: tensorToInt32(await file.read('input_ids')),
+      hidden,
+      norm: tensorToFloat32(await file.read('norm')),
+      logits: tensorToFloat32(await file.read('logits')),
+    };
+  } finally {
+    await file.close();
+  }
+}
+
+export async function loadFixtureBackbone(
+  precision: PrecisionName,
+  deltaRule: 'recurrent' | 'chunked' = 'recurrent',
+): Promise<Backbone<FloatArray>> {
+  const text = fixtureTextConfig();
+  const checkpoint = await SafetensorsCheckpoint.open(join(FIXTURE_DIR, 'checkpoint'));
+  try {
+    const source = new TensorSource(checkpoint, new CpuBackend({ precision, deltaRule }));
+    const candidates = Int32Array.from({ length: text.vocabSize }, (_, id) => id);
+    return await Backbone.load(source, text, detectBackbonePrefix(checkpoint.names()), candidates);
+  } finally {
+    await checkpoint.close();
+  }
+}
+
+export interface BackboneRun {
+  readonly hidden: Float64Array[];
+  readonly logits: Float64Array;
+}
+
+/** Runs the fixture input through the backbone, cut into consecutive calls of the given row counts. */
+export function runInChunks(
+  backbone: Backbone<FloatArray>,
+  inputIds: Int32Array,
+  chunkRows: (start: number) => number,
+): BackboneRun {
+  const { backend } = backbone;
+  const hiddenSize = backbone.text.hiddenSize;
+  const rows = inputIds.length;
+  const state = backbone.newState();
+  const hidden = backbone.layers.map(() => new Float64Array(rows * hiddenSize));
+  const logits = new Float64Array(rows * backbone.candidateHead.outFeatures);
+  for (let start = 0; start < rows; ) {
+    const count = Math.min(chunkRows(start), rows - start);
+    const x = backend.allocate(count * hiddenSize);
+    backend.embed(backbone.tokenEmbeddings, inputIds.subarray(start, start + count), x, count, hiddenSize);
+    const normed = backend.allocate(count * hiddenSize);
+    backbone.forward(state, x, count, normed, (layer, values) => {
+      hidden[layer]!.set(backend.toHost(values, 0, count * hiddenSize), start * hiddenSize);
+    });
+    const out = backend.allocate(count * backbone.candidateHead.outFeatures);
+    backbone.candidateLogits(normed, count, out);
+    logits.set(backend.toHost(out, 0, out.length), start * backbone.candidateHead.outFeatures);
+    start += count;
+  }
+  return { hidden, logits };
+}
+
+/** max |a − b| / max |b|. */
+export function relativeError(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let worst = 0;
+  let scale = 0;
+  for (let i = 0; i < b.length; i++) {
+    worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
+    scale = Math.max(scale, Math.abs(b[i]!));
+  }
+  return worst / scale;
+}
+
+/** The median over rows of (max |a − b| / max |b|) within each row. */
+export function medianRowError(a: ArrayLike<number>, b: ArrayLike<number>, rows: number): number {
+  const cols = b.length / rows;
+  const errors: number[] = [];
+  for (let t = 0; t < rows; t++) {
+    let worst = 0;
+    let scale = 0;
+    for (let c = t * cols; c < (t + 1) * cols; c++) {
+      worst = Math.max(worst, Math.abs(a[c]! - b[c]!));
+      scale = Math.max(scale, Math.abs(b[c]!));
+    }
+    errors.push(worst / scale);
+  }
+  errors.sort((x, y) => x - y);
+  return errors[Math.floor(rows / 2)]!;
+}
+
+/** Rows whose argmax agrees, and the rows whose reference top-2 margin exceeds `margin` but disagree. */
+export function topOneAgreement(ours: ArrayLike<number>, reference: ArrayLike<number>, rows: number, cols: number) {
+  let equal = 0;
+  const disagreeing: { row: number; margin: number }[] = [];
+  for (let t = 0; t < rows; t++) {
+    let bestOurs = 0;
+    let bestReference = 0;
+    for (let c = 1; c < cols; c++) {
+      if (ours[t * cols + c]! > ours[t * cols + bestOurs]!) bestOurs = c;
+      if (reference[t * cols + c]! > reference[t * cols + bestReference]!) bestReference = c;
+    }
+    if (bestOurs === bestReference) {
+      equal++;
+      continue;
+    }
+    disagreeing.push({ row: t, margin: reference[t * cols + bestReference]! - reference[t * cols + bestOurs]! });
+  }
+  return { equal, disagreeing };
+}
