@@ -94,7 +94,9 @@ export class Backbone<B> {
     const embeddings = await source.float32(names.embedTokens, [text.vocabSize, hidden]);
     const head = text.tieWordEmbeddings ? embeddings : await source.float32(names.lmHead, [text.vocabSize, hidden]);
     const candidateRows = new Float32Array(candidates.length * hidden);
-    candidates.forEach((id, row) => candidateRows.set(head.subarray(id * hidden, (id + 1) * hidden), row * hidden));
+    candidates.forEach((id, row) => {
+      candidateRows.set(head.subarray(id * hidden, (id + 1) * hidden), row * hidden);
+    });
     return new Backbone(
       source.backend,
       text,
