@@ -1,8 +1,10 @@
 // The `drama3` command line: one file per command under src/cli/, each exporting a register function.
 import { Command } from 'commander';
 import { registerEncode } from './encode.ts';
+import { registerInspect } from './inspect.ts';
 import { registerSay } from './say.ts';
 import { registerServe } from './serve.ts';
+import { registerSynth } from './synth.ts';
 
 const program = new Command();
 program
@@ -15,5 +17,7 @@ program
 registerServe(program);
 registerSay(program);
 registerEncode(program);
+registerSynth(program);
+registerInspect(program);
 
 await program.parseAsync(process.argv);

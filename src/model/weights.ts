@@ -30,9 +30,13 @@ export type TensorRole =
   | 'expert'
   | 'expert_scale';
 
+/** Which stack a tensor belongs to (each has its own residual stream). */
+export type TensorPart = 'backbone' | 'tower';
+
 export interface TensorSpec {
   readonly name: string;
   readonly role: TensorRole;
+  readonly part: TensorPart;
   /** The dtype `synth` writes and the loader expects. */
   readonly dtype: DType;
   /** Every dtype the loader accepts for this tensor (includes `dtype`). */
@@ -59,7 +63,7 @@ const BF16_ONLY: readonly DType[] = ['BF16'];
 class SpecList {
   constructor(
     readonly specs: TensorSpec[] = [],
-    private readonly where: { layer?: number; expert?: number } = {},
+    private readonly where: { part: TensorPart; layer?: number; expert?: number } = { part: 'backbone' },
   ) {}
 
   add(name: string, role: TensorRole, shape: number[], options: { residual?: boolean; dtype?: DType } = {}): void {
@@ -69,7 +73,11 @@ class SpecList {
   }
 
   at(where: { layer?: number; expert?: number }): SpecList {
-    return new SpecList(this.specs, where);
+    return new SpecList(this.specs, { ...this.where, ...where });
+  }
+
+  inPart(part: TensorPart): SpecList {
+    return new SpecList(this.specs, { part });
   }
 }
 
@@ -176,15 +184,16 @@ export function expectedTensors(config: Drama3Config, options: WeightMapOptions)
   if (!text.tieWordEmbeddings) root.add(backbone.lmHead, 'output_head', [text.vocabSize, text.hiddenSize]);
   root.add(backbone.codebookEmbeddings, 'codebook_embedding', [audio.codebookEmbeddingRows, text.hiddenSize]);
   const towerNameMap = towerNames();
-  root.add(towerNameMap.codebookEmbeddings, 'codebook_embedding', [audio.codebookEmbeddingRows, tower.hiddenSize]);
+  const towerList = root.inPart('tower');
+  towerList.add(towerNameMap.codebookEmbeddings, 'codebook_embedding', [audio.codebookEmbeddingRows, tower.hiddenSize]);
   for (let layer = 0; layer < tower.sharedLayers; layer++) {
     const inputWidth = layer === 0 ? text.hiddenSize : tower.hiddenSize;
-    towerLayerSpecs(root, config, towerNameMap.sharedLayer(layer), inputWidth);
+    towerLayerSpecs(towerList, config, towerNameMap.sharedLayer(layer), inputWidth);
   }
   for (let layer = 0; layer < tower.codebookLayers; layer++) {
     // With no shared layers the first per-codebook layer reads the backbone row directly.
     const inputWidth = layer === 0 && tower.sharedLayers === 0 ? text.hiddenSize : tower.hiddenSize;
-    towerLayerSpecs(root, config, towerNameMap.codebookLayer(layer), inputWidth);
+    towerLayerSpecs(towerList, config, towerNameMap.codebookLayer(layer), inputWidth);
   }
   return root.specs;
 }

@@ -1,0 +1,106 @@
+// Writes a synthetic drama3 checkpoint (MODEL.md §8): config.json (marked synthetic), the Qwen3 tokenizer with
+// Drama's added tokens, sharded safetensors with their index, and codec.pth. Every tensor's values depend only on
+// (seed, tensor name), so the full preset streams tensor by tensor. Atomic: everything goes into a temporary folder
+// beside the destination, renamed into place at the end; a failure removes it.
+import { chmod, mkdtemp, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { CODEC_FILE_NAME } from '../../codec/codec.ts';
+import { synthesizeCodecWeights } from '../../codec/synth-weights.ts';
+import { DramaError } from '../../errors.ts';
+import { CONFIG_FILE, configToJson } from '../../model/config.ts';
+import { buildSyntheticTokenizerFiles } from '../../text/vocabulary.ts';
+import { writeShardedSafetensors } from '../safetensors-writer.ts';
+import { type FloatDType, float32ToTensor, type HostTensor } from '../tensor.ts';
+import { writeTorchCheckpoint } from '../torch-pth.ts';
+import { initialValues, quantizeFp8Blocks } from './init.ts';
+import {
+  MAX_SHARD_BYTES,
+  planCheckpoint,
+  type SynthExperts,
+  type SynthPlan,
+  type SynthPreset,
+  tokenizerFacts,
+} from './plan.ts';
+
+export interface SynthOptions {
+  readonly preset: SynthPreset;
+  readonly seed: number;
+  readonly experts: SynthExperts;
+  /** Bytes written so far out of the checkpoint's total. */
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+/** The tensors of `plan` in map order, generated lazily; an FP8 weight is followed by its block scales. */
+export function* synthesizeTensors(plan: SynthPlan, seed: number): Generator<[string, HostTensor]> {
+  // Each stack's residual stream receives two writes per block; 1/sqrt(2·blocks) keeps their sum at unit variance.
+  const gains = { backbone: 1 / Math.sqrt(2 * plan.config.text.layers), tower: 1 / Math.sqrt(2) };
+  let pendingScale: HostTensor | undefined;
+  for (const spec of plan.specs) {
+    if (spec.role === 'expert_scale') {
+      yield [spec.name, pendingScale!];
+      pendingScale = undefined;
+      continue;
+    }
+    const values = initialValues(spec, seed, gains[spec.part]);
+    if (spec.dtype === 'F8_E4M3') {
+      const quantized = quantizeFp8Blocks(values, spec.shape[0]!, spec.shape[1]!);
+      pendingScale = quantized.scale;
+      yield [spec.name, quantized.weight];
+      continue;
+    }
+    yield [spec.name, float32ToTensor(values, spec.dtype as FloatDType, spec.shape)];
+  }
+}
+
+function checkSeed(seed: number): void {
+  if (!Number.isSafeInteger(seed) || seed < 0) {
+    throw new DramaError('SYNTH_BAD_SEED', `seed must be a non-negative integer, got ${seed}`, { param: 'seed' });
+  }
+}
+
+/** Refuses to replace anything but an absent or empty folder; returns whether an empty one must be removed first. */
+async function checkDestination(outDir: string): Promise<boolean> {
+  const found = await stat(outDir).catch(() => undefined);
+  if (found === undefined) return false;
+  if (!found.isDirectory() || (await readdir(outDir)).length > 0) {
+    throw new DramaError('SYNTH_OUT_EXISTS', `${outDir} already exists and is not an empty folder`, {
+      kind: 'conflict',
+      param: 'out',
+    });
+  }
+  return true;
+}
+
+export async function synthesizeCheckpoint(outDir: string, options: SynthOptions): Promise<void> {
+  checkSeed(options.seed);
+  const destination = resolve(outDir);
+  const replaceEmpty = await checkDestination(destination);
+  const tokenizer = buildSyntheticTokenizerFiles();
+  const plan = planCheckpoint(options.preset, options.experts, tokenizerFacts(tokenizer.tokenizerJson));
+  const temporary = await mkdtemp(join(dirname(destination), `.${basename(destination)}.partial-`));
+  try {
+    await writeFile(join(temporary, CONFIG_FILE), `${JSON.stringify(configToJson(plan.config), null, 2)}\n`);
+    await writeFile(join(temporary, 'tokenizer.json'), tokenizer.tokenizerJson);
+    await writeFile(join(temporary, 'tokenizer_config.json'), tokenizer.tokenizerConfigJson);
+    const codec = synthesizeCodecWeights(plan.config.codec, options.seed);
+    let codecBytes = 0;
+    for (const tensor of codec.values()) codecBytes += tensor.data.byteLength;
+    const total = plan.totalBytes + codecBytes;
+    options.onProgress?.(0, total);
+    await writeShardedSafetensors(temporary, synthesizeTensors(plan, options.seed), {
+      maxShardBytes: MAX_SHARD_BYTES[options.preset],
+      metadata: { format: 'pt' },
+      totalBytes: plan.totalBytes,
+      onProgress: (done) => options.onProgress?.(done, total),
+    });
+    await writeTorchCheckpoint(join(temporary, CODEC_FILE_NAME), codec);
+    // mkdtemp makes the folder private; the checkpoint is an ordinary readable folder.
+    await chmod(temporary, 0o755);
+    if (replaceEmpty) await rmdir(destination);
+    await rename(temporary, destination);
+    options.onProgress?.(total, total);
+  } catch (error) {
+    await rm(temporary, { recursive: true, force: true });
+    throw error;
+  }
+}

@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, open, readdir, rename, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { synthesizeCheckpoint } from '../../src/checkpoint/synth/synthesize.ts';
+import { runInspect } from '../../src/cli/inspect.ts';
+
+const TARGET = 'model.layers.0.linear_attn.in_proj_qkv.weight';
+
+/** Rewrites one tensor's shape inside a shard's JSON header, keeping the header's byte length. */
+async function rewriteShape(dir: string, name: string, shape: number[]): Promise<void> {
+  for (const file of (await readdir(dir)).filter((entry) => entry.endsWith('.safetensors'))) {
+    const handle = await open(join(dir, file), 'r+');
+    try {
+      const prefix = Buffer.alloc(8);
+      await handle.read(prefix, 0, 8, 0);
+      const length = Number(prefix.readBigUInt64LE(0));
+      const header = Buffer.alloc(length);
+      await handle.read(header, 0, length, 8);
+      const json = JSON.parse(header.toString('utf8')) as Record<string, { shape: number[] }>;
+      if (json[name] === undefined) continue;
+      json[name].shape = shape;
+      const text = JSON.stringify(json);
+      assert.ok(text.length <= length, 'the new header must fit in the old one');
+      await handle.write(Buffer.from(text.padEnd(length, ' ')), 0, length, 8);
+      return;
+    } finally {
+      await handle.close();
+    }
+  }
+  throw new Error(`${name} is in no shard`);
+}
+
+async function inspect(dir: string, json = false): Promise<{ status: number; output: string }> {
+  const lines: string[] = [];
+  const status = await runInspect(dir, { json }, (line) => lines.push(line));
+  return { status, output: lines.join('\n') };
+}
+
+describe('drama3 inspect', () => {
+  let root: string;
+  let dir: string;
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'drama3-inspect-'));
+    dir = join(root, 'tiny');
+    await synthesizeCheckpoint(dir, { preset: 'tiny', seed: 5, experts: 'fp8' });
+  });
+  after(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  test('a fresh tiny checkpoint prints OK with its counts and says it is synthetic', async () => {
+    const { status, output } = await inspect(dir);
+    assert.equal(status, 0, output);
+    assert.match(output, /synthetic: {2}yes \(.*speaks noise/);
+    assert.match(output, /prefix: {5}model\./);
+    assert.match(output, /tensors: {4}715 \(BF16 331, F8_E4M3 192, F32 192\)/);
+    assert.match(output, /\nOK$/);
+    const report = JSON.parse((await inspect(dir, true)).output);
+    assert.equal(report.ok, true);
+    assert.deepEqual(report.weights.countsByDtype, { BF16: 331, F8_E4M3: 192, F32: 192 });
+  });
+
+  test('one changed shape in a shard header exits 1 naming the tensor and both shapes', async () => {
+    await rewriteShape(dir, TARGET, [64, 128]);
+    const { status, output } = await inspect(dir);
+    assert.equal(status, 1);
+    assert.ok(output.includes(`mismatched ${TARGET}: expected BF16 [128, 64], found BF16 [64, 128]`), output);
+    assert.match(output, /FAILED: 1 finding/);
+    const report = JSON.parse((await inspect(dir, true)).output);
+    assert.equal(report.ok, false);
+    assert.deepEqual(report.weights.mismatched, [
+      { name: TARGET, expected: { dtypes: ['BF16'], shape: [128, 64] }, actual: report.weights.mismatched[0].actual },
+    ]);
+    assert.deepEqual(report.weights.mismatched[0].actual.shape, [64, 128]);
+    await rewriteShape(dir, TARGET, [128, 64]);
+    assert.equal((await inspect(dir)).status, 0);
+  });
+
+  test('a missing codec.pth is a finding', async () => {
+    await rename(join(dir, 'codec.pth'), join(root, 'codec.pth'));
+    const { status, output } = await inspect(dir);
+    assert.equal(status, 1);
+    assert.match(output, /codec: codec\.pth is missing/);
+    await rename(join(root, 'codec.pth'), join(dir, 'codec.pth'));
+  });
+
+  test('a folder that is no checkpoint exits 1 with the refusal code', async () => {
+    const { status, output } = await inspect(join(root, 'absent'));
+    assert.equal(status, 1);
+    assert.match(output, /^CONFIG_NOT_FOUND: /);
+    const json = JSON.parse((await inspect(join(root, 'absent'), true)).output);
+    assert.equal(json.error.code, 'CONFIG_NOT_FOUND');
+  });
+});
