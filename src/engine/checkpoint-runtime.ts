@@ -1,0 +1,64 @@
+// The runtime of a checkpoint folder on the cpu backend: the speech model, the codec (decode, and reference encode
+// from uploaded WAV audio), and the tokenizer-backed text front end (normalisation, splitting, reference prompt).
+import { basename, resolve } from 'node:path';
+import { readWav } from '../audio/wav.ts';
+import { encodeReferenceAudio, loadCheckpointCodec } from '../codec/reference.ts';
+import type { SpeechModel } from '../model/types.ts';
+import { buildPrompt } from '../text/prompt.ts';
+import { splitLongText, withSpeakerTags } from '../text/split.ts';
+import { Tokenizer } from '../text/tokenizer.ts';
+import type { SpeechRuntime } from './runtime.ts';
+
+/** Loads the speech model of a checkpoint folder (the model module's `loadSpeechModel`). */
+export type SpeechModelLoader = (dir: string, options: { prefillChunk?: number }) => Promise<SpeechModel>;
+
+export async function loadCheckpointRuntime(
+  dir: string,
+  prefillChunk: number | undefined,
+  loadModel: SpeechModelLoader,
+): Promise<SpeechRuntime> {
+  const [model, codec, tokenizer] = await Promise.all([
+    loadModel(dir, prefillChunk === undefined ? {} : { prefillChunk }),
+    loadCheckpointCodec(dir),
+    Tokenizer.load(dir),
+  ]);
+  return {
+    modelId: basename(resolve(dir)),
+    model,
+    codec: {
+      sampleRate: codec.config.sampleRate,
+      frameLength: codec.config.frameLength,
+      openStream: () => codec.openStream(),
+      async encodeReference(audio) {
+        const decoded = readWav(audio);
+        return encodeReferenceAudio(codec, decoded.channels, decoded.sampleRate);
+      },
+    },
+    text: {
+      split: (text, budget) => withSpeakerTags(splitLongText(text, { maxCodePoints: budget })),
+      prompt(request) {
+        const rows = buildPrompt(tokenizer, {
+          text: request.text,
+          instructions: request.instructions,
+          normalize: request.normalize,
+          references: request.references.map((reference) => ({
+            text: reference.text,
+            codes: joinFrames(reference.frames),
+          })),
+        });
+        return { rows, textTokens: rows.textTokens };
+      },
+    },
+  };
+}
+
+/** [F] frames of [K] codes → one [F, K] row-major array. */
+function joinFrames(frames: readonly Int32Array[]): Int32Array {
+  const joined = new Int32Array(frames.reduce((sum, frame) => sum + frame.length, 0));
+  let offset = 0;
+  for (const frame of frames) {
+    joined.set(frame, offset);
+    offset += frame.length;
+  }
+  return joined;
+}
