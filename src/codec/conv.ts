@@ -14,6 +14,50 @@ export interface ConvShape {
   readonly depthwise?: boolean;
 }
 
+/** Below this many rows the per-row loop wins; above it the per-tap loop streams memory better. */
+const SHORT_CHUNK_ROWS = 48;
+
+/**
+ * sums[r] += Σ_tap w[tap] · x[base + r·stride + tap·dilation], the tap sum formed first (from 0, in tap order) and then
+ * added: both loop shapes below do exactly these additions, so results do not depend on the chunk length.
+ */
+function accumulateTaps(
+  weight: Float32Array,
+  weightBase: number,
+  kernel: number,
+  x: Float32Array,
+  base: number,
+  dilation: number,
+  stride: number,
+  rows: number,
+  sums: Float64Array,
+  partial: Float64Array,
+): void {
+  if (rows < SHORT_CHUNK_ROWS) {
+    for (let row = 0; row < rows; row++) {
+      let sum = 0;
+      let position = base + row * stride;
+      for (let tap = 0; tap < kernel; tap++) {
+        sum += weight[weightBase + tap]! * x[position]!;
+        position += dilation;
+      }
+      sums[row]! += sum;
+    }
+    return;
+  }
+  partial.fill(0);
+  for (let tap = 0; tap < kernel; tap++) {
+    const value = weight[weightBase + tap]!;
+    const start = base + tap * dilation;
+    if (stride === 1) {
+      for (let row = 0; row < rows; row++) partial[row]! += value * x[start + row]!;
+    } else {
+      for (let row = 0; row < rows; row++) partial[row]! += value * x[start + row * stride]!;
+    }
+  }
+  for (let row = 0; row < rows; row++) sums[row]! += partial[row]!;
+}
+
 /** Left-padded causal conv: output row n reads inputs n·s − (span − s) … n·s + span − s − 1 (span = (K−1)·d + 1). */
 export class CausalConv {
   private readonly inputs: number;
@@ -57,21 +101,25 @@ export class CausalConv {
     const outputRows = rows / stride;
     const out = scratch.take(outputs * outputRows);
     const sums = scratch.takeDouble(outputRows);
+    const partial = scratch.takeDouble(outputRows);
     for (let output = 0; output < outputs; output++) {
       sums.fill(this.bias[output]!);
       const firstInput = this.depthwise ? output : 0;
       const lastInput = this.depthwise ? output + 1 : inputs;
       for (let input = firstInput; input < lastInput; input++) {
         const weightBase = (this.depthwise ? output : output * inputs + input) * kernel;
-        for (let tap = 0; tap < kernel; tap++) {
-          const value = this.weight[weightBase + tap]!;
-          const base = input * paddedRows + tap * dilation;
-          if (stride === 1) {
-            for (let row = 0; row < outputRows; row++) sums[row]! += value * padded[base + row]!;
-          } else {
-            for (let row = 0; row < outputRows; row++) sums[row]! += value * padded[base + row * stride]!;
-          }
-        }
+        accumulateTaps(
+          this.weight,
+          weightBase,
+          kernel,
+          padded,
+          input * paddedRows,
+          dilation,
+          stride,
+          outputRows,
+          sums,
+          partial,
+        );
       }
       const target = output * outputRows;
       for (let row = 0; row < outputRows; row++) out[target + row] = sums[row]!;
