@@ -1,11 +1,12 @@
 // A restricted pickle reader for tensor state dicts, in two passes so that nothing in a file can run:
-//   1. scan: decode every opcode with its argument, refusing any opcode outside ALLOWED_OPCODES and any global
+//   1. scan (pickle-scan.ts): decode every opcode with its argument, refusing any opcode outside ALLOWED_OPCODES and any global
 //      outside the caller's allow-list, by name, before a single object exists;
 //   2. run: replay the decoded instructions on a stack; REDUCE calls only the allow-listed functions.
 // Values: None → null, ints → number (bigint past 2^53), floats → number, str → string, bytes → Uint8Array,
 // list → array, tuple → frozen array, dict (and OrderedDict) → PickleDict, whose `attributes` keep BUILD's state.
 import { DramaError } from '../errors.ts';
-import { ALLOWED_OPCODES, Op, opcodeName } from './pickle-opcodes.ts';
+import { Op, opcodeName } from './pickle-opcodes.ts';
+import { type Instruction, scanPickle } from './pickle-scan.ts';
 
 export class PickleDict extends Map<unknown, unknown> {
   /** Instance attributes set by BUILD, e.g. the `_metadata` of a module state dict. */
@@ -24,12 +25,6 @@ export interface PickleReadOptions {
   readonly source: string;
 }
 
-interface Instruction {
-  readonly opcode: number;
-  readonly position: number;
-  readonly argument: unknown;
-}
-
 class GlobalReference {
   constructor(
     readonly qualifiedName: string,
@@ -41,178 +36,9 @@ function fail(code: string, message: string): never {
   throw new DramaError(code, message, { kind: 'bad_checkpoint' });
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** Pass 1: decodes opcodes and arguments; refuses unknown opcodes and globals by name; builds nothing. */
-export function scanPickle(bytes: Uint8Array, options: PickleReadOptions): Instruction[] {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const instructions: Instruction[] = [];
-  let cursor = 0;
-  // Strings just pushed (and memoised strings) name STACK_GLOBAL's module and attribute without running anything.
-  let recentStrings: string[] = [];
-  const memoStrings = new Map<number, string>();
-  const memoSlots = new Set<number>();
-  const need = (count: number, position: number): void => {
-    if (cursor + count > bytes.byteLength) {
-      fail('PICKLE_TRUNCATED', `${options.source}: pickle ends inside the opcode at byte ${position}`);
-    }
-  };
-  const readLine = (position: number): string => {
-    const end = bytes.indexOf(0x0a, cursor);
-    if (end < 0) fail('PICKLE_TRUNCATED', `${options.source}: GLOBAL at byte ${position} has no line end`);
-    const text = utf8.decode(bytes.subarray(cursor, end));
-    cursor = end + 1;
-    return text;
-  };
-  const readText = (length: number, position: number): string => {
-    need(length, position);
-    const text = utf8.decode(bytes.subarray(cursor, cursor + length));
-    cursor += length;
-    return text;
-  };
-  const checkGlobal = (module: string, name: string, position: number): string => {
-    const qualifiedName = `${module}.${name}`;
-    if (!options.globals.has(qualifiedName)) {
-      fail(
-        'PICKLE_GLOBAL_REFUSED',
-        `${options.source}: the pickle names the global ${qualifiedName} (byte ${position}); only tensor ` +
-          'state-dict globals are allowed',
-      );
-    }
-    return qualifiedName;
-  };
-  const remember = (slot: number): void => {
-    memoSlots.add(slot);
-    if (recentStrings.length > 0) memoStrings.set(slot, recentStrings[recentStrings.length - 1]!);
-  };
-
-  for (;;) {
-    const position = cursor;
-    need(1, position);
-    const opcode = bytes[cursor++]!;
-    if (!ALLOWED_OPCODES.has(opcode)) {
-      fail(
-        'PICKLE_OPCODE_REFUSED',
-        `${options.source}: opcode ${opcodeName(opcode)} at byte ${position} is not allowed`,
-      );
-    }
-    let argument: unknown;
-    let pushedString: string | undefined;
-    let keepsRecent = false;
-    switch (opcode) {
-      case Op.PROTO:
-        need(1, position);
-        argument = bytes[cursor++];
-        if ((argument as number) > 5) {
-          fail('PICKLE_PROTOCOL_UNSUPPORTED', `${options.source}: pickle protocol ${argument} is newer than 5`);
-        }
-        break;
-      case Op.FRAME:
-        need(8, position);
-        cursor += 8;
-        keepsRecent = true;
-        break;
-      case Op.BININT1:
-      case Op.BINPUT:
-      case Op.BINGET:
-        need(1, position);
-        argument = bytes[cursor++];
-        break;
-      case Op.BININT2:
-        need(2, position);
-        argument = view.getUint16(cursor, true);
-        cursor += 2;
-        break;
-      case Op.BININT:
-        need(4, position);
-        argument = view.getInt32(cursor, true);
-        cursor += 4;
-        break;
-      case Op.LONG_BINPUT:
-      case Op.LONG_BINGET:
-        need(4, position);
-        argument = view.getUint32(cursor, true);
-        cursor += 4;
-        break;
-      case Op.LONG1: {
-        need(1, position);
-        const length = bytes[cursor++]!;
-        need(length, position);
-        let value = 0n;
-        for (let index = length - 1; index >= 0; index--) value = (value << 8n) | BigInt(bytes[cursor + index]!);
-        if (length > 0 && bytes[cursor + length - 1]! & 0x80) value -= 1n << BigInt(8 * length);
-        cursor += length;
-        argument =
-          value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
-        break;
-      }
-      case Op.BINFLOAT:
-        need(8, position);
-        argument = view.getFloat64(cursor, false);
-        cursor += 8;
-        break;
-      case Op.SHORT_BINUNICODE:
-        need(1, position);
-        argument = pushedString = readText(bytes[cursor++]!, position);
-        break;
-      case Op.BINUNICODE:
-        need(4, position);
-        cursor += 4;
-        argument = pushedString = readText(view.getUint32(cursor - 4, true), position);
-        break;
-      case Op.SHORT_BINBYTES:
-      case Op.BINBYTES: {
-        const lengthBytes = opcode === Op.SHORT_BINBYTES ? 1 : 4;
-        need(lengthBytes, position);
-        const length = lengthBytes === 1 ? bytes[cursor]! : view.getUint32(cursor, true);
-        cursor += lengthBytes;
-        need(length, position);
-        argument = bytes.slice(cursor, cursor + length);
-        cursor += length;
-        break;
-      }
-      case Op.GLOBAL: {
-        const module = readLine(position);
-        argument = checkGlobal(module, readLine(position), position);
-        break;
-      }
-      case Op.STACK_GLOBAL: {
-        if (recentStrings.length < 2) {
-          fail(
-            'PICKLE_GLOBAL_REFUSED',
-            `${options.source}: STACK_GLOBAL at byte ${position} is not named by two strings`,
-          );
-        }
-        argument = checkGlobal(
-          recentStrings[recentStrings.length - 2]!,
-          recentStrings[recentStrings.length - 1]!,
-          position,
-        );
-        break;
-      }
-      case Op.MEMOIZE:
-        argument = memoSlots.size;
-        remember(memoSlots.size);
-        keepsRecent = true;
-        break;
-      default:
-        break;
-    }
-    if (opcode === Op.BINPUT || opcode === Op.LONG_BINPUT) {
-      remember(argument as number);
-      keepsRecent = true;
-    }
-    if (opcode === Op.BINGET || opcode === Op.LONG_BINGET) pushedString = memoStrings.get(argument as number);
-    if (pushedString !== undefined) recentStrings = [...recentStrings.slice(-1), pushedString];
-    else if (!keepsRecent) recentStrings = [];
-    instructions.push({ opcode, position, argument });
-    if (opcode === Op.STOP) return instructions;
-  }
-}
-
 /** Scans, then runs, a pickle under the allow-list; returns the unpickled root value. */
 export function readPickle(bytes: Uint8Array, options: PickleReadOptions): unknown {
-  return runPickle(scanPickle(bytes, options), options);
+  return runPickle(scanPickle(bytes, { allowedGlobals: options.globals, source: options.source }), options);
 }
 
 function runPickle(instructions: readonly Instruction[], options: PickleReadOptions): unknown {

@@ -5,7 +5,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { scanPickle } from '../../src/checkpoint/pickle-reader.ts';
+import { scanPickle } from '../../src/checkpoint/pickle-scan.ts';
 import { PickleWriter } from '../../src/checkpoint/pickle-writer.ts';
 import { float32ToTensor, type HostTensor, makeTensor, tensorToFloat32 } from '../../src/checkpoint/tensor.ts';
 import { torchUnpickling } from '../../src/checkpoint/torch-globals.ts';
@@ -130,7 +130,10 @@ describe('writing .pth files', () => {
       const zip = await ZipReader.open(path);
       const pickleName = zip.names().find((name) => name.endsWith('/data.pkl'))!;
       const { globals } = torchUnpickling(path);
-      const instructions = scanPickle(await zip.readWhole(pickleName, 1 << 20), { globals, source: path });
+      const instructions = scanPickle(await zip.readWhole(pickleName, 1 << 20), {
+        allowedGlobals: globals,
+        source: path,
+      });
       await zip.close();
       return {
         globals: new Set(instructions.filter((i) => i.opcode === 0x63).map((i) => String(i.argument))),
@@ -193,6 +196,14 @@ describe('refusing bad .pth files', () => {
     const nameless = join(folder, 'nameless.pth');
     await rezip(source, nameless, (name, bytes) => (name === 'archive/data.pkl' ? undefined : bytes));
     await assert.rejects(readTorchCheckpoint(nameless), refused('TORCH_NO_PICKLE'));
+  });
+
+  it('inflates a deflated pickle but refuses a deflated storage, which cannot be read in place', async () => {
+    // deflated.pth: written-by-drama3.pth re-zipped by Python's zipfile with ZIP_DEFLATED on every entry.
+    await assert.rejects(
+      readTorchCheckpoint(fixture('deflated.pth')),
+      refused('ZIP_ENTRY_COMPRESSED', 'archive/data/0'),
+    );
   });
 
   it('refuses a view that reaches past its storage, and dtypes we cannot hold', async () => {
