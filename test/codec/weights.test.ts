@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { float32ToTensor, type HostTensor, tensorToFloat32 } from '../../src/checkpoint/tensor.ts';
 import { readTorchCheckpoint } from '../../src/checkpoint/torch-pth.ts';
 import { Codec } from '../../src/codec/codec.ts';
-import { TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
+import { REAL_CODEC_CONFIG, TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
 import { synthesizeCodecWeights } from '../../src/codec/synth-weights.ts';
 import { codecTensorSpecs, foldWeightNorm, loadCodecWeights } from '../../src/codec/weights.ts';
 import { DramaError } from '../../src/errors.ts';
@@ -112,4 +112,27 @@ test('synthetic weights decode to finite audio in [-1, 1] that is not silent', (
   }
   const rms = Math.sqrt(sumOfSquares / pcm.length);
   assert.ok(rms > 0.01 && rms < 0.9, `rms ${rms}`);
+});
+
+test('the real codec declares the Fish modified-DAC names and shapes', () => {
+  const shapes = new Map(codecTensorSpecs(REAL_CODEC_CONFIG).map((spec) => [spec.name, spec.shape]));
+  const expected: [string, number[]][] = [
+    ['encoder.block.0.conv.weight', [64, 1, 7]],
+    ['encoder.block.1.block.0.block.1.conv.weight', [64, 64, 7]],
+    ['encoder.block.4.block.4.conv.weight', [1024, 512, 16]],
+    ['encoder.block.4.block.5.layers.3.attention.wqkv.weight', [3072, 1024]],
+    ['encoder.block.6.conv.weight', [1024, 1024, 3]],
+    ['quantizer.semantic_quantizer.quantizers.0.codebook.weight', [4096, 8]],
+    ['quantizer.quantizer.quantizers.8.in_proj.weight', [8, 1024, 1]],
+    ['quantizer.downsample.1.1.pwconv1.weight', [4096, 1024]],
+    ['quantizer.upsample.0.0.conv.weight', [1024, 1024, 2]],
+    ['quantizer.post_module.layers.7.feed_forward.w2.weight', [1024, 3072]],
+    ['decoder.model.0.conv.weight', [1536, 1024, 7]],
+    ['decoder.model.1.block.1.conv.weight', [1536, 768, 16]],
+    ['decoder.model.4.block.4.block.1.conv.weight', [96, 96, 7]],
+    ['decoder.model.6.conv.weight', [1, 96, 7]],
+  ];
+  for (const [name, shape] of expected) assert.deepEqual(shapes.get(name), shape, name);
+  const parameters = [...shapes.values()].reduce((total, shape) => total + shape.reduce((a, b) => a * b, 1), 0);
+  assert.ok(parameters > 3.8e8 && parameters < 4e8, `${parameters} parameters`);
 });
