@@ -17,6 +17,8 @@ export interface NullModelOptions {
   readonly framesPerRow?: number;
   /** Time each frame round takes, to make rounds observable in tests; blocks the calling thread. */
   readonly stepMilliseconds?: number;
+  /** A step that would produce this frame index fails instead (a device failure mid-request, for tests). */
+  readonly failAtFrame?: number;
 }
 
 /** 32-bit integer mix (murmur3 finaliser): a fixed, platform-independent hash. */
@@ -41,6 +43,7 @@ export class NullSpeechModel implements SpeechModel {
   readonly synthetic = true;
   private readonly framesPerRow: number;
   private readonly stepMilliseconds: number;
+  private readonly failAtFrame: number;
   /** Lanes currently holding storage: what the engine must return to zero. */
   liveLanes = 0;
 
@@ -48,6 +51,7 @@ export class NullSpeechModel implements SpeechModel {
     this.contextRows = options.contextRows ?? 4096;
     this.framesPerRow = options.framesPerRow ?? 0.5;
     this.stepMilliseconds = options.stepMilliseconds ?? 0;
+    this.failAtFrame = options.failAtFrame ?? Number.POSITIVE_INFINITY;
   }
 
   newLane(sampling: SamplingSettings): Lane {
@@ -69,6 +73,13 @@ export class NullSpeechModel implements SpeechModel {
 
   step(lanes: readonly Lane[]): FrameOutcome[] {
     if (this.stepMilliseconds > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, this.stepMilliseconds);
+    for (const lane of lanes) {
+      if (this.own(lane).framesGenerated >= this.failAtFrame) {
+        throw new DramaError('NULL_MODEL_FAILURE', `the null model fails at frame ${this.failAtFrame} as configured`, {
+          kind: 'device',
+        });
+      }
+    }
     return lanes.map((lane) => {
       const state = this.own(lane);
       const length = Math.max(1, Math.round(state.promptRows * this.framesPerRow));

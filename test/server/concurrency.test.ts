@@ -116,3 +116,50 @@ test('a client that disconnects mid-stream frees its lane within one frame round
     await server.close();
   }
 });
+
+test('a stream that fails after its first chunk ends without the terminating chunk; SSE sends an error event', async () => {
+  const server = await startTestServer({ model: { failAtFrame: 6 } });
+  try {
+    const outcome = await new Promise<{ bytes: number; ended: boolean; aborted: boolean }>((resolve) => {
+      const request = http.request(
+        `${server.url}/v1/audio/speech`,
+        { method: 'POST', headers: { 'content-type': 'application/json' } },
+        (response) => {
+          let bytes = 0;
+          response.on('data', (chunk: Buffer) => {
+            bytes += chunk.length;
+          });
+          response.on('end', () => resolve({ bytes, ended: true, aborted: false }));
+          response.on('error', () => resolve({ bytes, ended: false, aborted: true }));
+        },
+      );
+      request.on('error', () => {});
+      request.end(
+        JSON.stringify({
+          input: 'this one breaks',
+          response_format: 'pcm',
+          sample_rate: 44100,
+          stream_format: 'audio',
+        }),
+      );
+    });
+    assert.deepEqual(outcome, { bytes: 5 * 2048 * 2, ended: false, aborted: true });
+    const sse = await fetch(`${server.url}/v1/audio/speech`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'this one breaks', response_format: 'pcm', stream_format: 'sse' }),
+    });
+    const events = (await sse.text()).split('\n\n').filter((block) => block.startsWith('data: '));
+    const last = JSON.parse(events.at(-1)!.slice('data: '.length));
+    assert.equal(last.type, 'speech.audio.error');
+    assert.equal(last.error.code, 'NULL_MODEL_FAILURE');
+    const healthy = await fetch(`${server.url}/v1/audio/speech`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'ok', response_format: 'pcm', max_frames: 3 }),
+    });
+    assert.equal(healthy.status, 200, 'the server keeps serving');
+  } finally {
+    await server.close();
+  }
+});

@@ -1,0 +1,103 @@
+// Discovery and operations routes: /health while loading and when ready, /v1/models with the speech limits,
+// /openapi.json, /metrics, and the page at /.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import type { Engine } from '../../src/engine/engine.ts';
+import { buildApp } from '../../src/server/app.ts';
+import { audioToolkit } from '../../src/server/audio-toolkit.ts';
+import { startTestServer } from './helpers.ts';
+
+test('while the engine loads, /health and speech answer 503 with Retry-After in the envelope', async () => {
+  const app = await buildApp({ engine: new Promise<Engine>(() => {}), audio: audioToolkit });
+  const health = await app.inject({ method: 'GET', url: '/health' });
+  assert.equal(health.statusCode, 503);
+  assert.equal(health.headers['retry-after'], '1');
+  assert.equal(health.json().error.code, 'MODEL_LOADING');
+  const speech = await app.inject({
+    method: 'POST',
+    url: '/v1/audio/speech',
+    payload: { input: 'hi', response_format: 'pcm' },
+  });
+  assert.equal(speech.statusCode, 503);
+  await app.close();
+});
+
+test('/v1/models lists the model with its speech limits and the synthetic flag', async () => {
+  const server = await startTestServer({
+    settings: { maxFrames: 1000, maxInputCodePoints: 2000, lanes: 3 },
+    model: { contextRows: 5000 },
+  });
+  try {
+    const models = (await server.app.inject({ method: 'GET', url: '/v1/models' })).json();
+    assert.equal(models.object, 'list');
+    const [model] = models.data;
+    assert.equal(model.synthetic, true);
+    assert.match(model.notice, /synthetic weights/);
+    assert.deepEqual(model.speech, {
+      context_window: 5000,
+      max_prompt_rows: 4998,
+      max_frames: 1000,
+      max_input_code_points: 2000,
+      sample_rate: 44100,
+      frame_length: 2048,
+      lanes: 3,
+    });
+    assert.deepEqual((await server.app.inject({ method: 'GET', url: '/health' })).json(), { status: 'ready' });
+  } finally {
+    await server.close();
+  }
+});
+
+test('/openapi.json describes both speech routes with their request schemas', async () => {
+  const server = await startTestServer();
+  try {
+    const spec = (await server.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    assert.match(spec.openapi, /^3\./);
+    const speech = spec.paths['/v1/audio/speech'].post.requestBody.content['application/json'].schema;
+    assert.equal(speech.additionalProperties, false);
+    assert.ok(speech.properties.max_frames);
+    assert.ok(spec.paths['/v1/tts'].post);
+  } finally {
+    await server.close();
+  }
+});
+
+test('/metrics counts requests, frames and time to first audio', async () => {
+  const server = await startTestServer();
+  try {
+    await server.app.inject({
+      method: 'POST',
+      url: '/v1/audio/speech',
+      payload: { input: 'count me', response_format: 'pcm', max_frames: 7 },
+    });
+    const text = (await server.app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.match(text, /drama3_requests_total\{route="speech",status="200"\} 1/);
+    assert.match(text, /drama3_frames_total 7/);
+    assert.match(text, /drama3_time_to_first_audio_seconds_count\{route="speech"\} 1/);
+    assert.match(text, /drama3_queue_depth 0/);
+  } finally {
+    await server.close();
+  }
+});
+
+test('GET / serves the page file when present, else a placeholder that says so', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'drama3-page-'));
+  try {
+    const page = join(folder, 'index.html');
+    await writeFile(page, '<!doctype html><title>playground</title>');
+    const withPage = await startTestServer({ app: { pagePath: pathToFileURL(page) } });
+    const served = await withPage.app.inject({ method: 'GET', url: '/' });
+    assert.equal(served.body, '<!doctype html><title>playground</title>');
+    assert.match(String(served.headers['content-type']), /text\/html/);
+    await withPage.close();
+    const without = await startTestServer({ app: { pagePath: pathToFileURL(join(folder, 'absent.html')) } });
+    assert.match((await without.app.inject({ method: 'GET', url: '/' })).body, /not installed yet/);
+    await without.close();
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+});
