@@ -78,12 +78,13 @@ export function float32ToF16Bits(x: number): number {
 }
 
 export function f16BitsToFloat32(bits: number): number {
-  const sign = bits & 0x8000 ? -1 : 1;
   const exponent = (bits >>> 10) & 0x1f;
   const mantissa = bits & 0x3ff;
-  if (exponent === 0) return sign * mantissa * 2 ** -24;
-  if (exponent === 0x1f) return mantissa === 0 ? sign * Number.POSITIVE_INFINITY : Number.NaN;
-  return sign * (0x400 + mantissa) * 2 ** (exponent - 25);
+  if (exponent === 0) return (bits & 0x8000 ? -mantissa : mantissa) * 2 ** -24;
+  // Normal, Inf and NaN map to float32 fields directly: rebias the exponent (15 → 127), widen the mantissa.
+  const wideExponent = exponent === 0x1f ? 0xff : exponent + (127 - 15);
+  bitsScratch[0] = ((bits & 0x8000) << 16) | (wideExponent << 23) | (mantissa << 13);
+  return floatScratch[0]!;
 }
 
 export function roundToF16(x: number): number {
@@ -112,12 +113,13 @@ export function float32ToE4m3Bits(x: number): number {
 }
 
 export function e4m3BitsToFloat32(bits: number): number {
-  const sign = bits & 0x80 ? -1 : 1;
   const exponent = (bits >>> 3) & 0xf;
   const mantissa = bits & 0x7;
-  if (exponent === 0) return sign * mantissa * 2 ** -9;
+  if (exponent === 0) return (bits & 0x80 ? -mantissa : mantissa) * 2 ** -9;
   if (exponent === 0xf && mantissa === 0x7) return Number.NaN;
-  return sign * (8 + mantissa) * 2 ** (exponent - 10);
+  // Normal: rebias the exponent (7 → 127) and widen the mantissa into float32 fields.
+  bitsScratch[0] = ((bits & 0x80) << 24) | ((exponent + (127 - 7)) << 23) | (mantissa << 20);
+  return floatScratch[0]!;
 }
 
 export function roundToE4m3(x: number): number {
