@@ -3,16 +3,14 @@
 // Every stateful stage keeps its own left context, so pushing frames in any chunking yields the same samples.
 // Stage outputs are channels-first [C, T] and carry the oracle's names (decode.z, decode.post_module, ...).
 import type { Frame } from '../model/types.ts';
+import { convFrom, RESIDUAL_DILATIONS, residualUnitFrom, type StageObserver, snakeFrom } from './blocks.ts';
 import type { CodecConfig } from './config.ts';
-import { CausalConv, CausalTransposedConv, ResidualUnit, Snake } from './conv.ts';
+import { CausalTransposedConv } from './conv.ts';
 import { UpsampleStage } from './convnext.ts';
 import type { Quantizer } from './quantizer.ts';
 import type { ScratchArena } from './scratch.ts';
 import { transformerWeights, WindowedTransformer } from './transformer.ts';
 import { type CodecWeights, weight } from './weights.ts';
-
-/** Receives each named stage output of a pass: values [channels, rows]. */
-export type StageObserver = (name: string, values: Float32Array, channels: number, rows: number) => void;
 
 interface Stage {
   readonly name: string;
@@ -21,43 +19,6 @@ interface Stage {
   readonly factor: number;
   forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array;
 }
-
-/** Causal conv (weight-normed, folded) with `name.conv.weight` / `name.conv.bias`. */
-export function convFrom(
-  weights: CodecWeights,
-  name: string,
-  inputs: number,
-  outputs: number,
-  kernel: number,
-  options: { dilation?: number; stride?: number } = {},
-): CausalConv {
-  return new CausalConv(
-    { inputs, outputs, kernel, ...options },
-    weight(weights, `${name}.conv.weight`),
-    weight(weights, `${name}.conv.bias`),
-  );
-}
-
-export function snakeFrom(weights: CodecWeights, name: string): Snake {
-  return new Snake(weight(weights, `${name}.alpha`));
-}
-
-/** Residual unit at `name` (its Sequential is `name.block`), dilations 1, 3, 9 by position. */
-export function residualUnitFrom(
-  weights: CodecWeights,
-  name: string,
-  channels: number,
-  dilation: number,
-): ResidualUnit {
-  return new ResidualUnit(
-    snakeFrom(weights, `${name}.block.0`),
-    convFrom(weights, `${name}.block.1`, channels, channels, 7, { dilation }),
-    snakeFrom(weights, `${name}.block.2`),
-    convFrom(weights, `${name}.block.3`, channels, channels, 1),
-  );
-}
-
-export const RESIDUAL_DILATIONS = [1, 3, 9] as const;
 
 function decoderBlock(weights: CodecWeights, index: number, inputs: number, rate: number): Stage {
   const prefix = `decoder.model.${index + 1}.block`;

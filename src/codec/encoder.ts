@@ -3,9 +3,9 @@
 // last block); Snake; conv k3 → latentDim; downsample stages; pre-module transformer; semantic then residual RVQ.
 // Activations are channels-first [C, T]; stage outputs carry the oracle's names (encode.encoder.0, ...).
 import type { Frame } from '../model/types.ts';
+import { convFrom, RESIDUAL_DILATIONS, residualUnitFrom, type StageObserver, snakeFrom } from './blocks.ts';
 import type { CodecConfig } from './config.ts';
 import { DownsampleStage } from './convnext.ts';
-import { convFrom, RESIDUAL_DILATIONS, residualUnitFrom, type StageObserver, snakeFrom } from './decoder.ts';
 import type { Quantizer } from './quantizer.ts';
 import type { ScratchArena } from './scratch.ts';
 import { transformerWeights, WindowedTransformer } from './transformer.ts';
