@@ -2,6 +2,7 @@
 // stays bounded over thousands of frames: linear weights have variance gain²/fan_in (uniform, like PyTorch's default
 // init), projections that write into a residual stream are scaled by 1/sqrt(2·blocks) so that the sum of all writes
 // keeps unit variance, zero-centred norm weights sit near 0 (applied as 1 + w), GDN decays are strictly below 1.
+// FP8 experts are drawn on the e4m3 grid directly with one scale per 128×128 block.
 
 import type { TensorSpec } from '../../model/weights.ts';
 import { E4M3_MAX, float32ToE4m3Bits } from '../dtypes.ts';
@@ -46,7 +47,7 @@ export function initialValues(spec: TensorSpec, seed: number, residualGain: numb
     case 'dt_bias':
       return stream.fillSpread(count, 0, DT_BIAS_DEVIATION);
     case 'expert_scale':
-      throw new Error(`${spec.name}: block scales come from their weight (quantizeFp8Blocks), not from a stream`);
+      throw new Error(`${spec.name}: block scales come with their weight (initialFp8Weight)`);
     default: {
       // linear, router, conv, expert, output_head: variance gain²/fan_in.
       const gain = spec.writesResidual ? residualGain : 1;
@@ -56,37 +57,52 @@ export function initialValues(spec: TensorSpec, seed: number, residualGain: numb
 }
 
 export const FP8_BLOCK = 128;
+/** Per-block scale factors vary in this range so that a kernel reading the wrong block's scale shows it. */
+const BLOCK_SCALE_RANGE: readonly [number, number] = [0.75, 1.25];
+
+let codeTable: Uint8Array | undefined;
+
+/** e4m3 codes of 65536 evenly spaced values across (-448, 448): 16 random bits draw one uniform FP8 value. */
+function uniformCodeTable(): Uint8Array {
+  if (codeTable !== undefined) return codeTable;
+  codeTable = new Uint8Array(65536);
+  for (let index = 0; index < 65536; index++) {
+    codeTable[index] = float32ToE4m3Bits((((index + 0.5) / 65536) * 2 - 1) * E4M3_MAX);
+  }
+  return codeTable;
+}
 
 /**
- * Block-FP8 form of a [rows, cols] float32 matrix: per 128×128 block scale = amax/448 (1 for an all-zero block) and
- * e4m3 = round(value / scale), so that value ≈ e4m3 × scale (the `weight_scale_inv` convention).
+ * A [rows, cols] FP8 expert weight drawn directly on the e4m3 grid (fast enough for the full preset's 32e9 values):
+ * codes uniform over [-448, 448], one F32 scale per 128×128 block (the `weight_scale_inv` convention, value = code ×
+ * scale). The block's largest code is 448, so scale = amax/448 as a quantiser would set it; the values have deviation
+ * about gain/sqrt(fan_in) like the bf16 linear weights.
  */
-export function quantizeFp8Blocks(
-  values: Float32Array,
-  rows: number,
-  cols: number,
+export function initialFp8Weight(
+  spec: TensorSpec,
+  seed: number,
+  residualGain: number,
 ): { weight: HostTensor; scale: HostTensor } {
+  const [rows, cols] = spec.shape as [number, number];
+  const gain = spec.writesResidual ? residualGain : 1;
+  const halfWidth = (Math.sqrt(3) * gain) / Math.sqrt(cols);
   const blockRows = Math.ceil(rows / FP8_BLOCK);
   const blockCols = Math.ceil(cols / FP8_BLOCK);
-  const scales = new Float32Array(blockRows * blockCols);
-  for (let row = 0; row < rows; row++) {
-    const scaleRow = Math.floor(row / FP8_BLOCK) * blockCols;
-    for (let col = 0; col < cols; col++) {
-      const slot = scaleRow + Math.floor(col / FP8_BLOCK);
-      scales[slot] = Math.max(scales[slot]!, Math.abs(values[row * cols + col]!));
-    }
-  }
-  for (let slot = 0; slot < scales.length; slot++) {
-    // Stored in F32, so the division result is what the reader multiplies by.
-    scales[slot] = scales[slot] === 0 ? 1 : Math.fround(scales[slot]! / E4M3_MAX);
-  }
-  const bytes = new Uint8Array(rows * cols);
-  for (let row = 0; row < rows; row++) {
-    const scaleRow = Math.floor(row / FP8_BLOCK) * blockCols;
-    for (let col = 0; col < cols; col++) {
-      const scale = scales[scaleRow + Math.floor(col / FP8_BLOCK)]!;
-      bytes[row * cols + col] = float32ToE4m3Bits(values[row * cols + col]! / scale);
-    }
+  const factors = new TensorStream(seed, `${spec.name}_scale_inv`).fillUniform(
+    blockRows * blockCols,
+    BLOCK_SCALE_RANGE[0],
+    BLOCK_SCALE_RANGE[1],
+  );
+  const scales = factors.map((factor) => (halfWidth * factor) / E4M3_MAX);
+  const table = uniformCodeTable();
+  const stream = new TensorStream(seed, spec.name);
+  const count = rows * cols;
+  const bytes = new Uint8Array(count);
+  // Each 32-bit draw gives two elements: its low and its high 16 bits.
+  for (let pair = 0; 2 * pair < count; pair++) {
+    const bits = stream.bits(pair);
+    bytes[2 * pair] = table[bits & 0xffff]!;
+    if (2 * pair + 1 < count) bytes[2 * pair + 1] = table[bits >>> 16]!;
   }
   return {
     weight: makeTensor('F8_E4M3', [rows, cols], bytes),

@@ -12,7 +12,7 @@ import { buildSyntheticTokenizerFiles } from '../../text/vocabulary.ts';
 import { writeShardedSafetensors } from '../safetensors-writer.ts';
 import { type FloatDType, float32ToTensor, type HostTensor } from '../tensor.ts';
 import { writeTorchCheckpoint } from '../torch-pth.ts';
-import { initialValues, quantizeFp8Blocks } from './init.ts';
+import { initialFp8Weight, initialValues } from './init.ts';
 import {
   MAX_SHARD_BYTES,
   planCheckpoint,
@@ -41,13 +41,13 @@ export function* synthesizeTensors(plan: SynthPlan, seed: number): Generator<[st
       pendingScale = undefined;
       continue;
     }
-    const values = initialValues(spec, seed, gains[spec.part]);
     if (spec.dtype === 'F8_E4M3') {
-      const quantized = quantizeFp8Blocks(values, spec.shape[0]!, spec.shape[1]!);
-      pendingScale = quantized.scale;
-      yield [spec.name, quantized.weight];
+      const { weight, scale } = initialFp8Weight(spec, seed, gains[spec.part]);
+      pendingScale = scale;
+      yield [spec.name, weight];
       continue;
     }
+    const values = initialValues(spec, seed, gains[spec.part]);
     yield [spec.name, float32ToTensor(values, spec.dtype as FloatDType, spec.shape)];
   }
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { e4m3BitsToFloat32 } from '../../../src/checkpoint/dtypes.ts';
-import { initialValues, quantizeFp8Blocks } from '../../../src/checkpoint/synth/init.ts';
+import { initialFp8Weight, initialValues } from '../../../src/checkpoint/synth/init.ts';
 import { TensorStream } from '../../../src/checkpoint/synth/random.ts';
 import { tensorToFloat32 } from '../../../src/checkpoint/tensor.ts';
 import type { TensorSpec } from '../../../src/model/weights.ts';
@@ -65,36 +65,48 @@ describe('initialValues', () => {
   });
 });
 
-describe('quantizeFp8Blocks', () => {
-  test('one scale per 128×128 block = amax/448, values within e4m3 rounding', () => {
-    const rows = 130;
+describe('initialFp8Weight', () => {
+  const expert = (shape: number[], writesResidual = false): TensorSpec => ({
+    ...spec('expert', shape, writesResidual),
+    dtype: 'F8_E4M3',
+    accepts: ['F8_E4M3'],
+  });
+
+  test('one varied scale per 128×128 block, each = amax/448 of its block', () => {
+    const rows = 300;
     const cols = 200;
-    const values = new TensorStream(3, 'w').fillUniform(rows * cols, -1, 1);
-    values[5] = 3; // block (0, 0) gets a larger amax
-    for (let row = 128; row < rows; row++) for (let col = 128; col < cols; col++) values[row * cols + col] = 0;
-    const { weight, scale } = quantizeFp8Blocks(values, rows, cols);
-    assert.deepEqual(scale.shape, [2, 2]);
+    const { weight, scale } = initialFp8Weight(expert([rows, cols]), 3, 1);
     assert.deepEqual(weight.shape, [rows, cols]);
+    assert.deepEqual(scale.shape, [3, 2]);
     const scales = tensorToFloat32(scale);
-    const amax = [0, 0, 0, 0];
+    const amax = new Array<number>(6).fill(0);
     for (let row = 0; row < rows; row++) {
       for (let col = 0; col < cols; col++) {
-        const block = (row >= 128 ? 2 : 0) + (col >= 128 ? 1 : 0);
-        amax[block] = Math.max(amax[block]!, Math.abs(values[row * cols + col]!));
+        const block = Math.floor(row / 128) * 2 + Math.floor(col / 128);
+        const value = e4m3BitsToFloat32(weight.data[row * cols + col]!) * scales[block]!;
+        amax[block] = Math.max(amax[block]!, Math.abs(value));
       }
     }
-    assert.equal(scales[0], Math.fround(3 / 448));
-    assert.equal(scales[1], Math.fround(amax[1]! / 448));
-    assert.equal(scales[3], 1, 'an all-zero block keeps scale 1');
-    assert.equal(e4m3BitsToFloat32(weight.data[5]!), 448);
+    for (let block = 0; block < 6; block++) assert.equal(amax[block], 448 * scales[block]!, `block ${block}`);
+    assert.ok(new Set(scales).size === 6, 'blocks differ');
+    const halfWidth = Math.sqrt(3) / Math.sqrt(cols);
+    for (const value of scales) assert.ok(value >= (0.75 * halfWidth) / 448 && value <= (1.25 * halfWidth) / 448);
+  });
+
+  test('values have deviation about gain/sqrt(fan_in) and depend only on (seed, name)', () => {
+    const shape = [256, 512];
+    const { weight, scale } = initialFp8Weight(expert(shape, true), 9, 0.5);
+    const scales = tensorToFloat32(scale);
+    const values = new Float32Array(256 * 512);
     for (let index = 0; index < values.length; index++) {
-      const row = Math.floor(index / cols);
-      const col = index % cols;
-      const block = (row >= 128 ? 2 : 0) + (col >= 128 ? 1 : 0);
-      const restored = e4m3BitsToFloat32(weight.data[index]!) * scales[block]!;
-      const error = Math.abs(restored - values[index]!);
-      // e4m3 keeps 3 mantissa bits (relative 2^-4); below 2^-6·scale the subnormal step 2^-9·scale rules.
-      assert.ok(error <= Math.abs(values[index]!) / 16 + scales[block]! * 2 ** -10 + 1e-12, `${index}: ${error}`);
+      const block = Math.floor(index / 512 / 128) * 4 + Math.floor((index % 512) / 128);
+      values[index] = e4m3BitsToFloat32(weight.data[index]!) * scales[block]!;
     }
+    const { mean, deviation } = moments(values);
+    const expected = 0.5 / Math.sqrt(512);
+    assert.ok(Math.abs(mean) < expected / 20, `${mean}`);
+    assert.ok(Math.abs(deviation / expected - 1) < 0.1, `${deviation} vs ${expected}`);
+    assert.deepEqual(initialFp8Weight(expert(shape, true), 9, 0.5).weight.data, weight.data);
+    assert.notDeepEqual(initialFp8Weight(expert(shape, true), 10, 0.5).weight.data, weight.data);
   });
 });
