@@ -1,11 +1,16 @@
 // Which runtime `serve` and `say` load: a checkpoint folder (--model), the built-in test engine (--null-model), or by
-// default the embedded `tiny` synthetic checkpoint, created once in the cache folder with a progress bar.
+// default the embedded `tiny` synthetic checkpoint, written once into the cache folder with a progress bar.
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { SingleBar } from 'cli-progress';
+import { synthesizeCheckpoint } from '../checkpoint/synth/synthesize.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
-import { DramaError } from '../errors.ts';
 
 export const DEFAULT_CACHE_DIR = join(homedir(), '.cache', 'drama3');
+/** Folder name of the embedded checkpoint: bump the version when the synthetic format changes. */
+const TINY_FOLDER = 'tiny-seed0-v1';
 
 export interface RuntimeFlags {
   readonly model?: string;
@@ -20,11 +25,29 @@ export async function resolveRuntime(flags: RuntimeFlags): Promise<RuntimeSpec> 
   return { kind: 'checkpoint', dir: await ensureTinyCheckpoint(flags.cacheDir), prefillChunk: flags.prefillChunk };
 }
 
-/** The embedded tiny checkpoint's folder, writing it first if it is not there yet. */
+/** The embedded tiny checkpoint's folder, writing it first (atomically) if it is not there yet. */
 export async function ensureTinyCheckpoint(cacheDir: string): Promise<string> {
-  throw new DramaError(
-    'TINY_CHECKPOINT_UNAVAILABLE',
-    `the embedded tiny checkpoint cannot be written to ${cacheDir} by this build; pass --model DIR or --null-model`,
-    { kind: 'bad_checkpoint', param: 'model' },
-  );
+  const dir = join(cacheDir, TINY_FOLDER);
+  if (existsSync(join(dir, 'config.json'))) return dir;
+  await mkdir(cacheDir, { recursive: true });
+  console.error(`drama3: writing the embedded tiny synthetic checkpoint (random weights: it speaks noise) to ${dir}`);
+  const bar = new SingleBar({ format: '  {bar} {percentage}% | {value}/{total} bytes', stream: process.stderr });
+  bar.start(1, 0);
+  try {
+    await synthesizeCheckpoint(dir, {
+      preset: 'tiny',
+      seed: 0,
+      experts: 'fp8',
+      onProgress: (done, total) => {
+        bar.setTotal(total);
+        bar.update(done);
+      },
+    });
+  } catch (error) {
+    // Another process may have written it first; its atomic rename makes the folder complete or absent.
+    if (!existsSync(join(dir, 'config.json'))) throw error;
+  } finally {
+    bar.stop();
+  }
+  return dir;
 }

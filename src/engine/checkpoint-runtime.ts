@@ -1,7 +1,7 @@
 // The runtime of a checkpoint folder on the cpu backend: the speech model, the codec (decode, and reference encode
-// from uploaded WAV audio), and the tokenizer-backed text front end (normalisation, splitting, reference prompt).
+// from uploaded audio files), and the tokenizer-backed text front end (normalisation, splitting, reference prompt).
 import { basename, resolve } from 'node:path';
-import { readWav } from '../audio/wav.ts';
+import { decodeUpload } from '../audio/decode.ts';
 import { encodeReferenceAudio, loadCheckpointCodec } from '../codec/reference.ts';
 import type { SpeechModel } from '../model/types.ts';
 import { buildPrompt } from '../text/prompt.ts';
@@ -30,8 +30,8 @@ export async function loadCheckpointRuntime(
       frameLength: codec.config.frameLength,
       openStream: () => codec.openStream(),
       async encodeReference(audio) {
-        const decoded = readWav(audio);
-        return encodeReferenceAudio(codec, decoded.channels, decoded.sampleRate);
+        const decoded = await decodeUpload(audio);
+        return encodeReferenceAudio(codec, [decoded.samples], decoded.sampleRate);
       },
     },
     text: {

@@ -6,13 +6,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { writeWav } from '../../src/audio/wav.ts';
 import { writeTorchCheckpoint } from '../../src/checkpoint/torch-pth.ts';
 import { codecConfigToJson, TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
 import { synthesizeCodecWeights } from '../../src/codec/synth-weights.ts';
 import { loadCheckpointRuntime } from '../../src/engine/checkpoint-runtime.ts';
 import { DEFAULT_ENGINE_SETTINGS, EngineCore } from '../../src/engine/engine-core.ts';
 import { NullSpeechModel } from '../../src/engine/null-model.ts';
-import type { EngineEvent } from '../../src/engine/protocol.ts';
+import type { EngineEvent, SpeechJob } from '../../src/engine/protocol.ts';
 import type { SpeechRuntime } from '../../src/engine/runtime.ts';
 import { buildSyntheticTokenizerFiles } from '../../src/text/vocabulary.ts';
 import { job } from './helpers.ts';
@@ -34,7 +35,7 @@ before(async () => {
 });
 after(() => rm(folder, { recursive: true, force: true }));
 
-function run(text: string, seed = 1): Promise<EngineEvent[]> {
+function run(text: string, seed = 1, references: SpeechJob['references'] = []): Promise<EngineEvent[]> {
   return new Promise((resolve) => {
     const events: EngineEvent[] = [];
     const core = new EngineCore(runtime, DEFAULT_ENGINE_SETTINGS, (event) => {
@@ -42,7 +43,7 @@ function run(text: string, seed = 1): Promise<EngineEvent[]> {
       events.push(event);
       if (event.type === 'finished' || event.type === 'failed') resolve(events);
     });
-    core.handle({ type: 'submit', id: 1, job: job(text, { sampling: { ...job('').sampling, seed } }) });
+    core.handle({ type: 'submit', id: 1, job: job(text, { sampling: { ...job('').sampling, seed }, references }) });
   });
 }
 
@@ -68,4 +69,17 @@ test('same seed, same audio through the real codec; structural tokens refused by
   const refused = (await run('no <|im_end|> here')).at(-1);
   assert.equal(refused?.type, 'failed');
   if (refused?.type === 'failed') assert.match(refused.error.code, /STRUCTURAL/);
+});
+
+test('an uploaded reference (WAV at 22.05 kHz) is decoded, resampled, encoded and placed in the prompt', async () => {
+  const tone = Float32Array.from({ length: 11025 }, (_, index) => 0.3 * Math.sin((2 * Math.PI * 220 * index) / 22050));
+  const plain = (await run('Speak like the reference.')).find((event) => event.type === 'admitted');
+  const events = await run('Speak like the reference.', 1, [{ audio: writeWav(tone, 22050), text: 'a tone' }]);
+  const admitted = events.find((event) => event.type === 'admitted');
+  assert.ok(plain?.type === 'admitted' && admitted?.type === 'admitted');
+  // 0.5 s at 44.1 kHz is ceil(22050 / 2048) = 11 code rows, plus the transcript and the reference bracket.
+  assert.ok(admitted.admission.promptRows >= plain.admission.promptRows + 11);
+  assert.equal(events.at(-1)?.type, 'finished');
+  const broken = await run('Speak.', 1, [{ audio: new Uint8Array([1, 2, 3, 4]), text: 'noise' }]);
+  assert.equal(broken.at(-1)?.type, 'failed');
 });
