@@ -17,8 +17,6 @@ export interface HostTensor {
 
 const byteSizes: Record<DType, number> = { BF16: 2, F16: 2, F32: 4, F8_E4M3: 1, I64: 8, I32: 4, U8: 1 };
 
-export const DTYPES: readonly DType[] = Object.keys(byteSizes) as DType[];
-
 // Typed-array views below read the host's native order; every supported host is little-endian, as the files are.
 if (endianness() !== 'LE')
   throw new DramaError('HOST_BIG_ENDIAN', 'checkpoints need a little-endian host', { kind: 'internal' });

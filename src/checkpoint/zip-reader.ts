@@ -88,9 +88,10 @@ export class ZipReader {
       );
     }
     if (offset < 0 || offset + target.byteLength > entry.uncompressedSize) {
-      throw badArchive(
-        this.path,
-        `bytes [${offset}, ${offset + target.byteLength}) lie outside entry ${name} of ${entry.uncompressedSize} bytes`,
+      throw new DramaError(
+        'ZIP_RANGE_OUT_OF_ENTRY',
+        `${this.path}: bytes [${offset}, ${offset + target.byteLength}) lie outside entry ${name} of ${entry.uncompressedSize} bytes`,
+        { kind: 'internal', param: this.path },
       );
     }
     let start = this.dataStarts.get(name);
