@@ -1,0 +1,94 @@
+// Exactness contracts of the cpu speech model on the tiny synthetic checkpoint: any prefill chunking gives the same
+// frames; the same seed gives the same frames; seeds differ; greedy is deterministic; a lane gives the same frames
+// alone or beside another; a frame budget without end of speech finishes with `length`.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { generateFrames } from '../../src/model/generate.ts';
+import { DEFAULT_SAMPLING, type Frame, type SamplingSettings } from '../../src/model/types.ts';
+import { loadTinyModel, samplePrompt } from './tiny-checkpoint.ts';
+
+const model = await loadTinyModel();
+const prompt = samplePrompt(model.candidates.semanticBegin);
+const FRAMES = 24;
+
+function frames(sampling: SamplingSettings, prefillChunk: number, maxFrames = FRAMES): Frame[] {
+  return generateFrames(model, prompt, { sampling, maxFrames, prefillChunk }).frames;
+}
+
+const asLists = (list: Frame[]) => list.map((frame) => Array.from(frame));
+
+test('prefill in chunks of 1, 7, 64 and whole gives bit-identical frames', () => {
+  const sampling = { ...DEFAULT_SAMPLING, seed: 11 };
+  const whole = asLists(frames(sampling, 1000));
+  assert.ok(whole.length > 0);
+  for (const chunk of [1, 7, 64]) assert.deepEqual(asLists(frames(sampling, chunk)), whole, `chunk ${chunk}`);
+});
+
+test('the same seed gives identical frames twice; different seeds differ', () => {
+  const first = asLists(frames({ ...DEFAULT_SAMPLING, seed: 3 }, 64));
+  assert.deepEqual(asLists(frames({ ...DEFAULT_SAMPLING, seed: 3 }, 64)), first);
+  assert.notDeepEqual(asLists(frames({ ...DEFAULT_SAMPLING, seed: 4 }, 64)), first);
+});
+
+test('greedy is deterministic and ignores the seed', () => {
+  const greedy = asLists(frames({ ...DEFAULT_SAMPLING, greedy: true, seed: 1 }, 64));
+  assert.deepEqual(asLists(frames({ ...DEFAULT_SAMPLING, greedy: true, seed: 99 }, 64)), greedy);
+});
+
+test('frames are in range: code[0] < 4096, code[1..9] < 1024', () => {
+  for (const frame of frames({ ...DEFAULT_SAMPLING, seed: 5 }, 64)) {
+    assert.equal(frame.length, 10);
+    assert.ok(frame[0]! >= 0 && frame[0]! < 4096);
+    for (let k = 1; k < 10; k++) assert.ok(frame[k]! >= 0 && frame[k]! < 1024, `code[${k}] = ${frame[k]}`);
+  }
+});
+
+test('a lane gives the same frames alone or in a batch with another lane', () => {
+  const alone = asLists(frames({ ...DEFAULT_SAMPLING, seed: 21 }, 64, 8));
+  const first = model.newLane({ ...DEFAULT_SAMPLING, seed: 21 });
+  const second = model.newLane({ ...DEFAULT_SAMPLING, seed: 22 });
+  const other = samplePrompt(model.candidates.semanticBegin);
+  model.prefill(first, prompt, 0, prompt.tokens.length);
+  model.prefill(second, other, 0, 50);
+  model.prefill(second, other, 50, other.tokens.length);
+  const batched: number[][] = [];
+  for (let round = 0; round < alone.length; round++) {
+    const [outcome] = model.step([first, second]);
+    assert.ok(outcome !== undefined && !outcome.end);
+    batched.push(Array.from(outcome.frame));
+  }
+  model.release(first);
+  model.release(second);
+  assert.deepEqual(batched, alone);
+});
+
+test('a frame budget reached without end of speech returns the frames with finish reason length', () => {
+  const result = generateFrames(model, prompt, {
+    sampling: { ...DEFAULT_SAMPLING, seed: 2 },
+    maxFrames: 5,
+    prefillChunk: 64,
+  });
+  // The random tiny model practically never draws <|im_end|> (1 of 4097 candidates) in 5 frames at this seed.
+  assert.equal(result.finishReason, 'length');
+  assert.equal(result.frames.length, 5);
+});
+
+test('the tower caches cover every row: prompt rows then one per frame', () => {
+  const lane = model.newLane({ ...DEFAULT_SAMPLING, seed: 8 });
+  model.prefill(lane, prompt, 0, prompt.tokens.length);
+  const caches = (lane as unknown as { towerCaches: { length: number }[] }).towerCaches;
+  assert.ok(caches.every((cache) => cache.length === prompt.tokens.length - 1));
+  model.step([lane]);
+  model.step([lane]);
+  assert.ok(caches.every((cache) => cache.length === prompt.tokens.length + 1));
+  assert.equal(lane.position, prompt.tokens.length + 2);
+  model.release(lane);
+  assert.throws(() => model.step([lane]), { code: 'LANE_NOT_LIVE' });
+});
+
+test('prefill must continue where the lane stands', () => {
+  const lane = model.newLane(DEFAULT_SAMPLING);
+  assert.throws(() => model.prefill(lane, prompt, 5, 10), { code: 'PREFILL_OUT_OF_ORDER' });
+  assert.throws(() => model.step([lane]), { code: 'STEP_BEFORE_PREFILL' });
+  model.release(lane);
+});

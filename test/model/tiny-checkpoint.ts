@@ -1,0 +1,43 @@
+// A `tiny` synthetic checkpoint for model tests, written once per test process into a temporary folder, and a prompt
+// with text rows and reference code rows.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after } from 'node:test';
+import { synthesizeCheckpoint } from '../../src/checkpoint/synth/synthesize.ts';
+import { type CpuSpeechModel, loadSpeechModel, type SpeechModelOptions } from '../../src/model/speech-model.ts';
+import { CODES_PER_FRAME, type PromptRows } from '../../src/model/types.ts';
+
+let directory: Promise<string> | undefined;
+
+export function tinyCheckpointDir(): Promise<string> {
+  directory ??= (async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'drama3-tiny-'));
+    after(() => rm(dir, { recursive: true, force: true }));
+    await synthesizeCheckpoint(dir, { preset: 'tiny', seed: 7, experts: 'fp8' });
+    return dir;
+  })();
+  return directory;
+}
+
+export async function loadTinyModel(options: SpeechModelOptions = {}): Promise<CpuSpeechModel> {
+  return loadSpeechModel(await tinyCheckpointDir(), options);
+}
+
+/** 30 text rows, then 40 reference code rows, then 10 text rows (the generation prompt's tail). */
+export function samplePrompt(semanticBegin: number): PromptRows {
+  const total = 80;
+  const tokens = new Int32Array(total);
+  const codes = new Int32Array(total * CODES_PER_FRAME).fill(-1);
+  for (let row = 0; row < total; row++) {
+    const isCode = row >= 30 && row < 70;
+    if (!isCode) {
+      tokens[row] = 1000 + ((row * 7919) % 20000);
+      continue;
+    }
+    for (let k = 0; k < CODES_PER_FRAME; k++)
+      codes[row * CODES_PER_FRAME + k] = (row * 131 + k * 37) % (k === 0 ? 4096 : 1024);
+    tokens[row] = semanticBegin + codes[row * CODES_PER_FRAME]!;
+  }
+  return { tokens, codes, referenceRows: 70 };
+}
