@@ -10,7 +10,8 @@ Writes into OUTPUT_DIR:
   torch-save.json           what torch.load reads back: per flattened name ('.'-joined), dtype, shape, the raw
                             little-endian bytes as hex, and the values widened to float (non-finite as strings)
   torch-save-protocol4.pth  a small state dict saved with pickle_protocol=4 (STACK_GLOBAL, MEMOIZE, FRAME)
-  torch-save-protocol4.json the same description for it
+  torch-save-protocol4.json the same description for it (read with weights_only=False: torch 2.11's weights_only
+                            unpickler refuses protocol 4's FRAME opcode; the file is our own, just written)
   written-by-drama3.json    what torch.load(weights_only=True) reads from test/fixtures/checkpoint/
                             written-by-drama3.pth (our writer's output), or the error it raised
   dtype-oracle.json         torch's float32 -> bf16 / fp16 / float8_e4m3fn rounding of edge and tie values
@@ -85,8 +86,8 @@ def archive_entries(path):
         ]
 
 
-def describe_file(path):
-    loaded = torch.load(path, weights_only=True)
+def describe_file(path, weights_only=True):
+    loaded = torch.load(path, weights_only=weights_only)
     return {
         "torch_version": torch.__version__,
         "root_type": type(loaded).__name__,
@@ -207,7 +208,8 @@ def main():
         ("protocol 4", lambda: torch.save(protocol4_state_dict(), os.path.join(out, "torch-save-protocol4.pth"),
                                           pickle_protocol=4)),
         ("protocol 4 describe", lambda: write_json(os.path.join(out, "torch-save-protocol4.json"),
-                                                   describe_file(os.path.join(out, "torch-save-protocol4.pth")))),
+                                                   describe_file(os.path.join(out, "torch-save-protocol4.pth"),
+                                                                 weights_only=False))),
         ("dtype oracle", lambda: write_json(os.path.join(out, "dtype-oracle.json"), dtype_oracle(), None)),
     ]
     for name, step in steps:
