@@ -1,6 +1,18 @@
 // Admission budgets (MODEL.md §7): a piece of P prompt rows with frame budget F fits when P + F + 1 <= C. An explicit
-// budget is honoured exactly or refused, never clamped; without one the budget is what fits, up to the server limit.
+// budget is honoured exactly or refused, never clamped; without one the budget is what fits, up to the server limit
+// and to a generous ceiling from the text length, so a voice that never says end of speech (a synthetic checkpoint,
+// a loop) stops with finish reason `length` instead of running for minutes.
 import { DramaError } from '../errors.ts';
+
+/** Frames allowed per input token when the request sets no budget (about 1.5 s; speech needs about 0.3 s). */
+export const DEFAULT_FRAMES_PER_TOKEN = 32;
+/** Frames allowed on top of that (about 3 s) for short inputs. */
+export const DEFAULT_FRAMES_BASE = 64;
+
+/** The frame ceiling of a request without `max_frames`. */
+export function textFrameCeiling(inputTokens: number): number {
+  return DEFAULT_FRAMES_BASE + DEFAULT_FRAMES_PER_TOKEN * inputTokens;
+}
 
 export interface AdmissionLimits {
   /** Context window C in rows. */
@@ -24,8 +36,13 @@ export function checkInputLength(text: string, limits: AdmissionLimits): void {
   }
 }
 
-/** The frame budget F for a request whose largest piece has `promptRows` rows. */
-export function frameBudget(promptRows: number, requested: number | undefined, limits: AdmissionLimits): number {
+/** The frame budget F for a request whose largest piece has `promptRows` rows and whose text has `inputTokens`. */
+export function frameBudget(
+  promptRows: number,
+  requested: number | undefined,
+  limits: AdmissionLimits,
+  inputTokens: number,
+): number {
   const { contextRows, maxFrames } = limits;
   if (requested !== undefined) {
     if (!Number.isInteger(requested) || requested < 1) {
@@ -55,5 +72,5 @@ export function frameBudget(promptRows: number, requested: number | undefined, l
       { param: 'input' },
     );
   }
-  return Math.min(maxFrames, fits);
+  return Math.min(maxFrames, fits, textFrameCeiling(inputTokens));
 }

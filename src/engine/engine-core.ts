@@ -97,8 +97,8 @@ export class EngineCore {
         this.runtime.text.prompt({ text: piece, instructions: job.instructions, references, normalize: job.normalize }),
       );
     const promptRows = Math.max(...pieces.map((piece) => piece.rows.tokens.length));
-    const budget = frameBudget(promptRows, job.maxFrames, limits);
     const inputTokens = pieces.reduce((sum, piece) => sum + piece.textTokens, 0);
+    const budget = frameBudget(promptRows, job.maxFrames, limits, inputTokens);
     return {
       id,
       pieces,

@@ -122,3 +122,12 @@ test('the worker-thread engine gives the same audio as the in-thread one', async
   assert.deepEqual(actual.groups, expected.groups);
   await Promise.all([inline.close(), worker.close()]);
 });
+
+test('without max_frames a voice that never ends stops at the text ceiling with finish reason length', async () => {
+  const engine = await startNullEngine({}, { framesPerRow: 1000 });
+  const outcome = await runToEnd(engine, job('abc'));
+  // 3 input tokens: 64 + 32 × 3 = 160 frames.
+  assert.equal(outcome.last.type === 'finished' && outcome.last.reason, 'length');
+  assert.equal(outcome.last.type === 'finished' && outcome.last.usage.outputFrames, 160);
+  await engine.close();
+});
