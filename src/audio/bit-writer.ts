@@ -37,6 +37,18 @@ export class BitWriter {
     this.write(1, quotient + 1);
   }
 
+  /** Rice code of `value` with parameter k: unary quotient, then the k low bits; one write when it fits. */
+  writeRice(value: number, parameter: number): void {
+    const quotient = Math.floor(value / 2 ** parameter);
+    const total = quotient + 1 + parameter;
+    if (total <= 24) {
+      this.write((1 << parameter) | (value & ((1 << parameter) - 1)), total);
+      return;
+    }
+    this.writeUnary(quotient);
+    if (parameter > 0) this.write(value % 2 ** parameter, parameter);
+  }
+
   /** Pads with zero bits to the next byte boundary. */
   alignToByte(): void {
     if (this.pendingBits > 0) this.write(0, 8 - this.pendingBits);

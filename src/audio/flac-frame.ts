@@ -4,7 +4,8 @@
 import type { BitWriter } from './bit-writer.ts';
 
 const MAX_FIXED_ORDER = 4;
-const MAX_PARTITION_ORDER = 8;
+/** 4096 / 2^6 = 64 residuals per partition at the finest; finer partitions gain little on speech. */
+const MAX_PARTITION_ORDER = 6;
 /** Rice parameters above 14 need the 5-bit parameter form; 14 already costs little on 16-bit audio. */
 const MAX_RICE_PARAMETER = 14;
 
@@ -58,33 +59,64 @@ interface RicePlan {
   readonly bits: number;
 }
 
+/** The Rice parameter near log2 of the mean that minimises n·(k+1) + Σu >> k. */
+function riceParameter(sum: number, count: number): number {
+  const mean = count > 0 ? sum / count : 0;
+  const guess = mean < 1 ? 0 : Math.min(MAX_RICE_PARAMETER, Math.floor(Math.log2(mean)));
+  let best = guess;
+  let bestBits = Number.POSITIVE_INFINITY;
+  for (let parameter = Math.max(0, guess - 1); parameter <= Math.min(MAX_RICE_PARAMETER, guess + 1); parameter++) {
+    const bits = count * (parameter + 1) + Math.floor(sum / 2 ** parameter);
+    if (bits < bestBits) {
+      bestBits = bits;
+      best = parameter;
+    }
+  }
+  return best;
+}
+
 /** Best partition order and per-partition Rice parameters, by the estimate n·(k+1) + Σu >> k. */
 function planRice(residuals: Int32Array, blockSize: number, order: number): RicePlan {
+  let maxOrder = 0;
+  while (
+    maxOrder < MAX_PARTITION_ORDER &&
+    blockSize % (1 << (maxOrder + 1)) === 0 &&
+    blockSize >> (maxOrder + 1) > order
+  ) {
+    maxOrder++;
+  }
+  // Sums of the zigzag residuals per finest partition; coarser orders add neighbours pairwise.
+  let sums = new Float64Array(1 << maxOrder);
+  const finestSize = blockSize >> maxOrder;
+  for (let partition = 0, index = 0; partition < sums.length; partition++) {
+    const end = (partition + 1) * finestSize - order;
+    let sum = 0;
+    for (; index < end; index++) {
+      const value = residuals[index]!;
+      sum += value >= 0 ? 2 * value : -2 * value - 1;
+    }
+    sums[partition] = sum;
+  }
   let best: RicePlan | undefined;
-  for (let partitionOrder = 0; partitionOrder <= MAX_PARTITION_ORDER; partitionOrder++) {
+  for (let partitionOrder = maxOrder; partitionOrder >= 0; partitionOrder--) {
     const partitionSize = blockSize >> partitionOrder;
-    if (blockSize % (1 << partitionOrder) !== 0 || partitionSize <= order) break;
     const parameters: number[] = [];
     let bits = 0;
-    let start = 0;
-    for (let partition = 0; partition < 1 << partitionOrder; partition++) {
+    for (let partition = 0; partition < sums.length; partition++) {
       const count = partition === 0 ? partitionSize - order : partitionSize;
-      let sum = 0;
-      for (let index = start; index < start + count; index++) sum += zigzag(residuals[index]!);
-      start += count;
-      let bestParameter = 0;
-      let bestBits = Number.POSITIVE_INFINITY;
-      for (let parameter = 0; parameter <= MAX_RICE_PARAMETER; parameter++) {
-        const estimate = count * (parameter + 1) + Math.floor(sum / 2 ** parameter);
-        if (estimate < bestBits) {
-          bestBits = estimate;
-          bestParameter = parameter;
-        }
-      }
-      parameters.push(bestParameter);
-      bits += 4 + bestBits;
+      const sum = sums[partition]!;
+      const parameter = riceParameter(sum, count);
+      parameters.push(parameter);
+      bits += 4 + count * (parameter + 1) + Math.floor(sum / 2 ** parameter);
     }
     if (best === undefined || bits < best.bits) best = { partitionOrder, parameters, bits };
+    if (partitionOrder > 0) {
+      const coarser = new Float64Array(sums.length / 2);
+      for (let partition = 0; partition < coarser.length; partition++) {
+        coarser[partition] = sums[2 * partition]! + sums[2 * partition + 1]!;
+      }
+      sums = coarser;
+    }
   }
   return best!;
 }
@@ -108,9 +140,7 @@ function writeFixedSubframe(
     const count = partition === 0 ? partitionSize - order : partitionSize;
     writer.write(parameter, 4);
     for (let index = start; index < start + count; index++) {
-      const value = zigzag(residuals[index]!);
-      writer.writeUnary(Math.floor(value / 2 ** parameter));
-      if (parameter > 0) writer.write(value % 2 ** parameter, parameter);
+      writer.writeRice(zigzag(residuals[index]!), parameter);
     }
     start += count;
   });
@@ -124,19 +154,24 @@ function writeSubframe(writer: BitWriter, samples: Int32Array): void {
     writer.writeSigned(samples[0]!, 16);
     return;
   }
-  let bestOrder = -1;
+  // The order with the smallest sum of |residual| (libFLAC's choice for fixed predictors), then its Rice plan.
+  let bestOrder = 0;
   let bestResiduals: Int32Array = new Int32Array(0);
-  let bestPlan: RicePlan | undefined;
+  let bestMagnitude = Number.POSITIVE_INFINITY;
   for (let order = 0; order <= Math.min(MAX_FIXED_ORDER, samples.length - 1); order++) {
     const residuals = fixedResiduals(samples, order);
-    const plan = planRice(residuals, samples.length, order);
-    if (bestPlan === undefined || plan.bits + 16 * order < bestPlan.bits + 16 * bestOrder) {
+    let magnitude = 0;
+    for (let index = 0; index < residuals.length; index++) magnitude += Math.abs(residuals[index]!);
+    // Average magnitude, so that orders with fewer residuals compare fairly.
+    magnitude /= Math.max(1, residuals.length);
+    if (magnitude < bestMagnitude) {
+      bestMagnitude = magnitude;
       bestOrder = order;
       bestResiduals = residuals;
-      bestPlan = plan;
     }
   }
-  if (bestPlan === undefined || bestPlan.bits + 16 * bestOrder >= 16 * samples.length) {
+  const bestPlan = planRice(bestResiduals, samples.length, bestOrder);
+  if (bestPlan.bits + 16 * bestOrder >= 16 * samples.length) {
     writer.write(0, 1);
     writer.write(0b000001, 6); // verbatim
     writer.write(0, 1);
