@@ -100,6 +100,20 @@ describe('parseConfig', () => {
     assert.equal(TINY_PRESET.text.vocabSize % 64, 0);
   });
 
+  test('reads the release quantization_config, ignored module lists included', () => {
+    const json = tinyJsonWith('quantization_config', {
+      quant_method: 'fp8',
+      fmt: 'e4m3',
+      weight_block_size: [128, 128],
+      activation_scheme: 'dynamic',
+      modules_to_not_convert: ['lm_head'],
+      ignored_layers: ['model.embed_tokens'],
+    });
+    const { config, unknownKeys } = parseConfig(json);
+    assert.deepEqual(unknownKeys, []);
+    assert.deepEqual(config.quantization?.modulesToNotConvert, ['lm_head', 'model.embed_tokens']);
+  });
+
   test('reports unknown keys once, with their paths, and does not fail', () => {
     const json = tinyJsonWith('text_config.made_up', 1);
     json.extra_root = true;
@@ -165,6 +179,22 @@ describe('parseConfig', () => {
     );
     refuses(tinyJsonWith('text_config.layer_types', 'linear'), 'CONFIG_NOT_ARRAY', 'text_config.layer_types');
     refuses(tinyJsonWith('model_type', 'llama'), 'CONFIG_UNSUPPORTED', 'model_type');
+    const quantization = { quant_method: 'fp8', weight_block_size: [128, 128] };
+    refuses(
+      tinyJsonWith('quantization_config', { ...quantization, modules_to_not_convert: 'lm_head' }),
+      'CONFIG_NOT_ARRAY',
+      'quantization_config.modules_to_not_convert',
+    );
+    refuses(
+      tinyJsonWith('quantization_config', { ...quantization, ignored_layers: [3] }),
+      'CONFIG_NOT_STRING',
+      'quantization_config.ignored_layers[0]',
+    );
+    refuses(
+      tinyJsonWith('quantization_config', { ...quantization, weight_block_size: 128 }),
+      'CONFIG_NOT_ARRAY',
+      'quantization_config.weight_block_size',
+    );
   });
 
   test('refuses token ids that do not fit int32 or the vocabulary', () => {

@@ -15,6 +15,13 @@ import { IM_END, semanticToken } from '../../../src/text/vocabulary.ts';
 
 const SEED = 11;
 
+describe('tokenizerFacts', () => {
+  test('refuses a tokenizer without Drama tokens by name', () => {
+    const bare = JSON.stringify({ model: { vocab: { a: 0 } }, added_tokens: [{ id: 1, content: IM_END }] });
+    assert.throws(() => tokenizerFacts(bare), { code: 'SYNTH_TOKEN_MISSING' });
+  });
+});
+
 describe('synthesizeCheckpoint (tiny)', () => {
   let root: string;
   let dir: string;
