@@ -4,7 +4,7 @@
 // Usage: npx tsx bench/codec.ts [--config tiny|real] [--frames N] [--json FILE]
 // Synthetic (random) weights: the audio is noise, the timing is what matters.
 import { writeFile } from 'node:fs/promises';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { type AudioEncoder, createAudioEncoder } from '../src/audio/encoder.ts';
 import { AUDIO_FORMATS, type AudioFormat } from '../src/audio/formats.ts';
@@ -15,9 +15,17 @@ import type { Frame } from '../src/model/types.ts';
 
 interface Row {
   readonly what: string;
+  /** Frames per second of wall-clock time (best run). */
   readonly framesPerSecond: number | undefined;
+  /** Frames per second of this process's CPU time (best run): steadier when other work shares the machine. */
+  readonly framesPerCpuSecond: number | undefined;
   readonly realTime: number | undefined;
   readonly note: string;
+}
+
+interface Rate {
+  readonly wall: number;
+  readonly cpu: number;
 }
 
 const FRAMES_PER_SECOND_OF_AUDIO = 44100 / 2048;
@@ -32,21 +40,25 @@ const { values } = parseArgs({
 const config = values.config === 'real' ? REAL_CODEC_CONFIG : TINY_CODEC_CONFIG;
 const frameCount = Number(values.frames);
 
-/** Best of `repeats` runs (after one warm-up), in frames per second. */
-function measure(frames: number, repeats: number, run: () => void): number {
+/** Best of `repeats` runs (after one warm-up), in frames per wall-clock and per CPU second. */
+function measure(frames: number, repeats: number, run: () => void): Rate {
   run();
-  let best = Number.POSITIVE_INFINITY;
+  let bestWall = Number.POSITIVE_INFINITY;
+  let bestCpu = Number.POSITIVE_INFINITY;
   for (let repeat = 0; repeat < repeats; repeat++) {
     const started = performance.now();
+    const cpuStarted = process.cpuUsage();
     run();
-    best = Math.min(best, performance.now() - started);
+    const cpu = process.cpuUsage(cpuStarted);
+    bestWall = Math.min(bestWall, performance.now() - started);
+    bestCpu = Math.min(bestCpu, (cpu.user + cpu.system) / 1000);
   }
-  return (frames * 1000) / best;
+  return { wall: (frames * 1000) / bestWall, cpu: (frames * 1000) / bestCpu };
 }
 
-function row(what: string, framesPerSecond: number | undefined, note = ''): Row {
-  const realTime = framesPerSecond === undefined ? undefined : framesPerSecond / FRAMES_PER_SECOND_OF_AUDIO;
-  return { what, framesPerSecond, realTime, note };
+function row(what: string, rate: Rate | undefined, note = ''): Row {
+  const realTime = rate === undefined ? undefined : rate.wall / FRAMES_PER_SECOND_OF_AUDIO;
+  return { what, framesPerSecond: rate?.wall, framesPerCpuSecond: rate?.cpu, realTime, note };
 }
 
 const codec = Codec.fromWeights(config, synthesizeCodecWeights(config, 1));
@@ -101,7 +113,7 @@ async function withinStartLimit(format: AudioFormat): Promise<AudioEncoder> {
 }
 
 /** Frames per second of one audio-format encoder fed the decoded audio in frame-sized pieces. */
-async function timeEncoder(format: AudioFormat): Promise<number> {
+async function timeEncoder(format: AudioFormat): Promise<Rate> {
   // The factory is async and loads codec libraries: make every encoder before the clock starts.
   const encoders: AudioEncoder[] = [];
   for (let index = 0; index <= repeats; index++) encoders.push(await withinStartLimit(format));
@@ -124,15 +136,22 @@ for (const format of AUDIO_FORMATS) {
 
 const cpu = cpus()[0]?.model ?? 'unknown CPU';
 console.log(`codec ${values.config} (synthetic weights), ${frameCount} frames, one thread of ${cpu}`);
-console.log(`${'what'.padEnd(40)} ${'frames/s'.padStart(10)} ${'× real time'.padStart(12)}  note`);
+const load = loadavg()[0]!.toFixed(1);
+console.log(
+  `${'what'.padEnd(40)} ${'frames/s'.padStart(10)} ${'frames/cpu-s'.padStart(13)} ${'× real time'.padStart(12)}  note`,
+);
 for (const entry of rows) {
   const rate = entry.framesPerSecond === undefined ? '-' : entry.framesPerSecond.toFixed(1);
+  const cpuRate = entry.framesPerCpuSecond === undefined ? '-' : entry.framesPerCpuSecond.toFixed(1);
   const realTime = entry.realTime === undefined ? '-' : entry.realTime.toFixed(2);
-  console.log(`${entry.what.padEnd(40)} ${rate.padStart(10)} ${realTime.padStart(12)}  ${entry.note}`);
+  console.log(
+    `${entry.what.padEnd(40)} ${rate.padStart(10)} ${cpuRate.padStart(13)} ${realTime.padStart(12)}  ${entry.note}`,
+  );
 }
+console.log(`load average at the end: ${load} on ${cpus().length} cores`);
 if (values.json !== undefined) {
   await writeFile(
     values.json,
-    `${JSON.stringify({ config: values.config, frames: frameCount, cpu, rows }, null, 1)}\n`,
+    `${JSON.stringify({ config: values.config, frames: frameCount, cpu, load, rows }, null, 1)}\n`,
   );
 }
