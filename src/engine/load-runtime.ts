@@ -1,7 +1,8 @@
 // Builds the engine's runtime from a plain description (it crosses into the worker thread as workerData): the null
 // runtime for tests, or a checkpoint folder loaded on the cpu backend.
 import { DramaError } from '../errors.ts';
-import { loadCheckpointRuntime, type SpeechModelLoader } from './checkpoint-runtime.ts';
+import { loadSpeechModel } from '../model/speech-model.ts';
+import { loadCheckpointRuntime } from './checkpoint-runtime.ts';
 import { NullCodec } from './null-codec.ts';
 import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
 import { NullTextFrontEnd } from './null-text.ts';
@@ -21,7 +22,7 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
     };
   }
   try {
-    return await loadCheckpointRuntime(spec.dir, spec.prefillChunk, loadCpuSpeechModel);
+    return await loadCheckpointRuntime(spec.dir, spec.prefillChunk, loadSpeechModel);
   } catch (error) {
     if (error instanceof DramaError) throw error;
     throw new DramaError('CHECKPOINT_LOAD_FAILED', `could not load the checkpoint in ${spec.dir}: ${String(error)}`, {
@@ -31,15 +32,3 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
     });
   }
 }
-
-/** The cpu speech model: plugs in `loadSpeechModel` from src/model/speech-model.ts once that module exists. */
-const loadCpuSpeechModel: SpeechModelLoader = async (dir) => {
-  throw new DramaError(
-    'SPEECH_MODEL_UNAVAILABLE',
-    `cannot load the speech model in ${dir}: this build has no cpu model yet`,
-    {
-      kind: 'bad_checkpoint',
-      param: 'model',
-    },
-  );
-};
