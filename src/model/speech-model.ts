@@ -58,8 +58,17 @@ class CpuLane implements Lane {
   }
 }
 
+/** Milliseconds spent per stage since load (the bench reads them). */
+export interface StageTimes {
+  prefill: number;
+  backbone: number;
+  tower: number;
+  sampler: number;
+}
+
 export class CpuSpeechModel implements SpeechModel {
   readonly contextRows: number;
+  readonly stageTimes: StageTimes = { prefill: 0, backbone: 0, tower: 0, sampler: 0 };
   readonly synthetic: boolean;
   private readonly embeddings: InputEmbeddings<FloatArray>;
   private readonly logits: FloatArray;
@@ -155,22 +164,33 @@ export class CpuSpeechModel implements SpeechModel {
         },
       );
     }
-    const { candidates } = this;
+    const { candidates, stageTimes } = this;
+    const started = performance.now();
     if (state.hasPendingRow) {
       this.backbone.forward(state.backbone, state.pendingRow, 1, state.lastHidden);
       state.hasPendingRow = false;
     }
     this.backbone.candidateLogits(state.lastHidden, 1, this.logits);
+    const backboneDone = performance.now();
+    stageTimes.backbone += backboneDone - started;
     const semanticCount = this.config.audio.semanticCodebookSize;
     const frame = state.framesGenerated;
     const chosen = state.sampler.drawMain(this.logits, candidates.ids.length, semanticCount, frame);
+    const mainDrawn = performance.now();
+    stageTimes.sampler += mainDrawn - backboneDone;
     if (chosen >= semanticCount) return { end: true };
     const codes = state.frameCodes;
     codes.fill(-1);
     codes[0] = chosen;
-    this.tower.run(state.towerCaches, state.lastHidden, codes, 1, (logits, count, column) =>
-      state.sampler.drawCode(logits, count, frame, column),
-    );
+    let drawing = 0;
+    this.tower.run(state.towerCaches, state.lastHidden, codes, 1, (logits, count, column) => {
+      const drawStarted = performance.now();
+      const code = state.sampler.drawCode(logits, count, frame, column);
+      drawing += performance.now() - drawStarted;
+      return code;
+    });
+    stageTimes.sampler += drawing;
+    stageTimes.tower += performance.now() - mainDrawn - drawing;
     writeFrameRow(this.embeddings, candidates.semanticBegin + chosen, codes, state.pendingRow, 0);
     state.hasPendingRow = true;
     state.framesGenerated++;
