@@ -30,6 +30,29 @@ export interface SpeechModelOptions {
   readonly precision?: PrecisionName;
 }
 
+/** A lane's whole state after a prefill (copies), to start other lanes from: the reference cache's entry. */
+export interface LaneSnapshot {
+  readonly promptRows: number;
+  readonly promptComplete: boolean;
+  readonly backbone: BackboneState<FloatArray>;
+  readonly towerCaches: KeyValueCache<FloatArray>[];
+  readonly lastHidden: FloatArray;
+}
+
+function copyCache(cache: KeyValueCache<FloatArray>): KeyValueCache<FloatArray> {
+  return { keys: cache.keys.slice(), values: cache.values.slice(), length: cache.length, capacity: cache.capacity };
+}
+
+function copyBackboneState(state: BackboneState<FloatArray>): BackboneState<FloatArray> {
+  return {
+    caches: state.caches.map((cache) => (cache === undefined ? undefined : copyCache(cache))),
+    deltaStates: state.deltaStates.map((delta) =>
+      delta === undefined ? undefined : { conv: delta.conv.slice(), recurrent: delta.recurrent.slice() },
+    ),
+    position: state.position,
+  };
+}
+
 class CpuLane implements Lane {
   position = 0;
   promptRows = 0;
@@ -124,6 +147,41 @@ export class CpuSpeechModel implements SpeechModel {
     for (let start = from; start < to; start += this.prefillChunk)
       this.prefillPiece(state, rows, start, Math.min(to, start + this.prefillChunk));
     state.promptComplete = to === total;
+  }
+
+  /** Copies the state of a lane that has been prefilled and has drawn no frame yet. */
+  snapshot(lane: Lane): LaneSnapshot {
+    const state = this.own(lane);
+    if (state.framesGenerated > 0) {
+      throw new DramaError('SNAPSHOT_AFTER_FRAMES', 'a lane can be snapshot only before its first frame', {
+        kind: 'internal',
+      });
+    }
+    return {
+      promptRows: state.promptRows,
+      promptComplete: state.promptComplete,
+      backbone: copyBackboneState(state.backbone),
+      towerCaches: state.towerCaches.map(copyCache),
+      lastHidden: state.lastHidden.slice(),
+    };
+  }
+
+  /** A new lane holding a copy of the snapshot's state, drawing with `sampling`. */
+  restore(snapshot: LaneSnapshot, sampling: SamplingSettings): Lane {
+    const { text, audio } = this.config;
+    const lane = new CpuLane(
+      new FrameSampler(sampling, this.candidates.ids.length),
+      copyBackboneState(snapshot.backbone),
+      snapshot.towerCaches.map(copyCache),
+      text.hiddenSize,
+      audio.codebooks,
+      (count) => this.backend.allocate(count),
+    );
+    lane.lastHidden.set(snapshot.lastHidden);
+    lane.promptRows = snapshot.promptRows;
+    lane.promptComplete = snapshot.promptComplete;
+    lane.position = snapshot.promptRows;
+    return lane;
   }
 
   step(lanes: readonly Lane[]): FrameOutcome[] {

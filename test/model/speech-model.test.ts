@@ -92,3 +92,23 @@ test('prefill must continue where the lane stands', () => {
   assert.throws(() => model.step([lane]), { code: 'STEP_BEFORE_PREFILL' });
   model.release(lane);
 });
+
+test('a lane restored from a snapshot of a prefix gives the frames of an uncached lane', () => {
+  const sampling = { ...DEFAULT_SAMPLING, seed: 31 };
+  const uncached = asLists(frames(sampling, 64, 8));
+  const prefix = model.newLane(DEFAULT_SAMPLING);
+  model.prefill(prefix, prompt, 0, 70);
+  const snapshot = model.snapshot(prefix);
+  model.release(prefix);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const lane = model.restore(snapshot, sampling);
+    model.prefill(lane, prompt, 70, prompt.tokens.length);
+    const drawn = Array.from({ length: uncached.length }, () => {
+      const [outcome] = model.step([lane]);
+      assert.ok(outcome !== undefined && !outcome.end);
+      return Array.from(outcome.frame);
+    });
+    model.release(lane);
+    assert.deepEqual(drawn, uncached, `restore ${attempt}`);
+  }
+});
