@@ -1,6 +1,7 @@
 // Server benchmark: time to first audio (p50/p95) and real-time factor at 1, 4 and 16 concurrent clients, each
 // streaming pcm from /v1/audio/speech over a socket. The engine runs in its worker thread as in `drama3 serve`.
 // Usage: tsx bench/serve.ts [--model DIR | --null-model] [--lanes N] [--requests N] [--frames N] [--out FILE.json]
+// Each concurrency level serves max(--requests, clients) requests of exactly --frames frames.
 // With neither --model nor --null-model it uses the embedded tiny checkpoint (created on first use).
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -88,10 +89,11 @@ const rows = [];
 for (const clients of [1, 4, 16]) {
   const samples: Sample[] = [];
   const started = performance.now();
+  const requests = Math.max(requestsPerLevel, clients);
   let next = 0;
   await Promise.all(
     Array.from({ length: clients }, async () => {
-      while (next < requestsPerLevel) samples.push(await speak(url, next++));
+      while (next < requests) samples.push(await speak(url, next++));
     }),
   );
   const wallSeconds = (performance.now() - started) / 1000;
