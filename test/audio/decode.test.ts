@@ -1,6 +1,7 @@
 // decodeUpload: every bad upload gets its named error; good uploads in each format come back mono.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { createOggEncoder } from 'wasm-media-encoders';
 import { decodeUpload } from '../../src/audio/decode.ts';
 import { createAudioEncoder } from '../../src/audio/encoder.ts';
 import { UPLOAD_LIMITS } from '../../src/audio/limits.ts';
@@ -63,6 +64,28 @@ describe('decodeUpload accepts', () => {
     const decoded = await decodeUpload(file);
     assert.equal(decoded.sampleRate, 16000);
     assert.deepEqual([...decoded.samples], [0.25, -0.5]);
+  });
+
+  it('Ogg Vorbis (from the LAME package’s Vorbis encoder), stereo averaged to mono', async () => {
+    const tone = harmonicTone(22050, 0.5);
+    const vorbis = await createOggEncoder();
+    vorbis.configure({ sampleRate: 22050, channels: 2, vbrQuality: 6 });
+    const bytes = concatBytes([vorbis.encode([tone, tone]).slice(), vorbis.finalize().slice()]);
+    const decoded = await decodeUpload(bytes);
+    assert.equal(decoded.sampleRate, 22050);
+    assert.ok(alignedSnr(tone, decoded.samples, 3000).snr > 15);
+  });
+
+  it('an mp3 behind an ID3v2 tag', async () => {
+    const encoder = await createAudioEncoder('mp3', { sampleRate: 16000 });
+    const mp3 = concatBytes([encoder.push(harmonicTone(16000, 0.5)), encoder.finish()]);
+    const tag = new Uint8Array(10 + 100);
+    tag.set(new TextEncoder().encode('ID3'), 0);
+    tag[3] = 3;
+    tag[9] = 100;
+    const decoded = await decodeUpload(concatBytes([tag, mp3]));
+    assert.equal(decoded.sampleRate, 16000);
+    assert.ok(decoded.samples.length >= 8000);
   });
 
   for (const format of ['mp3', 'flac', 'opus', 'aac'] as const) {

@@ -115,6 +115,12 @@ describe('lossy encoders', () => {
     });
   }
 
+  it('mp3 keeps the requested rate at a low bit rate (LAME would otherwise drop to 22050 Hz)', async () => {
+    const encoder = await createAudioEncoder('mp3', { sampleRate: 48000, bitrate: 32000 });
+    const decoded = await decodeAudio(concatBytes([encoder.push(testSignal(48000, 0.2)), encoder.finish()]));
+    assert.equal(decoded.sampleRate, 48000);
+  });
+
   it('mp3 streams: bytes come out before finish', async () => {
     const encoder = await createAudioEncoder('mp3', { sampleRate: 24000 });
     assert.ok(encoder.push(testSignal(24000, 0.5)).length > 0);

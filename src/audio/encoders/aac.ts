@@ -17,7 +17,7 @@ export const AAC_SAMPLE_RATES = [
 ];
 const DEFAULT_BITRATE = 128_000;
 /** How long `finish` waits for the worker before giving up. */
-const FINISH_TIMEOUT_MS = 120_000;
+const FINISH_TIMEOUT_MS = 60_000;
 
 let worker: Worker | undefined;
 let nextJobId = 1;
@@ -36,9 +36,12 @@ function sharedWorker(): Worker {
     worker = new Worker(workerBootstrap(), { eval: true });
     // The worker must not keep the process alive; a crash drops it so that the next encoder starts a fresh one.
     worker.unref();
-    worker.on('error', () => {
-      worker = undefined;
-    });
+    const current = worker;
+    const forget = () => {
+      if (worker === current) worker = undefined;
+    };
+    worker.on('error', forget);
+    worker.on('exit', forget);
   }
   return worker;
 }
@@ -58,7 +61,16 @@ export async function createAacEncoder(options: AudioEncoderOptions): Promise<Au
   // Wait until the worker has loaded and opened this job: its start-up needs the main thread's event loop.
   const started = new MessageChannel();
   post({ type: 'start', id, sampleRate: options.sampleRate, bitrate, port: started.port2 }, [started.port2]);
-  const startReply = await new Promise<AacWorkerReply>((resolve) => started.port1.once('message', resolve));
+  const startReply = await new Promise<AacWorkerReply>((resolve) => {
+    const failed = (reason: unknown) => resolve({ error: `worker stopped: ${String(reason)}` });
+    thread.once('error', failed);
+    thread.once('exit', failed);
+    started.port1.once('message', (reply: AacWorkerReply) => {
+      thread.off('error', failed);
+      thread.off('exit', failed);
+      resolve(reply);
+    });
+  });
   started.port1.close();
   if ('error' in startReply) throw encoderFailed(startReply.error);
   let finished = false;

@@ -14,7 +14,7 @@ const CHUNK_SAMPLES = 16384;
 type Mp3Bitrate = (typeof BITRATES_KBPS)[number];
 type Mp3SampleRate = (typeof MP3_SAMPLE_RATES)[number];
 
-/** The nearest constant bit rate LAME offers (MPEG-2 rates cap at 160 kbit/s; LAME clamps those itself). */
+/** The nearest constant bit rate LAME offers; LAME moves it into the range the sample rate allows (MPEG-1: 32–320). */
 function nearestBitrate(bitsPerSecond: number): Mp3Bitrate {
   let best: Mp3Bitrate = BITRATES_KBPS[0];
   for (const kbps of BITRATES_KBPS) {
@@ -27,7 +27,13 @@ export async function createMp3Encoder(options: AudioEncoderOptions): Promise<Au
   checkEncoderRate('mp3', options.sampleRate, MP3_SAMPLE_RATES);
   const lame = await createLameEncoder();
   const sampleRate = options.sampleRate as Mp3SampleRate;
-  lame.configure({ sampleRate, channels: 1, bitrate: nearestBitrate(options.bitrate ?? DEFAULT_BITRATE) });
+  // Without outputSampleRate LAME picks a lower rate for low bit rates; the reply must keep the rate asked for.
+  lame.configure({
+    sampleRate,
+    outputSampleRate: sampleRate,
+    channels: 1,
+    bitrate: nearestBitrate(options.bitrate ?? DEFAULT_BITRATE),
+  });
   let finished = false;
   return {
     format: 'mp3',
