@@ -1,8 +1,9 @@
 // `drama3 encode --audio ref.wav --out codes.npy`: a reference recording → the codec's frames, written as a NumPy
-// array int32 [10, F] (codebook-major, the layout Fish tools use for prompt tokens). Reads WAV at any rate/channels.
+// array int32 [10, F] (codebook-major, the layout Fish tools use for prompt tokens). Reads what uploads accept (wav,
+// mp3, flac, ogg, aac, m4a) at any rate and channel count, within the upload limits.
 import { readFile, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { readWav } from '../audio/wav.ts';
+import { decodeUpload } from '../audio/decode.ts';
 import { encodeReferenceAudio, loadCheckpointCodec } from '../codec/reference.ts';
 import type { Frame } from '../model/types.ts';
 import { DEFAULT_CACHE_DIR, ensureTinyCheckpoint } from './default-model.ts';
@@ -35,9 +36,9 @@ export function framesToNpy(frames: readonly Frame[], codebooks: number): Uint8A
 async function encode(flags: EncodeFlags): Promise<void> {
   const dir = flags.model ?? (await ensureTinyCheckpoint(flags.cacheDir));
   const codec = await loadCheckpointCodec(dir);
-  const wav = readWav(new Uint8Array(await readFile(flags.audio)));
+  const audio = await decodeUpload(new Uint8Array(await readFile(flags.audio)));
   const started = performance.now();
-  const frames = encodeReferenceAudio(codec, wav.channels, wav.sampleRate);
+  const frames = encodeReferenceAudio(codec, [audio.samples], audio.sampleRate);
   const seconds = (performance.now() - started) / 1000;
   const codebooks = 1 + codec.config.residualCodebooks;
   await writeFile(flags.out, framesToNpy(frames, codebooks));
@@ -47,8 +48,11 @@ async function encode(flags: EncodeFlags): Promise<void> {
 export function registerEncode(program: Command): void {
   program
     .command('encode')
-    .description("encode a reference recording (WAV) into the codec's frames, written as a NumPy int32 [10, F] array")
-    .requiredOption('--audio <file>', 'reference recording (WAV, any rate and channel count)')
+    .description("encode a reference recording into the codec's frames, written as a NumPy int32 [10, F] array")
+    .requiredOption(
+      '--audio <file>',
+      'reference recording (wav, mp3, flac, ogg, aac or m4a; any rate and channel count)',
+    )
     .requiredOption('--out <file>', 'where to write the codes (.npy)')
     .option('--model <dir>', 'checkpoint folder (config.json + codec.pth); default: the embedded tiny checkpoint')
     .option('--cache-dir <dir>', 'where the embedded tiny checkpoint lives', DEFAULT_CACHE_DIR)

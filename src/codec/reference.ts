@@ -1,30 +1,19 @@
-// Reference audio → frames, as the model's prompt expects them: downmix to mono (channel mean), resample to the codec
-// rate with torchaudio's sinc resampler (src/audio/resample.ts), then encode. Input channels are float32 in [-1, 1].
+// Reference audio → frames, as the model's prompt expects them: downmix to mono (channel mean, src/audio/decode.ts),
+// resample to the codec rate with torchaudio's sinc resampler (src/audio/resample.ts), then encode. Input channels are
+// float32 in [-1, 1].
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { downmix } from '../audio/decode.ts';
 import { resample } from '../audio/resample.ts';
 import { DramaError } from '../errors.ts';
 import type { Frame } from '../model/types.ts';
 import { CODEC_FILE_NAME, Codec } from './codec.ts';
 import { parseCodecConfig } from './config.ts';
 
-/** Channel mean, summed in float64 in channel order. */
-export function downmix(channels: readonly Float32Array[]): Float32Array {
-  if (channels.length === 0)
-    throw new DramaError('AUDIO_NO_CHANNELS', 'reference audio has no channels', { param: 'audio' });
-  if (channels.length === 1) return channels[0]!;
-  const length = channels[0]!.length;
-  const out = new Float32Array(length);
-  for (let index = 0; index < length; index++) {
-    let sum = 0;
-    for (const channel of channels) sum += channel[index]!;
-    out[index] = sum / channels.length;
-  }
-  return out;
-}
-
 /** Audio at any rate and channel count → the codec's frames. */
 export function encodeReferenceAudio(codec: Codec, channels: readonly Float32Array[], sampleRate: number): Frame[] {
+  if (channels.length === 0)
+    throw new DramaError('AUDIO_NO_CHANNELS', 'reference audio has no channels', { param: 'audio' });
   const mono = downmix(channels);
   const pcm = sampleRate === codec.config.sampleRate ? mono : resample(mono, sampleRate, codec.config.sampleRate);
   return codec.encode(pcm);

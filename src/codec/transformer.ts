@@ -33,17 +33,17 @@ export function transformerWeights(
 ): TransformerWeights {
   const layers: LayerWeights[] = [];
   for (let layer = 0; layer < config.layers; layer++) {
-    const p = `${prefix}.layers.${layer}`;
+    const layerPrefix = `${prefix}.layers.${layer}`;
     layers.push({
-      wqkv: weight(weights, `${p}.attention.wqkv.weight`),
-      wo: weight(weights, `${p}.attention.wo.weight`),
-      w1: weight(weights, `${p}.feed_forward.w1.weight`),
-      w2: weight(weights, `${p}.feed_forward.w2.weight`),
-      w3: weight(weights, `${p}.feed_forward.w3.weight`),
-      attentionNorm: weight(weights, `${p}.attention_norm.weight`),
-      ffnNorm: weight(weights, `${p}.ffn_norm.weight`),
-      attentionScale: weight(weights, `${p}.attention_layer_scale.gamma`),
-      ffnScale: weight(weights, `${p}.ffn_layer_scale.gamma`),
+      wqkv: weight(weights, `${layerPrefix}.attention.wqkv.weight`),
+      wo: weight(weights, `${layerPrefix}.attention.wo.weight`),
+      w1: weight(weights, `${layerPrefix}.feed_forward.w1.weight`),
+      w2: weight(weights, `${layerPrefix}.feed_forward.w2.weight`),
+      w3: weight(weights, `${layerPrefix}.feed_forward.w3.weight`),
+      attentionNorm: weight(weights, `${layerPrefix}.attention_norm.weight`),
+      ffnNorm: weight(weights, `${layerPrefix}.ffn_norm.weight`),
+      attentionScale: weight(weights, `${layerPrefix}.attention_layer_scale.gamma`),
+      ffnScale: weight(weights, `${layerPrefix}.ffn_layer_scale.gamma`),
     });
   }
   return { config, layers, norm: weight(weights, `${prefix}.norm.weight`) };
@@ -109,9 +109,9 @@ export class WindowedTransformer {
     const qkv = linear(attentionInput, rows, dim, 3 * width, layer.wqkv, undefined, scratch);
     const attended = this.attend(qkv, rows, index, scratch);
     const attentionOut = linear(attended, rows, width, dim, layer.wo, undefined, scratch);
-    const h = scratch.take(rows * dim);
-    for (let i = 0; i < rows * dim; i++) h[i] = x[i]! + attentionOut[i]! * layer.attentionScale[i % dim]!;
-    const ffnInput = rmsNorm(h, rows, dim, layer.ffnNorm, normEps, scratch);
+    const afterAttention = scratch.take(rows * dim);
+    for (let i = 0; i < rows * dim; i++) afterAttention[i] = x[i]! + attentionOut[i]! * layer.attentionScale[i % dim]!;
+    const ffnInput = rmsNorm(afterAttention, rows, dim, layer.ffnNorm, normEps, scratch);
     const gate = linear(ffnInput, rows, dim, intermediate, layer.w1, undefined, scratch);
     const up = linear(ffnInput, rows, dim, intermediate, layer.w3, undefined, scratch);
     for (let i = 0; i < gate.length; i++) {
@@ -120,7 +120,7 @@ export class WindowedTransformer {
     }
     const ffnOut = linear(gate, rows, intermediate, dim, layer.w2, undefined, scratch);
     const out = scratch.take(rows * dim);
-    for (let i = 0; i < rows * dim; i++) out[i] = h[i]! + ffnOut[i]! * layer.ffnScale[i % dim]!;
+    for (let i = 0; i < rows * dim; i++) out[i] = afterAttention[i]! + ffnOut[i]! * layer.ffnScale[i % dim]!;
     return out;
   }
 

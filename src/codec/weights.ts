@@ -21,16 +21,16 @@ const normed = (specs: Specs, name: string, shape: number[]) => specs.push({ nam
 function transformerSpecs(specs: Specs, prefix: string, t: CodecTransformerConfig): void {
   const attentionWidth = t.heads * t.headDim;
   for (let layer = 0; layer < t.layers; layer++) {
-    const p = `${prefix}.layers.${layer}`;
-    plain(specs, `${p}.attention.wqkv.weight`, [3 * attentionWidth, t.dim]);
-    plain(specs, `${p}.attention.wo.weight`, [t.dim, attentionWidth]);
-    plain(specs, `${p}.feed_forward.w1.weight`, [t.intermediate, t.dim]);
-    plain(specs, `${p}.feed_forward.w3.weight`, [t.intermediate, t.dim]);
-    plain(specs, `${p}.feed_forward.w2.weight`, [t.dim, t.intermediate]);
-    plain(specs, `${p}.attention_norm.weight`, [t.dim]);
-    plain(specs, `${p}.ffn_norm.weight`, [t.dim]);
-    plain(specs, `${p}.attention_layer_scale.gamma`, [t.dim]);
-    plain(specs, `${p}.ffn_layer_scale.gamma`, [t.dim]);
+    const layerPrefix = `${prefix}.layers.${layer}`;
+    plain(specs, `${layerPrefix}.attention.wqkv.weight`, [3 * attentionWidth, t.dim]);
+    plain(specs, `${layerPrefix}.attention.wo.weight`, [t.dim, attentionWidth]);
+    plain(specs, `${layerPrefix}.feed_forward.w1.weight`, [t.intermediate, t.dim]);
+    plain(specs, `${layerPrefix}.feed_forward.w3.weight`, [t.intermediate, t.dim]);
+    plain(specs, `${layerPrefix}.feed_forward.w2.weight`, [t.dim, t.intermediate]);
+    plain(specs, `${layerPrefix}.attention_norm.weight`, [t.dim]);
+    plain(specs, `${layerPrefix}.ffn_norm.weight`, [t.dim]);
+    plain(specs, `${layerPrefix}.attention_layer_scale.gamma`, [t.dim]);
+    plain(specs, `${layerPrefix}.ffn_layer_scale.gamma`, [t.dim]);
   }
   plain(specs, `${prefix}.norm.weight`, [t.dim]);
 }
@@ -58,12 +58,12 @@ function residualUnitSpecs(specs: Specs, prefix: string, dim: number): void {
 
 function quantizerSpecs(specs: Specs, prefix: string, count: number, size: number, config: CodecConfig): void {
   for (let index = 0; index < count; index++) {
-    const p = `${prefix}.quantizers.${index}`;
-    normed(specs, `${p}.in_proj.weight`, [config.codebookDim, config.latentDim, 1]);
-    plain(specs, `${p}.in_proj.bias`, [config.codebookDim]);
-    normed(specs, `${p}.out_proj.weight`, [config.latentDim, config.codebookDim, 1]);
-    plain(specs, `${p}.out_proj.bias`, [config.latentDim]);
-    plain(specs, `${p}.codebook.weight`, [size, config.codebookDim]);
+    const entryPrefix = `${prefix}.quantizers.${index}`;
+    normed(specs, `${entryPrefix}.in_proj.weight`, [config.codebookDim, config.latentDim, 1]);
+    plain(specs, `${entryPrefix}.in_proj.bias`, [config.codebookDim]);
+    normed(specs, `${entryPrefix}.out_proj.weight`, [config.latentDim, config.codebookDim, 1]);
+    plain(specs, `${entryPrefix}.out_proj.bias`, [config.latentDim]);
+    plain(specs, `${entryPrefix}.codebook.weight`, [size, config.codebookDim]);
   }
 }
 
@@ -76,12 +76,13 @@ export function codecTensorSpecs(config: CodecConfig): CodecTensorSpec[] {
   plain(specs, 'encoder.block.0.conv.bias', [config.encoderDim]);
   config.encoderStrides.forEach((stride, index) => {
     const width = config.encoderDim * 2 ** (index + 1);
-    const p = `encoder.block.${index + 1}.block`;
-    for (let unit = 0; unit < 3; unit++) residualUnitSpecs(specs, `${p}.${unit}`, width / 2);
-    plain(specs, `${p}.3.alpha`, [1, width / 2, 1]);
-    normed(specs, `${p}.4.conv.weight`, [width, width / 2, 2 * stride]);
-    plain(specs, `${p}.4.conv.bias`, [width]);
-    if (index === config.encoderStrides.length - 1) transformerSpecs(specs, `${p}.5`, config.encoderTransformer);
+    const blockPrefix = `encoder.block.${index + 1}.block`;
+    for (let unit = 0; unit < 3; unit++) residualUnitSpecs(specs, `${blockPrefix}.${unit}`, width / 2);
+    plain(specs, `${blockPrefix}.3.alpha`, [1, width / 2, 1]);
+    normed(specs, `${blockPrefix}.4.conv.weight`, [width, width / 2, 2 * stride]);
+    plain(specs, `${blockPrefix}.4.conv.bias`, [width]);
+    if (index === config.encoderStrides.length - 1)
+      transformerSpecs(specs, `${blockPrefix}.5`, config.encoderTransformer);
   });
   const encoderWidth = config.encoderDim * 2 ** config.encoderStrides.length;
   const last = config.encoderStrides.length + 1;
@@ -110,11 +111,11 @@ export function codecTensorSpecs(config: CodecConfig): CodecTensorSpec[] {
   config.decoderRates.forEach((rate, index) => {
     const input = config.decoderDim / 2 ** index;
     const output = input / 2;
-    const p = `decoder.model.${index + 1}.block`;
-    plain(specs, `${p}.0.alpha`, [1, input, 1]);
-    normed(specs, `${p}.1.conv.weight`, [input, output, 2 * rate]);
-    plain(specs, `${p}.1.conv.bias`, [output]);
-    for (let unit = 0; unit < 3; unit++) residualUnitSpecs(specs, `${p}.${unit + 2}`, output);
+    const blockPrefix = `decoder.model.${index + 1}.block`;
+    plain(specs, `${blockPrefix}.0.alpha`, [1, input, 1]);
+    normed(specs, `${blockPrefix}.1.conv.weight`, [input, output, 2 * rate]);
+    plain(specs, `${blockPrefix}.1.conv.bias`, [output]);
+    for (let unit = 0; unit < 3; unit++) residualUnitSpecs(specs, `${blockPrefix}.${unit + 2}`, output);
   });
   const decoderOut = config.decoderDim / 2 ** config.decoderRates.length;
   const tail = config.decoderRates.length + 1;

@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Command } from 'commander';
+import { downmix } from '../../src/audio/decode.ts';
 import { writeWav } from '../../src/audio/wav.ts';
 import { framesToNpy, registerEncode } from '../../src/cli/encode.ts';
 import { codecConfigToJson } from '../../src/codec/config.ts';
-import { downmix, encodeReferenceAudio, loadCheckpointCodec } from '../../src/codec/reference.ts';
+import { encodeReferenceAudio, loadCheckpointCodec } from '../../src/codec/reference.ts';
 import { DramaError } from '../../src/errors.ts';
 import { FIXTURE_DIR, fixtureConfig, fixtureFloats, fixtureFrames } from './oracle-fixture.ts';
 
