@@ -41,6 +41,8 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
   private nextId = 1;
   private inFlight = 0;
   private closed = false;
+  /** Why new requests are refused after the engine thread stopped on its own. */
+  private crash: string | undefined;
   stats: EngineStats = { lanesBusy: 0, waiting: 0, rounds: 0, frames: 0 };
 
   private constructor(
@@ -88,7 +90,12 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
       });
       worker.on('error', (error) => {
         if (engine === undefined) reject(error);
-        else engine.failAll(error);
+        else engine.failAll('ENGINE_CRASHED', `the engine thread failed: ${error.message}`);
+      });
+      worker.on('exit', (code) => {
+        if (engine === undefined)
+          reject(new DramaError('ENGINE_CRASHED', `the engine thread exited with code ${code}`));
+        else engine.stopped(`the engine thread exited with code ${code}`);
       });
     });
   }
@@ -100,6 +107,7 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
 
   /** Sends a request; throws `ENGINE_OVERLOADED` when lanes and queue are full. */
   submit(job: SpeechJob, listener: (event: RequestEvent) => void): RequestHandle {
+    if (this.crash !== undefined) throw new DramaError('ENGINE_CRASHED', this.crash, { kind: 'internal' });
     if (this.closed) throw new DramaError('ENGINE_CLOSED', 'the server is shutting down', { kind: 'overloaded' });
     const capacity = this.info.lanes + this.queueLimit;
     if (this.inFlight >= capacity) {
@@ -121,6 +129,14 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     this.closed = true;
     this.send({ type: 'shutdown' });
     await this.stop();
+    this.failAll('ENGINE_CLOSED', 'the server shut down before the request finished');
+  }
+
+  /** The engine thread ended without being asked: open requests fail, new ones are refused. */
+  private stopped(reason: string): void {
+    if (this.closed) return;
+    this.crash = reason;
+    this.failAll('ENGINE_CRASHED', reason);
   }
 
   private receive(event: EngineEvent): void {
@@ -138,9 +154,9 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     listener?.(event);
   }
 
-  /** The worker died: every open request fails with the cause. */
-  private failAll(error: Error): void {
-    const serialized = { code: 'ENGINE_CRASHED', message: error.message, kind: 'internal', param: undefined };
+  /** Every open request fails with the cause. */
+  private failAll(code: string, message: string): void {
+    const serialized = { code, message, kind: 'internal', param: undefined };
     for (const id of [...this.requestListeners.keys()]) this.receive({ type: 'failed', id, error: serialized });
   }
 }

@@ -19,6 +19,8 @@ export interface NullModelOptions {
   readonly stepMilliseconds?: number;
   /** A step that would produce this frame index fails instead (a device failure mid-request, for tests). */
   readonly failAtFrame?: number;
+  /** A step that would produce this frame index ends the calling thread (a crashed backend, for tests). */
+  readonly exitAtFrame?: number;
 }
 
 /** 32-bit integer mix (murmur3 finaliser): a fixed, platform-independent hash. */
@@ -44,6 +46,7 @@ export class NullSpeechModel implements SpeechModel {
   private readonly framesPerRow: number;
   private readonly stepMilliseconds: number;
   private readonly failAtFrame: number;
+  private readonly exitAtFrame: number;
   /** Lanes currently holding storage: what the engine must return to zero. */
   liveLanes = 0;
 
@@ -52,6 +55,7 @@ export class NullSpeechModel implements SpeechModel {
     this.framesPerRow = options.framesPerRow ?? 0.5;
     this.stepMilliseconds = options.stepMilliseconds ?? 0;
     this.failAtFrame = options.failAtFrame ?? Number.POSITIVE_INFINITY;
+    this.exitAtFrame = options.exitAtFrame ?? Number.POSITIVE_INFINITY;
   }
 
   newLane(sampling: SamplingSettings): Lane {
@@ -74,6 +78,7 @@ export class NullSpeechModel implements SpeechModel {
   step(lanes: readonly Lane[]): FrameOutcome[] {
     if (this.stepMilliseconds > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, this.stepMilliseconds);
     for (const lane of lanes) {
+      if (this.own(lane).framesGenerated >= this.exitAtFrame) process.exit(3);
       if (this.own(lane).framesGenerated >= this.failAtFrame) {
         throw new DramaError('NULL_MODEL_FAILURE', `the null model fails at frame ${this.failAtFrame} as configured`, {
           kind: 'device',

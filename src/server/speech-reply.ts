@@ -18,6 +18,8 @@ export interface SpeechPlan {
   readonly format: SpeechFormat;
   readonly sampleRate: number;
   readonly mode: ReplyMode;
+  /** Engine and text-module field names → this route's field names (the text to speak is `input` or `text`). */
+  readonly fieldNames: Readonly<Record<string, string>>;
 }
 
 function sseEvent(payload: object): string {
@@ -107,8 +109,7 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
     };
 
     const fail = (error: unknown) => {
-      const dramaError =
-        error instanceof DramaError ? error : new DramaError('REPLY_FAILED', String(error), { kind: 'internal' });
+      const dramaError = inRouteTerms(error, plan.fieldNames);
       const status = statusOf(dramaError);
       count(started ? 500 : status);
       if (!started) void sendError(reply, dramaError);
@@ -138,4 +139,12 @@ function startStream(
     raw.writeHead(200, { ...headers, 'Content-Type': output.contentType, Trailer: 'X-Finish-Reason, X-Output-Frames' });
   }
   raw.flushHeaders();
+}
+
+/** The error with its `param` renamed to the route's field name. */
+function inRouteTerms(error: unknown, fieldNames: Readonly<Record<string, string>>): DramaError {
+  if (!(error instanceof DramaError)) return new DramaError('REPLY_FAILED', String(error), { kind: 'internal' });
+  const param = error.param === undefined ? undefined : (fieldNames[error.param] ?? error.param);
+  if (param === error.param) return error;
+  return new DramaError(error.code, error.message, { kind: error.kind, param, cause: error });
 }

@@ -131,3 +131,11 @@ test('without max_frames a voice that never ends stops at the text ceiling with 
   assert.equal(outcome.last.type === 'finished' && outcome.last.usage.outputFrames, 160);
   await engine.close();
 });
+
+test('when the engine thread dies, its open requests fail and new ones are refused by name', async () => {
+  const engine = await startNullEngine({}, { exitAtFrame: 3 }, 'worker');
+  const outcome = await runToEnd(engine, job('this request takes the thread down'));
+  assert.equal(outcome.last.type === 'failed' && outcome.last.error.code, 'ENGINE_CRASHED');
+  assert.throws(() => engine.submit(job('next'), () => {}), { code: 'ENGINE_CRASHED', kind: 'internal' });
+  await engine.close();
+});

@@ -189,6 +189,22 @@ const CASES: BadCase[] = [
     raw: Buffer.from([0xc1, 0xff]),
     contentType: 'application/msgpack',
   },
+  {
+    name: 'fish: text over the limit',
+    status: 400,
+    code: 'INPUT_TOO_LONG',
+    param: 'text',
+    url: '/v1/tts',
+    body: { text: 'a'.repeat(4097), format: 'pcm' },
+  },
+  {
+    name: 'fish: impossible max_new_tokens',
+    status: 400,
+    code: 'FRAME_LIMIT_EXCEEDED',
+    param: 'max_new_tokens',
+    url: '/v1/tts',
+    body: { text: 'hi', format: 'pcm', max_new_tokens: 5000 },
+  },
   { name: 'unknown route', status: 404, code: 'ROUTE_NOT_FOUND', url: '/v1/nothing', method: 'GET' },
 ];
 

@@ -23,6 +23,7 @@ export async function planSpeech(context: ServerContext, body: Static<typeof Spe
   const format = body.response_format ?? 'mp3';
   return {
     route: 'speech',
+    fieldNames: { text: 'input' },
     format,
     sampleRate: body.sample_rate ?? (format === 'pcm' ? PCM_DEFAULT_RATE : NATIVE_RATE),
     mode:

@@ -25,6 +25,7 @@ export async function planTts(context: ServerContext, body: Static<typeof TtsBod
     body.reference_id == null ? [] : await voiceReferences(context.resolveVoice, body.reference_id, 'reference_id');
   return {
     route: 'tts',
+    fieldNames: { input: 'text', max_frames: 'max_new_tokens' },
     format: body.format ?? 'wav',
     sampleRate: context.engine().info.sampleRate,
     mode: body.streaming === true ? 'audio' : 'whole',
