@@ -3,6 +3,7 @@
 // rows in a ring, so row p attends to rows max(0, p − window + 1) … p in ascending order whatever the chunking.
 // Layer: h = x + γa · wo(attention(rmsNorm(x))); x = h + γf · w2(silu(w1 n) · w3 n), n = rmsNorm(h); final rmsNorm.
 // Attention: wqkv rows are [q heads | k heads | v heads], interleaved RoPE (pairs 2i, 2i+1), scale 1/sqrt(headDim).
+// RoPE positions are absolute (0 at the stream's first row), as in one whole pass.
 import type { CodecTransformerConfig } from './config.ts';
 import { linear, rmsNorm, transpose } from './rows.ts';
 import type { ScratchArena } from './scratch.ts';
@@ -24,6 +25,8 @@ export interface TransformerWeights {
   readonly config: CodecTransformerConfig;
   readonly layers: readonly LayerWeights[];
   readonly norm: Float32Array;
+  /** The checkpoint's RoPE table (cos, sin) when it has one. [positions, headDim/2, 2] */
+  readonly ropeTable: Float32Array | undefined;
 }
 
 export function transformerWeights(
@@ -46,22 +49,39 @@ export function transformerWeights(
       ffnScale: weight(weights, `${layerPrefix}.ffn_layer_scale.gamma`),
     });
   }
-  return { config, layers, norm: weight(weights, `${prefix}.norm.weight`) };
+  return {
+    config,
+    layers,
+    norm: weight(weights, `${prefix}.norm.weight`),
+    ropeTable: weights.get(`${prefix}.freqs_cis`),
+  };
 }
 
-/** Rotates interleaved pairs of each head of `row` (heads × headDim values at `offset`) by position `position`. */
+/**
+ * Rotates interleaved pairs of each head of `row` (heads × headDim values at `offset`) by position `position`: the
+ * checkpoint's table where it covers the position, else cos/sin of position / base^(2i/headDim) rounded to float32.
+ */
 function applyRope(
   row: Float32Array,
   offset: number,
-  heads: number,
-  headDim: number,
+  config: CodecTransformerConfig,
   position: number,
-  base: number,
+  table: Float32Array | undefined,
 ): void {
-  for (let pair = 0; pair < headDim / 2; pair++) {
-    const angle = position / base ** ((2 * pair) / headDim);
-    const cosine = Math.fround(Math.cos(angle));
-    const sine = Math.fround(Math.sin(angle));
+  const { heads, headDim, ropeBase } = config;
+  const pairs = headDim / 2;
+  const tabled = table !== undefined && position < table.length / headDim;
+  for (let pair = 0; pair < pairs; pair++) {
+    let cosine: number;
+    let sine: number;
+    if (tabled) {
+      cosine = table[(position * pairs + pair) * 2]!;
+      sine = table[(position * pairs + pair) * 2 + 1]!;
+    } else {
+      const angle = position / ropeBase ** ((2 * pair) / headDim);
+      cosine = Math.fround(Math.cos(angle));
+      sine = Math.fround(Math.sin(angle));
+    }
     for (let head = 0; head < heads; head++) {
       const index = offset + head * headDim + 2 * pair;
       const real = row[index]!;
@@ -126,7 +146,7 @@ export class WindowedTransformer {
 
   /** qkv [rows, 3·width] → attention output [rows, width]; writes each row's key and value into the ring first. */
   private attend(qkv: Float32Array, rows: number, layerIndex: number, scratch: ScratchArena): Float32Array {
-    const { heads, headDim, window, ropeBase } = this.weights.config;
+    const { heads, headDim, window } = this.weights.config;
     const width = heads * headDim;
     const keys = this.keys[layerIndex]!;
     const values = this.values[layerIndex]!;
@@ -137,8 +157,8 @@ export class WindowedTransformer {
     for (let row = 0; row < rows; row++) {
       const position = this.position + row;
       const rowBase = row * 3 * width;
-      applyRope(qkv, rowBase, heads, headDim, position, ropeBase);
-      applyRope(qkv, rowBase + width, heads, headDim, position, ropeBase);
+      applyRope(qkv, rowBase, this.weights.config, position, this.weights.ropeTable);
+      applyRope(qkv, rowBase + width, this.weights.config, position, this.weights.ropeTable);
       const slot = (position % window) * width;
       keys.set(qkv.subarray(rowBase + width, rowBase + 2 * width), slot);
       values.set(qkv.subarray(rowBase + 2 * width, rowBase + 3 * width), slot);

@@ -125,8 +125,37 @@ export function codecTensorSpecs(config: CodecConfig): CodecTensorSpec[] {
   return specs;
 }
 
-/** Non-parameter buffers that PyTorch state dicts of this module tree may carry; recomputed here, so skipped. */
-const IGNORED_SUFFIXES = ['.freqs_cis', '.causal_mask'];
+/** Non-parameter buffers that PyTorch state dicts of this module tree may carry and that are not needed here. */
+const IGNORED_SUFFIXES = ['.causal_mask'];
+
+/** Prefixes and head widths of the windowed transformers, whose RoPE tables a state dict may carry. */
+export function codecTransformerPrefixes(config: CodecConfig): [string, CodecTransformerConfig][] {
+  return [
+    [`encoder.block.${config.encoderStrides.length}.block.5`, config.encoderTransformer],
+    ['quantizer.pre_module', config.preModule],
+    ['quantizer.post_module', config.postModule],
+  ];
+}
+
+/**
+ * Optional RoPE buffers `<transformer>.freqs_cis` [positions, headDim/2, 2] (cos, sin): the module tree keeps them in
+ * its state dict (in the precision it computed them, bf16 for the Fish code), so when present they are used as is for
+ * the positions they cover; otherwise the table is computed.
+ */
+function takeRopeTables(
+  tensors: Map<string, HostTensor>,
+  used: Set<string>,
+  config: CodecConfig,
+  weights: Map<string, Float32Array>,
+): void {
+  for (const [prefix, transformer] of codecTransformerPrefixes(config)) {
+    const name = `${prefix}.freqs_cis`;
+    const table = tensors.get(name);
+    if (table === undefined) continue;
+    const positions = table.shape[0] ?? 0;
+    weights.set(name, take(tensors, used, name, [Math.max(positions, 1), transformer.headDim / 2, 2]));
+  }
+}
 
 /** Folded fp32 weights by name (weight-normed tensors under their `.weight` name). */
 export type CodecWeights = ReadonlyMap<string, Float32Array>;
@@ -214,6 +243,7 @@ export function loadCodecWeights(
         spec.weightNorm ? takeWeightNormed(tensors, used, spec) : take(tensors, used, spec.name, spec.shape),
       );
     }
+    takeRopeTables(tensors, used, config, weights);
   } catch (error) {
     if (error instanceof DramaError) error.message = `${source}: ${error.message}`;
     throw error;

@@ -136,3 +136,43 @@ test('the real codec declares the Fish modified-DAC names and shapes', () => {
   const parameters = [...shapes.values()].reduce((total, shape) => total + shape.reduce((a, b) => a * b, 1), 0);
   assert.ok(parameters > 3.8e8 && parameters < 4e8, `${parameters} parameters`);
 });
+
+/** A post-module RoPE buffer [positions, pairs, 2] from `cosSin(position, pair)`. */
+function ropeBuffer(positions: number, cosSin: (position: number, pair: number) => [number, number]): HostTensor {
+  const pairs = TINY_CODEC_CONFIG.postModule.headDim / 2;
+  const values = new Float32Array(positions * pairs * 2);
+  for (let position = 0; position < positions; position++) {
+    for (let pair = 0; pair < pairs; pair++) {
+      const [cosine, sine] = cosSin(position, pair);
+      values[(position * pairs + pair) * 2] = cosine;
+      values[(position * pairs + pair) * 2 + 1] = sine;
+    }
+  }
+  return float32ToTensor(values, 'F32', [positions, pairs, 2]);
+}
+
+test("a checkpoint's RoPE table (freqs_cis) is used for the positions it covers", () => {
+  const { headDim, ropeBase } = TINY_CODEC_CONFIG.postModule;
+  const exact = (position: number, pair: number): [number, number] => {
+    const angle = position / ropeBase ** ((2 * pair) / headDim);
+    return [Math.cos(angle), Math.sin(angle)];
+  };
+  const frames = Array.from({ length: 12 }, (_, index) => Int32Array.from({ length: 10 }, (_, k) => index * 31 + k));
+  const plain = Codec.fromWeights(TINY_CODEC_CONFIG, state).decode(frames);
+  const withTable = (table: HostTensor) =>
+    Codec.fromWeights(TINY_CODEC_CONFIG, new Map([...state, ['quantizer.post_module.freqs_cis', table]])).decode(
+      frames,
+    );
+  // The same values as computed: the same samples, bit for bit (table covers 8 of the 12 positions).
+  assert.deepEqual(withTable(ropeBuffer(8, exact)), plain);
+  // bf16-rounded values (as the Fish module stores them): used, so the samples move, but only slightly.
+  const bf16 = (value: number) => tensorToFloat32(float32ToTensor(Float32Array.of(value), 'BF16', [1]))[0]!;
+  const rounded = withTable(ropeBuffer(8, (position, pair) => exact(position, pair).map(bf16) as [number, number]));
+  let largest = 0;
+  for (let index = 0; index < plain.length; index++)
+    largest = Math.max(largest, Math.abs(rounded[index]! - plain[index]!));
+  assert.ok(largest > 0 && largest < 0.05, `largest change ${largest}`);
+  const wrong = new Map(state);
+  wrong.set('quantizer.post_module.freqs_cis', float32ToTensor(new Float32Array(8 * 8 * 2), 'F32', [8, 8, 2]));
+  assert.equal(refusal(wrong).code, 'CODEC_TENSOR_SHAPE');
+});
