@@ -102,7 +102,7 @@ describe('Ogg muxer', () => {
 });
 
 describe('Opus in Ogg', () => {
-  it('is playable when cut after any audio page, each prefix decoding to its granule minus the pre-skip', async () => {
+  it('is playable when cut after any page, each prefix decoding to its granule minus the pre-skip', async () => {
     const input = harmonicTone(48000, 0.6);
     const encoder = await createAudioEncoder('opus', { sampleRate: 48000 });
     const chunks: Uint8Array[] = [];
@@ -121,6 +121,10 @@ describe('Opus in Ogg', () => {
     assert.equal(pages.at(-1)!.flags & 4, 4, 'end-of-stream flag on the last page');
     assert.equal(pages.at(-1)!.granule, preSkip + input.length);
     assert.ok(pages.length > 8, `${pages.length} pages`);
+    for (const index of [0, 1]) {
+      const headersOnly = await decodeAudio(stream.subarray(0, pages[index]!.end));
+      assert.equal(headersOnly.channelData[0]?.length ?? 0, 0, `cut after header page ${index}`);
+    }
     for (let index = 2; index < pages.length; index++) {
       const prefix = stream.subarray(0, pages[index]!.end);
       const decoded = await decodeAudio(prefix);

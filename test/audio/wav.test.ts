@@ -61,6 +61,29 @@ describe('writeWav / readWav', () => {
     assert.deepEqual([...readWav(eightBit).channels[0]!], [0.5, -0.5]);
   });
 
+  it('reads WAVE_FORMAT_EXTENSIBLE by its sub-format', () => {
+    const file = new Uint8Array(68 + 4);
+    const view = new DataView(file.buffer);
+    file.set(new TextEncoder().encode('RIFF'), 0);
+    view.setUint32(4, file.length - 8, true);
+    file.set(new TextEncoder().encode('WAVEfmt '), 8);
+    view.setUint32(16, 40, true);
+    view.setUint16(20, 0xfffe, true);
+    view.setUint16(22, 1, true);
+    view.setUint32(24, 48000, true);
+    view.setUint32(28, 192000, true);
+    view.setUint16(32, 4, true);
+    view.setUint16(34, 32, true);
+    view.setUint16(36, 22, true); // extension size
+    view.setUint16(44, 3, true); // sub-format GUID starts with WAVE_FORMAT_IEEE_FLOAT
+    file.set(new TextEncoder().encode('data'), 60);
+    view.setUint32(64, 4, true);
+    view.setFloat32(68, 0.125, true);
+    const decoded = readWav(file);
+    assert.equal(decoded.sampleRate, 48000);
+    assert.deepEqual([...decoded.channels[0]!], [0.125]);
+  });
+
   it('refuses wrong magic, truncation, empty data and odd encodings by name', () => {
     assert.throws(() => readWav(new TextEncoder().encode('RIFX0000WAVEfmt ')), code('AUDIO_UNKNOWN_FORMAT'));
     assert.throws(() => readWav(new TextEncoder().encode('RIFF00')), code('AUDIO_TRUNCATED'));
