@@ -93,14 +93,15 @@ describe('lossless encoders', () => {
 });
 
 describe('lossy encoders', () => {
-  // Thresholds sit a few dB under the values measured on this signal; waveform SNR undersells perceptual codecs.
+  // Thresholds sit 3 dB or more under the values measured on this signal (libopus may take other SIMD paths on
+  // other CPUs); waveform SNR undersells perceptual codecs.
   const cases = [
     { format: 'mp3', sampleRate: 44100, bitrate: 128000, minimumSnr: 25 },
     { format: 'mp3', sampleRate: 24000, bitrate: 64000, minimumSnr: 25 },
     { format: 'opus', sampleRate: 48000, bitrate: 64000, minimumSnr: 20 },
     { format: 'opus', sampleRate: 44100, bitrate: 64000, minimumSnr: 20 },
-    { format: 'opus', sampleRate: 24000, bitrate: 32000, minimumSnr: 20 },
-    { format: 'aac', sampleRate: 44100, bitrate: 128000, minimumSnr: 20 },
+    { format: 'opus', sampleRate: 24000, bitrate: 32000, minimumSnr: 18 },
+    { format: 'aac', sampleRate: 44100, bitrate: 128000, minimumSnr: 18 },
     { format: 'aac', sampleRate: 48000, bitrate: 128000, minimumSnr: 20 },
   ] as const;
   for (const { format, sampleRate, bitrate, minimumSnr } of cases) {
