@@ -90,7 +90,12 @@ function measureGemm(blas: CublasLt): { size: number; milliseconds: number; tera
   return { size, milliseconds, teraflops: (2 * size ** 3) / milliseconds / 1e9 };
 }
 
-function measureGemv(inFeatures: number, outFeatures: number, copyGigabytesPerSecond: number) {
+function measureGemv(
+  inFeatures: number,
+  outFeatures: number,
+  dependentLaunch: boolean,
+  copyGigabytesPerSecond: number,
+) {
   const weightBytes = inFeatures * outFeatures * 2;
   // Enough weight sets that the rotation cannot live in L2.
   const sets = Math.max(2, Math.ceil((4 * cuda.properties.l2CacheBytes) / weightBytes));
@@ -102,7 +107,7 @@ function measureGemv(inFeatures: number, outFeatures: number, copyGigabytesPerSe
   const enqueue = () => {
     for (let index = 0; index < launches; index++) {
       const w = weights[index % sets]!.pointer;
-      gemv(cuda, { y: y.pointer, w, x: x.pointer, rows: 1, outFeatures, inFeatures });
+      gemv(cuda, { y: y.pointer, w, x: x.pointer, rows: 1, outFeatures, inFeatures }, { dependentLaunch });
     }
   };
   const graph = CapturedGraph.capture(cuda.driver, cuda.stream, enqueue);
@@ -111,7 +116,12 @@ function measureGemv(inFeatures: number, outFeatures: number, copyGigabytesPerSe
   const bytes = weightBytes + inFeatures * 2 + outFeatures * 2;
   const gigabytesPerSecond = bytes / milliseconds / 1e6;
   const shareOfCopy = gigabytesPerSecond / copyGigabytesPerSecond;
-  return { inFeatures, outFeatures, microseconds: milliseconds * 1000, gigabytesPerSecond, shareOfCopy };
+  for (const allocation of [...weights, x, y]) {
+    allocation.free();
+    held.splice(held.indexOf(allocation), 1);
+  }
+  const microseconds = milliseconds * 1000;
+  return { inFeatures, outFeatures, dependentLaunch, microseconds, gigabytesPerSecond, shareOfCopy };
 }
 
 function measureLaunches(count: number) {
@@ -136,11 +146,16 @@ const outputDirectory = path.resolve(process.argv[2] ?? '.');
 const blas = new CublasLt(cuda);
 const copy = measureCopy();
 const gemm = measureGemm(blas);
-const gemvs = [
+const gemvShapes = [
   [2048, 8192],
   [4096, 2048],
   [2048, 4097],
-].map(([inFeatures, outFeatures]) => measureGemv(inFeatures!, outFeatures!, copy.gigabytesPerSecond));
+] as const;
+const gemvs = [false, true].flatMap((dependentLaunch) =>
+  gemvShapes.map(([inFeatures, outFeatures]) =>
+    measureGemv(inFeatures, outFeatures, dependentLaunch, copy.gigabytesPerSecond),
+  ),
+);
 const launches = measureLaunches(200);
 for (const allocation of held) allocation.free();
 blas.destroy();
@@ -154,14 +169,16 @@ const lines = [
   `| cuBLASLt bf16 GEMM 8192³ | ${gemm.teraflops.toFixed(0)} TFLOP/s (${gemm.milliseconds.toFixed(3)} ms) |`,
   ...gemvs.map(
     (g) =>
-      `| GEMV bf16 ${g.inFeatures}→${g.outFeatures}, 1 row | ${g.gigabytesPerSecond.toFixed(0)} GB/s, ` +
+      `| GEMV bf16 ${g.inFeatures}→${g.outFeatures}, 1 row${g.dependentLaunch ? ', dependent launch' : ''} | ` +
+      `${g.gigabytesPerSecond.toFixed(0)} GB/s, ` +
       `${(100 * g.shareOfCopy).toFixed(1)}% of copy (${g.microseconds.toFixed(2)} µs) |`,
   ),
   `| ${launches.count} small kernels launched one by one | ${launches.oneByOneMicroseconds.toFixed(2)} µs per kernel |`,
   `| the same ${launches.count} as one graph replay | ${launches.graphMicroseconds.toFixed(2)} µs per kernel |`,
 ];
 console.log(lines.join('\n'));
-const gemvTarget = gemvs[0]!.shareOfCopy >= 0.8 ? 'met' : 'NOT met';
+const best = Math.max(...gemvs.filter((g) => g.outFeatures === 8192).map((g) => g.shareOfCopy));
+const gemvTarget = best >= 0.8 ? 'met' : 'NOT met';
 console.log(`GEMV 2048→8192 at ≥ 80% of copy bandwidth: ${gemvTarget}`);
 fs.mkdirSync(outputDirectory, { recursive: true });
 const report = { device: p, copy, gemm, gemv: gemvs, launches, cublasLtVersion: blas.version };

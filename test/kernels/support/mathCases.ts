@@ -142,6 +142,21 @@ export const gemvCase: KernelCase = {
     linearShape('decode', 1, 2048, 4097, runGemv),
     linearShape('odd sizes, scalar path', 3, 1001, 999, runGemv),
     linearShape('odd sizes, vector path', 2, 1000, 37, runGemv),
+    linearShape('odd sizes, two chunk groups', 1, 2056, 300, runGemv),
+  ],
+};
+
+const runGemvDependent: LinearRunner = (cuda, p, rows, outFeatures, inFeatures, kernel) => {
+  gemv(cuda, { ...p, rows, outFeatures, inFeatures }, { kernel, dependentLaunch: true });
+};
+
+export const gemvDependentLaunchCase: KernelCase = {
+  name: 'gemv bf16, programmatic dependent launch',
+  bound: BF16_ONE_ROUNDING_BOUND,
+  shapes: [
+    linearShape('decode', 1, 2048, 8192, runGemvDependent),
+    linearShape('decode', 1, 4096, 2048, runGemvDependent),
+    linearShape('odd sizes', 2, 1000, 37, runGemvDependent),
   ],
 };
 

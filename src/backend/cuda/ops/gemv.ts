@@ -8,12 +8,20 @@ import { type KernelName, type LaunchOptions, launch, requireCount } from './lau
 
 export const GEMV_KERNEL: KernelName = { family: 'gemv', name: 'gemv_bf16' };
 
-const WARPS_PER_BLOCK = 4;
+const WARPS_PER_BLOCK = 8;
+
+export interface GemvOptions extends LaunchOptions {
+  /**
+   * Programmatic dependent launch: the kernel may start while the previous kernel on the stream finishes, streaming
+   * its weights early; it waits for that kernel (griddepcontrol.wait) before reading x.
+   */
+  readonly dependentLaunch?: boolean;
+}
 
 export function gemv(
   cuda: CudaContext,
   a: { y: DevicePointer; w: DevicePointer; x: DevicePointer; rows: number; outFeatures: number; inFeatures: number },
-  options: LaunchOptions = {},
+  options: GemvOptions = {},
 ): void {
   requireCount(a.rows, 'rows', 1, 65535);
   requireCount(a.outFeatures, 'outFeatures');
@@ -25,9 +33,9 @@ export function gemv(
     .int32(a.outFeatures)
     .int32(a.inFeatures)
     .int32(a.rows);
-  const shape = {
-    grid: [Math.ceil(a.outFeatures / WARPS_PER_BLOCK), a.rows, 1],
-    block: [WARPS_PER_BLOCK * 32, 1, 1],
-  } as const;
-  launch(cuda, GEMV_KERNEL, shape, args, options);
+  // About one block per multiprocessor: the warps walk the features, and a dependent launch's blocks fit beside.
+  const blocks = Math.min(Math.ceil(a.outFeatures / WARPS_PER_BLOCK), cuda.properties.multiprocessors);
+  const shape = { grid: [blocks, a.rows, 1], block: [WARPS_PER_BLOCK * 32, 1, 1] } as const;
+  const attributes = options.dependentLaunch ? { programmaticStreamSerialization: true } : undefined;
+  launch(cuda, GEMV_KERNEL, shape, args, options, attributes);
 }

@@ -2,7 +2,7 @@
 // kernel contract's deliberately wrong controls use), argument checks that name the bad value, and the launch.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
-import type { Handle, LaunchShape } from '../driver.ts';
+import type { Handle, LaunchAttributes, LaunchShape } from '../driver.ts';
 import type { KernelArguments } from '../kernelArguments.ts';
 
 /** A `__global__` function: the kernels/ file (module) it lives in and its name. */
@@ -24,10 +24,13 @@ export function launch(
   shape: LaunchShape,
   args: KernelArguments,
   options: LaunchOptions,
+  attributes?: LaunchAttributes,
 ): void {
   const chosen = options.kernel ?? kernel;
   const handle = cuda.kernels.kernel(chosen.family, chosen.name);
-  cuda.driver.launch(handle, shape, options.stream ?? cuda.stream, args.parameters, chosen.name);
+  const stream = options.stream ?? cuda.stream;
+  if (attributes) cuda.driver.launchEx(handle, shape, stream, args.parameters, attributes, chosen.name);
+  else cuda.driver.launch(handle, shape, stream, args.parameters, chosen.name);
 }
 
 /** Refuses a size that is not an integer within [minimum, maximum]. */
