@@ -3,6 +3,7 @@
 // Encode: per codebook, z_e = in_proj(residual); the nearest entry by L2 between L2-normalised z_e and entries; the
 // straight-through value z_e + (entry − z_e) goes through out_proj and is subtracted from the residual.
 // Latents are channels-first [latentDim, F]; codes per frame are [K] (code[0] semantic, code[1..] residual).
+import { DramaError } from '../errors.ts';
 import type { Frame } from '../model/types.ts';
 import type { CodecConfig } from './config.ts';
 import { type CodecWeights, weight } from './weights.ts';
@@ -90,16 +91,23 @@ export class Quantizer {
     const projected = new Float32Array(latent);
     const residual = new Float32Array(latent);
     frames.forEach((frame, row) => {
+      if (frame.length !== this.codebooks.length) {
+        throw new DramaError(
+          'CODEC_FRAME_SIZE',
+          `frame ${row} has ${frame.length} codes; the codec takes ${this.codebooks.length}`,
+          { kind: 'internal' },
+        );
+      }
       this.codebooks.forEach((codebook, index) => {
         if (index === 0) return;
-        const code = Math.min(Math.max(frame[index] ?? 0, 0), codebook.size - 1);
+        const code = Math.min(Math.max(frame[index]!, 0), codebook.size - 1);
         this.project(codebook, codebook.entries, code * this.dim, projected);
         for (let channel = 0; channel < latent; channel++) {
           residual[channel] = index === 1 ? projected[channel]! : residual[channel]! + projected[channel]!;
         }
       });
       const semantic = this.codebooks[0]!;
-      const code = Math.min(Math.max(frame[0] ?? 0, 0), semantic.size - 1);
+      const code = Math.min(Math.max(frame[0]!, 0), semantic.size - 1);
       this.project(semantic, semantic.entries, code * this.dim, projected);
       for (let channel = 0; channel < latent; channel++) {
         out[channel * rows + row] = projected[channel]! + (this.codebooks.length > 1 ? residual[channel]! : 0);

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { Codec } from '../../src/codec/codec.ts';
 import { TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
 import { synthesizeCodecWeights } from '../../src/codec/synth-weights.ts';
+import { DramaError } from '../../src/errors.ts';
 import type { Frame } from '../../src/model/types.ts';
 import { FIXTURE_DIR, fixtureConfig, fixtureFrames } from './oracle-fixture.ts';
 
@@ -76,4 +77,17 @@ test('out-of-range codes decode as their clamped codes', () => {
   clamped[2]![9] = 1023;
   assert.equal(firstMismatch(fixtureCodec.decode(wild), fixtureCodec.decode(clamped)), undefined);
   assert.notEqual(firstMismatch(fixtureCodec.decode(wild), fixtureCodec.decode(base)), undefined);
+});
+
+test('a frame with the wrong number of codes is refused by its index', () => {
+  const short = [frames[0]!, frames[1]!.subarray(0, 9)];
+  assert.throws(
+    () => fixtureCodec.decode(short),
+    (error: unknown) => {
+      assert.ok(error instanceof DramaError);
+      assert.equal(error.code, 'CODEC_FRAME_SIZE');
+      assert.match(error.message, /frame 1 has 9 codes; the codec takes 10/);
+      return true;
+    },
+  );
 });
