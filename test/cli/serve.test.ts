@@ -61,3 +61,17 @@ test('drama3 say writes the frames it reports into a WAV file', async () => {
     await rm(folder, { recursive: true, force: true });
   }
 });
+
+test('drama3 say --stream writes raw pcm to stdout as it is generated', async () => {
+  const child = drama3(['say', '--null-model', '--stream', '--format', 'pcm', 'streamed words']);
+  const chunks: Buffer[] = [];
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const code = await new Promise((resolve) => child.on('exit', resolve));
+  assert.equal(code, 0, stderr);
+  const frames = Number(/(\d+) frames/.exec(stderr)![1]);
+  assert.equal(Buffer.concat(chunks).length, frames * 2048 * 2);
+});
