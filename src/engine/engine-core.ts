@@ -4,6 +4,7 @@
 import { DramaError } from '../errors.ts';
 import { checkInputLength, frameBudget } from './admission.ts';
 import type { EngineCommand, EngineEvent, EngineInfo, SpeechJob } from './protocol.ts';
+import { DEFAULT_REFERENCE_CACHE_BYTES, ReferenceCache } from './reference-cache.ts';
 import type { EncodedReference, SpeechRuntime } from './runtime.ts';
 import { type PreparedRequest, Scheduler, serializeError } from './scheduler.ts';
 
@@ -16,6 +17,8 @@ export interface EngineSettings {
   readonly maxInputCodePoints: number;
   /** Long text is spoken in pieces of at most this many code points unless the request says otherwise. */
   readonly pieceLength: number;
+  /** Byte budget of the reference-prefix cache; 0 turns it off. Default DEFAULT_REFERENCE_CACHE_BYTES. */
+  readonly referenceCacheBytes?: number;
 }
 
 export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
@@ -40,7 +43,13 @@ export class EngineCore {
     private readonly settings: EngineSettings,
     private readonly emit: (event: EngineEvent) => void,
   ) {
-    this.scheduler = new Scheduler(runtime, { lanes: settings.lanes, prefillChunk: settings.prefillChunk }, emit);
+    const cacheBytes = settings.referenceCacheBytes ?? DEFAULT_REFERENCE_CACHE_BYTES;
+    const referenceCache = cacheBytes > 0 ? new ReferenceCache(cacheBytes) : undefined;
+    this.scheduler = new Scheduler(
+      runtime,
+      { lanes: settings.lanes, prefillChunk: settings.prefillChunk, referenceCache },
+      emit,
+    );
     const contextRows = runtime.model.contextRows;
     this.info = {
       modelId: runtime.modelId,
@@ -58,6 +67,7 @@ export class EngineCore {
   handle(command: EngineCommand): void {
     if (command.type === 'submit') void this.submit(command.id, command.job);
     else if (command.type === 'cancel') this.cancel(command.id);
+    else if (command.type === 'forget-voice') this.scheduler.forgetVoice(command.name);
     else this.shutdown();
   }
 
@@ -103,12 +113,15 @@ export class EngineCore {
       id,
       pieces,
       sampling: job.sampling,
+      voices: job.references.flatMap((reference) => (reference.voice === undefined ? [] : [reference.voice])),
       admission: { inputTokens, promptRows, pieces: pieces.length, frameBudget: budget },
     };
   }
 
   private async encodeReferences(job: SpeechJob): Promise<EncodedReference[]> {
     if (job.references.length === 0) return [];
+    if (job.references.every((reference) => reference.frames !== undefined))
+      return job.references.map((reference) => ({ text: reference.text, frames: reference.frames! }));
     const encode = this.runtime.codec.encodeReference?.bind(this.runtime.codec);
     if (encode === undefined) {
       throw new DramaError(
@@ -121,7 +134,7 @@ export class EngineCore {
     }
     const encoded: EncodedReference[] = [];
     for (const reference of job.references)
-      encoded.push({ text: reference.text, frames: await encode(reference.audio) });
+      encoded.push({ text: reference.text, frames: reference.frames ?? (await encode(reference.audio)) });
     return encoded;
   }
 

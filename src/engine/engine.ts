@@ -124,6 +124,11 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     return { id, cancel: () => this.requestListeners.has(id) && this.send({ type: 'cancel', id }) };
   }
 
+  /** A catalog voice was deleted or replaced: its reference cache entries are dropped. */
+  forgetVoice(name: string): void {
+    if (!this.closed && this.crash === undefined) this.send({ type: 'forget-voice', name });
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -1,11 +1,16 @@
 // Messages between the main thread (HTTP) and the engine (worker thread or in-thread). PCM is mono fp32 at the
 // codec's sample rate (44100 Hz), one Float32Array per audio event, transferred (not copied) across threads.
-import type { FinishReason, SamplingSettings } from '../model/types.ts';
+import type { FinishReason, Frame, SamplingSettings } from '../model/types.ts';
+import type { ReferenceCacheStats } from './reference-cache.ts';
 
 /** One reference for one-off cloning: the uploaded audio file's bytes and its transcript. */
 export interface ReferenceInput {
   readonly audio: Uint8Array;
   readonly text: string;
+  /** Frames already encoded (a catalog voice): used as they are, the audio is not encoded again. */
+  readonly frames?: readonly Frame[];
+  /** The catalog voice this reference comes from (reference cache entries are dropped with it). */
+  readonly voice?: string;
 }
 
 /** A speech request as the engine sees it, after the HTTP layer has checked types and ranges. */
@@ -66,6 +71,8 @@ export interface SerializedError {
 export type EngineCommand =
   | { readonly type: 'submit'; readonly id: number; readonly job: SpeechJob }
   | { readonly type: 'cancel'; readonly id: number }
+  /** A catalog voice was deleted or replaced: drop its reference cache entries. */
+  | { readonly type: 'forget-voice'; readonly name: string }
   | { readonly type: 'shutdown' };
 
 export type EngineEvent =
@@ -87,4 +94,6 @@ export interface EngineStats {
   readonly rounds: number;
   /** Frames generated so far (all requests). */
   readonly frames: number;
+  /** The reference-prefix cache, when on. */
+  readonly referenceCache?: ReferenceCacheStats;
 }

@@ -156,3 +156,41 @@ export class ReferenceCache {
     if (this.entries.delete(entry)) this.bytes -= entry.bytes;
   }
 }
+
+/**
+ * How the scheduler opens and prefills lanes around the cache. Prefill pieces end at absolute multiples of the chunk
+ * size and at the snapshot row, with the cache on or off, hit or miss, so that a cached request makes the same
+ * prefill cuts as an uncached one.
+ */
+export class ReferencePrefill {
+  private readonly snapshots: SnapshotModel | undefined;
+
+  constructor(
+    private readonly model: SpeechModel,
+    readonly cache: ReferenceCache | undefined,
+  ) {
+    this.snapshots = cache === undefined ? undefined : snapshotModel(model);
+  }
+
+  /** A lane for this prompt: restored at the snapshot row on a hit, else new at row 0. */
+  open(rows: PromptRows, sampling: SamplingSettings): { lane: Lane; prefilled: number } {
+    const row = snapshotRow(rows);
+    if (this.snapshots === undefined || row === 0) return { lane: this.model.newLane(sampling), prefilled: 0 };
+    const snapshot = this.cache!.lookup(rows);
+    if (snapshot === undefined) return { lane: this.model.newLane(sampling), prefilled: 0 };
+    return { lane: this.snapshots.restore(snapshot, sampling), prefilled: row };
+  }
+
+  /** Where the prefill piece that starts at `prefilled` ends. */
+  nextCut(rows: PromptRows, prefilled: number, chunk: number): number {
+    const row = snapshotRow(rows);
+    const next = Math.min(rows.tokens.length, (Math.floor(prefilled / chunk) + 1) * chunk);
+    return row > prefilled && row < next ? row : next;
+  }
+
+  /** After a piece ended at `to`: a lane standing at the snapshot row is copied into the cache. */
+  prefilledTo(lane: Lane, rows: PromptRows, to: number, voices: readonly string[]): void {
+    if (this.snapshots === undefined || to === 0 || to !== snapshotRow(rows)) return;
+    this.cache!.store(rows, this.snapshots.snapshot(lane), voices);
+  }
+}

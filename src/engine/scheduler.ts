@@ -4,6 +4,7 @@
 import { DramaError, isDramaError } from '../errors.ts';
 import type { CodecStream, Frame, Lane } from '../model/types.ts';
 import type { Admission, EngineEvent, SerializedError } from './protocol.ts';
+import { type ReferenceCache, ReferencePrefill } from './reference-cache.ts';
 import type { BuiltPrompt, SpeechRuntime } from './runtime.ts';
 
 /** Decode group sizes, in order; the last repeats. */
@@ -13,6 +14,8 @@ export interface SchedulerOptions {
   readonly lanes: number;
   /** Prompt rows prefilled into one lane between two rounds. */
   readonly prefillChunk: number;
+  /** Restores lanes at the end of a known reference prefix; absent: every prompt is prefilled whole. */
+  readonly referenceCache?: ReferenceCache;
 }
 
 /** A request that passed admission: its prompt pieces and budgets. */
@@ -21,6 +24,8 @@ export interface PreparedRequest {
   readonly pieces: readonly BuiltPrompt[];
   readonly sampling: import('../model/types.ts').SamplingSettings;
   readonly admission: Admission;
+  /** Catalog voices the references come from. */
+  readonly voices?: readonly string[];
 }
 
 class RequestState {
@@ -54,6 +59,7 @@ export function serializeError(error: unknown): SerializedError {
 export class Scheduler {
   private readonly waiting: RequestState[] = [];
   private readonly active: RequestState[] = [];
+  private readonly referencePrefill: ReferencePrefill;
   rounds = 0;
   frames = 0;
 
@@ -67,6 +73,7 @@ export class Scheduler {
         param: 'lanes',
       });
     }
+    this.referencePrefill = new ReferencePrefill(runtime.model, options.referenceCache);
   }
 
   get lanesBusy(): number {
@@ -124,8 +131,19 @@ export class Scheduler {
     this.rounds += 1;
     this.emit({
       type: 'stats',
-      stats: { lanesBusy: this.active.length, waiting: this.waiting.length, rounds: this.rounds, frames: this.frames },
+      stats: {
+        lanesBusy: this.active.length,
+        waiting: this.waiting.length,
+        rounds: this.rounds,
+        frames: this.frames,
+        referenceCache: this.options.referenceCache?.stats(),
+      },
     });
+  }
+
+  /** Drops the reference cache entries built from a catalog voice. */
+  forgetVoice(name: string): void {
+    this.options.referenceCache?.forgetVoice(name);
   }
 
   /** Releases every lane (engine shutdown). */
@@ -135,15 +153,17 @@ export class Scheduler {
   }
 
   private openLane(state: RequestState): void {
-    state.lane = this.runtime.model.newLane(state.request.sampling);
-    state.prefilled = 0;
+    const opened = this.referencePrefill.open(state.piece.rows, state.request.sampling);
+    state.lane = opened.lane;
+    state.prefilled = opened.prefilled;
   }
 
   private prefillChunk(state: RequestState): void {
     const rows = state.piece.rows;
-    const to = Math.min(rows.tokens.length, state.prefilled + this.options.prefillChunk);
+    const to = this.referencePrefill.nextCut(rows, state.prefilled, this.options.prefillChunk);
     this.runtime.model.prefill(state.lane!, rows, state.prefilled, to);
     state.prefilled = to;
+    this.referencePrefill.prefilledTo(state.lane!, rows, to, state.request.voices ?? []);
   }
 
   private addFrame(state: RequestState, frame: Frame): void {
