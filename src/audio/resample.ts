@@ -4,6 +4,7 @@
 // Streaming: `push` returns every output whose input window has fully arrived; `flush` treats the input as
 // ended, pads with zeros as torchaudio does and stops at ceil(next · length / orig) outputs, so the
 // concatenated pushes and flush equal one whole `resample` call sample for sample.
+import { DramaError } from '../errors.ts';
 import { concatSamples } from './pcm.ts';
 import { checkSampleRate, type ResampleKernel, resampledLength, resampleKernel } from './resample-kernel.ts';
 
@@ -50,7 +51,8 @@ class SincResampler implements Resampler {
   }
 
   push(samples: Float32Array): Float32Array {
-    if (this.finished) throw new Error('Resampler.push after flush');
+    if (this.finished)
+      throw new DramaError('AUDIO_RESAMPLER_FINISHED', 'Resampler.push after flush', { kind: 'internal' });
     this.append(samples);
     this.received += samples.length;
     // Outputs past ceil(next · received / orig) may fall beyond the final length; they wait for more input.
@@ -76,33 +78,34 @@ class SincResampler implements Resampler {
 
   private produce(limit: number, final: boolean): Float32Array {
     const { orig, next, width, firstTap, weightStart, tapCount, weights } = this.kernel;
-    const outputs: number[] = [];
+    const outputs = new Float32Array(Math.max(0, limit - this.produced));
+    let count = 0;
     const bufferEnd = this.bufferStart + this.bufferLength;
     while (this.produced < limit) {
       const block = Math.floor(this.produced / next);
       const phase = this.produced - block * next;
       const first = block * orig + firstTap[phase]! - width;
-      const count = tapCount[phase]!;
-      if (!final && first + count > this.received) break;
+      const taps = tapCount[phase]!;
+      if (!final && first + taps > this.received) break;
       const start = weightStart[phase]!;
       let sum = 0;
-      if (first >= this.bufferStart && first + count <= bufferEnd) {
+      if (first >= this.bufferStart && first + taps <= bufferEnd) {
         const offset = first - this.bufferStart;
-        for (let tap = 0; tap < count; tap++) sum += weights[start + tap]! * this.buffer[offset + tap]!;
+        for (let tap = 0; tap < taps; tap++) sum += weights[start + tap]! * this.buffer[offset + tap]!;
       } else {
         // Edges: the zero padding before the first sample and after the last.
-        for (let tap = 0; tap < count; tap++) {
+        for (let tap = 0; tap < taps; tap++) {
           const index = first + tap;
           if (index >= this.bufferStart && index < bufferEnd) {
             sum += weights[start + tap]! * this.buffer[index - this.bufferStart]!;
           }
         }
       }
-      outputs.push(sum);
+      outputs[count++] = sum;
       this.produced++;
     }
     this.discardBefore(Math.floor(this.produced / next) * orig - width);
-    return Float32Array.from(outputs);
+    return outputs.subarray(0, count);
   }
 
   /** Drops input no later output can read (the next block starts at or after `index`). */
