@@ -139,7 +139,7 @@ test('a hit prefills only the rows after the snapshot row, with the same cuts as
     missCuts.some(([, to]) => to === row),
     'the miss cuts at the snapshot row',
   );
-  assert.ok(missCuts.every(([from, to]) => to === row || to % CHUNK === 0 || to === prompt.rows.tokens.length));
+  assert.ok(missCuts.every(([, to]) => to === row || to % CHUNK === 0 || to === prompt.rows.tokens.length));
   assert.deepEqual(
     cuts,
     missCuts.filter(([from]) => from >= row),
