@@ -101,7 +101,9 @@ test('A → A, A → default → A and A → B → A give the uncached bytes; hi
     const cached = play(instance, events, sequence).map((played) => played.pcm);
     const expected = uncached(sequence);
     assert.ok(expected[0]!.length > 0);
-    cached.forEach((pcm, index) => assert.ok(pcm.equals(expected[index]!), `request ${index} of ${sequence.length}`));
+    cached.forEach((pcm, index) => {
+      assert.ok(pcm.equals(expected[index]!), `request ${index} of ${sequence.length}`);
+    });
     assert.equal(cache.stats().hits, 1, 'the last A is a hit');
     assert.equal(cache.stats().misses, sequence.length - 1);
   }
@@ -119,7 +121,9 @@ test('a changed last reference row or transcript misses and still gives the unca
   const sequence = [[VOICE_A], [variants[0]!], [variants[1]!]];
   const cached = play(instance, events, sequence).map((played) => played.pcm);
   const expected = uncached(sequence);
-  cached.forEach((pcm, index) => assert.ok(pcm.equals(expected[index]!), `request ${index}`));
+  cached.forEach((pcm, index) => {
+    assert.ok(pcm.equals(expected[index]!), `request ${index}`);
+  });
   assert.ok(!expected[1]!.equals(expected[0]!), 'the variant sounds different');
   assert.equal(cache.stats().hits, 0);
   assert.equal(cache.stats().entries, 3);
