@@ -1,17 +1,21 @@
 // bf16 GEMV for few-row projections: y[r, n] = Σ_k w[n, k] · x[r, k], fp32 accumulation, one rounding to bf16.
 //   w: [out_features, in_features] bf16 row-major (the PyTorch Linear layout); x: [rows, in_features] bf16;
 //   y: [rows, out_features] bf16
-// Memory-bound: a grid of about one block per multiprocessor whose warps walk the output features (one weight row
-// per warp at a time, 16-byte loads, UNROLL per lane), loading the next row's group of chunks while the current one
-// is multiplied, so the memory pipe never drains between rows. grid.y runs the input rows (a second row re-reads the
-// weights: this kernel is for one-row decode). Launched with programmatic dependent launch, the kernel lets the next
-// kernel start at once and waits for the previous one (griddepcontrol) only before it reads x: the first weights
-// are already in flight by then. Each lane sums its chunks in a fixed order and the warp butterfly finishes the
-// sum, so results are bit-repeatable. The 16-byte path needs in_features % 8 == 0 and 16-byte aligned pointers;
-// otherwise a scalar path runs.
+// Memory-bound. Grid: about one block of 8 warps per multiprocessor; blocks walk tiles of 8 weight rows.
+//   staged path (in_features <= 4096, 16-byte aligned, in_features % 8 == 0; `stages` > 0): the block copies whole
+//     tiles into shared memory with cp.async, `stages` tiles deep, so tens of KB per multiprocessor are always in
+//     flight; each warp then dots one row of the landed tile with x
+//   register path (larger aligned rows, stages == 0): each warp walks rows with 16-byte loads, the next group of
+//     chunks in registers while the current one is multiplied
+//   scalar path: anything unaligned
+// grid.y runs the input rows (a second row re-reads the weights: this kernel is for one-row decode). With
+// programmatic dependent launch the kernel lets the next one start at once and waits for the previous one
+// (griddepcontrol.wait) only before it reads x: its first weight tiles are in flight by then. Each lane sums its
+// chunks in a fixed order and the warp butterfly finishes, so results are bit-repeatable.
 #include "common.cuh"
 
 #define WARPS_PER_BLOCK 8
+#define TILE_ROWS WARPS_PER_BLOCK
 #define UNROLL 8
 #define GROUP_CHUNKS (32 * UNROLL)
 
@@ -25,6 +29,24 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+}
+
+__device__ __forceinline__ void copy_async_16(void* shared, const void* global) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(global) : "memory");
+}
+
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+// Waits until at most `pending` committed copy groups are still in flight (pending is 1 or 2 here).
+__device__ __forceinline__ void wait_copies(int pending) {
+  if (pending >= 2) {
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
+  } else if (pending == 1) {
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+  } else {
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+  }
 }
 
 __device__ __forceinline__ float dot8(uint4 a, uint4 b) {
@@ -88,6 +110,52 @@ __device__ void gemv_vector(bf16* y, const bf16* w, const bf16* x, int out_featu
   }
 }
 
+// Copies tile `tile` (weight rows tile·TILE_ROWS .., clipped to out_features) into `stage`, the whole block helping.
+__device__ __forceinline__ void load_tile(uint4* stage, const uint4* w, int tile, int out_features, int chunks) {
+  const int first_row = tile * TILE_ROWS;
+  const int total = min(TILE_ROWS, out_features - first_row) * chunks;
+  const uint4* source = w + (long long)first_row * chunks;
+  for (int index = threadIdx.x; index < total; index += blockDim.x) copy_async_16(stage + index, source + index);
+}
+
+__device__ void gemv_staged(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int stages,
+                            int lane) {
+  extern __shared__ uint4 staged[];
+  const int chunks = in_features / 8;
+  const int tiles = (out_features + TILE_ROWS - 1) / TILE_ROWS;
+  const int warp = threadIdx.x >> 5;
+  const uint4* w_chunks = reinterpret_cast<const uint4*>(w);
+  const uint4* x_chunks = reinterpret_cast<const uint4*>(x);
+  // Every thread commits one group per tile slot, even an empty one, so the group counts agree everywhere.
+  for (int slot = 0; slot < stages - 1; slot++) {
+    const int tile = blockIdx.x + slot * gridDim.x;
+    if (tile < tiles) load_tile(staged + slot * TILE_ROWS * chunks, w_chunks, tile, out_features, chunks);
+    commit_copies();
+  }
+  wait_for_previous_grid();
+  for (int step = 0;; step++) {
+    const int tile = blockIdx.x + step * gridDim.x;
+    if (tile >= tiles) break;
+    const int ahead = blockIdx.x + (step + stages - 1) * gridDim.x;
+    if (ahead < tiles) {
+      load_tile(staged + ((step + stages - 1) % stages) * TILE_ROWS * chunks, w_chunks, ahead, out_features, chunks);
+    }
+    commit_copies();
+    wait_copies(stages - 1);
+    __syncthreads();
+    const int feature = tile * TILE_ROWS + warp;
+    if (feature < out_features) {
+      const uint4* row = staged + ((step % stages) * TILE_ROWS + warp) * chunks;
+      float sum = 0.0f;
+      for (int chunk = lane; chunk < chunks; chunk += 32) sum += dot8(row[chunk], __ldg(x_chunks + chunk));
+      const float total = warp_sum(sum);
+      if (lane == 0) y[feature] = to_bf16(total);
+    }
+    // The stage just read is refilled at the next step.
+    __syncthreads();
+  }
+}
+
 __device__ void gemv_scalar(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int warp,
                             int warps, int lane) {
   wait_for_previous_grid();
@@ -101,7 +169,7 @@ __device__ void gemv_scalar(bf16* y, const bf16* w, const bf16* x, int out_featu
 }
 
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 1)
-    gemv_bf16(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int rows) {
+    gemv_bf16(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int rows, int stages) {
   allow_dependent_launch();
   const int lane = threadIdx.x & 31;
   const int warp = blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5);
@@ -111,7 +179,9 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 1)
   const bf16* x_row = x + (long long)row * in_features;
   bf16* y_row = y + (long long)row * out_features;
   const bool aligned = ((reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(x)) & 15) == 0;
-  if (aligned && in_features % 8 == 0) {
+  if (stages > 0) {
+    gemv_staged(y_row, w, x_row, out_features, in_features, stages, lane);
+  } else if (aligned && in_features % 8 == 0) {
     gemv_vector(y_row, w, x_row, out_features, in_features, warp, warps, lane);
   } else {
     gemv_scalar(y_row, w, x_row, out_features, in_features, warp, warps, lane);

@@ -9,6 +9,11 @@ import { type KernelName, type LaunchOptions, launch, requireCount } from './lau
 export const GEMV_KERNEL: KernelName = { family: 'gemv', name: 'gemv_bf16' };
 
 const WARPS_PER_BLOCK = 8;
+/** Rows of weights per shared-memory tile (one per warp); the staged path takes rows up to this many elements. */
+const TILE_ROWS = WARPS_PER_BLOCK;
+const STAGED_MAX_IN_FEATURES = 4096;
+const STAGED_MAX_SHARED_BYTES = 2 * TILE_ROWS * STAGED_MAX_IN_FEATURES * 2;
+const raisedSharedLimit = new Set<bigint>();
 
 export interface GemvOptions extends LaunchOptions {
   /**
@@ -26,16 +31,27 @@ export function gemv(
   requireCount(a.rows, 'rows', 1, 65535);
   requireCount(a.outFeatures, 'outFeatures');
   requireCount(a.inFeatures, 'inFeatures');
+  // Three tiles in flight for rows up to 2048 (96 KiB, so a dependent launch's block fits beside), two up to 4096.
+  const aligned = (a.w | a.x) % 16n === 0n && a.inFeatures % 8 === 0;
+  const stages = !aligned || a.inFeatures > STAGED_MAX_IN_FEATURES ? 0 : a.inFeatures <= 2048 ? 3 : 2;
+  const sharedBytes = stages * TILE_ROWS * a.inFeatures * 2;
+  const kernel = options.kernel ?? GEMV_KERNEL;
+  const handle = cuda.kernels.kernel(kernel.family, kernel.name);
+  if (stages > 0 && !raisedSharedLimit.has(handle)) {
+    cuda.driver.setMaxDynamicSharedBytes(handle, STAGED_MAX_SHARED_BYTES);
+    raisedSharedLimit.add(handle);
+  }
   const args = new KernelArguments()
     .pointer(a.y)
     .pointer(a.w)
     .pointer(a.x)
     .int32(a.outFeatures)
     .int32(a.inFeatures)
-    .int32(a.rows);
-  // About one block per multiprocessor: the warps walk the features, and a dependent launch's blocks fit beside.
-  const blocks = Math.min(Math.ceil(a.outFeatures / WARPS_PER_BLOCK), cuda.properties.multiprocessors);
-  const shape = { grid: [blocks, a.rows, 1], block: [WARPS_PER_BLOCK * 32, 1, 1] } as const;
+    .int32(a.rows)
+    .int32(stages);
+  // About one block per multiprocessor: the blocks walk the row tiles.
+  const blocks = Math.min(Math.ceil(a.outFeatures / TILE_ROWS), cuda.properties.multiprocessors);
+  const shape = { grid: [blocks, a.rows, 1], block: [WARPS_PER_BLOCK * 32, 1, 1], sharedBytes } as const;
   const attributes = options.dependentLaunch ? { programmaticStreamSerialization: true } : undefined;
   launch(cuda, GEMV_KERNEL, shape, args, options, attributes);
 }
