@@ -1,0 +1,180 @@
+// The voice catalog over HTTP (API.md "Voices"): GET/POST /v1/audio/voices, GET/DELETE /v1/audio/voices/{id}.
+// An upload is multipart (`name`, `text`, optional `overwrite`, one `audio` file ≤ 10 MB); it is decoded and encoded
+// once, then stored atomically. Deleting or replacing a voice drops its reference cache entries in the engine.
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { Engine } from '../../engine/engine.ts';
+import { DramaError } from '../../errors.ts';
+import { notFound, type Voice, type VoiceCatalog } from '../../voices/catalog.ts';
+import type { VoiceEncoder } from '../../voices/encoder.ts';
+import { checkVoiceName, checkVoiceText, MAX_VOICE_AUDIO_BYTES } from '../../voices/names.ts';
+import type { ServerContext } from '../context.ts';
+import { registerVoiceMetrics } from './voices-metrics.ts';
+
+export interface VoicesOptions {
+  readonly catalog: VoiceCatalog;
+  readonly encode: VoiceEncoder;
+}
+
+interface Upload {
+  name?: string;
+  text?: string;
+  overwrite?: string;
+  audio?: Buffer;
+}
+
+const UPLOAD_FIELDS = ['name', 'text', 'overwrite'];
+
+export function describeVoice(voice: Voice) {
+  return {
+    id: voice.name,
+    name: voice.name,
+    created_at: voice.createdAt,
+    ref_text: voice.text,
+    frames: voice.frames.length,
+  };
+}
+
+/** A multipart parser error → the named error a client sees. */
+function uploadError(error: unknown): unknown {
+  const code = (error as { code?: string }).code;
+  if (code === 'FST_REQ_FILE_TOO_LARGE') {
+    return new DramaError('VOICE_AUDIO_TOO_LARGE', `the voice audio file is over ${MAX_VOICE_AUDIO_BYTES} bytes`, {
+      kind: 'too_large',
+      param: 'audio',
+    });
+  }
+  if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE') {
+    return new DramaError('VOICE_UPLOAD_NOT_MULTIPART', 'a voice upload is multipart/form-data (name, text, audio)', {
+      param: 'body',
+    });
+  }
+  if (typeof code === 'string' && code.startsWith('FST_')) {
+    return new DramaError('VOICE_UPLOAD_MALFORMED', `the voice upload is malformed: ${(error as Error).message}`, {
+      param: 'body',
+    });
+  }
+  return error;
+}
+
+async function readUpload(request: FastifyRequest): Promise<Upload> {
+  const upload: Upload = {};
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'file') {
+        if (part.fieldname !== 'audio') throw unknownField(part.fieldname);
+        upload.audio = await part.toBuffer();
+      } else {
+        if (!UPLOAD_FIELDS.includes(part.fieldname)) throw unknownField(part.fieldname);
+        (upload as Record<string, unknown>)[part.fieldname] = String(part.value);
+      }
+    }
+  } catch (error) {
+    throw uploadError(error);
+  }
+  return upload;
+}
+
+function unknownField(name: string): DramaError {
+  return new DramaError('UNKNOWN_FIELD', `unknown field '${name}' in the voice upload`, { param: name });
+}
+
+function missing(field: string): DramaError {
+  return new DramaError('MISSING_FIELD', `missing required field '${field}'`, { param: field });
+}
+
+const IdParams = Type.Object({ id: Type.String() });
+
+export function voicesRoutes(
+  context: ServerContext,
+  voices: VoicesOptions | undefined,
+  engine: Promise<Engine>,
+): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    registerVoiceMetrics(context, voices?.catalog, engine, app.log);
+    await app.register(multipart, {
+      limits: { fileSize: MAX_VOICE_AUDIO_BYTES, files: 1, fields: UPLOAD_FIELDS.length, fieldSize: 64 * 1024 },
+    });
+    voices?.catalog.onChange((change) => {
+      // While the model loads there is no cache to clear.
+      if (change.type !== 'added') void engine.then((ready) => ready.forgetVoice(change.name));
+    });
+    const catalog = (): VoiceCatalog => {
+      if (voices === undefined) {
+        throw new DramaError('VOICES_DISABLED', 'this server has no voice catalog (start it with --voices DIR)', {
+          kind: 'not_found',
+        });
+      }
+      return voices.catalog;
+    };
+
+    app.get('/v1/audio/voices', { schema: { summary: 'Voices in the catalog', tags: ['voices'] } }, async () => ({
+      voices: voices === undefined ? [] : voices.catalog.list().map(describeVoice),
+    }));
+
+    app.get(
+      '/v1/audio/voices/:id',
+      { schema: { params: IdParams, summary: 'One voice', tags: ['voices'] } },
+      async (request) => {
+        const voice = catalog().get(checkVoiceName(request.params.id, 'id'));
+        if (voice === undefined) throw notFound(request.params.id);
+        return describeVoice(voice);
+      },
+    );
+
+    app.delete(
+      '/v1/audio/voices/:id',
+      { schema: { params: IdParams, summary: 'Delete a voice', tags: ['voices'] } },
+      async (request) => {
+        const name = checkVoiceName(request.params.id, 'id');
+        await catalog().remove(name);
+        return { id: name, deleted: true };
+      },
+    );
+
+    app.post(
+      '/v1/audio/voices',
+      {
+        schema: {
+          summary: 'Add a voice (multipart: name, text, audio, optional overwrite=true)',
+          tags: ['voices'],
+          consumes: ['multipart/form-data'],
+        },
+      },
+      async (request, reply) => {
+        const target = catalog();
+        const upload = await readUpload(request);
+        if (upload.name === undefined) throw missing('name');
+        const name = checkVoiceName(upload.name);
+        if (upload.text === undefined) throw missing('text');
+        const text = checkVoiceText(upload.text);
+        if (upload.overwrite !== undefined && upload.overwrite !== 'true' && upload.overwrite !== 'false') {
+          throw new DramaError('INVALID_FIELD', `'overwrite' must be true or false, got '${upload.overwrite}'`, {
+            param: 'overwrite',
+          });
+        }
+        const overwrite = upload.overwrite === 'true';
+        if (!overwrite && target.get(name) !== undefined) {
+          throw new DramaError('VOICE_EXISTS', `a voice named '${name}' exists; send overwrite=true to replace it`, {
+            kind: 'conflict',
+            param: 'name',
+          });
+        }
+        if (upload.audio === undefined) throw missing('audio');
+        const audio = new Uint8Array(upload.audio.buffer, upload.audio.byteOffset, upload.audio.length);
+        const encoded = await voices!.encode(audio);
+        const voice = await target.add({
+          name,
+          text,
+          audio,
+          audioExtension: encoded.extension,
+          frames: encoded.frames,
+          overwrite,
+        });
+        return reply.code(201).send(describeVoice(voice));
+      },
+    );
+  };
+}

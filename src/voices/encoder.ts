@@ -1,0 +1,80 @@
+// Uploaded voice audio → the codec's frames, once per upload. The file is decoded by the audio module (which refuses
+// bad, empty, too long or unknown files by name), downmixed, resampled to 44.1 kHz and encoded. The null runtime
+// (tests) has no codec: its encoder derives deterministic frames from the samples, one per 2048 samples at 44.1 kHz.
+import { decodeUpload } from '../audio/decode.ts';
+import { resample } from '../audio/resample.ts';
+import { sniffUploadFormat, type UploadFormat } from '../audio/sniff.ts';
+import type { Codec } from '../codec/codec.ts';
+import { encodeReferenceAudio, loadCheckpointCodec } from '../codec/reference.ts';
+import type { RuntimeSpec } from '../engine/load-runtime.ts';
+import { mix32 } from '../engine/null-model.ts';
+import { DramaError } from '../errors.ts';
+import { CODES_PER_FRAME, type Frame } from '../model/types.ts';
+import { checkVoiceAudioSize } from './names.ts';
+
+export interface EncodedUpload {
+  readonly frames: Frame[];
+  /** Extension for the stored file, from its sniffed format. */
+  readonly extension: string;
+}
+
+export type VoiceEncoder = (audio: Uint8Array) => Promise<EncodedUpload>;
+
+const EXTENSIONS: Record<UploadFormat, string> = {
+  wav: 'wav',
+  mp3: 'mp3',
+  flac: 'flac',
+  opus: 'ogg',
+  vorbis: 'ogg',
+  aac: 'aac',
+  m4a: 'm4a',
+};
+const NATIVE_RATE = 44100;
+const FRAME_LENGTH = 2048;
+
+/** Decodes the upload and hands its mono samples to `encode`. */
+async function encodeUpload(
+  audio: Uint8Array,
+  encode: (samples: Float32Array, sampleRate: number) => Frame[],
+): Promise<EncodedUpload> {
+  checkVoiceAudioSize(audio.length);
+  const decoded = await decodeUpload(audio);
+  const frames = encode(decoded.samples, decoded.sampleRate);
+  if (frames.length === 0) {
+    throw new DramaError(
+      'VOICE_AUDIO_TOO_SHORT',
+      `the voice audio (${decoded.samples.length} samples at ${decoded.sampleRate} Hz) is shorter than one frame`,
+      { param: 'audio' },
+    );
+  }
+  return { frames, extension: EXTENSIONS[sniffUploadFormat(audio)!] };
+}
+
+/** Frames of the null runtime: code k of frame f hashes the frame's samples, so different audio gives other codes. */
+export function nullFrames(samples: Float32Array, sampleRate: number): Frame[] {
+  const native = sampleRate === NATIVE_RATE ? samples : resample(samples, sampleRate, NATIVE_RATE);
+  const frames: Frame[] = [];
+  for (let start = 0; start + FRAME_LENGTH <= native.length; start += FRAME_LENGTH) {
+    let hash = frames.length;
+    for (let index = start; index < start + FRAME_LENGTH; index += 64)
+      hash = mix32(hash ^ Math.round(native[index]! * 32767));
+    const frame = new Int32Array(CODES_PER_FRAME);
+    for (let k = 0; k < CODES_PER_FRAME; k++) {
+      hash = mix32(hash + k + 1);
+      frame[k] = hash % (k === 0 ? 4096 : 1024);
+    }
+    frames.push(frame);
+  }
+  return frames;
+}
+
+/** The encoder for a runtime: the checkpoint's codec (loaded on first use), or the null runtime's. */
+export function voiceEncoderFor(spec: RuntimeSpec): VoiceEncoder {
+  if (spec.kind === 'null') return (audio) => encodeUpload(audio, nullFrames);
+  let codec: Promise<Codec> | undefined;
+  return async (audio) => {
+    codec ??= loadCheckpointCodec(spec.dir);
+    const loaded = await codec;
+    return encodeUpload(audio, (samples, sampleRate) => encodeReferenceAudio(loaded, [samples], sampleRate));
+  };
+}

@@ -1,0 +1,57 @@
+// Voice names and the limits of one voice. A name is also its folder name and its id in the API, so it is checked
+// before any path is built from it: letters, digits, '_', '-' and '.', not starting with '.', at most 64 characters.
+import { DramaError } from '../errors.ts';
+
+/** Largest uploaded reference audio file (API.md: ≤ 10 MB). */
+export const MAX_VOICE_AUDIO_BYTES = 10 * 1024 * 1024;
+/** Longest transcript, in UTF-8 bytes (the prompt builder's reference transcript limit). */
+export const MAX_VOICE_TEXT_BYTES = 4096;
+export const MAX_VOICE_NAME_LENGTH = 64;
+
+const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+/** Throws VOICE_NAME_INVALID unless `name` is safe as a folder name and an id. */
+export function checkVoiceName(name: string, param = 'name'): string {
+  if (name.length === 0) throw new DramaError('VOICE_NAME_INVALID', 'the voice name is empty', { param });
+  if (name.length > MAX_VOICE_NAME_LENGTH) {
+    throw new DramaError(
+      'VOICE_NAME_INVALID',
+      `the voice name is ${name.length} characters; at most ${MAX_VOICE_NAME_LENGTH} are allowed`,
+      { param },
+    );
+  }
+  if (!NAME_PATTERN.test(name) || name.includes('..')) {
+    throw new DramaError(
+      'VOICE_NAME_INVALID',
+      `the voice name ${JSON.stringify(name)} may use only letters, digits, '_', '-' and '.', must not start with '.' and must not contain '..'`,
+      { param },
+    );
+  }
+  return name;
+}
+
+/** Throws unless the transcript is non-empty and within MAX_VOICE_TEXT_BYTES. */
+export function checkVoiceText(text: string, param = 'text'): string {
+  if (text.trim() === '') throw new DramaError('VOICE_TEXT_EMPTY', 'the voice transcript is empty', { param });
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > MAX_VOICE_TEXT_BYTES) {
+    throw new DramaError(
+      'VOICE_TEXT_TOO_LONG',
+      `the voice transcript is ${bytes} UTF-8 bytes; at most ${MAX_VOICE_TEXT_BYTES} are allowed`,
+      { param },
+    );
+  }
+  return text;
+}
+
+/** Throws VOICE_AUDIO_TOO_LARGE (413) or VOICE_AUDIO_EMPTY for an upload's byte count. */
+export function checkVoiceAudioSize(bytes: number, param = 'audio'): void {
+  if (bytes === 0) throw new DramaError('VOICE_AUDIO_EMPTY', 'the voice audio file is empty (0 bytes)', { param });
+  if (bytes > MAX_VOICE_AUDIO_BYTES) {
+    throw new DramaError(
+      'VOICE_AUDIO_TOO_LARGE',
+      `the voice audio file is ${bytes} bytes; at most ${MAX_VOICE_AUDIO_BYTES} are accepted`,
+      { kind: 'too_large', param },
+    );
+  }
+}

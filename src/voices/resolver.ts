@@ -1,0 +1,17 @@
+// Voice names in speech requests → references, through the catalog: a catalog voice gives its transcript and its
+// stored frames (the engine does not encode its audio again); `default` and OpenAI's built-in names mean the default
+// voice unless the catalog defines them; any other name is unknown (404, never the default voice).
+import type { VoiceResolver } from '../server/context.ts';
+import { defaultVoiceOnly } from '../server/context.ts';
+import type { VoiceCatalog } from './catalog.ts';
+
+/** Catalog references carry frames; their audio bytes are not needed by the engine. */
+const NO_AUDIO = new Uint8Array(0);
+
+export function catalogResolver(catalog: VoiceCatalog): VoiceResolver {
+  return async (name) => {
+    const voice = catalog.get(name);
+    if (voice === undefined) return defaultVoiceOnly(name);
+    return [{ audio: NO_AUDIO, text: voice.text, frames: voice.frames, voice: voice.name }];
+  };
+}
