@@ -12,6 +12,7 @@ import { createMetrics } from './metrics.ts';
 import { operationsRoutes } from './routes/operations.ts';
 import { speechRoute } from './routes/speech.ts';
 import { ttsRoute } from './routes/tts.ts';
+import { type VoicesOptions, voicesRoutes } from './routes/voices.ts';
 
 export interface AppOptions {
   /** The engine, or its start-up (the app serves 503 until it resolves). */
@@ -19,6 +20,8 @@ export interface AppOptions {
   readonly audio: AudioToolkit;
   readonly apiKeys?: readonly string[];
   readonly resolveVoice?: VoiceResolver;
+  /** The voice catalog and its upload encoder (the voices routes answer 404 VOICES_DISABLED without it). */
+  readonly voices?: VoicesOptions;
   /** The playground page; a placeholder is served when absent or unreadable. */
   readonly pagePath?: URL;
   /** Largest request body in bytes (references travel base64 in JSON). */
@@ -74,5 +77,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(speechRoute(context));
   await app.register(ttsRoute(context));
   await app.register(operationsRoutes(context, options.pagePath));
+  await app.register(voicesRoutes(context, options.voices, engineReady));
   return app;
 }
