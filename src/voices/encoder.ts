@@ -69,10 +69,11 @@ export function nullFrames(samples: Float32Array, sampleRate: number): Frame[] {
 }
 
 /** The encoder for a runtime: the checkpoint's codec (loaded on first use), or the null runtime's. */
-export function voiceEncoderFor(spec: RuntimeSpec): VoiceEncoder {
-  if (spec.kind === 'null') return (audio) => encodeUpload(audio, nullFrames);
+export function voiceEncoderFor(runtime: RuntimeSpec | Promise<RuntimeSpec>): VoiceEncoder {
   let codec: Promise<Codec> | undefined;
   return async (audio) => {
+    const spec = await runtime;
+    if (spec.kind === 'null') return encodeUpload(audio, nullFrames);
     codec ??= loadCheckpointCodec(spec.dir);
     const loaded = await codec;
     return encodeUpload(audio, (samples, sampleRate) => encodeReferenceAudio(loaded, [samples], sampleRate));
