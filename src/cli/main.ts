@@ -5,6 +5,7 @@ import { registerInspect } from './inspect.ts';
 import { registerSay } from './say.ts';
 import { registerServe } from './serve.ts';
 import { registerSynth } from './synth.ts';
+import { registerVoices } from './voices.ts';
 
 const program = new Command();
 program
@@ -19,5 +20,6 @@ registerSay(program);
 registerEncode(program);
 registerSynth(program);
 registerInspect(program);
+registerVoices(program);
 
 await program.parseAsync(process.argv);
