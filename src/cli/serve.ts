@@ -9,6 +9,7 @@ import { audioToolkit } from '../server/audio-toolkit.ts';
 import { loadApiKeys } from '../server/auth.ts';
 import { SYNTHETIC_NOTICE } from '../server/routes/operations.ts';
 import { DEFAULT_CACHE_DIR, resolveRuntime } from './default-model.ts';
+import { openVoices, voicesOption } from './voices.ts';
 
 export function positiveInteger(value: string): number {
   const parsed = Number(value);
@@ -97,6 +98,7 @@ interface ServeFlags extends EngineFlags {
   readonly apiKey: string[];
   readonly apiKeyFile?: string;
   readonly log: boolean;
+  readonly voices: string;
 }
 
 async function serve(flags: ServeFlags): Promise<void> {
@@ -116,6 +118,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     pagePath: new URL('../../web/index.html', import.meta.url),
     logger: flags.log,
     processMetrics: true,
+    ...(await openVoices(flags.voices, runtime)),
   });
   const address = await app.listen({ host: flags.host, port: flags.port });
   console.log(`drama3 listening on ${address} (loading the model; /health answers 503 until it is ready)`);
@@ -170,5 +173,6 @@ export function registerServe(program: Command): void {
     )
     .addOption(new Option('--api-key-file <file>', 'file with one API key a line').env('DRAMA3_API_KEY_FILE'))
     .addOption(new Option('--log', 'log each request (JSON lines)').env('DRAMA3_LOG').default(false));
+  command.addOption(voicesOption());
   addEngineOptions(command).action((flags: ServeFlags) => serve(flags));
 }
