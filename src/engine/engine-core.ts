@@ -3,10 +3,12 @@
 // rounds so that cancellations and new requests are taken in at round boundaries.
 import { DramaError } from '../errors.ts';
 import { checkInputLength, frameBudget } from './admission.ts';
+import { type FrameDecoder, InlineFrameDecoder } from './frame-decoder.ts';
 import type { EngineCommand, EngineEvent, EngineInfo, SpeechJob } from './protocol.ts';
 import { DEFAULT_REFERENCE_CACHE_BYTES, ReferenceCache } from './reference-cache.ts';
 import type { EncodedReference, SpeechRuntime } from './runtime.ts';
-import { type PreparedRequest, Scheduler, serializeError } from './scheduler.ts';
+import { type PreparedRequest, Scheduler } from './scheduler.ts';
+import { serializeError } from './serialize-error.ts';
 
 export interface EngineSettings {
   readonly lanes: number;
@@ -42,12 +44,13 @@ export class EngineCore {
     private readonly runtime: SpeechRuntime,
     private readonly settings: EngineSettings,
     private readonly emit: (event: EngineEvent) => void,
+    private readonly decoder: FrameDecoder = new InlineFrameDecoder(runtime.codec, emit),
   ) {
     const cacheBytes = settings.referenceCacheBytes ?? DEFAULT_REFERENCE_CACHE_BYTES;
     const referenceCache = cacheBytes > 0 ? new ReferenceCache(cacheBytes) : undefined;
     this.scheduler = new Scheduler(
       runtime,
-      { lanes: settings.lanes, prefillChunk: settings.prefillChunk, referenceCache },
+      { lanes: settings.lanes, prefillChunk: settings.prefillChunk, referenceCache, decoder },
       emit,
     );
     const contextRows = runtime.model.contextRows;
@@ -162,5 +165,6 @@ export class EngineCore {
   private shutdown(): void {
     this.closed = true;
     this.scheduler.releaseAll();
+    void this.decoder.close();
   }
 }

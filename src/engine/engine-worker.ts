@@ -1,10 +1,11 @@
-// Entry of the engine's worker thread: loads the runtime named in workerData, then relays commands and events.
-// Audio events transfer their PCM buffer to the main thread instead of copying it.
+// Entry of the engine's worker thread: loads the runtime named in workerData and starts the decode thread beside it,
+// then relays commands and events. Audio events transfer their PCM buffer to the main thread instead of copying it.
 import { parentPort, workerData } from 'node:worker_threads';
 import { EngineCore, type EngineSettings } from './engine-core.ts';
 import { loadRuntime, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineCommand, EngineEvent } from './protocol.ts';
-import { serializeError } from './scheduler.ts';
+import { serializeError } from './serialize-error.ts';
+import { ThreadFrameDecoder } from './thread-decoder.ts';
 
 const port = parentPort!;
 const { spec, settings } = workerData as { spec: RuntimeSpec; settings: EngineSettings };
@@ -15,7 +16,8 @@ function send(event: EngineEvent): void {
 }
 
 try {
-  const core = new EngineCore(await loadRuntime(spec), settings, send);
+  const [runtime, decoder] = await Promise.all([loadRuntime(spec), ThreadFrameDecoder.start(spec, send)]);
+  const core = new EngineCore(runtime, settings, send, decoder);
   port.on('message', (command: EngineCommand) => {
     core.handle(command);
     if (command.type === 'shutdown') port.close();

@@ -1,11 +1,12 @@
 // The main thread's handle on the engine: starts it (worker thread, or in-thread for tests), bounds the queue
 // (lanes + queue limit requests in flight, beyond that 503 overloaded), and routes each request's events to it.
 import { EventEmitter } from 'node:events';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { DramaError, type ErrorKind } from '../errors.ts';
 import { EngineCore, type EngineSettings } from './engine-core.ts';
 import { loadRuntime, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineCommand, EngineEvent, EngineInfo, EngineStats, SerializedError, SpeechJob } from './protocol.ts';
+import { startTypeScriptWorker } from './threads.ts';
 
 export interface EngineOptions {
   readonly runtime: RuntimeSpec;
@@ -28,12 +29,9 @@ export function toDramaError(error: SerializedError): DramaError {
   return new DramaError(error.code, error.message, { kind: error.kind as ErrorKind, param: error.param });
 }
 
-/** Runs `loadRuntime` and the engine core inside a worker thread whose module loader understands TypeScript. */
+/** Runs `loadRuntime` and the engine core inside a worker thread (which starts the decode thread). */
 function startWorker(spec: RuntimeSpec, settings: EngineSettings): Worker {
-  const entry = new URL('./engine-worker.ts', import.meta.url).href;
-  const loader = import.meta.resolve('tsx/esm/api');
-  const bootstrap = `import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); })`;
-  return new Worker(bootstrap, { eval: true, workerData: { spec, settings } });
+  return startTypeScriptWorker(new URL('./engine-worker.ts', import.meta.url), { spec, settings });
 }
 
 export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
@@ -57,9 +55,9 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
   static async start(options: EngineOptions): Promise<Engine> {
     if (options.thread === 'inline') {
       let engine: Engine | undefined;
-      const core = new EngineCore(await loadRuntime(options.runtime), options.settings, (event) =>
-        engine!.receive(event),
-      );
+      const runtime = await loadRuntime(options.runtime);
+      const emit = (event: EngineEvent) => engine!.receive(event);
+      const core = new EngineCore(runtime, options.settings, emit);
       engine = new Engine(
         core.info,
         options.queueLimit,
@@ -152,11 +150,13 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     }
     if (event.type === 'ready' || event.type === 'load-failed') return;
     const listener = this.requestListeners.get(event.id);
+    // Late events of a request that already ended (audio decoded after a cancel, a second failure) are dropped.
+    if (listener === undefined) return;
     if (event.type === 'finished' || event.type === 'failed' || event.type === 'cancelled') {
       this.requestListeners.delete(event.id);
       this.inFlight -= 1;
     }
-    listener?.(event);
+    listener(event);
   }
 
   /** Every open request fails with the cause. */

@@ -1,12 +1,14 @@
 // Builds the engine's runtime from a plain description (it crosses into the worker thread as workerData): the null
 // runtime for tests, or a checkpoint folder loaded on the cpu backend.
+
+import { loadCheckpointCodec } from '../codec/reference.ts';
 import { DramaError } from '../errors.ts';
 import { loadSpeechModel } from '../model/speech-model.ts';
 import { loadCheckpointRuntime } from './checkpoint-runtime.ts';
 import { NullCodec } from './null-codec.ts';
 import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
 import { NullTextFrontEnd } from './null-text.ts';
-import type { SpeechRuntime } from './runtime.ts';
+import type { EngineCodec, SpeechRuntime } from './runtime.ts';
 
 export type RuntimeSpec =
   | { readonly kind: 'null'; readonly model?: NullModelOptions }
@@ -31,4 +33,15 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
       cause: error,
     });
   }
+}
+
+/** The codec alone (for the decode thread): decode only, no reference encode. */
+export async function loadEngineCodec(spec: RuntimeSpec): Promise<EngineCodec> {
+  if (spec.kind === 'null') return new NullCodec();
+  const codec = await loadCheckpointCodec(spec.dir);
+  return {
+    sampleRate: codec.config.sampleRate,
+    frameLength: codec.config.frameLength,
+    openStream: () => codec.openStream(),
+  };
 }

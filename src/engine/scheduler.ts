@@ -1,11 +1,14 @@
 // Frame rounds over up to `lanes` active requests. Each round: settle cancellations, give free lanes to waiting
 // requests, prefill one chunk of each lane still reading its prompt, then one model step over every lane that is
-// generating. Frames are decoded in groups that grow 1 → 4 → 8 → 16 so that the first audio leaves after one frame.
-import { DramaError, isDramaError } from '../errors.ts';
-import type { CodecStream, Frame, Lane } from '../model/types.ts';
-import type { Admission, EngineEvent, SerializedError } from './protocol.ts';
+// generating. Frames go to the decoder in groups that grow 1 → 4 → 8 → 16 so that the first audio leaves after one
+// frame; every request that reached the decoder ends through it, so its terminal event follows its audio.
+import { DramaError } from '../errors.ts';
+import type { Frame, Lane } from '../model/types.ts';
+import { type FrameDecoder, InlineFrameDecoder, type TerminalEvent } from './frame-decoder.ts';
+import type { Admission, EngineEvent } from './protocol.ts';
 import { type ReferenceCache, ReferencePrefill } from './reference-cache.ts';
 import type { BuiltPrompt, SpeechRuntime } from './runtime.ts';
+import { serializeError } from './serialize-error.ts';
 
 /** Decode group sizes, in order; the last repeats. */
 export const DECODE_GROUPS = [1, 4, 8, 16] as const;
@@ -16,6 +19,8 @@ export interface SchedulerOptions {
   readonly prefillChunk: number;
   /** Restores lanes at the end of a known reference prefix; absent: every prompt is prefilled whole. */
   readonly referenceCache?: ReferenceCache;
+  /** Frames → audio events; absent: the runtime's codec in this thread. */
+  readonly decoder?: FrameDecoder;
 }
 
 /** A request that passed admission: its prompt pieces and budgets. */
@@ -36,10 +41,7 @@ class RequestState {
   groups = 0;
   pending: Frame[] = [];
   cancelled = false;
-  constructor(
-    readonly request: PreparedRequest,
-    readonly codec: CodecStream,
-  ) {}
+  constructor(readonly request: PreparedRequest) {}
 
   get piece(): BuiltPrompt {
     return this.request.pieces[this.pieceIndex]!;
@@ -50,16 +52,11 @@ class RequestState {
   }
 }
 
-export function serializeError(error: unknown): SerializedError {
-  if (isDramaError(error)) return { code: error.code, message: error.message, kind: error.kind, param: error.param };
-  const message = error instanceof Error ? error.message : String(error);
-  return { code: 'ENGINE_FAILURE', message, kind: 'internal', param: undefined };
-}
-
 export class Scheduler {
   private readonly waiting: RequestState[] = [];
   private readonly active: RequestState[] = [];
   private readonly referencePrefill: ReferencePrefill;
+  private readonly decoder: FrameDecoder;
   rounds = 0;
   frames = 0;
 
@@ -68,6 +65,7 @@ export class Scheduler {
     private readonly options: SchedulerOptions,
     private readonly emit: (event: EngineEvent) => void,
   ) {
+    this.decoder = options.decoder ?? new InlineFrameDecoder(runtime.codec, emit);
     if (!Number.isInteger(options.lanes) || options.lanes < 1) {
       throw new DramaError('LANES_INVALID', `lanes must be a positive integer, got ${options.lanes}`, {
         param: 'lanes',
@@ -89,7 +87,8 @@ export class Scheduler {
   }
 
   enqueue(request: PreparedRequest): void {
-    this.waiting.push(new RequestState(request, this.runtime.codec.openStream()));
+    this.waiting.push(new RequestState(request));
+    this.decoder.open(request.id);
   }
 
   /** A waiting request leaves at once; an active one is settled (lane released) at the start of the next round. */
@@ -97,6 +96,7 @@ export class Scheduler {
     const index = this.waiting.findIndex((state) => state.request.id === id);
     if (index >= 0) {
       this.waiting.splice(index, 1);
+      this.decoder.drop(id);
       this.emit({ type: 'cancelled', id, round: this.rounds });
       return;
     }
@@ -107,6 +107,7 @@ export class Scheduler {
   runRound(): void {
     for (const state of this.active.filter((candidate) => candidate.cancelled)) {
       this.retire(state);
+      this.decoder.drop(state.request.id);
       this.emit({ type: 'cancelled', id: state.request.id, round: this.rounds });
     }
     while (this.active.length < this.options.lanes && this.waiting.length > 0) {
@@ -148,7 +149,10 @@ export class Scheduler {
 
   /** Releases every lane (engine shutdown). */
   releaseAll(): void {
-    for (const state of [...this.active]) this.retire(state);
+    for (const state of [...this.active, ...this.waiting]) {
+      this.retire(state);
+      this.decoder.drop(state.request.id);
+    }
     this.waiting.length = 0;
   }
 
@@ -192,18 +196,16 @@ export class Scheduler {
 
   private flush(state: RequestState): void {
     if (state.pending.length === 0) return;
-    const frames = state.pending.length;
-    const pcm = state.codec.push(state.pending);
+    this.decoder.decode(state.request.id, state.pending);
     state.pending = [];
     state.groups += 1;
-    this.emit({ type: 'audio', id: state.request.id, pcm, frames });
   }
 
   private finish(state: RequestState, reason: 'stop' | 'length'): void {
     this.flush(state);
     this.retire(state);
     const usage = { inputTokens: state.request.admission.inputTokens, outputFrames: state.frames };
-    this.emit({ type: 'finished', id: state.request.id, reason, usage });
+    this.decoder.end({ type: 'finished', id: state.request.id, reason, usage });
   }
 
   private retire(state: RequestState): void {
@@ -213,7 +215,7 @@ export class Scheduler {
     state.lane = null;
   }
 
-  /** A failure inside the model or codec fails the requests it touched; the others keep running. */
+  /** A failure inside the model fails the requests it touched; the others keep running. */
   private guard(states: readonly RequestState[], work: () => void): void {
     try {
       work();
@@ -225,7 +227,8 @@ export class Scheduler {
         } catch {
           // The lane's storage is already gone with the failure; the request is reported failed below.
         }
-        this.emit({ type: 'failed', id: state.request.id, error: serializeError(error) });
+        const failed: TerminalEvent = { type: 'failed', id: state.request.id, error: serializeError(error) };
+        this.decoder.end(failed);
       }
     }
   }

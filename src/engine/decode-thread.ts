@@ -1,0 +1,48 @@
+// Entry of the decode thread: the codec beside the engine thread, so that decoding a request's frames overlaps the
+// next frame rounds. Commands and events keep per-request order; frames arrive as one [N, K] int32 array.
+import { parentPort, workerData } from 'node:worker_threads';
+import { CODES_PER_FRAME } from '../model/types.ts';
+import { InlineFrameDecoder, type TerminalEvent } from './frame-decoder.ts';
+import { loadEngineCodec, type RuntimeSpec } from './load-runtime.ts';
+import type { EngineEvent } from './protocol.ts';
+import { serializeError } from './serialize-error.ts';
+
+export type DecodeCommand =
+  | { readonly type: 'open'; readonly id: number }
+  | { readonly type: 'decode'; readonly id: number; readonly codes: Int32Array }
+  | { readonly type: 'end'; readonly event: TerminalEvent }
+  | { readonly type: 'drop'; readonly id: number }
+  | { readonly type: 'close' };
+
+export type DecodeReply =
+  | EngineEvent
+  | { readonly type: 'decoder-ready' }
+  | { readonly type: 'decoder-failed'; readonly error: ReturnType<typeof serializeError> };
+
+const port = parentPort!;
+const { spec } = workerData as { spec: RuntimeSpec };
+
+function send(event: DecodeReply): void {
+  if (event.type === 'audio') port.postMessage(event, [event.pcm.buffer as ArrayBuffer]);
+  else port.postMessage(event);
+}
+
+try {
+  const decoder = new InlineFrameDecoder(await loadEngineCodec(spec), send);
+  port.on('message', (command: DecodeCommand) => {
+    if (command.type === 'open') decoder.open(command.id);
+    else if (command.type === 'decode') {
+      const frames = [];
+      for (let row = 0; row < command.codes.length; row += CODES_PER_FRAME) {
+        frames.push(command.codes.subarray(row, row + CODES_PER_FRAME));
+      }
+      decoder.decode(command.id, frames);
+    } else if (command.type === 'end') decoder.end(command.event);
+    else if (command.type === 'drop') decoder.drop(command.id);
+    else port.close();
+  });
+  send({ type: 'decoder-ready' });
+} catch (error) {
+  send({ type: 'decoder-failed', error: serializeError(error) });
+  port.close();
+}

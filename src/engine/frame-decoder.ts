@@ -1,0 +1,63 @@
+// Frames → PCM audio events, per request and in order, each request's terminal event (finished or failed) after
+// its audio. The inline decoder runs the codec in the calling thread; the threaded one (decode-thread.ts) runs it
+// beside the engine so that decoding overlaps the next frame rounds. Frames are [K] int32; PCM mono fp32.
+import type { CodecStream, Frame } from '../model/types.ts';
+import type { EngineEvent } from './protocol.ts';
+import type { EngineCodec } from './runtime.ts';
+import { serializeError } from './serialize-error.ts';
+
+/** The events that end a request whose audio went through the decoder. */
+export type TerminalEvent = Extract<EngineEvent, { type: 'finished' | 'failed' }>;
+
+export interface FrameDecoder {
+  open(id: number): void;
+  /** Decodes a group of frames; its `audio` event follows. */
+  decode(id: number, frames: readonly Frame[]): void;
+  /** Emits the request's terminal event after its audio, and forgets its stream. */
+  end(event: TerminalEvent): void;
+  /** Forgets a cancelled request's stream; audio still in flight for it is dropped by the host. */
+  drop(id: number): void;
+  close(): Promise<void>;
+}
+
+export class InlineFrameDecoder implements FrameDecoder {
+  private readonly streams = new Map<number, CodecStream>();
+  /** Requests whose decode failed: their later frames are ignored and their end becomes that failure. */
+  private readonly failed = new Map<number, TerminalEvent>();
+
+  constructor(
+    private readonly codec: EngineCodec,
+    private readonly emit: (event: EngineEvent) => void,
+  ) {}
+
+  open(id: number): void {
+    this.streams.set(id, this.codec.openStream());
+  }
+
+  decode(id: number, frames: readonly Frame[]): void {
+    const stream = this.streams.get(id);
+    if (stream === undefined || frames.length === 0) return;
+    try {
+      this.emit({ type: 'audio', id, pcm: stream.push(frames), frames: frames.length });
+    } catch (error) {
+      this.streams.delete(id);
+      this.failed.set(id, { type: 'failed', id, error: serializeError(error) });
+    }
+  }
+
+  end(event: TerminalEvent): void {
+    const failure = this.failed.get(event.id);
+    this.failed.delete(event.id);
+    this.streams.delete(event.id);
+    this.emit(failure ?? event);
+  }
+
+  drop(id: number): void {
+    this.streams.delete(id);
+    this.failed.delete(id);
+  }
+
+  async close(): Promise<void> {
+    this.streams.clear();
+  }
+}

@@ -1,0 +1,93 @@
+// The engine thread's handle on the decode thread: frame groups go out as one [N, K] int32 array each, audio and
+// terminal events come back in per-request order and are passed on. If the decode thread dies, its open requests
+// fail by name and later ones are failed at their end instead of hanging.
+import type { Worker } from 'node:worker_threads';
+import { DramaError } from '../errors.ts';
+import type { Frame } from '../model/types.ts';
+import type { DecodeCommand, DecodeReply } from './decode-thread.ts';
+import type { FrameDecoder, TerminalEvent } from './frame-decoder.ts';
+import type { RuntimeSpec } from './load-runtime.ts';
+import type { EngineEvent } from './protocol.ts';
+import { startTypeScriptWorker } from './threads.ts';
+
+export class ThreadFrameDecoder implements FrameDecoder {
+  private readonly openIds = new Set<number>();
+  private broken: string | undefined;
+  private closing = false;
+
+  private constructor(
+    private readonly worker: Worker,
+    private readonly emit: (event: EngineEvent) => void,
+  ) {
+    worker.on('message', (reply: DecodeReply) => {
+      if (reply.type === 'decoder-ready' || reply.type === 'decoder-failed') return;
+      if (reply.type === 'finished' || reply.type === 'failed') this.openIds.delete(reply.id);
+      emit(reply);
+    });
+    worker.on('exit', (code) => {
+      if (!this.closing) this.fail(`the decode thread exited with code ${code}`);
+    });
+  }
+
+  static start(spec: RuntimeSpec, emit: (event: EngineEvent) => void): Promise<ThreadFrameDecoder> {
+    const worker = startTypeScriptWorker(new URL('./decode-thread.ts', import.meta.url), { spec });
+    return new Promise((resolve, reject) => {
+      const onReply = (reply: DecodeReply) => {
+        if (reply.type === 'decoder-ready') resolve(new ThreadFrameDecoder(worker, emit));
+        else if (reply.type === 'decoder-failed')
+          reject(new DramaError(reply.error.code, reply.error.message, { kind: 'internal' }));
+        else return;
+        worker.off('message', onReply);
+      };
+      worker.on('message', onReply);
+      worker.once('error', reject);
+    });
+  }
+
+  open(id: number): void {
+    this.openIds.add(id);
+    this.send({ type: 'open', id });
+  }
+
+  decode(id: number, frames: readonly Frame[]): void {
+    const codes = new Int32Array(frames.reduce((sum, frame) => sum + frame.length, 0));
+    let offset = 0;
+    for (const frame of frames) {
+      codes.set(frame, offset);
+      offset += frame.length;
+    }
+    this.send({ type: 'decode', id, codes }, [codes.buffer]);
+  }
+
+  end(event: TerminalEvent): void {
+    if (this.broken !== undefined) {
+      this.emit({ type: 'failed', id: event.id, error: this.crashError() });
+      return;
+    }
+    this.send({ type: 'end', event });
+  }
+
+  drop(id: number): void {
+    this.openIds.delete(id);
+    this.send({ type: 'drop', id });
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await this.worker.terminate();
+  }
+
+  private send(command: DecodeCommand, transfer: ArrayBuffer[] = []): void {
+    if (this.broken === undefined) this.worker.postMessage(command, transfer);
+  }
+
+  private crashError() {
+    return { code: 'DECODER_CRASHED', message: this.broken ?? '', kind: 'internal', param: undefined };
+  }
+
+  private fail(reason: string): void {
+    this.broken = reason;
+    for (const id of this.openIds) this.emit({ type: 'failed', id, error: this.crashError() });
+    this.openIds.clear();
+  }
+}

@@ -1,0 +1,79 @@
+// Frame decoders: the threaded one gives the inline one's audio in the same order, terminal event last; a codec
+// failure turns the request's end into a named failure and leaves other requests alone.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { InlineFrameDecoder } from '../../src/engine/frame-decoder.ts';
+import { NullCodec } from '../../src/engine/null-codec.ts';
+import type { EngineEvent } from '../../src/engine/protocol.ts';
+import { ThreadFrameDecoder } from '../../src/engine/thread-decoder.ts';
+import { CODES_PER_FRAME } from '../../src/model/types.ts';
+
+const frames = Array.from({ length: 13 }, (_, index) =>
+  Int32Array.from({ length: CODES_PER_FRAME }, (_, k) => (index * 31 + k * 7) % 1024),
+);
+const groups = [frames.slice(0, 1), frames.slice(1, 5), frames.slice(5, 13)];
+const finished = { type: 'finished', id: 1, reason: 'stop', usage: { inputTokens: 2, outputFrames: 13 } } as const;
+
+test('the decode thread returns the inline decoder audio, in order, with the finished event last', async () => {
+  const inline: EngineEvent[] = [];
+  const local = new InlineFrameDecoder(new NullCodec(), (event) => inline.push(event));
+  local.open(1);
+  for (const group of groups) local.decode(1, group);
+  local.end(finished);
+
+  const threaded: EngineEvent[] = [];
+  const done = new Promise<void>((resolve) => {
+    void ThreadFrameDecoder.start({ kind: 'null' }, (event) => {
+      threaded.push(event);
+      if (event.type === 'finished') resolve();
+    }).then((decoder) => {
+      decoder.open(1);
+      for (const group of groups) decoder.decode(1, group);
+      decoder.end(finished);
+      void done.then(() => decoder.close());
+    });
+  });
+  await done;
+  assert.deepEqual(
+    threaded.map((event) => event.type),
+    ['audio', 'audio', 'audio', 'finished'],
+  );
+  assert.deepEqual(threaded, inline);
+});
+
+test('a codec failure ends that request as failed, by name; another request is unaffected', () => {
+  const events: EngineEvent[] = [];
+  let pushes = 0;
+  const codec = new NullCodec();
+  const fragile = {
+    sampleRate: codec.sampleRate,
+    frameLength: codec.frameLength,
+    openStream() {
+      const stream = codec.openStream();
+      return {
+        push(batch: readonly Int32Array[]) {
+          pushes += 1;
+          if (pushes === 2) throw new Error('decoder blew up');
+          return stream.push(batch);
+        },
+      };
+    },
+  };
+  const decoder = new InlineFrameDecoder(fragile, (event) => events.push(event));
+  decoder.open(1);
+  decoder.open(2);
+  decoder.decode(1, groups[0]!);
+  decoder.decode(1, groups[1]!);
+  decoder.decode(1, groups[2]!);
+  decoder.decode(2, groups[0]!);
+  decoder.end(finished);
+  decoder.end({ ...finished, id: 2 });
+  assert.deepEqual(
+    events.map((event) => `${event.type}:${'id' in event ? event.id : ''}`),
+    ['audio:1', 'audio:2', 'failed:1', 'finished:2'],
+  );
+  const failure = events[2]!;
+  assert.ok(
+    failure.type === 'failed' && failure.error.code === 'ENGINE_FAILURE' && /blew up/.test(failure.error.message),
+  );
+});
