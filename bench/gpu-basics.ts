@@ -90,12 +90,12 @@ function measureGemm(blas: CublasLt): { size: number; milliseconds: number; tera
   return { size, milliseconds, teraflops: (2 * size ** 3) / milliseconds / 1e9 };
 }
 
-function measureGemv(
-  inFeatures: number,
-  outFeatures: number,
-  dependentLaunch: boolean,
-  copyGigabytesPerSecond: number,
-) {
+interface GemvVariant {
+  readonly dependentLaunch: boolean;
+  readonly blocksPerMultiprocessor: number;
+}
+
+function measureGemv(inFeatures: number, outFeatures: number, variant: GemvVariant, copyGigabytesPerSecond: number) {
   const weightBytes = inFeatures * outFeatures * 2;
   // Enough weight sets that the rotation cannot live in L2.
   const sets = Math.max(2, Math.ceil((4 * cuda.properties.l2CacheBytes) / weightBytes));
@@ -107,7 +107,7 @@ function measureGemv(
   const enqueue = () => {
     for (let index = 0; index < launches; index++) {
       const w = weights[index % sets]!.pointer;
-      gemv(cuda, { y: y.pointer, w, x: x.pointer, rows: 1, outFeatures, inFeatures }, { dependentLaunch });
+      gemv(cuda, { y: y.pointer, w, x: x.pointer, rows: 1, outFeatures, inFeatures }, variant);
     }
   };
   const graph = CapturedGraph.capture(cuda.driver, cuda.stream, enqueue);
@@ -121,7 +121,7 @@ function measureGemv(
     held.splice(held.indexOf(allocation), 1);
   }
   const microseconds = milliseconds * 1000;
-  return { inFeatures, outFeatures, dependentLaunch, microseconds, gigabytesPerSecond, shareOfCopy };
+  return { inFeatures, outFeatures, ...variant, microseconds, gigabytesPerSecond, shareOfCopy };
 }
 
 function measureLaunches(count: number) {
@@ -151,10 +151,14 @@ const gemvShapes = [
   [4096, 2048],
   [2048, 4097],
 ] as const;
-const gemvs = [false, true].flatMap((dependentLaunch) =>
-  gemvShapes.map(([inFeatures, outFeatures]) =>
-    measureGemv(inFeatures, outFeatures, dependentLaunch, copy.gigabytesPerSecond),
-  ),
+const gemvVariants: GemvVariant[] = [
+  { dependentLaunch: false, blocksPerMultiprocessor: 1 },
+  { dependentLaunch: true, blocksPerMultiprocessor: 1 },
+  { dependentLaunch: false, blocksPerMultiprocessor: 2 },
+  { dependentLaunch: true, blocksPerMultiprocessor: 2 },
+];
+const gemvs = gemvVariants.flatMap((variant) =>
+  gemvShapes.map(([inFeatures, outFeatures]) => measureGemv(inFeatures, outFeatures, variant, copy.gigabytesPerSecond)),
 );
 const launches = measureLaunches(200);
 for (const allocation of held) allocation.free();
@@ -169,7 +173,8 @@ const lines = [
   `| cuBLASLt bf16 GEMM 8192³ | ${gemm.teraflops.toFixed(0)} TFLOP/s (${gemm.milliseconds.toFixed(3)} ms) |`,
   ...gemvs.map(
     (g) =>
-      `| GEMV bf16 ${g.inFeatures}→${g.outFeatures}, 1 row${g.dependentLaunch ? ', dependent launch' : ''} | ` +
+      `| GEMV bf16 ${g.inFeatures}→${g.outFeatures}, 1 row, ${g.blocksPerMultiprocessor} block/SM` +
+      `${g.dependentLaunch ? ', dependent launch' : ''} | ` +
       `${g.gigabytesPerSecond.toFixed(0)} GB/s, ` +
       `${(100 * g.shareOfCopy).toFixed(1)}% of copy (${g.microseconds.toFixed(2)} µs) |`,
   ),

@@ -1,7 +1,7 @@
 // bf16 GEMV for few-row projections: y[r, n] = Σ_k w[n, k] · x[r, k], fp32 accumulation, one rounding to bf16.
 //   w: [out_features, in_features] bf16 row-major (the PyTorch Linear layout); x: [rows, in_features] bf16;
 //   y: [rows, out_features] bf16
-// Memory-bound. Grid: about one block of 8 warps per multiprocessor; blocks walk tiles of 8 weight rows.
+// Memory-bound. Grid: one or two blocks of 8 warps per multiprocessor; blocks walk tiles of 8 weight rows.
 //   staged path (in_features <= 4096, 16-byte aligned, in_features % 8 == 0; `stages` > 0): the block copies whole
 //     tiles into shared memory with cp.async, `stages` tiles deep, so tens of KB per multiprocessor are always in
 //     flight; each warp then dots one row of the landed tile with x
@@ -168,7 +168,7 @@ __device__ void gemv_scalar(bf16* y, const bf16* w, const bf16* x, int out_featu
   }
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 1)
+extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 2)
     gemv_bf16(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int rows, int stages) {
   allow_dependent_launch();
   const int lane = threadIdx.x & 31;

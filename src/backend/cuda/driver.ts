@@ -33,6 +33,7 @@ export const DeviceAttribute = {
 export const CaptureMode = { global: 0, threadLocal: 1, relaxed: 2 } as const;
 
 const FUNCTION_ATTRIBUTE_MAX_DYNAMIC_SHARED_BYTES = 8;
+const FUNCTION_ATTRIBUTE_PREFERRED_SHARED_CARVEOUT = 9;
 const STREAM_NON_BLOCKING = 1;
 const EVENT_DISABLE_TIMING = 2;
 const LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
@@ -318,6 +319,17 @@ export class CudaDriver {
 
   setMaxDynamicSharedBytes(kernel: Handle, bytes: number): void {
     this.call('cuFuncSetAttribute', 'cuFuncSetAttribute', kernel, FUNCTION_ATTRIBUTE_MAX_DYNAMIC_SHARED_BYTES, bytes);
+  }
+
+  /** Asks for `percent` of the unified L1/shared storage as shared memory when this kernel runs. */
+  setPreferredSharedCarveout(kernel: Handle, percent: number): void {
+    this.call(
+      'cuFuncSetAttribute',
+      'cuFuncSetAttribute',
+      kernel,
+      FUNCTION_ATTRIBUTE_PREFERRED_SHARED_CARVEOUT,
+      percent,
+    );
   }
 
   /** `parameters` holds one address per kernel argument, each pointing at that argument's value. */

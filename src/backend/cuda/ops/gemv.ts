@@ -21,6 +21,8 @@ export interface GemvOptions extends LaunchOptions {
    * its weights early; it waits for that kernel (griddepcontrol.wait) before reading x.
    */
   readonly dependentLaunch?: boolean;
+  /** Blocks per multiprocessor (default 1, which leaves room for a dependent launch's blocks beside them). */
+  readonly blocksPerMultiprocessor?: number;
 }
 
 export function gemv(
@@ -39,6 +41,8 @@ export function gemv(
   const handle = cuda.kernels.kernel(kernel.family, kernel.name);
   if (stages > 0 && !raisedSharedLimit.has(handle)) {
     cuda.driver.setMaxDynamicSharedBytes(handle, STAGED_MAX_SHARED_BYTES);
+    // All of L1 as shared memory, so that two blocks' tiles (this launch's and a dependent launch's) fit at once.
+    cuda.driver.setPreferredSharedCarveout(handle, 100);
     raisedSharedLimit.add(handle);
   }
   const args = new KernelArguments()
@@ -49,8 +53,10 @@ export function gemv(
     .int32(a.inFeatures)
     .int32(a.rows)
     .int32(stages);
-  // About one block per multiprocessor: the blocks walk the row tiles.
-  const blocks = Math.min(Math.ceil(a.outFeatures / TILE_ROWS), cuda.properties.multiprocessors);
+  // A fixed number of blocks per multiprocessor walk the row tiles.
+  const perMultiprocessor = options.blocksPerMultiprocessor ?? 1;
+  requireCount(perMultiprocessor, 'blocksPerMultiprocessor', 1, 2);
+  const blocks = Math.min(Math.ceil(a.outFeatures / TILE_ROWS), perMultiprocessor * cuda.properties.multiprocessors);
   const shape = { grid: [blocks, a.rows, 1], block: [WARPS_PER_BLOCK * 32, 1, 1], sharedBytes } as const;
   const attributes = options.dependentLaunch ? { programmaticStreamSerialization: true } : undefined;
   launch(cuda, GEMV_KERNEL, shape, args, options, attributes);
