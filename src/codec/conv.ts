@@ -14,12 +14,15 @@ export interface ConvShape {
   readonly depthwise?: boolean;
 }
 
+/** Output rows per tile: accumulators of this size stay in the first-level cache. */
+const TILE_ROWS = 512;
+
 /** Below this many rows the per-row loop wins; above it the per-tap loop streams memory better. */
 const SHORT_CHUNK_ROWS = 48;
 
 /**
  * sums[r] += Σ_tap w[tap] · x[base + r·stride + tap·dilation], the tap sum formed first (from 0, in tap order) and then
- * added: both loop shapes below do exactly these additions, so results do not depend on the chunk length.
+ * added: every loop shape below does exactly these additions, so results do not depend on the chunk length.
  */
 function accumulateTaps(
   weight: Float32Array,
@@ -33,6 +36,34 @@ function accumulateTaps(
   sums: Float64Array,
   partial: Float64Array,
 ): void {
+  if (kernel === 7) {
+    // The most common kernel (residual units, ConvNeXt, first and last convs) with its taps held in locals.
+    const w0 = weight[weightBase]!;
+    const w1 = weight[weightBase + 1]!;
+    const w2 = weight[weightBase + 2]!;
+    const w3 = weight[weightBase + 3]!;
+    const w4 = weight[weightBase + 4]!;
+    const w5 = weight[weightBase + 5]!;
+    const w6 = weight[weightBase + 6]!;
+    const step = dilation;
+    for (let row = 0; row < rows; row++) {
+      const at = base + row * stride;
+      sums[row]! +=
+        w0 * x[at]! +
+        w1 * x[at + step]! +
+        w2 * x[at + 2 * step]! +
+        w3 * x[at + 3 * step]! +
+        w4 * x[at + 4 * step]! +
+        w5 * x[at + 5 * step]! +
+        w6 * x[at + 6 * step]!;
+    }
+    return;
+  }
+  if (kernel === 1) {
+    const w0 = weight[weightBase]!;
+    for (let row = 0; row < rows; row++) sums[row]! += w0 * x[base + row * stride]!;
+    return;
+  }
   if (rows < SHORT_CHUNK_ROWS) {
     for (let row = 0; row < rows; row++) {
       let sum = 0;
@@ -100,29 +131,23 @@ export class CausalConv {
     }
     const outputRows = rows / stride;
     const out = scratch.take(outputs * outputRows);
-    const sums = scratch.takeDouble(outputRows);
-    const partial = scratch.takeDouble(outputRows);
-    for (let output = 0; output < outputs; output++) {
-      sums.fill(this.bias[output]!);
-      const firstInput = this.depthwise ? output : 0;
-      const lastInput = this.depthwise ? output + 1 : inputs;
-      for (let input = firstInput; input < lastInput; input++) {
-        const weightBase = (this.depthwise ? output : output * inputs + input) * kernel;
-        accumulateTaps(
-          this.weight,
-          weightBase,
-          kernel,
-          padded,
-          input * paddedRows,
-          dilation,
-          stride,
-          outputRows,
-          sums,
-          partial,
-        );
+    const sums = scratch.takeDouble(Math.min(outputRows, TILE_ROWS));
+    const partial = scratch.takeDouble(Math.min(outputRows, TILE_ROWS));
+    // Tiles of output rows keep the accumulators in cache; every output still sums its inputs in the same order.
+    for (let tileStart = 0; tileStart < outputRows; tileStart += TILE_ROWS) {
+      const tileRows = Math.min(TILE_ROWS, outputRows - tileStart);
+      for (let output = 0; output < outputs; output++) {
+        sums.fill(this.bias[output]!, 0, tileRows);
+        const firstInput = this.depthwise ? output : 0;
+        const lastInput = this.depthwise ? output + 1 : inputs;
+        for (let input = firstInput; input < lastInput; input++) {
+          const weightBase = (this.depthwise ? output : output * inputs + input) * kernel;
+          const base = input * paddedRows + tileStart * stride;
+          accumulateTaps(this.weight, weightBase, kernel, padded, base, dilation, stride, tileRows, sums, partial);
+        }
+        const target = output * outputRows + tileStart;
+        for (let row = 0; row < tileRows; row++) out[target + row] = sums[row]!;
       }
-      const target = output * outputRows;
-      for (let row = 0; row < outputRows; row++) out[target + row] = sums[row]!;
     }
     return out;
   }
@@ -163,21 +188,26 @@ export class CausalTransposedConv {
     }
     const outputRows = rows * stride;
     const out = scratch.take(outputs * outputRows);
-    const sums = scratch.takeDouble(outputRows);
-    for (let output = 0; output < outputs; output++) {
-      sums.fill(this.bias[output]!);
-      for (let input = 0; input < inputs; input++) {
-        const weightBase = (input * outputs + output) * kernel;
-        for (let tap = 0; tap < kernel; tap++) {
-          const value = this.weight[weightBase + tap]!;
-          const phase = tap % stride;
-          const lag = (tap - phase) / stride;
-          const base = input * paddedRows + overlap - lag;
-          for (let row = 0; row < rows; row++) sums[row * stride + phase]! += value * padded[base + row]!;
+    const tileInputRows = Math.max(1, Math.floor(TILE_ROWS / stride));
+    const sums = scratch.takeDouble(Math.min(rows, tileInputRows) * stride);
+    // Tiles of input rows keep the accumulators in cache; every output still sums its taps in the same order.
+    for (let tileStart = 0; tileStart < rows; tileStart += tileInputRows) {
+      const tileRows = Math.min(tileInputRows, rows - tileStart);
+      for (let output = 0; output < outputs; output++) {
+        sums.fill(this.bias[output]!, 0, tileRows * stride);
+        for (let input = 0; input < inputs; input++) {
+          const weightBase = (input * outputs + output) * kernel;
+          for (let tap = 0; tap < kernel; tap++) {
+            const value = this.weight[weightBase + tap]!;
+            const phase = tap % stride;
+            const lag = (tap - phase) / stride;
+            const base = input * paddedRows + overlap - lag + tileStart;
+            for (let row = 0; row < tileRows; row++) sums[row * stride + phase]! += value * padded[base + row]!;
+          }
         }
+        const target = output * outputRows + tileStart * stride;
+        for (let row = 0; row < tileRows * stride; row++) out[target + row] = sums[row]!;
       }
-      const target = output * outputRows;
-      for (let row = 0; row < outputRows; row++) out[target + row] = sums[row]!;
     }
     return out;
   }
