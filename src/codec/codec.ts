@@ -24,7 +24,13 @@ export interface CodecStreamOptions {
   readonly observer?: StageObserver;
 }
 
+/** Frames per encode pass by default: about 1.5 s of audio, so a long reference needs little memory. */
+export const DEFAULT_ENCODE_CHUNK_FRAMES = 32;
+
 export interface CodecEncodeOptions {
+  /** Frames per pass (default DEFAULT_ENCODE_CHUNK_FRAMES); every chunking gives the same frames. */
+  readonly chunkFrames?: number;
+  /** Receives each named stage output of every pass. */
   readonly observer?: StageObserver;
   /** Receives, per frame and codebook ([F, K]), the distance gap between the nearest and second-nearest entry. */
   readonly margins?: (values: Float64Array) => void;
@@ -73,6 +79,9 @@ export class Codec {
   /** Mono 44.1 kHz audio → ceil(length / frameLength) frames (the tail is zero-padded to a whole frame). */
   encode(pcm44100: Float32Array, options: CodecEncodeOptions = {}): Frame[] {
     const scratch = new ScratchArena(false);
-    return encodeAudio(pcm44100, this.weights, this.config, this.quantizer, scratch, options.observer, options.margins);
+    return encodeAudio(pcm44100, this.weights, this.config, this.quantizer, scratch, {
+      ...options,
+      chunkFrames: options.chunkFrames ?? DEFAULT_ENCODE_CHUNK_FRAMES,
+    });
   }
 }

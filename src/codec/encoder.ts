@@ -88,30 +88,49 @@ function encodeStages(weights: CodecWeights, config: CodecConfig): EncodeStage[]
   return stages;
 }
 
-/** Encodes `pcm` (mono 44.1 kHz) into ceil(length / frameLength) frames. */
+export interface EncodeOptions {
+  /** Frames per pass (memory stays bounded for long audio); every chunking gives the same frames. */
+  readonly chunkFrames: number;
+  /** Receives each named stage output of every pass. */
+  readonly observer?: StageObserver;
+  /** Receives, per frame and codebook ([F, K]), the distance gap between the nearest and second-nearest entry. */
+  readonly margins?: (values: Float64Array) => void;
+}
+
+/**
+ * Encodes `pcm` (mono 44.1 kHz) into ceil(length / frameLength) frames, `chunkFrames` frames per pass: all stages are
+ * causal and keep their left context between passes, so the frames equal those of one whole pass.
+ */
 export function encodeAudio(
   pcm: Float32Array,
   weights: CodecWeights,
   config: CodecConfig,
   quantizer: Quantizer,
   scratch: ScratchArena,
-  observer?: StageObserver,
-  margins?: (values: Float64Array) => void,
+  options: EncodeOptions,
 ): Frame[] {
   const frameCount = Math.ceil(pcm.length / config.frameLength);
-  if (frameCount === 0) return [];
-  scratch.reset();
-  let rows = frameCount * config.frameLength;
-  let x = scratch.take(rows);
-  x.set(pcm);
-  x.fill(0, pcm.length);
-  for (const stage of encodeStages(weights, config)) {
-    x = stage.forward(x, rows, scratch);
-    rows /= stage.stride;
-    observer?.(stage.name, x, stage.channels, rows);
+  const stages = encodeStages(weights, config);
+  const frames: Frame[] = [];
+  const gaps = options.margins === undefined ? undefined : new Float64Array(frameCount * quantizer.codebookCount);
+  const chunkFrames = Math.max(1, Math.floor(options.chunkFrames));
+  for (let first = 0; first < frameCount; first += chunkFrames) {
+    const count = Math.min(chunkFrames, frameCount - first);
+    scratch.reset();
+    let rows = count * config.frameLength;
+    let x = scratch.take(rows);
+    const start = first * config.frameLength;
+    const available = Math.max(0, Math.min(rows, pcm.length - start));
+    x.set(pcm.subarray(start, start + available));
+    x.fill(0, available);
+    for (const stage of stages) {
+      x = stage.forward(x, rows, scratch);
+      rows /= stage.stride;
+      options.observer?.(stage.name, x, stage.channels, rows);
+    }
+    const chunkGaps = gaps?.subarray(first * quantizer.codebookCount, (first + count) * quantizer.codebookCount);
+    frames.push(...quantizer.encode(x, rows, chunkGaps));
   }
-  const gaps = margins === undefined ? undefined : new Float64Array(rows * quantizer.codebookCount);
-  const frames = quantizer.encode(x, rows, gaps);
-  if (gaps !== undefined) margins?.(gaps);
+  if (gaps !== undefined) options.margins?.(gaps);
   return frames;
 }

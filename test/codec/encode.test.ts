@@ -17,6 +17,7 @@ test('encode of 2 s gives the fixture codes exactly, each stage within 1e-5 of P
   const stages = new Map<string, { values: Float32Array; rows: number; channels: number }>();
   let margins: Float64Array | undefined;
   const frames = codec.encode(fixtureFloats('encode.audio'), {
+    chunkFrames: Number.POSITIVE_INFINITY,
     observer: (name, values, channels, rows) => stages.set(name, { values: values.slice(), rows, channels }),
     margins: (values) => {
       margins = values;
@@ -57,4 +58,26 @@ test('encode of 2 s gives the fixture codes exactly, each stage within 1e-5 of P
 test('encode pads a partial tail frame and returns no frames for no audio', () => {
   assert.equal(codec.encode(new Float32Array(2049)).length, 2);
   assert.equal(codec.encode(new Float32Array(0)).length, 0);
+});
+
+test('encode in chunks of any size gives the frames and margins of one whole pass', () => {
+  const audio = fixtureFloats('encode.audio');
+  const run = (chunkFrames: number) => {
+    let margins: Float64Array = new Float64Array(0);
+    const frames = codec.encode(audio, {
+      chunkFrames,
+      margins: (values) => {
+        margins = values;
+      },
+    });
+    return { frames, margins };
+  };
+  const whole = run(Number.POSITIVE_INFINITY);
+  for (const chunkFrames of [1, 3, 32]) {
+    const chunked = run(chunkFrames);
+    assert.deepEqual(chunked.frames, whole.frames, `chunks of ${chunkFrames}`);
+    assert.deepEqual(chunked.margins, whole.margins, `chunks of ${chunkFrames}`);
+  }
+  assert.equal(whole.margins.length, 44 * 10);
+  assert.ok(whole.margins.every((margin) => margin > 0));
 });
