@@ -2,7 +2,7 @@
 // then starts the engine in its worker thread. Every flag has an environment twin; `--help` prints the defaults.
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Engine } from '../engine/engine.ts';
-import { DEFAULT_ENGINE_SETTINGS, type EngineSettings } from '../engine/engine-core.ts';
+import { DEFAULT_ENGINE_SETTINGS, DEFAULT_MEMORY_ROWS_PER_LANE, type EngineSettings } from '../engine/engine-core.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
 import { buildApp } from '../server/app.ts';
 import { audioToolkit } from '../server/audio-toolkit.ts';
@@ -63,6 +63,14 @@ export function addEngineOptions(command: Command): Command {
         .argParser(positiveInteger),
     )
     .addOption(
+      new Option(
+        '--memory-rows <rows>',
+        `lane memory budget: prompt rows + frames all lanes may hold together (default: lanes × ${DEFAULT_MEMORY_ROWS_PER_LANE})`,
+      )
+        .env('DRAMA3_MEMORY_ROWS')
+        .argParser(positiveInteger),
+    )
+    .addOption(
       new Option('--piece-length <code points>', 'long text is spoken in pieces of at most this many code points')
         .env('DRAMA3_PIECE_LENGTH')
         .default(DEFAULT_ENGINE_SETTINGS.pieceLength)
@@ -78,6 +86,7 @@ export interface EngineFlags {
   readonly maxFrames: number;
   readonly maxInput: number;
   readonly pieceLength: number;
+  readonly memoryRows?: number;
 }
 
 export function engineSettings(flags: EngineFlags, lanes: number): EngineSettings {
@@ -87,6 +96,7 @@ export function engineSettings(flags: EngineFlags, lanes: number): EngineSetting
     maxFrames: flags.maxFrames,
     maxInputCodePoints: flags.maxInput,
     pieceLength: flags.pieceLength,
+    memoryRows: flags.memoryRows,
   };
 }
 

@@ -1,4 +1,5 @@
-// Admission budgets (MODEL.md §7): a piece of P prompt rows with frame budget F fits when P + F + 1 <= C. An explicit
+// Admission budgets (MODEL.md §7): a piece of P prompt rows with frame budget F fits when P + F + 1 <= C and when
+// P + F + 1 is within the lane memory budget (the rows all active requests may hold together). An explicit
 // budget is honoured exactly or refused, never clamped; without one the budget is what fits, up to the server limit
 // and to a generous ceiling from the text length, so a voice that never says end of speech (a synthetic checkpoint,
 // a loop) stops with finish reason `length` instead of running for minutes.
@@ -21,6 +22,8 @@ export interface AdmissionLimits {
   readonly maxFrames: number;
   /** Input limit in Unicode code points. */
   readonly maxInputCodePoints: number;
+  /** Rows of lane state (prompt rows + frames + 1) all active requests may hold together: the memory budget. */
+  readonly memoryRows: number;
 }
 
 /** Refuses input over the code-point limit, naming both numbers. */
@@ -43,7 +46,7 @@ export function frameBudget(
   limits: AdmissionLimits,
   inputTokens: number,
 ): number {
-  const { contextRows, maxFrames } = limits;
+  const { contextRows, maxFrames, memoryRows } = limits;
   if (requested !== undefined) {
     if (!Number.isInteger(requested) || requested < 1) {
       throw new DramaError('MAX_FRAMES_INVALID', `max_frames must be a positive integer, got ${requested}`, {
@@ -62,13 +65,20 @@ export function frameBudget(
         { param: 'max_frames' },
       );
     }
+    if (promptRows + requested + 1 > memoryRows) {
+      throw new DramaError(
+        'MEMORY_BUDGET_EXCEEDED',
+        `prompt rows ${promptRows} + max_frames ${requested} + 1 = ${promptRows + requested + 1} exceeds the server's lane memory budget of ${memoryRows} rows`,
+        { param: 'max_frames' },
+      );
+    }
     return requested;
   }
-  const fits = contextRows - promptRows - 1;
+  const fits = Math.min(contextRows, memoryRows) - promptRows - 1;
   if (fits < 1) {
     throw new DramaError(
       'CONTEXT_OVERFLOW',
-      `prompt rows ${promptRows} leave no room for a frame in the context window of ${contextRows} rows (at most ${contextRows - 2} prompt rows)`,
+      `prompt rows ${promptRows} leave no room for a frame in the context window of ${contextRows} rows and the lane memory budget of ${memoryRows} rows (at most ${Math.min(contextRows, memoryRows) - 2} prompt rows)`,
       { param: 'input' },
     );
   }

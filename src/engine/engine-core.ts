@@ -19,9 +19,14 @@ export interface EngineSettings {
   readonly maxInputCodePoints: number;
   /** Long text is spoken in pieces of at most this many code points unless the request says otherwise. */
   readonly pieceLength: number;
+  /** Rows of lane state (prompt + frames + 1 per request) all lanes may hold together; default lanes × 65536. */
+  readonly memoryRows?: number;
   /** Byte budget of the reference-prefix cache; 0 turns it off. Default DEFAULT_REFERENCE_CACHE_BYTES. */
   readonly referenceCacheBytes?: number;
 }
+
+/** Lane memory budget per lane when none is set, in rows. */
+export const DEFAULT_MEMORY_ROWS_PER_LANE = 65536;
 
 export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
   lanes: 4,
@@ -46,11 +51,12 @@ export class EngineCore {
     private readonly emit: (event: EngineEvent) => void,
     private readonly decoder: FrameDecoder = new InlineFrameDecoder(runtime.codec, emit),
   ) {
+    const memoryRows = settings.memoryRows ?? settings.lanes * DEFAULT_MEMORY_ROWS_PER_LANE;
     const cacheBytes = settings.referenceCacheBytes ?? DEFAULT_REFERENCE_CACHE_BYTES;
     const referenceCache = cacheBytes > 0 ? new ReferenceCache(cacheBytes) : undefined;
     this.scheduler = new Scheduler(
       runtime,
-      { lanes: settings.lanes, prefillChunk: settings.prefillChunk, referenceCache, decoder },
+      { lanes: settings.lanes, prefillChunk: settings.prefillChunk, referenceCache, decoder, memoryRows },
       emit,
     );
     const contextRows = runtime.model.contextRows;
@@ -58,8 +64,9 @@ export class EngineCore {
       modelId: runtime.modelId,
       synthetic: runtime.model.synthetic,
       contextRows,
-      maxFrames: Math.min(settings.maxFrames, contextRows - 2),
-      maxPromptRows: contextRows - 2,
+      maxFrames: Math.min(settings.maxFrames, contextRows - 2, memoryRows - 2),
+      maxPromptRows: Math.min(contextRows, memoryRows) - 2,
+      memoryRows,
       maxInputCodePoints: settings.maxInputCodePoints,
       sampleRate: runtime.codec.sampleRate,
       frameLength: runtime.codec.frameLength,
@@ -100,6 +107,7 @@ export class EngineCore {
       contextRows: this.info.contextRows,
       maxFrames: this.info.maxFrames,
       maxInputCodePoints: this.info.maxInputCodePoints,
+      memoryRows: this.info.memoryRows,
     };
     checkInputLength(job.text, limits);
     const references = await this.encodeReferences(job);

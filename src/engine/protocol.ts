@@ -51,8 +51,10 @@ export interface EngineInfo {
   readonly contextRows: number;
   /** Most frames one request may ask for. */
   readonly maxFrames: number;
-  /** Most prompt rows one piece may use (C - 2: one frame and its end must fit). */
+  /** Most prompt rows one piece may use (C - 2: one frame and its end must fit; less under a small memory budget). */
   readonly maxPromptRows: number;
+  /** Rows of lane state (prompt + frames + 1 per request) all lanes may hold together. */
+  readonly memoryRows: number;
   /** Input limit in Unicode code points. */
   readonly maxInputCodePoints: number;
   readonly sampleRate: number;

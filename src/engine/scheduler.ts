@@ -21,6 +21,8 @@ export interface SchedulerOptions {
   readonly referenceCache?: ReferenceCache;
   /** Frames → audio events; absent: the runtime's codec in this thread. */
   readonly decoder?: FrameDecoder;
+  /** Rows of lane state all active requests may reserve together; a request waits until its rows fit. */
+  readonly memoryRows?: number;
 }
 
 /** A request that passed admission: its prompt pieces and budgets. */
@@ -41,7 +43,14 @@ class RequestState {
   groups = 0;
   pending: Frame[] = [];
   cancelled = false;
+  /** Whether the request holds a lane and its reserved rows. */
+  active = false;
   constructor(readonly request: PreparedRequest) {}
+
+  /** Lane memory it may use: its largest prompt, its frame budget and the end row. */
+  get rows(): number {
+    return this.request.admission.promptRows + this.request.admission.frameBudget + 1;
+  }
 
   get piece(): BuiltPrompt {
     return this.request.pieces[this.pieceIndex]!;
@@ -57,6 +66,7 @@ export class Scheduler {
   private readonly active: RequestState[] = [];
   private readonly referencePrefill: ReferencePrefill;
   private readonly decoder: FrameDecoder;
+  private reservedRows = 0;
   rounds = 0;
   frames = 0;
 
@@ -110,9 +120,16 @@ export class Scheduler {
       this.decoder.drop(state.request.id);
       this.emit({ type: 'cancelled', id: state.request.id, round: this.rounds });
     }
-    while (this.active.length < this.options.lanes && this.waiting.length > 0) {
+    const memoryRows = this.options.memoryRows ?? Number.POSITIVE_INFINITY;
+    while (
+      this.active.length < this.options.lanes &&
+      this.waiting.length > 0 &&
+      this.reservedRows + this.waiting[0]!.rows <= memoryRows
+    ) {
       const state = this.waiting.shift()!;
       this.active.push(state);
+      state.active = true;
+      this.reservedRows += state.rows;
       this.guard([state], () => this.openLane(state));
     }
     for (const state of this.active.filter((candidate) => candidate.lane !== null && !candidate.generating)) {
@@ -211,6 +228,8 @@ export class Scheduler {
   private retire(state: RequestState): void {
     const index = this.active.indexOf(state);
     if (index >= 0) this.active.splice(index, 1);
+    if (state.active) this.reservedRows -= state.rows;
+    state.active = false;
     if (state.lane !== null) this.runtime.model.release(state.lane);
     state.lane = null;
   }

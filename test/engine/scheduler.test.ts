@@ -139,3 +139,21 @@ test('when the engine thread dies, its open requests fail and new ones are refus
   assert.throws(() => engine.submit(job('next'), () => {}), { code: 'ENGINE_CRASHED', kind: 'internal' });
   await engine.close();
 });
+
+test('the lane memory budget: oversize requests are refused by name, the others wait until their rows fit', async () => {
+  // Each 'x'-request needs 9 prompt rows + 20 frames + 1 = 30 rows; 70 rows hold two at once.
+  const engine = await startNullEngine({ lanes: 4, memoryRows: 70 }, { framesPerRow: 100 });
+  assert.equal(engine.info.memoryRows, 70);
+  const refused = await runToEnd(engine, job('x', { maxFrames: 61 }));
+  assert.equal(refused.last.type === 'failed' && refused.last.error.code, 'MEMORY_BUDGET_EXCEEDED');
+  let busiest = 0;
+  engine.on('stats', (stats) => {
+    busiest = Math.max(busiest, stats.lanesBusy);
+  });
+  const outcomes = await Promise.all(
+    [1, 2, 3, 4].map((seed) => runToEnd(engine, job('x', { maxFrames: 20, sampling: { ...job('').sampling, seed } }))),
+  );
+  assert.equal(busiest, 2, 'only two requests fit the budget at once');
+  for (const outcome of outcomes) assert.equal(outcome.last.type === 'finished' && outcome.last.usage.outputFrames, 20);
+  await engine.close();
+});

@@ -28,7 +28,7 @@ test('while the engine loads, /health and speech answer 503 with Retry-After in 
 
 test('/v1/models lists the model with its speech limits and the synthetic flag', async () => {
   const server = await startTestServer({
-    settings: { maxFrames: 1000, maxInputCodePoints: 2000, lanes: 3 },
+    settings: { maxFrames: 1000, maxInputCodePoints: 2000, lanes: 3, memoryRows: 9000 },
     model: { contextRows: 5000 },
   });
   try {
@@ -40,6 +40,7 @@ test('/v1/models lists the model with its speech limits and the synthetic flag',
     assert.deepEqual(model.speech, {
       context_window: 5000,
       max_prompt_rows: 4998,
+      memory_rows: 9000,
       max_frames: 1000,
       max_input_code_points: 2000,
       sample_rate: 44100,

@@ -24,6 +24,7 @@ export function describeModel(info: EngineInfo, created: number) {
     speech: {
       context_window: info.contextRows,
       max_prompt_rows: info.maxPromptRows,
+      memory_rows: info.memoryRows,
       max_frames: info.maxFrames,
       max_input_code_points: info.maxInputCodePoints,
       sample_rate: info.sampleRate,
