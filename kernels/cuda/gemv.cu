@@ -1,13 +1,12 @@
 // bf16 GEMV for few-row projections: y[r, n] = Σ_k w[n, k] · x[r, k], fp32 accumulation, one rounding to bf16.
 //   w: [out_features, in_features] bf16 row-major (the PyTorch Linear layout); x: [rows, in_features] bf16;
 //   y: [rows, out_features] bf16
-// Memory-bound. Grid: one or two blocks of 8 warps per multiprocessor; blocks walk tiles of 8 weight rows.
-//   staged path (in_features <= 4096, 16-byte aligned, in_features % 8 == 0; `stages` > 0): the block copies whole
-//     tiles into shared memory with cp.async, `stages` tiles deep, so tens of KB per multiprocessor are always in
-//     flight; each warp then dots one row of the landed tile with x
-//   register path (larger aligned rows, stages == 0): each warp walks rows with 16-byte loads, the next group of
-//     chunks in registers while the current one is multiplied
-//   scalar path: anything unaligned
+// Memory-bound. Grid: a few blocks of 8 warps per multiprocessor, walking the weights in tiles of 8 rows.
+//   gemv_staged_bf16 (in_features <= 4096, in_features % 8 == 0, 16-byte aligned): the block copies whole tiles
+//     into shared memory with cp.async, `stages` tiles deep, so tens of KB per multiprocessor are always in flight;
+//     each warp then dots one row of the landed tile with x
+//   gemv_bf16: longer aligned rows take the register path (each warp walks rows with 16-byte loads, the next group
+//     of chunks in registers while the current one is multiplied); anything unaligned takes a scalar path
 // grid.y runs the input rows (a second row re-reads the weights: this kernel is for one-row decode). With
 // programmatic dependent launch the kernel lets the next one start at once and waits for the previous one
 // (griddepcontrol.wait) only before it reads x: its first weight tiles are in flight by then. Each lane sums its
@@ -168,8 +167,19 @@ __device__ void gemv_scalar(bf16* y, const bf16* w, const bf16* x, int out_featu
   }
 }
 
+// Rows of up to 4096 elements, 16-byte aligned: weight tiles staged through shared memory, `stages` deep.
+extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 3)
+    gemv_staged_bf16(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int rows, int stages) {
+  allow_dependent_launch();
+  const int row = blockIdx.y;
+  if (row >= rows) return;
+  gemv_staged(y + (long long)row * out_features, w, x + (long long)row * in_features, out_features, in_features,
+              stages, threadIdx.x & 31);
+}
+
+// Any other shape: the register path for aligned rows, the scalar path otherwise.
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 2)
-    gemv_bf16(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int rows, int stages) {
+    gemv_bf16(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int rows) {
   allow_dependent_launch();
   const int lane = threadIdx.x & 31;
   const int warp = blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5);
@@ -179,9 +189,7 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 2)
   const bf16* x_row = x + (long long)row * in_features;
   bf16* y_row = y + (long long)row * out_features;
   const bool aligned = ((reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(x)) & 15) == 0;
-  if (stages > 0) {
-    gemv_staged(y_row, w, x_row, out_features, in_features, stages, lane);
-  } else if (aligned && in_features % 8 == 0) {
+  if (aligned && in_features % 8 == 0) {
     gemv_vector(y_row, w, x_row, out_features, in_features, warp, warps, lane);
   } else {
     gemv_scalar(y_row, w, x_row, out_features, in_features, warp, warps, lane);

@@ -148,11 +148,13 @@ export const gemvCase: KernelCase = {
 };
 
 const runGemvDependent: LinearRunner = (cuda, p, rows, outFeatures, inFeatures, kernel) => {
-  gemv(cuda, { ...p, rows, outFeatures, inFeatures }, { kernel, dependentLaunch: true });
+  // Also the other tuning: two tiles in flight, three blocks per multiprocessor.
+  const tuning = { stages: 2, blocksPerMultiprocessor: 3 };
+  gemv(cuda, { ...p, rows, outFeatures, inFeatures }, { kernel, dependentLaunch: true, ...tuning });
 };
 
 export const gemvDependentLaunchCase: KernelCase = {
-  name: 'gemv bf16, programmatic dependent launch',
+  name: 'gemv bf16, dependent launch, other tuning',
   bound: BF16_ONE_ROUNDING_BOUND,
   shapes: [
     linearShape('decode', 1, 2048, 8192, runGemvDependent),

@@ -7,6 +7,7 @@ import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
 export const GEMV_KERNEL: KernelName = { family: 'gemv', name: 'gemv_bf16' };
+export const GEMV_STAGED_KERNEL: KernelName = { family: 'gemv', name: 'gemv_staged_bf16' };
 
 const WARPS_PER_BLOCK = 8;
 /** Rows of weights per shared-memory tile (one per warp); the staged path takes rows up to this many elements. */
@@ -21,9 +22,14 @@ export interface GemvOptions extends LaunchOptions {
    * its weights early; it waits for that kernel (griddepcontrol.wait) before reading x.
    */
   readonly dependentLaunch?: boolean;
-  /** Blocks per multiprocessor (default 1, which leaves room for a dependent launch's blocks beside them). */
+  /** Tuning: blocks per multiprocessor (1 to 3). */
   readonly blocksPerMultiprocessor?: number;
+  /** Tuning: weight tiles in flight per block on the staged path (2 or 3; rows over 2048 elements take 2). */
+  readonly stages?: number;
 }
+
+const DEFAULT_BLOCKS_PER_MULTIPROCESSOR = 2;
+const DEFAULT_STAGES = 3;
 
 export function gemv(
   cuda: CudaContext,
@@ -33,11 +39,11 @@ export function gemv(
   requireCount(a.rows, 'rows', 1, 65535);
   requireCount(a.outFeatures, 'outFeatures');
   requireCount(a.inFeatures, 'inFeatures');
-  // Three tiles in flight for rows up to 2048 (96 KiB, so a dependent launch's block fits beside), two up to 4096.
-  const aligned = (a.w | a.x) % 16n === 0n && a.inFeatures % 8 === 0;
-  const stages = !aligned || a.inFeatures > STAGED_MAX_IN_FEATURES ? 0 : a.inFeatures <= 2048 ? 3 : 2;
+  const staged = (a.w | a.x) % 16n === 0n && a.inFeatures % 8 === 0 && a.inFeatures <= STAGED_MAX_IN_FEATURES;
+  const stages = staged ? (a.inFeatures <= 2048 ? (options.stages ?? DEFAULT_STAGES) : 2) : 0;
+  requireCount(stages, 'stages', 0, 3);
   const sharedBytes = stages * TILE_ROWS * a.inFeatures * 2;
-  const kernel = options.kernel ?? GEMV_KERNEL;
+  const kernel = options.kernel ?? (staged ? GEMV_STAGED_KERNEL : GEMV_KERNEL);
   const handle = cuda.kernels.kernel(kernel.family, kernel.name);
   if (stages > 0 && !raisedSharedLimit.has(handle)) {
     cuda.driver.setMaxDynamicSharedBytes(handle, STAGED_MAX_SHARED_BYTES);
@@ -51,13 +57,15 @@ export function gemv(
     .pointer(a.x)
     .int32(a.outFeatures)
     .int32(a.inFeatures)
-    .int32(a.rows)
-    .int32(stages);
-  // A fixed number of blocks per multiprocessor walk the row tiles.
-  const perMultiprocessor = options.blocksPerMultiprocessor ?? 1;
-  requireCount(perMultiprocessor, 'blocksPerMultiprocessor', 1, 2);
+    .int32(a.rows);
+  if (staged) args.int32(stages);
+  // A fixed number of blocks per multiprocessor walk the row tiles; rows over 2048 elements keep 128 KiB of tiles in
+  // flight per block, and only one such block fits a multiprocessor.
+  const perMultiprocessor =
+    options.blocksPerMultiprocessor ?? (a.inFeatures <= 2048 ? DEFAULT_BLOCKS_PER_MULTIPROCESSOR : 1);
+  requireCount(perMultiprocessor, 'blocksPerMultiprocessor', 1, 3);
   const blocks = Math.min(Math.ceil(a.outFeatures / TILE_ROWS), perMultiprocessor * cuda.properties.multiprocessors);
   const shape = { grid: [blocks, a.rows, 1], block: [WARPS_PER_BLOCK * 32, 1, 1], sharedBytes } as const;
   const attributes = options.dependentLaunch ? { programmaticStreamSerialization: true } : undefined;
-  launch(cuda, GEMV_KERNEL, shape, args, options, attributes);
+  launch(cuda, kernel, shape, args, { ...options, kernel }, attributes);
 }
