@@ -9,7 +9,7 @@ import {
   tokenizerFacts,
 } from '../checkpoint/synth/plan.ts';
 import { synthesizeCheckpoint } from '../checkpoint/synth/synthesize.ts';
-import { DramaError } from '../errors.ts';
+import { DramaError, isDramaError } from '../errors.ts';
 import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';
 import { buildSyntheticTokenizerFiles } from '../text/vocabulary.ts';
 import { createProgress, formatBytes } from './progress.ts';
@@ -63,15 +63,29 @@ export async function runSynth(flags: SynthFlags, print: Print = console.log): P
   }
   const progress = createProgress(`writing ${flags.out}`, { unit: 'bytes' });
   const started = performance.now();
+  // Ctrl-C stops between tensors so that the temporary folder is removed rather than left behind.
+  const cancel = new AbortController();
+  const onInterrupt = () => cancel.abort();
+  process.once('SIGINT', onInterrupt);
+  let cancelled = false;
   try {
     await synthesizeCheckpoint(flags.out, {
       preset: flags.preset,
       seed: flags.seed,
       experts: flags.experts,
       onProgress: (done, total) => progress.update(done, total),
+      signal: cancel.signal,
     });
+  } catch (error) {
+    if (!isDramaError(error) || error.code !== 'SYNTH_CANCELLED') throw error;
+    cancelled = true;
   } finally {
+    process.off('SIGINT', onInterrupt);
     progress.stop();
+  }
+  if (cancelled) {
+    print(`${heading}: cancelled, nothing written`);
+    return 130;
   }
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   print(`${heading}: wrote ${flags.out} in ${seconds} s`);

@@ -28,14 +28,21 @@ export interface SynthOptions {
   readonly experts: SynthExperts;
   /** Bytes written so far out of the checkpoint's total. */
   readonly onProgress?: (done: number, total: number) => void;
+  /** Aborting stops between tensors and removes the temporary folder (e.g. on Ctrl-C during the full preset). */
+  readonly signal?: AbortSignal;
 }
 
 /** The tensors of `plan` in map order, generated lazily; an FP8 weight is followed by its block scales. */
-export function* synthesizeTensors(plan: SynthPlan, seed: number): Generator<[string, HostTensor]> {
+export function* synthesizeTensors(
+  plan: SynthPlan,
+  seed: number,
+  signal?: AbortSignal,
+): Generator<[string, HostTensor]> {
   // Each stack's residual stream receives two writes per block; 1/sqrt(2·blocks) keeps their sum at unit variance.
   const gains = { backbone: 1 / Math.sqrt(2 * plan.config.text.layers), tower: 1 / Math.sqrt(2) };
   let pendingScale: HostTensor | undefined;
   for (const spec of plan.specs) {
+    throwIfCancelled(signal);
     if (spec.role === 'expert_scale') {
       yield [spec.name, pendingScale!];
       pendingScale = undefined;
@@ -49,6 +56,12 @@ export function* synthesizeTensors(plan: SynthPlan, seed: number): Generator<[st
     }
     const values = initialValues(spec, seed, gains[spec.part]);
     yield [spec.name, float32ToTensor(values, spec.dtype as FloatDType, spec.shape)];
+  }
+}
+
+function throwIfCancelled(signal: AbortSignal | undefined): void {
+  if (signal?.aborted === true) {
+    throw new DramaError('SYNTH_CANCELLED', 'writing the synthetic checkpoint was cancelled', { kind: 'internal' });
   }
 }
 
@@ -87,13 +100,14 @@ export async function synthesizeCheckpoint(outDir: string, options: SynthOptions
     for (const tensor of codec.values()) codecBytes += tensor.data.byteLength;
     const total = plan.totalBytes + codecBytes;
     options.onProgress?.(0, total);
-    await writeShardedSafetensors(temporary, synthesizeTensors(plan, options.seed), {
+    await writeShardedSafetensors(temporary, synthesizeTensors(plan, options.seed, options.signal), {
       maxShardBytes: MAX_SHARD_BYTES[options.preset],
       metadata: { format: 'pt' },
       totalBytes: plan.totalBytes,
       onProgress: (done) => options.onProgress?.(done, total),
     });
     await writeTorchCheckpoint(join(temporary, CODEC_FILE_NAME), codec);
+    throwIfCancelled(options.signal);
     // mkdtemp makes the folder private; the checkpoint is an ordinary readable folder.
     await chmod(temporary, 0o755);
     if (replaceEmpty) await rmdir(destination);

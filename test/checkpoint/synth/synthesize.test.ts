@@ -135,6 +135,23 @@ describe('synthesizeCheckpoint (tiny)', () => {
     });
   });
 
+  test('an abort stops between tensors and removes the temporary folder', async () => {
+    const cancel = new AbortController();
+    await assert.rejects(
+      synthesizeCheckpoint(join(root, 'cancelled'), {
+        preset: 'tiny',
+        seed: 0,
+        experts: 'fp8',
+        signal: cancel.signal,
+        onProgress: (done) => {
+          if (done > 0) cancel.abort();
+        },
+      }),
+      { code: 'SYNTH_CANCELLED' },
+    );
+    assert.deepEqual((await readdir(root)).sort(), ['tiny']);
+  });
+
   test('a failure midway leaves neither a half checkpoint nor a temporary folder', async () => {
     const target = join(root, 'broken');
     await mkdir(target);
