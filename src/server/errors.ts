@@ -64,7 +64,11 @@ function fieldName(path: string): string {
 }
 
 function fromValidation(errors: readonly AjvError[]): DramaError {
-  const first = errors[0]!;
+  // Inside a union the branch errors come first: an unknown or missing field is the most useful of them.
+  const first =
+    errors.find((error) => error.keyword === 'additionalProperties') ??
+    errors.find((error) => error.keyword === 'required') ??
+    errors[0]!;
   const parent = fieldName(first.instancePath);
   if (first.keyword === 'additionalProperties') {
     const name = String(first.params.additionalProperty);
@@ -77,6 +81,11 @@ function fromValidation(errors: readonly AjvError[]): DramaError {
     return new DramaError('MISSING_FIELD', `missing required field '${field}'`, { param: field });
   }
   const field = parent === '' ? 'body' : parent;
+  const allowed = errors.filter((error) => error.keyword === 'const' && error.instancePath === first.instancePath);
+  if (allowed.length > 0 && errors.some((error) => error.keyword === 'anyOf')) {
+    const values = allowed.map((error) => JSON.stringify(error.params.allowedValue)).join(', ');
+    return new DramaError('INVALID_FIELD', `'${field}' must be one of ${values}`, { param: field });
+  }
   return new DramaError('INVALID_FIELD', `'${field}' ${first.message ?? 'is invalid'}`, { param: field });
 }
 

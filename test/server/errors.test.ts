@@ -205,6 +205,13 @@ const CASES: BadCase[] = [
     url: '/v1/tts',
     body: { text: 'hi', format: 'pcm', max_new_tokens: 5000 },
   },
+  {
+    name: 'unknown field in the voice object',
+    status: 400,
+    code: 'UNKNOWN_FIELD',
+    param: 'voice.extra',
+    body: { ...GOOD, voice: { id: 'alloy', extra: 1 } },
+  },
   { name: 'unknown route', status: 404, code: 'ROUTE_NOT_FOUND', url: '/v1/nothing', method: 'GET' },
 ];
 
