@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { SafetensorsCheckpoint } from '../checkpoint/safetensors-reader.ts';
 import { readTorchCheckpoint } from '../checkpoint/torch-pth.ts';
 import { CODEC_FILE_NAME } from '../codec/codec.ts';
@@ -152,7 +152,7 @@ export function registerInspect(program: Command): void {
       'check a checkpoint folder against the weight map: counts, then every missing/mismatched/unused tensor',
     )
     .argument('<dir>', 'checkpoint folder')
-    .option('--json', 'print the report as JSON')
+    .addOption(new Option('--json', 'print the report as JSON').env('DRAMA3_INSPECT_JSON'))
     .action(async (dir: string, flags: { json?: boolean }) => {
       process.exitCode = await runInspect(dir, flags);
     });

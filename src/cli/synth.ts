@@ -97,10 +97,24 @@ export function registerSynth(program: Command): void {
   program
     .command('synth')
     .description('write a synthetic checkpoint: random weights in the real file format (speaks noise, not speech)')
-    .addOption(new Option('--preset <name>', 'geometry').choices(['tiny', 'full']).default('tiny'))
-    .option('--out <dir>', 'checkpoint folder to create (must be absent or empty)')
-    .option('--seed <n>', 'random seed (same seed, same bytes)', parseSeed, 0)
-    .addOption(new Option('--experts <form>', 'routed expert storage').choices(['fp8', 'bf16']).default('fp8'))
+    .addOption(
+      new Option('--preset <name>', 'geometry').choices(['tiny', 'full']).env('DRAMA3_SYNTH_PRESET').default('tiny'),
+    )
+    .addOption(
+      new Option('--out <dir>', 'checkpoint folder to create (must be absent or empty)').env('DRAMA3_SYNTH_OUT'),
+    )
+    .addOption(
+      new Option('--seed <n>', 'random seed (same seed, same bytes)')
+        .argParser(parseSeed)
+        .env('DRAMA3_SYNTH_SEED')
+        .default(0),
+    )
+    .addOption(
+      new Option('--experts <form>', 'routed expert storage')
+        .choices(['fp8', 'bf16'])
+        .env('DRAMA3_SYNTH_EXPERTS')
+        .default('fp8'),
+    )
     .option('--dry-run', 'describe the tensors (count, bytes by dtype, parameters) without writing them')
     .option('--list', 'with --dry-run: also list every tensor')
     .action(async (flags: SynthFlags) => {
