@@ -15,7 +15,7 @@ export interface Resampler {
 
 /** The audio module's factories, passed in so that tests and the server share one wiring. */
 export interface AudioToolkit {
-  createEncoder(format: SpeechFormat, sampleRate: number): Promise<AudioEncoder>;
+  createEncoder(format: SpeechFormat, sampleRate: number, bitrate?: number): Promise<AudioEncoder>;
   createResampler(from: number, to: number): Resampler;
   contentType(format: SpeechFormat): string;
 }
@@ -44,8 +44,9 @@ export async function openAudioOutput(
   format: SpeechFormat,
   nativeRate: number,
   sampleRate: number,
+  bitrate?: number,
 ): Promise<AudioOutput> {
-  const encoder = await toolkit.createEncoder(format, sampleRate);
+  const encoder = await toolkit.createEncoder(format, sampleRate, bitrate);
   const resampler = sampleRate === nativeRate ? undefined : toolkit.createResampler(nativeRate, sampleRate);
   return {
     contentType: toolkit.contentType(format),

@@ -5,7 +5,8 @@ import { createResampler } from '../audio/resample.ts';
 import type { AudioToolkit } from './audio-output.ts';
 
 export const audioToolkit: AudioToolkit = {
-  createEncoder: (format, sampleRate) => createAudioEncoder(format, { sampleRate }),
+  createEncoder: (format, sampleRate, bitrate) =>
+    createAudioEncoder(format, bitrate === undefined ? { sampleRate } : { sampleRate, bitrate }),
   createResampler,
   contentType: (format) => CONTENT_TYPES[format],
 };

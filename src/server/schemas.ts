@@ -65,8 +65,23 @@ export const TtsBody = Type.Object(
     max_new_tokens: Type.Optional(Type.Integer({ minimum: 0 })),
     chunk_length: Type.Optional(Type.Integer({ minimum: 100, maximum: 300 })),
     normalize: Type.Optional(Type.Boolean()),
+    sample_rate: Type.Optional(Type.Union([Type.Integer({ minimum: 8000, maximum: 48000 }), Type.Null()])),
+    mp3_bitrate: Type.Optional(Type.Union([Type.Literal(64), Type.Literal(128), Type.Literal(192)])),
+    // kbit/s; -1000 means the encoder's own choice.
+    opus_bitrate: Type.Optional(Type.Union([Type.Literal(-1000), Type.Integer({ minimum: 6, maximum: 510 })])),
+    prosody: Type.Optional(
+      Type.Union([
+        Type.Object(
+          { speed: Type.Optional(Type.Number()), volume: Type.Optional(Type.Number()) },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ]),
+    ),
+    // The release sampler uses repetition-aware sampling instead; the value is accepted and reported as ignored.
+    repetition_penalty: Type.Optional(Type.Number({ minimum: 0 })),
     // Fish clients send these scheduling hints; they do not change the audio.
-    latency: Type.Optional(Type.Union([Type.Literal('normal'), Type.Literal('balanced')])),
+    latency: Type.Optional(Type.Union([Type.Literal('normal'), Type.Literal('balanced'), Type.Literal('low')])),
     use_memory_cache: Type.Optional(Type.Union([Type.Literal('on'), Type.Literal('off')])),
   },
   { additionalProperties: false },

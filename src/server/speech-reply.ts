@@ -20,6 +20,10 @@ export interface SpeechPlan {
   readonly mode: ReplyMode;
   /** Engine and text-module field names → this route's field names (the text to speak is `input` or `text`). */
   readonly fieldNames: Readonly<Record<string, string>>;
+  /** Encoder bit rate in bit/s; undefined: the format's default. */
+  readonly bitrate?: number;
+  /** Fields accepted for client compatibility that do not change the audio: named in X-Ignored-Fields. */
+  readonly ignoredFields?: readonly string[];
 }
 
 function sseEvent(payload: object): string {
@@ -29,7 +33,13 @@ function sseEvent(payload: object): string {
 /** Resolves once the reply is sent, cut off or abandoned by the client. */
 export async function replySpeech(context: ServerContext, reply: FastifyReply, plan: SpeechPlan): Promise<void> {
   const engine = context.engine();
-  const output = await openAudioOutput(context.audio, plan.format, engine.info.sampleRate, plan.sampleRate);
+  const output = await openAudioOutput(
+    context.audio,
+    plan.format,
+    engine.info.sampleRate,
+    plan.sampleRate,
+    plan.bitrate,
+  );
   const arrived = performance.now();
   const raw = reply.raw;
   const pieces: Uint8Array[] = [];
@@ -42,6 +52,9 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
     'X-Input-Tokens': String(inputTokens),
     'X-Sample-Rate': String(output.sampleRate),
     'X-Seed': String(plan.job.sampling.seed),
+    ...(plan.ignoredFields !== undefined && plan.ignoredFields.length > 0
+      ? { 'X-Ignored-Fields': plan.ignoredFields.join(', ') }
+      : {}),
   });
   const write = (bytes: Uint8Array) => {
     if (bytes.length === 0) return;

@@ -212,6 +212,14 @@ const CASES: BadCase[] = [
     param: 'voice.extra',
     body: { ...GOOD, voice: { id: 'alloy', extra: 1 } },
   },
+  {
+    name: 'fish: prosody speed other than 1',
+    status: 400,
+    code: 'SPEED_UNSUPPORTED',
+    param: 'prosody.speed',
+    url: '/v1/tts',
+    body: { text: 'hi', format: 'pcm', prosody: { speed: 1.5, volume: 0 } },
+  },
   { name: 'unknown route', status: 404, code: 'ROUTE_NOT_FOUND', url: '/v1/nothing', method: 'GET' },
 ];
 
@@ -246,6 +254,41 @@ test('the numbers are named: context overflow message', async () => {
     response.json().error.message,
     /prompt rows 19 \+ max_frames 4090 \+ 1 = 4110 exceeds the context window of 4096 rows/,
   );
+});
+
+test('fish /v1/tts takes the body the Fish SDK sends by default, and names what it ignores', async () => {
+  const response = await server.app.inject({
+    method: 'POST',
+    url: '/v1/tts',
+    headers: { 'content-type': 'application/msgpack' },
+    payload: Buffer.from(
+      encode({
+        text: 'hello there',
+        chunk_length: 200,
+        format: 'pcm',
+        mp3_bitrate: 128,
+        opus_bitrate: -1000,
+        references: [],
+        reference_id: null,
+        normalize: true,
+        latency: 'normal',
+        sample_rate: 24000,
+        prosody: null,
+        top_p: 0.7,
+        temperature: 0.7,
+        repetition_penalty: 1.2,
+        max_new_tokens: 1024,
+        streaming: false,
+        seed: null,
+        use_memory_cache: 'off',
+      }),
+    ),
+  });
+  assert.equal(response.statusCode, 200, response.body);
+  assert.equal(response.headers['x-sample-rate'], '24000');
+  assert.equal(response.headers['x-ignored-fields'], 'repetition_penalty');
+  const frames = Number(response.headers['x-output-frames']);
+  assert.equal(response.rawPayload.length / 2, Math.ceil((frames * 2048 * 24000) / 44100));
 });
 
 test('fish /v1/tts speaks from a msgpack body', async () => {

@@ -1,5 +1,6 @@
-// POST /v1/tts: Fish Speech's API (JSON or msgpack bodies). Output is always the native 44.1 kHz; an unknown
-// reference_id is a 404, never a silent default voice; max_new_tokens 0 means "as many frames as fit".
+// POST /v1/tts: Fish Speech's API (JSON or msgpack bodies), with the fields Fish's SDK sends by default. Output is
+// the native 44.1 kHz unless sample_rate says otherwise; an unknown reference_id is a 404, never a silent default
+// voice; max_new_tokens 0 means "as many frames as fit"; repetition_penalty is reported back as ignored.
 
 import type { FastifyPluginAsyncTypebox, Static } from '@fastify/type-provider-typebox';
 import { decode } from '@msgpack/msgpack';
@@ -20,14 +21,44 @@ function bytesToBase64(value: unknown): unknown {
   return value;
 }
 
+/** Fish's prosody can only be honoured at its neutral values (no time stretch or gain stage yet). */
+function checkProsody(prosody: Static<typeof TtsBody>['prosody']): void {
+  if (prosody == null) return;
+  if (prosody.speed !== undefined && prosody.speed !== 1) {
+    throw new DramaError(
+      'SPEED_UNSUPPORTED',
+      `prosody.speed ${prosody.speed} is not supported: only 1.0 (no time stretch)`,
+      {
+        param: 'prosody.speed',
+      },
+    );
+  }
+  if (prosody.volume !== undefined && prosody.volume !== 0) {
+    throw new DramaError('VOLUME_UNSUPPORTED', `prosody.volume ${prosody.volume} is not supported: only 0 dB`, {
+      param: 'prosody.volume',
+    });
+  }
+}
+
+/** Bit rate in bit/s from Fish's kbit/s fields; Fish's -1000 leaves the choice to the encoder. */
+function bitrateOf(body: Static<typeof TtsBody>): number | undefined {
+  if (body.format === 'mp3' && body.mp3_bitrate !== undefined) return body.mp3_bitrate * 1000;
+  if (body.format === 'opus' && body.opus_bitrate !== undefined && body.opus_bitrate !== -1000)
+    return body.opus_bitrate * 1000;
+  return undefined;
+}
+
 export async function planTts(context: ServerContext, body: Static<typeof TtsBody>): Promise<SpeechPlan> {
+  checkProsody(body.prosody);
   const voice =
     body.reference_id == null ? [] : await voiceReferences(context.resolveVoice, body.reference_id, 'reference_id');
   return {
     route: 'tts',
     fieldNames: { input: 'text', max_frames: 'max_new_tokens' },
     format: body.format ?? 'wav',
-    sampleRate: context.engine().info.sampleRate,
+    sampleRate: body.sample_rate ?? context.engine().info.sampleRate,
+    bitrate: bitrateOf(body),
+    ignoredFields: body.repetition_penalty === undefined ? [] : ['repetition_penalty'],
     mode: body.streaming === true ? 'audio' : 'whole',
     job: {
       text: body.text,
