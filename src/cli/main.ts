@@ -1,5 +1,6 @@
 // The `drama3` command line: one file per command under src/cli/, each exporting a register function.
 import { Command } from 'commander';
+import { isDramaError } from '../errors.ts';
 import { registerEncode } from './encode.ts';
 import { registerInspect } from './inspect.ts';
 import { registerSay } from './say.ts';
@@ -22,4 +23,11 @@ registerSynth(program);
 registerInspect(program);
 registerVoices(program);
 
-await program.parseAsync(process.argv);
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  // A named refusal is the user's to read, not a crash: print its code and message, no stack.
+  if (!isDramaError(error)) throw error;
+  process.stderr.write(`drama3: ${error.code}: ${error.message}\n`);
+  process.exitCode = 1;
+}
