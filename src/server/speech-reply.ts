@@ -70,7 +70,14 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
 
   return new Promise<void>((resolve) => {
     let handle: RequestHandle;
+    // Once the reply is settled (a failure in this thread cancels the request), later engine events are ignored.
+    let settled = false;
+    const settle = () => {
+      settled = true;
+      resolve();
+    };
     const onEvent = (event: RequestEvent) => {
+      if (settled) return;
       try {
         switch (event.type) {
           case 'admitted':
@@ -104,7 +111,7 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
               raw.end(sseEvent(done));
             }
             count(200);
-            resolve();
+            settle();
             return;
           }
           case 'failed':
@@ -112,7 +119,7 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
             return;
           case 'cancelled':
             count(499);
-            resolve();
+            settle();
             return;
         }
       } catch (error) {
@@ -128,7 +135,7 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
       if (!started) void sendError(reply, dramaError);
       else if (plan.mode === 'sse') raw.end(sseEvent({ type: 'speech.audio.error', ...envelope(status, dramaError) }));
       else raw.destroy(dramaError);
-      resolve();
+      settle();
     };
 
     handle = context.engine().submit(plan.job, onEvent);
