@@ -118,6 +118,9 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
             fail(fromSerialized(event.error));
             return;
           case 'cancelled':
+            // The client is gone: nothing more will be sent, and fastify must not wait for a reply.
+            if (!started) reply.hijack();
+            raw.destroy();
             count(499);
             settle();
             return;

@@ -163,3 +163,27 @@ test('a stream that fails after its first chunk ends without the terminating chu
     await server.close();
   }
 });
+
+test('a client that gives up on a whole-file reply cancels its request too', async () => {
+  const server = await startTestServer({ model: { framesPerRow: 1000, stepMilliseconds: 5 } });
+  try {
+    const request = http.request(`${server.url}/v1/audio/speech`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+    });
+    request.on('error', () => {});
+    request.end(JSON.stringify({ input: 'a long whole file', response_format: 'pcm' }));
+    while (server.engine.stats.lanesBusy === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+    request.destroy();
+    // Uncancelled, the request would run 64 + 32 × 17 = 608 frames of 5 ms each (3 s).
+    const deadline = Date.now() + 1000;
+    while (server.engine.requestsInFlight > 0) {
+      assert.ok(Date.now() < deadline, 'the request was never cancelled');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const metrics = (await server.app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.match(metrics, /drama3_requests_total\{route="speech",status="499"\} 1/);
+  } finally {
+    await server.close();
+  }
+});
