@@ -49,7 +49,9 @@ function referenceWav(seconds: number, sampleRate = 24000): Uint8Array {
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
 }
 
-const encoded = await voiceEncoderFor(spec)(referenceWav(Number(values.seconds)));
+const encoder = voiceEncoderFor(spec);
+const encoded = await encoder.encode(referenceWav(Number(values.seconds)));
+await encoder.close();
 
 function start(referenceCacheBytes: number): Promise<Engine> {
   return Engine.start({

@@ -1,15 +1,15 @@
 // Uploaded voice audio → the codec's frames, once per upload. The file is decoded by the audio module (which refuses
 // bad, empty, too long or unknown files by name), downmixed, resampled to 44.1 kHz and encoded. The null runtime
 // (tests) has no codec: its encoder derives deterministic frames from the samples, one per 2048 samples at 44.1 kHz.
+// A checkpoint's codec runs in its own thread (encoder-thread.ts), so that an upload never blocks HTTP.
 import { decodeUpload } from '../audio/decode.ts';
 import { resample } from '../audio/resample.ts';
 import { sniffUploadFormat, type UploadFormat } from '../audio/sniff.ts';
-import type { Codec } from '../codec/codec.ts';
-import { encodeReferenceAudio, loadCheckpointCodec } from '../codec/reference.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
 import { mix32 } from '../engine/null-model.ts';
 import { DramaError } from '../errors.ts';
 import { CODES_PER_FRAME, type Frame } from '../model/types.ts';
+import { EncoderThread } from './encoder-thread.ts';
 import { checkVoiceAudioSize } from './names.ts';
 
 export interface EncodedUpload {
@@ -18,7 +18,11 @@ export interface EncodedUpload {
   readonly extension: string;
 }
 
-export type VoiceEncoder = (audio: Uint8Array) => Promise<EncodedUpload>;
+export interface VoiceEncoder {
+  encode(audio: Uint8Array): Promise<EncodedUpload>;
+  /** Stops the encoder's thread, if it started one. */
+  close(): Promise<void>;
+}
 
 const EXTENSIONS: Record<UploadFormat, string> = {
   wav: 'wav',
@@ -33,7 +37,7 @@ const NATIVE_RATE = 44100;
 const FRAME_LENGTH = 2048;
 
 /** Decodes the upload and hands its mono samples to `encode`. */
-async function encodeUpload(
+export async function encodeUpload(
   audio: Uint8Array,
   encode: (samples: Float32Array, sampleRate: number) => Frame[],
 ): Promise<EncodedUpload> {
@@ -68,14 +72,16 @@ export function nullFrames(samples: Float32Array, sampleRate: number): Frame[] {
   return frames;
 }
 
-/** The encoder for a runtime: the checkpoint's codec (loaded on first use), or the null runtime's. */
+/** The encoder for a runtime: the checkpoint's codec in its own thread (started on first use), or the null runtime's. */
 export function voiceEncoderFor(runtime: RuntimeSpec | Promise<RuntimeSpec>): VoiceEncoder {
-  let codec: Promise<Codec> | undefined;
-  return async (audio) => {
-    const spec = await runtime;
-    if (spec.kind === 'null') return encodeUpload(audio, nullFrames);
-    codec ??= loadCheckpointCodec(spec.dir);
-    const loaded = await codec;
-    return encodeUpload(audio, (samples, sampleRate) => encodeReferenceAudio(loaded, [samples], sampleRate));
+  let thread: EncoderThread | undefined;
+  return {
+    async encode(audio) {
+      const spec = await runtime;
+      if (spec.kind === 'null') return encodeUpload(audio, nullFrames);
+      thread ??= new EncoderThread(spec.dir);
+      return thread.encode(audio);
+    },
+    close: async () => thread?.close(),
   };
 }

@@ -15,7 +15,7 @@ import { registerVoiceMetrics } from './voices-metrics.ts';
 
 export interface VoicesOptions {
   readonly catalog: VoiceCatalog;
-  readonly encode: VoiceEncoder;
+  readonly encoder: VoiceEncoder;
 }
 
 interface Upload {
@@ -97,6 +97,7 @@ export function voicesRoutes(
     await app.register(multipart, {
       limits: { fileSize: MAX_VOICE_AUDIO_BYTES, files: 1, fields: UPLOAD_FIELDS.length, fieldSize: 64 * 1024 },
     });
+    app.addHook('onClose', async () => voices?.encoder.close());
     voices?.catalog.onChange((change) => {
       // While the model loads there is no cache to clear.
       if (change.type !== 'added') void engine.then((ready) => ready.forgetVoice(change.name));
@@ -164,7 +165,7 @@ export function voicesRoutes(
         }
         if (upload.audio === undefined) throw missing('audio');
         const audio = new Uint8Array(upload.audio.buffer, upload.audio.byteOffset, upload.audio.length);
-        const encoded = await voices!.encode(audio);
+        const encoded = await voices!.encoder.encode(audio);
         const voice = await target.add({
           name,
           text,
