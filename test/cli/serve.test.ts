@@ -14,7 +14,8 @@ function drama3(args: string[]) {
 }
 
 test('drama3 serve prints its URL, warns about synthetic weights, and serves a WAV', async () => {
-  const child = drama3(['serve', '--null-model', '--port', '0']);
+  const folder = await mkdtemp(join(tmpdir(), 'drama3-serve-'));
+  const child = drama3(['serve', '--null-model', '--port', '0', '--voices', join(folder, 'voices')]);
   try {
     let output = '';
     const url = await new Promise<string>((resolve, reject) => {
@@ -39,6 +40,8 @@ test('drama3 serve prints its URL, warns about synthetic weights, and serves a W
     assert.equal(models.data[0]!.synthetic, true);
   } finally {
     child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve));
+    await rm(folder, { recursive: true, force: true });
   }
 });
 
