@@ -64,6 +64,11 @@ export class MemoryPool {
     }
     if (typeof pointer !== 'bigint') {
       this.refund(kind, bytes);
+      // Give back whatever the late answer hands out, so the misuse leaks nothing.
+      pointer.then(
+        (late) => this.backend.release(kind, late),
+        () => {},
+      );
       throw new DramaError('ALLOCATION_BACKEND_ASYNC', 'this backend allocates asynchronously: use allocateAsync', {
         kind: 'internal',
       });
