@@ -58,6 +58,9 @@ export type VoiceChange = { readonly type: 'added' | 'replaced' | 'removed'; rea
 
 export class VoiceCatalog {
   private readonly voices = new Map<string, Voice>();
+  /** Inode of each voice folder as loaded: a folder renamed into place by another process has a new one. */
+  private readonly inodes = new Map<string, number>();
+  private scannedAt = 0;
   private readonly listeners: ((change: VoiceChange) => void)[] = [];
   /** Writes run one at a time, so two uploads of one name cannot interleave their renames. */
   private writing: Promise<unknown> = Promise.resolve();
@@ -95,6 +98,8 @@ export class VoiceCatalog {
     }
     const catalog = new VoiceCatalog(dir, problems);
     for (const voice of loaded) catalog.voices.set(voice.name, voice);
+    for (const name of names) catalog.inodes.set(name, await folderInode(join(dir, name)));
+    catalog.scannedAt = Date.now();
     return catalog;
   }
 
@@ -104,6 +109,16 @@ export class VoiceCatalog {
 
   get(name: string): Voice | undefined {
     return this.voices.get(name);
+  }
+
+  /** Takes in voices that another process (`drama3 voices` beside a running server) added, replaced or removed. */
+  refresh(): Promise<void> {
+    return this.serially(() => this.scan());
+  }
+
+  /** refresh(), unless the last look at the folder is more recent than `milliseconds`. */
+  async refreshIfOlder(milliseconds: number): Promise<void> {
+    if (Date.now() - this.scannedAt >= milliseconds) await this.refresh();
   }
 
   /** Called after each change that reached the disk (cache invalidation). */
@@ -120,11 +135,13 @@ export class VoiceCatalog {
   remove(name: string): Promise<void> {
     return this.serially(async () => {
       checkVoiceName(name);
+      await this.scan();
       if (!this.voices.has(name)) throw notFound(name);
       const removed = join(this.dir, `${REMOVED_PREFIX}${name}-${randomBytes(4).toString('hex')}`);
       await rename(join(this.dir, name), removed);
       await syncFolder(this.dir);
       this.voices.delete(name);
+      this.inodes.delete(name);
       await rm(removed, { recursive: true, force: true });
       this.notify({ type: 'removed', name });
     });
@@ -150,6 +167,7 @@ export class VoiceCatalog {
         kind: 'internal',
       });
     }
+    await this.scan();
     const replacing = this.voices.has(name);
     if (replacing && voice.overwrite !== true) {
       throw new DramaError('VOICE_EXISTS', `a voice named '${name}' exists; send overwrite=true to replace it`, {
@@ -189,8 +207,37 @@ export class VoiceCatalog {
     }
     const stored = toVoice(manifest, voice.frames);
     this.voices.set(name, stored);
+    this.inodes.set(name, await folderInode(join(this.dir, name)));
     this.notify({ type: replacing ? 'replaced' : 'added', name });
     return stored;
+  }
+
+  private async scan(): Promise<void> {
+    const present = new Map<string, number>();
+    for (const entry of await readdir(this.dir, { withFileTypes: true })) {
+      if (!entry.name.startsWith('.') && entry.isDirectory())
+        present.set(entry.name, await folderInode(join(this.dir, entry.name)));
+    }
+    this.scannedAt = Date.now();
+    for (const name of [...this.voices.keys()]) {
+      if (present.has(name)) continue;
+      this.voices.delete(name);
+      this.inodes.delete(name);
+      this.notify({ type: 'removed', name });
+    }
+    for (const [name, inode] of present) {
+      if (this.inodes.get(name) === inode) continue;
+      this.inodes.set(name, inode);
+      const replacing = this.voices.delete(name);
+      try {
+        this.voices.set(name, await loadVoice(this.dir, name));
+      } catch {
+        // A corrupt folder is skipped here as at start-up (where it is reported); a later rename retries it.
+        if (replacing) this.notify({ type: 'removed', name });
+        continue;
+      }
+      this.notify({ type: replacing ? 'replaced' : 'added', name });
+    }
   }
 
   private notify(change: VoiceChange): void {
@@ -200,6 +247,10 @@ export class VoiceCatalog {
 
 export function notFound(name: string, param = 'id'): DramaError {
   return new DramaError('VOICE_NOT_FOUND', `no voice named '${name}'`, { kind: 'not_found', param });
+}
+
+async function folderInode(path: string): Promise<number> {
+  return (await stat(path)).ino;
 }
 
 function toVoice(manifest: VoiceManifest, frames: readonly Frame[]): Voice {

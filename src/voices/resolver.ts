@@ -7,9 +7,12 @@ import type { VoiceCatalog } from './catalog.ts';
 
 /** Catalog references carry frames; their audio bytes are not needed by the engine. */
 const NO_AUDIO = new Uint8Array(0);
+/** How stale the resolver lets its view of the folder get (voices changed by the command line). */
+const REFRESH_MILLISECONDS = 1000;
 
 export function catalogResolver(catalog: VoiceCatalog): VoiceResolver {
   return async (name) => {
+    await catalog.refreshIfOlder(REFRESH_MILLISECONDS);
     const voice = catalog.get(name);
     if (voice === undefined) return defaultVoiceOnly(name);
     return [{ audio: NO_AUDIO, text: voice.text, frames: voice.frames, voice: voice.name }];

@@ -129,3 +129,20 @@ test('start-up removes a temporary folder and restores a voice moved aside by an
   );
   assert.deepEqual(await readdir(dir), ['alice']);
 });
+
+test('a running catalog takes in voices another process added, replaced or removed', async () => {
+  const dir = freshDir();
+  const server = await VoiceCatalog.open(dir);
+  const commandLine = await VoiceCatalog.open(dir);
+  const changes: string[] = [];
+  server.onChange((change) => changes.push(`${change.type} ${change.name}`));
+  await commandLine.add(voice('alice'));
+  await assert.rejects(server.add(voice('alice')), { code: 'VOICE_EXISTS' }, 'the write looks at the folder first');
+  await commandLine.add(voice('alice', { text: 'Replaced words.', overwrite: true }));
+  await server.refresh();
+  assert.equal(server.get('alice')?.text, 'Replaced words.');
+  await commandLine.remove('alice');
+  await server.refresh();
+  assert.equal(server.get('alice'), undefined);
+  assert.deepEqual(changes, ['added alice', 'replaced alice', 'removed alice']);
+});

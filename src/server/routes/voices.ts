@@ -111,15 +111,18 @@ export function voicesRoutes(
       return voices.catalog;
     };
 
-    app.get('/v1/audio/voices', { schema: { summary: 'Voices in the catalog', tags: ['voices'] } }, async () => ({
-      voices: voices === undefined ? [] : voices.catalog.list().map(describeVoice),
-    }));
+    app.get('/v1/audio/voices', { schema: { summary: 'Voices in the catalog', tags: ['voices'] } }, async () => {
+      await voices?.catalog.refresh();
+      return { voices: voices === undefined ? [] : voices.catalog.list().map(describeVoice) };
+    });
 
     app.get(
       '/v1/audio/voices/:id',
       { schema: { params: IdParams, summary: 'One voice', tags: ['voices'] } },
       async (request) => {
-        const voice = catalog().get(checkVoiceName(request.params.id, 'id'));
+        const name = checkVoiceName(request.params.id, 'id');
+        await catalog().refresh();
+        const voice = catalog().get(name);
         if (voice === undefined) throw notFound(request.params.id);
         return describeVoice(voice);
       },
