@@ -117,6 +117,7 @@ export class EngineCore {
       .map((piece) =>
         this.runtime.text.prompt({ text: piece, instructions: job.instructions, references, normalize: job.normalize }),
       );
+    if (pieces.length === 0) throw new DramaError('INPUT_EMPTY', 'input has nothing to speak', { param: 'input' });
     const promptRows = Math.max(...pieces.map((piece) => piece.rows.tokens.length));
     const inputTokens = pieces.reduce((sum, piece) => sum + piece.textTokens, 0);
     const budget = frameBudget(promptRows, job.maxFrames, limits, inputTokens);
