@@ -1,4 +1,4 @@
-// Shared helpers for the kernels: bf16 <-> fp32 (round to nearest even), fixed-order warp and block reductions
+// Device functions the kernels share: bf16 <-> fp32 (round to nearest even), fixed-order warp and block reductions
 // (so sums come out bit-identical on every run), and SiLU. Kernels include this; it holds no kernels itself.
 #pragma once
 #include <cuda_bf16.h>
