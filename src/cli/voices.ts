@@ -1,6 +1,6 @@
 // `drama3 voices add NAME --audio FILE --text "..."`, `voices list`, `voices rm NAME`: the voice catalog from the
-// command line (the same folder `serve --voices DIR` uses; a running server sees changes after a restart). Also the
-// `--voices` option and the catalog set-up that `serve` shares.
+// command line (the same folder `serve --voices DIR` uses; a running server takes changes in within a second). Also
+// the `--voices` option and the catalog set-up that `serve` shares.
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
