@@ -17,7 +17,11 @@ function speak(url: string, text: string): Promise<Response> {
 }
 
 test('4 requests at once on 4 lanes give the bytes of the same 4 served one at a time; a 5th gets 503', async () => {
-  const server = await startTestServer({ settings: { lanes: 4 }, queueLimit: 0, model: { stepMilliseconds: 2 } });
+  const server = await startTestServer({
+    settings: { lanes: 4 },
+    queueLimit: 0,
+    model: { stepMilliseconds: 1, framesPerRow: 10 },
+  });
   try {
     const alone: Buffer[] = [];
     for (const text of TEXTS) alone.push(Buffer.from(await (await speak(server.url, text)).arrayBuffer()));
