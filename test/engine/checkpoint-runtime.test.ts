@@ -35,7 +35,12 @@ before(async () => {
 });
 after(() => rm(folder, { recursive: true, force: true }));
 
-function run(text: string, seed = 1, references: SpeechJob['references'] = []): Promise<EngineEvent[]> {
+function run(
+  text: string,
+  seed = 1,
+  references: SpeechJob['references'] = [],
+  pieceLength: number | undefined = undefined,
+): Promise<EngineEvent[]> {
   return new Promise((resolve) => {
     const events: EngineEvent[] = [];
     const core = new EngineCore(runtime, DEFAULT_ENGINE_SETTINGS, (event) => {
@@ -43,7 +48,11 @@ function run(text: string, seed = 1, references: SpeechJob['references'] = []): 
       events.push(event);
       if (event.type === 'finished' || event.type === 'failed') resolve(events);
     });
-    core.handle({ type: 'submit', id: 1, job: job(text, { sampling: { ...job('').sampling, seed }, references }) });
+    core.handle({
+      type: 'submit',
+      id: 1,
+      job: job(text, { sampling: { ...job('').sampling, seed }, references, pieceLength }),
+    });
   });
 }
 
@@ -82,4 +91,16 @@ test('an uploaded reference (WAV at 22.05 kHz) is decoded, resampled, encoded an
   assert.equal(events.at(-1)?.type, 'finished');
   const broken = await run('Speak.', 1, [{ audio: new Uint8Array([1, 2, 3, 4]), text: 'noise' }]);
   assert.equal(broken.at(-1)?.type, 'failed');
+});
+
+test('long text is split at sentence ends by the text module and spoken piece by piece as one request', async () => {
+  const text = 'The first sentence is here. A second one follows it. And a third closes the paragraph.';
+  const events = await run(text, 5, [], 40);
+  const admitted = events.find((event) => event.type === 'admitted');
+  assert.ok(admitted?.type === 'admitted');
+  assert.equal(admitted.admission.pieces, 3);
+  const finished = events.at(-1);
+  assert.ok(finished?.type === 'finished');
+  const samples = audioOf(events).reduce((sum, pcm) => sum + pcm.length, 0);
+  assert.equal(samples, finished.usage.outputFrames * 2048);
 });
