@@ -1,4 +1,5 @@
-// What the engine drives: a speech model, a codec and a text front end, loaded together in the engine's thread.
+// What the engine drives: a speech model, a codec and a text front end, loaded together in the engine's thread (the
+// decode thread loads its own codec).
 // Frames are [K] int32 (K = 10 codes); PCM is mono fp32 at `codec.sampleRate`, `codec.frameLength` samples a frame.
 import type { CodecStream, Frame, PromptRows, SpeechModel } from '../model/types.ts';
 
@@ -8,7 +9,7 @@ export interface EncodedReference {
   readonly frames: readonly Frame[];
 }
 
-/** The text side: long-text split, prompt assembly (which refuses structural tokens by name), reference encode. */
+/** The text side: long-text split and prompt assembly (which refuses structural tokens by name). */
 export interface TextFrontEnd {
   /** Splits text into pieces of at most `budget` code points, at sentence or word boundaries where possible. */
   split(text: string, budget: number): string[];
