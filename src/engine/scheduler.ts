@@ -147,6 +147,16 @@ export class Scheduler {
       });
     }
     this.rounds += 1;
+    this.emitStats();
+  }
+
+  /** Drops the reference cache entries built from a catalog voice (reported at once: no round may follow). */
+  forgetVoice(name: string): void {
+    this.options.referenceCache?.forgetVoice(name);
+    this.emitStats();
+  }
+
+  private emitStats(): void {
     this.emit({
       type: 'stats',
       stats: {
@@ -157,11 +167,6 @@ export class Scheduler {
         referenceCache: this.options.referenceCache?.stats(),
       },
     });
-  }
-
-  /** Drops the reference cache entries built from a catalog voice. */
-  forgetVoice(name: string): void {
-    this.options.referenceCache?.forgetVoice(name);
   }
 
   /** Releases every lane (engine shutdown). */
