@@ -87,6 +87,8 @@ test('a cached catalog voice gives the bytes of the uncached server; the second 
   assert.ok(!reference.equals(await speak(uncached, 'default')), 'the voice changes the audio');
 
   await uploadVoice(cached, 'A different narrator now.', 440);
-  await speak(cached, 'default');
-  assert.equal(await metric(cached, 'drama3_reference_cache_entries'), 1, 'replacing the voice dropped its entry');
+  assert.equal(await metric(cached, 'drama3_reference_cache_entries'), 0, 'replacing the voice dropped its entry');
+  await speak(cached, 'narrator');
+  assert.equal(await metric(cached, 'drama3_reference_cache_misses_total'), 2, 'the new recording is a miss');
+  assert.equal(await metric(cached, 'drama3_reference_cache_entries'), 1);
 });
