@@ -75,9 +75,11 @@ function samePrefix(entry: Entry, rows: PromptRows): boolean {
   return true;
 }
 
-/** Bytes held by the typed arrays inside a snapshot. */
+/** A snapshot's size: its own `bytes` when it states one (device memory), else the bytes of its typed arrays. */
 export function snapshotBytes(value: unknown, seen = new Set<unknown>()): number {
   if (value === null || typeof value !== 'object' || seen.has(value)) return 0;
+  const stated = (value as { bytes?: unknown }).bytes;
+  if (seen.size === 0 && typeof stated === 'number') return stated;
   seen.add(value);
   if (ArrayBuffer.isView(value)) return value.byteLength;
   let total = 0;

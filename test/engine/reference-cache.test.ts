@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadCheckpointRuntime } from '../../src/engine/checkpoint-runtime.ts';
 import type { EngineEvent } from '../../src/engine/protocol.ts';
-import { ReferenceCache, snapshotRow } from '../../src/engine/reference-cache.ts';
+import { ReferenceCache, snapshotBytes, snapshotRow } from '../../src/engine/reference-cache.ts';
 import type { EncodedReference, SpeechRuntime } from '../../src/engine/runtime.ts';
 import { Scheduler } from '../../src/engine/scheduler.ts';
 import { loadSpeechModel } from '../../src/model/speech-model.ts';
@@ -192,4 +192,10 @@ test('forgetting a voice drops its entries; the cache stays within its bytes, le
   assert.equal(small.lookup(changed), undefined, 'a different prefix row misses');
   small.store(rows(4), { state: new Float32Array(1000) }, []);
   assert.equal(small.lookup(rows(4)), undefined, 'an entry larger than the budget is not kept');
+});
+
+test('a snapshot is sized by its typed arrays, or by the bytes it states (device memory)', () => {
+  const arrays = { backbone: [new Float32Array(10), new Float64Array(3)], hidden: new Float32Array(5), rows: 7 };
+  assert.equal(snapshotBytes(arrays), 40 + 24 + 20);
+  assert.equal(snapshotBytes({ bytes: 4096, handles: [1, 2] }), 4096);
 });
