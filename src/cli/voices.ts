@@ -4,8 +4,9 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { type Command, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
+import { DEFAULT_REFERENCE_CACHE_BYTES } from '../engine/reference-cache.ts';
 import { DramaError } from '../errors.ts';
 import type { VoicesOptions } from '../server/routes/voices.ts';
 import { VoiceCatalog } from '../voices/catalog.ts';
@@ -22,6 +23,18 @@ export const DEFAULT_VOICES_DIR = join(
 
 export function voicesOption(): Option {
   return new Option('--voices <dir>', 'voice catalog folder').env('DRAMA3_VOICES').default(DEFAULT_VOICES_DIR);
+}
+
+/** `--reference-cache <MiB>`: the reference-prefix cache's byte budget; 0 turns the cache off. */
+export function referenceCacheOption(): Option {
+  return new Option('--reference-cache <MiB>', 'memory for cached reference prefixes (0: off)')
+    .env('DRAMA3_REFERENCE_CACHE')
+    .default(DEFAULT_REFERENCE_CACHE_BYTES / (1024 * 1024))
+    .argParser((value) => {
+      const parsed = Number(value);
+      if (!Number.isInteger(parsed) || parsed < 0) throw new InvalidArgumentError(`expected MiB ≥ 0, got '${value}'`);
+      return parsed;
+    });
 }
 
 /** Opens the catalog (reporting each corrupt folder by name) and the app options that serve it. */
