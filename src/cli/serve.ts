@@ -9,7 +9,7 @@ import { audioToolkit } from '../server/audio-toolkit.ts';
 import { loadApiKeys } from '../server/auth.ts';
 import { SYNTHETIC_NOTICE } from '../server/routes/operations.ts';
 import { DEFAULT_CACHE_DIR, resolveRuntime } from './default-model.ts';
-import { openVoices, voicesOption } from './voices.ts';
+import { openVoices, referenceCacheOption, voicesOption } from './voices.ts';
 
 export function positiveInteger(value: string): number {
   const parsed = Number(value);
@@ -87,6 +87,7 @@ export interface EngineFlags {
   readonly maxInput: number;
   readonly pieceLength: number;
   readonly memoryRows?: number;
+  readonly referenceCache?: number;
 }
 
 export function engineSettings(flags: EngineFlags, lanes: number): EngineSettings {
@@ -97,6 +98,7 @@ export function engineSettings(flags: EngineFlags, lanes: number): EngineSetting
     maxInputCodePoints: flags.maxInput,
     pieceLength: flags.pieceLength,
     memoryRows: flags.memoryRows,
+    referenceCacheBytes: flags.referenceCache === undefined ? undefined : flags.referenceCache * 1024 * 1024,
   };
 }
 
@@ -183,6 +185,6 @@ export function registerServe(program: Command): void {
     )
     .addOption(new Option('--api-key-file <file>', 'file with one API key a line').env('DRAMA3_API_KEY_FILE'))
     .addOption(new Option('--log', 'log each request (JSON lines)').env('DRAMA3_LOG').default(false));
-  command.addOption(voicesOption());
+  command.addOption(voicesOption()).addOption(referenceCacheOption());
   addEngineOptions(command).action((flags: ServeFlags) => serve(flags));
 }
