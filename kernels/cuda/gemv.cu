@@ -1,21 +1,22 @@
 // bf16 GEMV for few-row projections: y[r, n] = Σ_k w[n, k] · x[r, k], fp32 accumulation, one rounding to bf16.
 //   w: [out_features, in_features] bf16 row-major (the PyTorch Linear layout); x: [rows, in_features] bf16;
 //   y: [rows, out_features] bf16
-// Memory-bound. A few blocks of 8 warps per multiprocessor walk the weights in tiles of 8 rows × up to 2048
-// columns (32 KiB); a row longer than 2048 is several consecutive tiles (segments) of the same 8 rows.
-//   gemv_bf16 (in_features % 8 == 0, 16-byte aligned): the block copies tiles into shared memory with cp.async,
-//     `stages` tiles deep, so tens of KiB per multiprocessor are always in flight; each warp dots one row of the
-//     landed tile with x and carries its sum across the row's segments
-//   gemv_unaligned_bf16: anything else, one warp per row with scalar loads
+// Memory-bound. Grid: a few blocks of 8 warps per multiprocessor, walking the weights in tiles of 8 rows.
+//   gemv_staged_bf16 (in_features <= 4096, in_features % 8 == 0, 16-byte aligned): the block copies whole tiles
+//     into shared memory with cp.async, `stages` tiles deep, so tens of KB per multiprocessor are always in flight;
+//     each warp then dots one row of the landed tile with x
+//   gemv_bf16: longer aligned rows take the register path (each warp walks rows with 16-byte loads, the next group
+//     of chunks in registers while the current one is multiplied); anything unaligned takes a scalar path
 // grid.y runs the input rows (a second row re-reads the weights: this kernel is for one-row decode). With
 // programmatic dependent launch the kernel lets the next one start at once and waits for the previous one
 // (griddepcontrol.wait) only before it reads x: its first weight tiles are in flight by then. Each lane sums its
-// chunks in ascending order and the warp butterfly finishes, so results are bit-repeatable.
+// chunks in a fixed order and the warp butterfly finishes, so results are bit-repeatable.
 #include "common.cuh"
 
 #define WARPS_PER_BLOCK 8
 #define TILE_ROWS WARPS_PER_BLOCK
-#define SEGMENT_CHUNKS 256
+#define UNROLL 8
+#define GROUP_CHUNKS (32 * UNROLL)
 
 __device__ __forceinline__ void allow_dependent_launch() {
 #if __CUDA_ARCH__ >= 900
@@ -36,7 +37,7 @@ __device__ __forceinline__ void copy_async_16(void* shared, const void* global) 
 
 __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 
-// Waits until at most `pending` committed copy groups are still in flight (0 to 2).
+// Waits until at most `pending` committed copy groups are still in flight (pending is 1 or 2 here).
 __device__ __forceinline__ void wait_copies(int pending) {
   if (pending >= 2) {
     asm volatile("cp.async.wait_group 2;" ::: "memory");
@@ -61,99 +62,136 @@ __device__ __forceinline__ float dot8(uint4 a, uint4 b) {
   return sum;
 }
 
-// Which tile a block's step-th item is: row group blockIdx.x + (step / segments)·gridDim.x, segment step % segments.
-struct Item {
-  int group;
-  int segment;
-};
-
-__device__ __forceinline__ Item item_at(int step, int segments) {
-  return {(int)blockIdx.x + (step / segments) * (int)gridDim.x, step % segments};
+// Loads group `group` of a weight row: chunks group·GROUP_CHUNKS + u·32 + lane, zero past the row's end.
+__device__ __forceinline__ void load_group(uint4 (&weights)[UNROLL], const uint4* row, int group, int chunks,
+                                           int lane) {
+#pragma unroll
+  for (int u = 0; u < UNROLL; u++) {
+    const int chunk = group * GROUP_CHUNKS + u * 32 + lane;
+    weights[u] = chunk < chunks ? __ldcs(row + chunk) : make_uint4(0, 0, 0, 0);
+  }
 }
 
-// Copies tile (group, segment) into `stage`, row r of the tile at stage + r·SEGMENT_CHUNKS, the whole block helping.
-__device__ __forceinline__ void load_tile(uint4* stage, const uint4* w, Item item, int out_features, int chunks) {
-  const int first_row = item.group * TILE_ROWS;
-  const int rows_here = min(TILE_ROWS, out_features - first_row);
-  const int first_chunk = item.segment * SEGMENT_CHUNKS;
-  const int width = min(SEGMENT_CHUNKS, chunks - first_chunk);
-  for (int row = 0; row < rows_here; row++) {
-    const uint4* source = w + (long long)(first_row + row) * chunks + first_chunk;
-    for (int chunk = threadIdx.x; chunk < width; chunk += blockDim.x) {
-      copy_async_16(stage + row * SEGMENT_CHUNKS + chunk, source + chunk);
+__device__ void gemv_vector(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int warp,
+                            int warps, int lane) {
+  const int chunks = in_features / 8;
+  const int groups = (chunks + GROUP_CHUNKS - 1) / GROUP_CHUNKS;
+  const uint4* x_chunks = reinterpret_cast<const uint4*>(x);
+  int feature = warp;
+  int group = 0;
+  uint4 next[UNROLL];
+  if (feature < out_features) load_group(next, reinterpret_cast<const uint4*>(w) + (long long)feature * chunks, 0, chunks, lane);
+  wait_for_previous_grid();
+  float sum = 0.0f;
+  while (feature < out_features) {
+    uint4 current[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) current[u] = next[u];
+    const int current_feature = feature;
+    const int current_group = group;
+    if (++group == groups) {
+      group = 0;
+      feature += warps;
+    }
+    if (feature < out_features) {
+      load_group(next, reinterpret_cast<const uint4*>(w) + (long long)feature * chunks, group, chunks, lane);
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      const int chunk = current_group * GROUP_CHUNKS + u * 32 + lane;
+      if (chunk < chunks) sum += dot8(current[u], __ldg(x_chunks + chunk));
+    }
+    if (current_group == groups - 1) {
+      const float total = warp_sum(sum);
+      if (lane == 0) y[current_feature] = to_bf16(total);
+      sum = 0.0f;
     }
   }
 }
 
-__device__ void gemv_staged(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int stages) {
+// Copies tile `tile` (weight rows tile·TILE_ROWS .., clipped to out_features) into `stage`, the whole block helping.
+__device__ __forceinline__ void load_tile(uint4* stage, const uint4* w, int tile, int out_features, int chunks) {
+  const int first_row = tile * TILE_ROWS;
+  const int total = min(TILE_ROWS, out_features - first_row) * chunks;
+  const uint4* source = w + (long long)first_row * chunks;
+  for (int index = threadIdx.x; index < total; index += blockDim.x) copy_async_16(stage + index, source + index);
+}
+
+__device__ void gemv_staged(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int stages,
+                            int lane) {
   extern __shared__ uint4 staged[];
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
   const int chunks = in_features / 8;
-  const int segments = (chunks + SEGMENT_CHUNKS - 1) / SEGMENT_CHUNKS;
-  const int groups = (out_features + TILE_ROWS - 1) / TILE_ROWS;
+  const int tiles = (out_features + TILE_ROWS - 1) / TILE_ROWS;
+  const int warp = threadIdx.x >> 5;
   const uint4* w_chunks = reinterpret_cast<const uint4*>(w);
   const uint4* x_chunks = reinterpret_cast<const uint4*>(x);
-  const int stage_chunks = TILE_ROWS * SEGMENT_CHUNKS;
-  // Every thread commits one group per item slot, even an empty one, so the group counts agree everywhere.
+  // Every thread commits one group per tile slot, even an empty one, so the group counts agree everywhere.
   for (int slot = 0; slot < stages - 1; slot++) {
-    const Item item = item_at(slot, segments);
-    if (item.group < groups) load_tile(staged + slot * stage_chunks, w_chunks, item, out_features, chunks);
+    const int tile = blockIdx.x + slot * gridDim.x;
+    if (tile < tiles) load_tile(staged + slot * TILE_ROWS * chunks, w_chunks, tile, out_features, chunks);
     commit_copies();
   }
   wait_for_previous_grid();
-  float sum = 0.0f;
   for (int step = 0;; step++) {
-    const Item item = item_at(step, segments);
-    if (item.group >= groups) break;
-    const Item ahead = item_at(step + stages - 1, segments);
-    if (ahead.group < groups) {
-      load_tile(staged + ((step + stages - 1) % stages) * stage_chunks, w_chunks, ahead, out_features, chunks);
+    const int tile = blockIdx.x + step * gridDim.x;
+    if (tile >= tiles) break;
+    const int ahead = blockIdx.x + (step + stages - 1) * gridDim.x;
+    if (ahead < tiles) {
+      load_tile(staged + ((step + stages - 1) % stages) * TILE_ROWS * chunks, w_chunks, ahead, out_features, chunks);
     }
     commit_copies();
     wait_copies(stages - 1);
     __syncthreads();
-    const int feature = item.group * TILE_ROWS + warp;
+    const int feature = tile * TILE_ROWS + warp;
     if (feature < out_features) {
-      const uint4* row = staged + (step % stages) * stage_chunks + warp * SEGMENT_CHUNKS;
-      const int first_chunk = item.segment * SEGMENT_CHUNKS;
-      const int width = min(SEGMENT_CHUNKS, chunks - first_chunk);
-      for (int chunk = lane; chunk < width; chunk += 32) sum += dot8(row[chunk], __ldg(x_chunks + first_chunk + chunk));
-      if (item.segment == segments - 1) {
-        const float total = warp_sum(sum);
-        if (lane == 0) y[feature] = to_bf16(total);
-        sum = 0.0f;
-      }
+      const uint4* row = staged + ((step % stages) * TILE_ROWS + warp) * chunks;
+      float sum = 0.0f;
+      for (int chunk = lane; chunk < chunks; chunk += 32) sum += dot8(row[chunk], __ldg(x_chunks + chunk));
+      const float total = warp_sum(sum);
+      if (lane == 0) y[feature] = to_bf16(total);
     }
     // The stage just read is refilled at the next step.
     __syncthreads();
   }
 }
 
+__device__ void gemv_scalar(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int warp,
+                            int warps, int lane) {
+  wait_for_previous_grid();
+  for (int feature = warp; feature < out_features; feature += warps) {
+    const bf16* w_row = w + (long long)feature * in_features;
+    float sum = 0.0f;
+    for (int k = lane; k < in_features; k += 32) sum = fmaf(to_float(w_row[k]), to_float(x[k]), sum);
+    const float total = warp_sum(sum);
+    if (lane == 0) y[feature] = to_bf16(total);
+  }
+}
+
+// Rows of up to 4096 elements, 16-byte aligned: weight tiles staged through shared memory, `stages` deep.
 extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 3)
-    gemv_bf16(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int rows, int stages) {
+    gemv_staged_bf16(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int rows, int stages) {
   allow_dependent_launch();
   const int row = blockIdx.y;
   if (row >= rows) return;
   gemv_staged(y + (long long)row * out_features, w, x + (long long)row * in_features, out_features, in_features,
-              stages);
+              stages, threadIdx.x & 31);
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32)
-    gemv_unaligned_bf16(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int rows) {
+// Any other shape: the register path for aligned rows, the scalar path otherwise.
+extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 2)
+    gemv_bf16(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int rows) {
   allow_dependent_launch();
   const int lane = threadIdx.x & 31;
+  const int warp = blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5);
   const int warps = gridDim.x * WARPS_PER_BLOCK;
   const int row = blockIdx.y;
   if (row >= rows) return;
   const bf16* x_row = x + (long long)row * in_features;
   bf16* y_row = y + (long long)row * out_features;
-  wait_for_previous_grid();
-  for (int feature = blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5); feature < out_features; feature += warps) {
-    const bf16* w_row = w + (long long)feature * in_features;
-    float sum = 0.0f;
-    for (int k = lane; k < in_features; k += 32) sum = fmaf(to_float(w_row[k]), to_float(x_row[k]), sum);
-    const float total = warp_sum(sum);
-    if (lane == 0) y_row[feature] = to_bf16(total);
+  const bool aligned = ((reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(x)) & 15) == 0;
+  if (aligned && in_features % 8 == 0) {
+    gemv_vector(y_row, w, x_row, out_features, in_features, warp, warps, lane);
+  } else {
+    gemv_scalar(y_row, w, x_row, out_features, in_features, warp, warps, lane);
   }
 }

@@ -140,10 +140,10 @@ export const gemvCase: KernelCase = {
     linearShape('decode', 1, 2048, 8192, runGemv),
     linearShape('decode', 1, 4096, 2048, runGemv),
     linearShape('decode', 1, 2048, 4097, runGemv),
-    linearShape('odd sizes, unaligned kernel', 3, 1001, 999, runGemv),
-    linearShape('odd sizes, staged kernel', 2, 1000, 37, runGemv),
-    linearShape('odd sizes, two segments', 1, 2056, 300, runGemv),
-    linearShape('long rows, three segments', 2, 5000, 100, runGemv),
+    linearShape('odd sizes, scalar path', 3, 1001, 999, runGemv),
+    linearShape('odd sizes, vector path', 2, 1000, 37, runGemv),
+    linearShape('odd sizes, two stages', 1, 2056, 300, runGemv),
+    linearShape('long rows, register path', 2, 5000, 100, runGemv),
   ],
 };
 

@@ -7,17 +7,14 @@ import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
 export const GEMV_KERNEL: KernelName = { family: 'gemv', name: 'gemv_bf16' };
-export const GEMV_UNALIGNED_KERNEL: KernelName = { family: 'gemv', name: 'gemv_unaligned_bf16' };
+export const GEMV_STAGED_KERNEL: KernelName = { family: 'gemv', name: 'gemv_staged_bf16' };
 
 const WARPS_PER_BLOCK = 8;
-/** Weight tiles are 8 rows (one per warp) × up to 2048 columns: 32 KiB of shared memory per stage. */
+/** Rows of weights per shared-memory tile (one per warp); the staged path takes rows up to this many elements. */
 const TILE_ROWS = WARPS_PER_BLOCK;
-const TILE_BYTES = TILE_ROWS * 2048 * 2;
-const MAX_STAGES = 3;
-// Measured best on the H200 (docs/gpu.md): three blocks of two tiles in flight per multiprocessor.
-const DEFAULT_BLOCKS_PER_MULTIPROCESSOR = 3;
-const DEFAULT_STAGES = 2;
-const preparedKernels = new Set<bigint>();
+const STAGED_MAX_IN_FEATURES = 4096;
+const STAGED_MAX_SHARED_BYTES = 2 * TILE_ROWS * STAGED_MAX_IN_FEATURES * 2;
+const raisedSharedLimit = new Set<bigint>();
 
 export interface GemvOptions extends LaunchOptions {
   /**
@@ -28,9 +25,13 @@ export interface GemvOptions extends LaunchOptions {
   readonly dependentLaunch?: boolean;
   /** Tuning: blocks per multiprocessor (1 to 4). */
   readonly blocksPerMultiprocessor?: number;
-  /** Tuning: weight tiles in flight per block (1 to 3). */
+  /** Tuning: weight tiles in flight per block on the staged path (2 or 3; rows over 2048 elements take 2). */
   readonly stages?: number;
 }
+
+// Measured best on the H200 for 2048-wide rows (docs/gpu.md): three blocks of two 32 KiB tiles each.
+const DEFAULT_BLOCKS_PER_MULTIPROCESSOR = 3;
+const DEFAULT_STAGES = 2;
 
 export function gemv(
   cuda: CudaContext,
@@ -40,16 +41,17 @@ export function gemv(
   requireCount(a.rows, 'rows', 1, 65535);
   requireCount(a.outFeatures, 'outFeatures');
   requireCount(a.inFeatures, 'inFeatures');
-  const staged = (a.w | a.x) % 16n === 0n && a.inFeatures % 8 === 0;
-  const stages = staged ? (options.stages ?? DEFAULT_STAGES) : 0;
-  if (staged) requireCount(stages, 'stages', 1, MAX_STAGES);
-  const kernel = options.kernel ?? (staged ? GEMV_KERNEL : GEMV_UNALIGNED_KERNEL);
+  const staged = (a.w | a.x) % 16n === 0n && a.inFeatures % 8 === 0 && a.inFeatures <= STAGED_MAX_IN_FEATURES;
+  const stages = staged ? (a.inFeatures <= 2048 ? (options.stages ?? DEFAULT_STAGES) : 2) : 0;
+  requireCount(stages, 'stages', 0, 3);
+  const sharedBytes = stages * TILE_ROWS * a.inFeatures * 2;
+  const kernel = options.kernel ?? (staged ? GEMV_STAGED_KERNEL : GEMV_KERNEL);
   const handle = cuda.kernels.kernel(kernel.family, kernel.name);
-  if (staged && !preparedKernels.has(handle)) {
-    cuda.driver.setMaxDynamicSharedBytes(handle, MAX_STAGES * TILE_BYTES);
+  if (stages > 0 && !raisedSharedLimit.has(handle)) {
+    cuda.driver.setMaxDynamicSharedBytes(handle, STAGED_MAX_SHARED_BYTES);
     // All of L1 as shared memory, so that several blocks' tiles (a dependent launch's too) fit at once.
     cuda.driver.setPreferredSharedCarveout(handle, 100);
-    preparedKernels.add(handle);
+    raisedSharedLimit.add(handle);
   }
   const args = new KernelArguments()
     .pointer(a.y)
@@ -59,15 +61,13 @@ export function gemv(
     .int32(a.inFeatures)
     .int32(a.rows);
   if (staged) args.int32(stages);
-  const perMultiprocessor = options.blocksPerMultiprocessor ?? DEFAULT_BLOCKS_PER_MULTIPROCESSOR;
+  // A fixed number of blocks per multiprocessor walk the row tiles; rows over 2048 elements keep 128 KiB of tiles in
+  // flight per block, and only one such block fits a multiprocessor.
+  const perMultiprocessor =
+    options.blocksPerMultiprocessor ?? (a.inFeatures <= 2048 ? DEFAULT_BLOCKS_PER_MULTIPROCESSOR : 1);
   requireCount(perMultiprocessor, 'blocksPerMultiprocessor', 1, 4);
-  // A fixed number of blocks per multiprocessor walk the tiles.
   const blocks = Math.min(Math.ceil(a.outFeatures / TILE_ROWS), perMultiprocessor * cuda.properties.multiprocessors);
-  const shape = {
-    grid: [blocks, a.rows, 1],
-    block: [WARPS_PER_BLOCK * 32, 1, 1],
-    sharedBytes: stages * TILE_BYTES,
-  } as const;
+  const shape = { grid: [blocks, a.rows, 1], block: [WARPS_PER_BLOCK * 32, 1, 1], sharedBytes } as const;
   const attributes = (options.dependentLaunch ?? true) ? { programmaticStreamSerialization: true } : undefined;
   launch(cuda, kernel, shape, args, { ...options, kernel }, attributes);
 }
