@@ -21,6 +21,7 @@ interface SayFlags extends EngineFlags {
   readonly frames?: number;
   readonly instructions?: string;
   readonly stream: boolean;
+  readonly speed?: number;
 }
 
 function formatOf(flags: SayFlags): SpeechFormat {
@@ -46,12 +47,11 @@ async function say(words: string[], flags: SayFlags): Promise<void> {
   });
   if (engine.info.synthetic) console.error(`WARNING: ${SYNTHETIC_NOTICE}`);
   const format = formatOf(flags);
-  const output = await openAudioOutput(
-    audioToolkit,
+  const output = await openAudioOutput(audioToolkit, engine.info.sampleRate, {
     format,
-    engine.info.sampleRate,
-    flags.sampleRate ?? engine.info.sampleRate,
-  );
+    sampleRate: flags.sampleRate ?? engine.info.sampleRate,
+    speed: flags.speed,
+  });
   const toStdout = flags.out === '-';
   const sink = flags.stream ? (toStdout ? process.stdout : createWriteStream(flags.out)) : undefined;
   const pieces: Uint8Array[] = [];
@@ -122,6 +122,13 @@ export function registerSay(program: Command): void {
     )
     .addOption(new Option('--frames <n>', 'exact frame budget (refused if it does not fit)').argParser(positiveInteger))
     .addOption(new Option('--instructions <text>', 'a direction for how to speak'))
+    .addOption(
+      new Option('--speed <factor>', 'playback speed 0.25–4 with the pitch kept (default: 1)').argParser((value) => {
+        const speed = Number(value);
+        if (!(speed >= 0.25 && speed <= 4)) throw new InvalidArgumentError(`speed must be 0.25–4, got ${value}`);
+        return speed;
+      }),
+    )
     .addOption(new Option('--stream', 'write audio as it is generated').default(false));
   addEngineOptions(command).action((words: string[], flags: SayFlags) => say(words, flags));
 }

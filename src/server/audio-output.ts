@@ -1,6 +1,8 @@
-// Engine PCM (mono fp32 at 44100 Hz) → the bytes of one reply: resample to the requested rate, then encode. The
-// encoder says whether its bytes can be sent as they come (`streamable`) or only whole at the end.
+// Engine PCM (mono fp32 at 44100 Hz) → the bytes of one reply: time-stretch (speed ≠ 1) and gain (volume ≠ 0 dB) at
+// the native rate, resample to the requested rate, then encode. The encoder says whether its bytes can be sent as
+// they come (`streamable`) or only whole at the end.
 import type { SpeechFormat } from './schemas.ts';
+import { TimeStretch } from './time-stretch.ts';
 
 export interface AudioEncoder {
   readonly streamable: boolean;
@@ -39,21 +41,48 @@ function join(first: Uint8Array, second: Uint8Array): Uint8Array {
   return joined;
 }
 
+/** How one reply's audio is shaped before encoding. */
+export interface OutputShape {
+  readonly format: SpeechFormat;
+  readonly sampleRate: number;
+  readonly bitrate?: number;
+  /** Playback speed, pitch kept; 1 leaves the samples untouched. */
+  readonly speed?: number;
+  /** Gain in dB; 0 leaves the samples untouched. */
+  readonly volumeDb?: number;
+}
+
+function concat(first: Float32Array, second: Float32Array): Float32Array {
+  if (first.length === 0) return second;
+  const joined = new Float32Array(first.length + second.length);
+  joined.set(first);
+  joined.set(second, first.length);
+  return joined;
+}
+
 export async function openAudioOutput(
   toolkit: AudioToolkit,
-  format: SpeechFormat,
   nativeRate: number,
-  sampleRate: number,
-  bitrate?: number,
+  shape: OutputShape,
 ): Promise<AudioOutput> {
-  const encoder = await toolkit.createEncoder(format, sampleRate, bitrate);
+  const { format, sampleRate } = shape;
+  const encoder = await toolkit.createEncoder(format, sampleRate, shape.bitrate);
   const resampler = sampleRate === nativeRate ? undefined : toolkit.createResampler(nativeRate, sampleRate);
+  const stretch = shape.speed === undefined || shape.speed === 1 ? undefined : new TimeStretch(shape.speed);
+  const gain = shape.volumeDb === undefined || shape.volumeDb === 0 ? 1 : 10 ** (shape.volumeDb / 20);
+  const shaped = (pcm: Float32Array) =>
+    gain === 1 ? pcm : pcm.map((sample) => Math.max(-1, Math.min(1, sample * gain)));
+  const resampled = (pcm: Float32Array) => (resampler === undefined ? pcm : resampler.push(pcm));
   return {
     contentType: toolkit.contentType(format),
     sampleRate,
     streamable: encoder.streamable,
-    push: (pcm) => encoder.push(resampler === undefined ? pcm : resampler.push(pcm)),
-    finish: () => join(resampler === undefined ? new Uint8Array(0) : encoder.push(resampler.flush()), encoder.finish()),
+    push: (pcm) => encoder.push(resampled(shaped(stretch === undefined ? pcm : stretch.push(pcm)))),
+    finish() {
+      const tail = resampled(shaped(stretch === undefined ? new Float32Array(0) : stretch.flush()));
+      const rest = resampler === undefined ? tail : concat(tail, resampler.flush());
+      return join(encoder.push(rest), encoder.finish());
+    },
   };
 }
 

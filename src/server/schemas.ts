@@ -72,7 +72,10 @@ export const TtsBody = Type.Object(
     prosody: Type.Optional(
       Type.Union([
         Type.Object(
-          { speed: Type.Optional(Type.Number()), volume: Type.Optional(Type.Number()) },
+          {
+            speed: Type.Optional(Type.Number({ minimum: 0.25, maximum: 4 })),
+            volume: Type.Optional(Type.Number({ minimum: -40, maximum: 20, description: 'gain in dB' })),
+          },
           { additionalProperties: false },
         ),
         Type.Null(),

@@ -22,6 +22,10 @@ export interface SpeechPlan {
   readonly fieldNames: Readonly<Record<string, string>>;
   /** Encoder bit rate in bit/s; undefined: the format's default. */
   readonly bitrate?: number;
+  /** Playback speed with the pitch kept (1: untouched). */
+  readonly speed?: number;
+  /** Gain in dB (0: untouched). */
+  readonly volumeDb?: number;
   /** Fields accepted for client compatibility that do not change the audio: named in X-Ignored-Fields. */
   readonly ignoredFields?: readonly string[];
 }
@@ -33,13 +37,7 @@ function sseEvent(payload: object): string {
 /** Resolves once the reply is sent, cut off or abandoned by the client. */
 export async function replySpeech(context: ServerContext, reply: FastifyReply, plan: SpeechPlan): Promise<void> {
   const engine = context.engine();
-  const output = await openAudioOutput(
-    context.audio,
-    plan.format,
-    engine.info.sampleRate,
-    plan.sampleRate,
-    plan.bitrate,
-  );
+  const output = await openAudioOutput(context.audio, engine.info.sampleRate, plan);
   const arrived = performance.now();
   const raw = reply.raw;
   const pieces: Uint8Array[] = [];

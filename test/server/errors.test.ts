@@ -79,13 +79,7 @@ const CASES: BadCase[] = [
     param: 'max_frames',
     body: { ...GOOD, max_frames: 4090 },
   },
-  {
-    name: 'speed other than 1.0',
-    status: 400,
-    code: 'SPEED_UNSUPPORTED',
-    param: 'speed',
-    body: { ...GOOD, speed: 1.5 },
-  },
+  { name: 'speed below 0.25', status: 400, code: 'INVALID_FIELD', param: 'speed', body: { ...GOOD, speed: 0.1 } },
   { name: 'speed out of range', status: 400, code: 'INVALID_FIELD', param: 'speed', body: { ...GOOD, speed: 10 } },
   {
     name: 'speed of the wrong type',
@@ -213,12 +207,12 @@ const CASES: BadCase[] = [
     body: { ...GOOD, voice: { id: 'alloy', extra: 1 } },
   },
   {
-    name: 'fish: prosody speed other than 1',
+    name: 'fish: prosody volume out of range',
     status: 400,
-    code: 'SPEED_UNSUPPORTED',
-    param: 'prosody.speed',
+    code: 'INVALID_FIELD',
+    param: 'prosody.volume',
     url: '/v1/tts',
-    body: { text: 'hi', format: 'pcm', prosody: { speed: 1.5, volume: 0 } },
+    body: { text: 'hi', format: 'pcm', prosody: { speed: 1, volume: 100 } },
   },
   { name: 'unknown route', status: 404, code: 'ROUTE_NOT_FOUND', url: '/v1/nothing', method: 'GET' },
 ];
@@ -289,6 +283,24 @@ test('fish /v1/tts takes the body the Fish SDK sends by default, and names what 
   assert.equal(response.headers['x-ignored-fields'], 'repetition_penalty');
   const frames = Number(response.headers['x-output-frames']);
   assert.equal(response.rawPayload.length / 2, Math.ceil((frames * 2048 * 24000) / 44100));
+});
+
+test('fish prosody is honoured: speed 2 halves the samples, volume -6 dB halves the amplitude', async () => {
+  const speak = (prosody: object | null) =>
+    server.app.inject({
+      method: 'POST',
+      url: '/v1/tts',
+      payload: { text: 'prosody check', format: 'pcm', seed: 3, prosody },
+    });
+  const plain = await speak(null);
+  const shaped = await speak({ speed: 2, volume: -6 });
+  assert.equal(shaped.statusCode, 200, shaped.body);
+  const samples = (reply: typeof plain) =>
+    new Int16Array(reply.rawPayload.buffer, reply.rawPayload.byteOffset, reply.rawPayload.length / 2);
+  const peak = (values: Int16Array) => values.reduce((max, value) => Math.max(max, Math.abs(value)), 0);
+  assert.equal(samples(shaped).length, Math.round(samples(plain).length / 2));
+  const ratio = peak(samples(shaped)) / peak(samples(plain));
+  assert.ok(Math.abs(ratio - 10 ** (-6 / 20)) < 0.03, `peak ratio ${ratio}`);
 });
 
 test('fish /v1/tts speaks from a msgpack body', async () => {

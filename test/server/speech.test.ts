@@ -105,3 +105,12 @@ test('a clipped reply says length in the trailer of a chunked stream', async () 
   assert.equal(bytes.length / 2, 5 * 2048);
   assert.equal(response.headers.get('trailer'), 'X-Finish-Reason, X-Output-Frames');
 });
+
+test('speed stretches time with the pitch kept: 1.5 gives frames × 2048 / 1.5 samples', async () => {
+  const body = { model: 'drama3', voice: 'alloy', input: INPUT, response_format: 'pcm', sample_rate: 44100, seed: 4 };
+  const normal = Buffer.from(await (await server.client.audio.speech.create(body as never)).arrayBuffer());
+  const fast = await server.client.audio.speech.create({ ...body, speed: 1.5 } as never);
+  const bytes = Buffer.from(await fast.arrayBuffer());
+  assert.equal(normal.length / 2, FRAMES * 2048);
+  assert.equal(bytes.length / 2, Math.round((FRAMES * 2048) / 1.5));
+});

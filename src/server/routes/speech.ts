@@ -1,5 +1,5 @@
 // POST /v1/audio/speech: OpenAI's speech API with drama3's extensions (API.md). Whole file, chunked audio stream or
-// server-sent events; `speed` other than 1.0 is refused (no pitch-preserving stretch yet).
+// server-sent events; `speed` stretches time with the pitch kept (WSOLA).
 import type { FastifyPluginAsyncTypebox, Static } from '@fastify/type-provider-typebox';
 import { DramaError } from '../../errors.ts';
 import { DEFAULT_SAMPLING } from '../../model/types.ts';
@@ -12,11 +12,6 @@ const NATIVE_RATE = 44100;
 const PCM_DEFAULT_RATE = 24000;
 
 export async function planSpeech(context: ServerContext, body: Static<typeof SpeechBody>): Promise<SpeechPlan> {
-  if (body.speed !== undefined && body.speed !== 1) {
-    throw new DramaError('SPEED_UNSUPPORTED', `speed ${body.speed} is not supported: only 1.0 (no time stretch)`, {
-      param: 'speed',
-    });
-  }
   const voiceName = typeof body.voice === 'object' ? body.voice.id : (body.voice ?? 'default');
   const voice = await voiceReferences(context.resolveVoice, voiceName, 'voice');
   const references = [...voice, ...decodeReferences(body.references, 'references')];
@@ -25,6 +20,7 @@ export async function planSpeech(context: ServerContext, body: Static<typeof Spe
     route: 'speech',
     fieldNames: { text: 'input' },
     format,
+    speed: body.speed,
     sampleRate: body.sample_rate ?? (format === 'pcm' ? PCM_DEFAULT_RATE : NATIVE_RATE),
     mode:
       body.stream_format === 'sse' ? 'sse' : body.stream_format === 'audio' || body.stream === true ? 'audio' : 'whole',

@@ -21,25 +21,6 @@ function bytesToBase64(value: unknown): unknown {
   return value;
 }
 
-/** Fish's prosody can only be honoured at its neutral values (no time stretch or gain stage yet). */
-function checkProsody(prosody: Static<typeof TtsBody>['prosody']): void {
-  if (prosody == null) return;
-  if (prosody.speed !== undefined && prosody.speed !== 1) {
-    throw new DramaError(
-      'SPEED_UNSUPPORTED',
-      `prosody.speed ${prosody.speed} is not supported: only 1.0 (no time stretch)`,
-      {
-        param: 'prosody.speed',
-      },
-    );
-  }
-  if (prosody.volume !== undefined && prosody.volume !== 0) {
-    throw new DramaError('VOLUME_UNSUPPORTED', `prosody.volume ${prosody.volume} is not supported: only 0 dB`, {
-      param: 'prosody.volume',
-    });
-  }
-}
-
 /** Bit rate in bit/s from Fish's kbit/s fields; Fish's -1000 leaves the choice to the encoder. */
 function bitrateOf(body: Static<typeof TtsBody>): number | undefined {
   if (body.format === 'mp3' && body.mp3_bitrate !== undefined) return body.mp3_bitrate * 1000;
@@ -49,7 +30,6 @@ function bitrateOf(body: Static<typeof TtsBody>): number | undefined {
 }
 
 export async function planTts(context: ServerContext, body: Static<typeof TtsBody>): Promise<SpeechPlan> {
-  checkProsody(body.prosody);
   const voice =
     body.reference_id == null ? [] : await voiceReferences(context.resolveVoice, body.reference_id, 'reference_id');
   return {
@@ -58,6 +38,8 @@ export async function planTts(context: ServerContext, body: Static<typeof TtsBod
     format: body.format ?? 'wav',
     sampleRate: body.sample_rate ?? context.engine().info.sampleRate,
     bitrate: bitrateOf(body),
+    speed: body.prosody?.speed,
+    volumeDb: body.prosody?.volume,
     ignoredFields: body.repetition_penalty === undefined ? [] : ['repetition_penalty'],
     mode: body.streaming === true ? 'audio' : 'whole',
     job: {
