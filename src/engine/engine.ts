@@ -98,6 +98,11 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     });
   }
 
+  /** Why the engine thread stopped on its own, if it did: the server can no longer speak. */
+  get failure(): string | undefined {
+    return this.crash;
+  }
+
   /** Requests admitted or waiting (not yet finished, failed or settled after cancel). */
   get requestsInFlight(): number {
     return this.inFlight;

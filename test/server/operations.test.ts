@@ -102,3 +102,22 @@ test('GET / serves the page file when present, else a placeholder that says so',
     await rm(folder, { recursive: true, force: true });
   }
 });
+
+test('/health turns 503 when the engine thread has died', async () => {
+  const server = await startTestServer({ thread: 'worker', model: { exitAtFrame: 2 } });
+  try {
+    assert.equal((await server.app.inject({ method: 'GET', url: '/health' })).statusCode, 200);
+    const speech = await server.app.inject({
+      method: 'POST',
+      url: '/v1/audio/speech',
+      payload: { input: 'crash now', response_format: 'pcm' },
+    });
+    assert.equal(speech.statusCode, 500);
+    assert.equal(speech.json().error.code, 'ENGINE_CRASHED');
+    const health = await server.app.inject({ method: 'GET', url: '/health' });
+    assert.equal(health.statusCode, 503);
+    assert.equal(health.json().error.code, 'ENGINE_CRASHED');
+  } finally {
+    await server.close();
+  }
+});

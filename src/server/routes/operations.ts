@@ -3,6 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { EngineInfo } from '../../engine/protocol.ts';
+import { DramaError } from '../../errors.ts';
 import type { ServerContext } from '../context.ts';
 
 export const SYNTHETIC_NOTICE = 'synthetic weights: this checkpoint has random weights and speaks noise, not speech';
@@ -43,9 +44,10 @@ export function operationsRoutes(context: ServerContext, pagePath: URL | undefin
     }));
     app.get(
       '/health',
-      { schema: { summary: 'Ready (200) or loading (503)', tags: ['operations'] } },
+      { schema: { summary: 'Ready (200), loading or failed (503)', tags: ['operations'] } },
       async (_request, reply) => {
-        context.engine();
+        const failure = context.engine().failure;
+        if (failure !== undefined) throw new DramaError('ENGINE_CRASHED', failure, { kind: 'overloaded' });
         return reply.send({ status: 'ready' });
       },
     );
