@@ -19,7 +19,7 @@ import {
   TRANSCRIPT_FILE,
   type VoiceManifest,
 } from './manifest.ts';
-import { checkVoiceAudioSize, checkVoiceName, checkVoiceText } from './names.ts';
+import { checkVoiceAudioSize, checkVoiceFrames, checkVoiceName, checkVoiceText } from './names.ts';
 import { syncFolder, writeFileSynced } from './synced-files.ts';
 
 const TEMPORARY_PREFIX = '.tmp-';
@@ -157,11 +157,7 @@ export class VoiceCatalog {
     const name = checkVoiceName(voice.name);
     const text = checkVoiceText(voice.text);
     checkVoiceAudioSize(voice.audio.length);
-    if (voice.frames.length === 0) {
-      throw new DramaError('VOICE_AUDIO_TOO_SHORT', 'the voice audio encodes to no frames (it is too short)', {
-        param: 'audio',
-      });
-    }
+    checkVoiceFrames(voice.frames.length);
     if (!/^[a-z0-9]{1,8}$/.test(voice.audioExtension)) {
       throw new DramaError('VOICE_AUDIO_EXTENSION_INVALID', `audio extension ${voice.audioExtension} is invalid`, {
         kind: 'internal',

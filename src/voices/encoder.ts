@@ -10,7 +10,7 @@ import { mix32 } from '../engine/null-model.ts';
 import { DramaError } from '../errors.ts';
 import { CODES_PER_FRAME, type Frame } from '../model/types.ts';
 import { EncoderThread } from './encoder-thread.ts';
-import { checkVoiceAudioSize } from './names.ts';
+import { checkVoiceAudioSize, checkVoiceFrames, MAX_VOICE_FRAMES } from './names.ts';
 
 export interface EncodedUpload {
   readonly frames: Frame[];
@@ -43,6 +43,9 @@ export async function encodeUpload(
 ): Promise<EncodedUpload> {
   checkVoiceAudioSize(audio.length);
   const decoded = await decodeUpload(audio);
+  // A recording too long to be a reference is refused before the expensive encode.
+  const expectedFrames = Math.floor((decoded.samples.length * NATIVE_RATE) / decoded.sampleRate / FRAME_LENGTH);
+  if (expectedFrames > MAX_VOICE_FRAMES) checkVoiceFrames(expectedFrames);
   const frames = encode(decoded.samples, decoded.sampleRate);
   if (frames.length === 0) {
     throw new DramaError(

@@ -1,11 +1,14 @@
 // Voice names and the limits of one voice. A name is also its folder name and its id in the API, so it is checked
 // before any path is built from it: letters, digits, '_', '-' and '.', not starting with '.', at most 64 characters.
 import { DramaError } from '../errors.ts';
+import { DEFAULT_TEXT_LIMITS } from '../text/limits.ts';
 
 /** Largest uploaded reference audio file (API.md: ≤ 10 MB). */
 export const MAX_VOICE_AUDIO_BYTES = 10 * 1024 * 1024;
 /** Longest transcript, in UTF-8 bytes (the prompt builder's reference transcript limit). */
-export const MAX_VOICE_TEXT_BYTES = 4096;
+export const MAX_VOICE_TEXT_BYTES = DEFAULT_TEXT_LIMITS.maxTranscriptBytes;
+/** Most encoded frames (the prompt builder's reference limit): a longer voice could never be spoken with. */
+export const MAX_VOICE_FRAMES = DEFAULT_TEXT_LIMITS.maxReferenceFrames;
 export const MAX_VOICE_NAME_LENGTH = 64;
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
@@ -42,6 +45,21 @@ export function checkVoiceText(text: string, param = 'text'): string {
     );
   }
   return text;
+}
+
+/** Throws VOICE_AUDIO_TOO_SHORT (no frames) or VOICE_AUDIO_TOO_LONG (more than MAX_VOICE_FRAMES). */
+export function checkVoiceFrames(frames: number, param = 'audio'): void {
+  if (frames === 0) {
+    throw new DramaError('VOICE_AUDIO_TOO_SHORT', 'the voice audio encodes to no frames (it is too short)', { param });
+  }
+  if (frames > MAX_VOICE_FRAMES) {
+    const seconds = ((frames * 2048) / 44100).toFixed(1);
+    throw new DramaError(
+      'VOICE_AUDIO_TOO_LONG',
+      `the voice audio encodes to ${frames} frames (${seconds} s); at most ${MAX_VOICE_FRAMES} frames are usable as a reference`,
+      { param },
+    );
+  }
 }
 
 /** Throws VOICE_AUDIO_TOO_LARGE (413) or VOICE_AUDIO_EMPTY for an upload's byte count. */

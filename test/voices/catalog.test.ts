@@ -72,6 +72,7 @@ test('a duplicate, a bad name, an empty or long transcript and oversized audio a
     kind: 'too_large',
   });
   await assert.rejects(catalog.add(voice('silent', { frames: [] })), { code: 'VOICE_AUDIO_TOO_SHORT' });
+  await assert.rejects(catalog.add(voice('endless', { frames: frames(2049, 1) })), { code: 'VOICE_AUDIO_TOO_LONG' });
   assert.deepEqual(await readdir(dir), ['alice']);
 });
 

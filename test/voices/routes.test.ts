@@ -116,6 +116,7 @@ test('bad audio, too large, duplicate, path tricks and malformed uploads get nam
       'audio',
     ],
     [upload({ name: 'quiet', text: 'Short.' }, toneWav(0.01)), 400, 'VOICE_AUDIO_TOO_SHORT', 'audio'],
+    [upload({ name: 'endless', text: 'Long.' }, toneWav(100, 8000)), 400, 'VOICE_AUDIO_TOO_LONG', 'audio'],
     [upload({ name: 'mute' }, wav), 400, 'MISSING_FIELD', 'text'],
     [upload({ name: 'silent', text: 'No file.' }), 400, 'MISSING_FIELD', 'audio'],
     [upload({ name: 'x', text: 'T.', speaker: '1' }, wav), 400, 'UNKNOWN_FIELD', 'speaker'],
