@@ -92,6 +92,8 @@ function measureGemm(blas: CublasLt): { size: number; milliseconds: number; tera
 
 interface GemvVariant {
   readonly dependentLaunch: boolean;
+  readonly blocksPerMultiprocessor?: number;
+  readonly stages?: number;
 }
 
 function measureGemv(inFeatures: number, outFeatures: number, variant: GemvVariant, copyGigabytesPerSecond: number) {
@@ -150,8 +152,15 @@ const gemvShapes = [
   [4096, 2048],
   [2048, 4097],
 ] as const;
-// The launcher's defaults (dependent launch, tuned per row length), then the same without dependent launch.
-const gemvVariants: GemvVariant[] = [{ dependentLaunch: true }, { dependentLaunch: false }];
+// The launcher's defaults (dependent launch, tuned per row length), the same without dependent launch, then other
+// tunings of the staged kernel (blocks per multiprocessor × tiles in flight per block).
+const gemvVariants: GemvVariant[] = [
+  { dependentLaunch: true },
+  { dependentLaunch: false },
+  { dependentLaunch: true, blocksPerMultiprocessor: 2, stages: 3 },
+  { dependentLaunch: true, blocksPerMultiprocessor: 4, stages: 1 },
+  { dependentLaunch: true, blocksPerMultiprocessor: 5, stages: 1 },
+];
 const gemvs = gemvVariants.flatMap((variant) =>
   gemvShapes.map(([inFeatures, outFeatures]) => measureGemv(inFeatures, outFeatures, variant, copy.gigabytesPerSecond)),
 );
@@ -168,7 +177,8 @@ const lines = [
   `| cuBLASLt bf16 GEMM 8192³ | ${gemm.teraflops.toFixed(0)} TFLOP/s (${gemm.milliseconds.toFixed(3)} ms) |`,
   ...gemvs.map(
     (g) =>
-      `| GEMV bf16 ${g.inFeatures}→${g.outFeatures}, 1 row, ${g.dependentLaunch ? 'dependent' : 'plain'} launches | ` +
+      `| GEMV bf16 ${g.inFeatures}→${g.outFeatures}, 1 row, ${g.dependentLaunch ? 'dependent' : 'plain'} launches` +
+      `${g.blocksPerMultiprocessor ? `, ${g.blocksPerMultiprocessor} blocks × ${g.stages} tiles per SM` : ''} | ` +
       `${g.gigabytesPerSecond.toFixed(0)} GB/s, ` +
       `${(100 * g.shareOfCopy).toFixed(1)}% of copy (${g.microseconds.toFixed(2)} µs) |`,
   ),

@@ -37,7 +37,7 @@ __device__ __forceinline__ void copy_async_16(void* shared, const void* global) 
 
 __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 
-// Waits until at most `pending` committed copy groups are still in flight (pending is 1 or 2 here).
+// Waits until at most `pending` committed copy groups are still in flight (0 to 2).
 __device__ __forceinline__ void wait_copies(int pending) {
   if (pending >= 2) {
     asm volatile("cp.async.wait_group 2;" ::: "memory");
@@ -131,7 +131,6 @@ __device__ void gemv_staged(bf16* y, const bf16* w, const bf16* x, int out_featu
     if (tile < tiles) load_tile(staged + slot * TILE_ROWS * chunks, w_chunks, tile, out_features, chunks);
     commit_copies();
   }
-  wait_for_previous_grid();
   for (int step = 0;; step++) {
     const int tile = blockIdx.x + step * gridDim.x;
     if (tile >= tiles) break;
@@ -142,6 +141,8 @@ __device__ void gemv_staged(bf16* y, const bf16* w, const bf16* x, int out_featu
     commit_copies();
     wait_copies(stages - 1);
     __syncthreads();
+    // Only now, with `stages` tiles requested, wait for the previous kernel: nothing before this reads x or writes y.
+    if (step == 0) wait_for_previous_grid();
     const int feature = tile * TILE_ROWS + warp;
     if (feature < out_features) {
       const uint4* row = staged + ((step % stages) * TILE_ROWS + warp) * chunks;

@@ -7,7 +7,14 @@ import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
 import { type CaseResult, describeCase, type KernelCase, runCase } from './support/contract.ts';
 import { controls } from './support/controls.ts';
-import { gemmCase, gemvCase, gemvOtherTuningCase, releaseCublas, routerCase, swigluCase } from './support/mathCases.ts';
+import {
+  gemmCase,
+  gemvCase,
+  gemvOtherTuningsCase,
+  releaseCublas,
+  routerCase,
+  swigluCase,
+} from './support/mathCases.ts';
 import { freshSeed, Random } from './support/random.ts';
 import {
   embeddingGatherCase,
@@ -30,7 +37,7 @@ const kernelCases: readonly KernelCase[] = [
   swigluCase,
   routerCase,
   gemvCase,
-  gemvOtherTuningCase,
+  gemvOtherTuningsCase,
   gemmCase,
 ];
 

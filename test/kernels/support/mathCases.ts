@@ -6,7 +6,7 @@ import { linearBf16 } from '../../../src/backend/cpu/ops/linear.ts';
 import { routerTopK as routerReference } from '../../../src/backend/cpu/ops/router.ts';
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import { CublasLt } from '../../../src/backend/cuda/cublaslt.ts';
-import { gemv } from '../../../src/backend/cuda/ops/gemv.ts';
+import { type GemvOptions, gemv } from '../../../src/backend/cuda/ops/gemv.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { routerTopK } from '../../../src/backend/cuda/ops/router.ts';
 import { swiglu } from '../../../src/backend/cuda/ops/swiglu.ts';
@@ -147,19 +147,20 @@ export const gemvCase: KernelCase = {
   ],
 };
 
-const runGemvOtherTuning: LinearRunner = (cuda, p, rows, outFeatures, inFeatures, kernel) => {
-  // The other tuning: plain launches, three tiles in flight, one block per multiprocessor.
-  const tuning = { dependentLaunch: false, stages: 3, blocksPerMultiprocessor: 1 };
-  gemv(cuda, { ...p, rows, outFeatures, inFeatures }, { kernel, ...tuning });
-};
+function gemvWithTuning(tuning: GemvOptions): LinearRunner {
+  return (cuda, p, rows, outFeatures, inFeatures, kernel) => {
+    gemv(cuda, { ...p, rows, outFeatures, inFeatures }, { ...tuning, kernel });
+  };
+}
 
-export const gemvOtherTuningCase: KernelCase = {
-  name: 'gemv bf16, plain launch, other tuning',
+export const gemvOtherTuningsCase: KernelCase = {
+  name: 'gemv bf16, other tunings',
   bound: BF16_ONE_ROUNDING_BOUND,
   shapes: [
-    linearShape('decode', 1, 2048, 8192, runGemvOtherTuning),
-    linearShape('decode', 1, 4096, 2048, runGemvOtherTuning),
-    linearShape('odd sizes', 2, 1000, 37, runGemvOtherTuning),
+    linearShape('plain, 1 block × 3 tiles', 1, 2048, 8192, gemvWithTuning({ dependentLaunch: false, stages: 3 })),
+    linearShape('plain', 1, 4096, 2048, gemvWithTuning({ dependentLaunch: false, blocksPerMultiprocessor: 1 })),
+    linearShape('5 blocks × 1 tile', 2, 1000, 37, gemvWithTuning({ blocksPerMultiprocessor: 5, stages: 1 })),
+    linearShape('4 blocks × 1 tile', 1, 2048, 4097, gemvWithTuning({ blocksPerMultiprocessor: 4, stages: 1 })),
   ],
 };
 

@@ -23,9 +23,9 @@ export interface GemvOptions extends LaunchOptions {
    * griddepcontrol.wait, which waits for the previous kernel's completion, and writes y only after it.
    */
   readonly dependentLaunch?: boolean;
-  /** Tuning: blocks per multiprocessor (1 to 4). */
+  /** Tuning: blocks per multiprocessor (1 to 6). */
   readonly blocksPerMultiprocessor?: number;
-  /** Tuning: weight tiles in flight per block on the staged path (2 or 3; rows over 2048 elements take 2). */
+  /** Tuning: weight tiles in flight per block on the staged path (1 to 3; rows over 2048 elements take 2). */
   readonly stages?: number;
 }
 
@@ -43,7 +43,7 @@ export function gemv(
   requireCount(a.inFeatures, 'inFeatures');
   const staged = (a.w | a.x) % 16n === 0n && a.inFeatures % 8 === 0 && a.inFeatures <= STAGED_MAX_IN_FEATURES;
   const stages = staged ? (a.inFeatures <= 2048 ? (options.stages ?? DEFAULT_STAGES) : 2) : 0;
-  requireCount(stages, 'stages', 0, 3);
+  if (staged) requireCount(stages, 'stages', 1, 3);
   const sharedBytes = stages * TILE_ROWS * a.inFeatures * 2;
   const kernel = options.kernel ?? (staged ? GEMV_STAGED_KERNEL : GEMV_KERNEL);
   const handle = cuda.kernels.kernel(kernel.family, kernel.name);
@@ -65,7 +65,7 @@ export function gemv(
   // flight per block, and only one such block fits a multiprocessor.
   const perMultiprocessor =
     options.blocksPerMultiprocessor ?? (a.inFeatures <= 2048 ? DEFAULT_BLOCKS_PER_MULTIPROCESSOR : 1);
-  requireCount(perMultiprocessor, 'blocksPerMultiprocessor', 1, 4);
+  requireCount(perMultiprocessor, 'blocksPerMultiprocessor', 1, 6);
   const blocks = Math.min(Math.ceil(a.outFeatures / TILE_ROWS), perMultiprocessor * cuda.properties.multiprocessors);
   const shape = { grid: [blocks, a.rows, 1], block: [WARPS_PER_BLOCK * 32, 1, 1], sharedBytes } as const;
   const attributes = (options.dependentLaunch ?? true) ? { programmaticStreamSerialization: true } : undefined;
