@@ -1,5 +1,6 @@
 // The main thread's handle on the engine: starts it (worker thread, or in-thread for tests), bounds the queue
-// (lanes + queue limit requests in flight, beyond that 503 overloaded), and routes each request's events to it.
+// (lanes + queue limit requests in flight, beyond that 503 overloaded), and routes each request's events to it. A
+// worker that dies fails its open requests and is started again, up to MAX_ENGINE_RESTARTS times.
 import { EventEmitter } from 'node:events';
 import type { Worker } from 'node:worker_threads';
 import { DramaError, type ErrorKind } from '../errors.ts';
@@ -34,73 +35,93 @@ function startWorker(spec: RuntimeSpec, settings: EngineSettings): Worker {
   return startTypeScriptWorker(new URL('./engine-worker.ts', import.meta.url), { spec, settings });
 }
 
+/** How the host reaches a running engine core. */
+interface EngineLink {
+  send(command: EngineCommand): void;
+  stop(): Promise<void>;
+}
+
+/** Times a dead engine thread is started again before the engine gives up for good. */
+export const MAX_ENGINE_RESTARTS = 3;
+
+/** Starts the engine worker; resolves with its info and link once it is ready, and reports its death later. */
+function spawnWorker(
+  options: EngineOptions,
+  onEvent: (event: EngineEvent) => void,
+  onDeath: (reason: string) => void,
+): Promise<{ info: EngineInfo; link: EngineLink }> {
+  const worker = startWorker(options.runtime, options.settings);
+  return new Promise((resolve, reject) => {
+    let ready = false;
+    let lastError = '';
+    worker.on('message', (event: EngineEvent) => {
+      if (event.type === 'ready') {
+        ready = true;
+        const link: EngineLink = {
+          send: (command) => worker.postMessage(command),
+          stop: async () => {
+            worker.postMessage({ type: 'shutdown' });
+            await worker.terminate();
+          },
+        };
+        resolve({ info: event.info, link });
+      } else if (event.type === 'load-failed') {
+        reject(toDramaError(event.error));
+        void worker.terminate();
+      } else if (ready) onEvent(event);
+    });
+    worker.on('error', (error) => {
+      lastError = error.message;
+    });
+    worker.on('exit', (code) => {
+      const reason = `the engine thread exited with code ${code}${lastError === '' ? '' : `: ${lastError}`}`;
+      if (!ready) reject(new DramaError('ENGINE_CRASHED', reason, { kind: 'internal' }));
+      else onDeath(reason);
+    });
+  });
+}
+
 export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
   private readonly requestListeners = new Map<number, (event: RequestEvent) => void>();
   private nextId = 1;
   private inFlight = 0;
   private closed = false;
-  /** Why new requests are refused after the engine thread stopped on its own. */
+  /** Why new requests are refused after the engine thread stopped on its own and could not be restarted. */
   private crash: string | undefined;
+  /** Set while a dead engine thread is being started again. */
+  private restarting: string | undefined;
+  private restarts = 0;
   stats: EngineStats = { lanesBusy: 0, waiting: 0, rounds: 0, frames: 0 };
 
   private constructor(
     readonly info: EngineInfo,
     private readonly queueLimit: number,
-    private readonly send: (command: EngineCommand) => void,
-    private readonly stop: () => Promise<void>,
+    private link: EngineLink,
+    private readonly respawn?: () => Promise<{ info: EngineInfo; link: EngineLink }>,
   ) {
     super();
   }
 
   static async start(options: EngineOptions): Promise<Engine> {
+    let engine: Engine | undefined;
+    const onEvent = (event: EngineEvent) => engine?.receive(event);
     if (options.thread === 'inline') {
-      let engine: Engine | undefined;
       const runtime = await loadRuntime(options.runtime);
-      const emit = (event: EngineEvent) => engine!.receive(event);
-      const core = new EngineCore(runtime, options.settings, emit);
-      engine = new Engine(
-        core.info,
-        options.queueLimit,
-        (command) => core.handle(command),
-        async () => {},
-      );
+      const core = new EngineCore(runtime, options.settings, onEvent);
+      const link = { send: (command: EngineCommand) => core.handle(command), stop: async () => {} };
+      engine = new Engine(core.info, options.queueLimit, link);
       return engine;
     }
-    const worker = startWorker(options.runtime, options.settings);
-    return new Promise((resolve, reject) => {
-      let engine: Engine | undefined;
-      worker.on('message', (event: EngineEvent) => {
-        if (event.type === 'ready') {
-          engine = new Engine(
-            event.info,
-            options.queueLimit,
-            (command) => worker.postMessage(command),
-            async () => {
-              worker.postMessage({ type: 'shutdown' });
-              await worker.terminate();
-            },
-          );
-          resolve(engine);
-        } else if (event.type === 'load-failed') {
-          reject(toDramaError(event.error));
-          void worker.terminate();
-        } else engine?.receive(event);
-      });
-      worker.on('error', (error) => {
-        if (engine === undefined) reject(error);
-        else engine.failAll('ENGINE_CRASHED', `the engine thread failed: ${error.message}`);
-      });
-      worker.on('exit', (code) => {
-        if (engine === undefined)
-          reject(new DramaError('ENGINE_CRASHED', `the engine thread exited with code ${code}`));
-        else engine.stopped(`the engine thread exited with code ${code}`);
-      });
-    });
+    const onDeath = (reason: string) => engine?.stopped(reason);
+    const respawn = () => spawnWorker(options, onEvent, onDeath);
+    const { info, link } = await respawn();
+    engine = new Engine(info, options.queueLimit, link, respawn);
+    return engine;
   }
 
-  /** Why the engine thread stopped on its own, if it did: the server can no longer speak. */
+  /** Why the engine cannot speak now (its thread died; restarting, or for good), if it cannot. */
   get failure(): string | undefined {
-    return this.crash;
+    return this.crash ?? this.restarting;
   }
 
   /** Requests admitted or waiting (not yet finished, failed or settled after cancel). */
@@ -111,6 +132,11 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
   /** Sends a request; throws `ENGINE_OVERLOADED` when lanes and queue are full. */
   submit(job: SpeechJob, listener: (event: RequestEvent) => void): RequestHandle {
     if (this.crash !== undefined) throw new DramaError('ENGINE_CRASHED', this.crash, { kind: 'internal' });
+    if (this.restarting !== undefined) {
+      throw new DramaError('ENGINE_RESTARTING', `${this.restarting}; it is restarting, retry shortly`, {
+        kind: 'overloaded',
+      });
+    }
     if (this.closed) throw new DramaError('ENGINE_CLOSED', 'the server is shutting down', { kind: 'overloaded' });
     const capacity = this.info.lanes + this.queueLimit;
     if (this.inFlight >= capacity) {
@@ -123,28 +149,45 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     const id = this.nextId++;
     this.inFlight += 1;
     this.requestListeners.set(id, listener);
-    this.send({ type: 'submit', id, job });
-    return { id, cancel: () => this.requestListeners.has(id) && this.send({ type: 'cancel', id }) };
+    this.link.send({ type: 'submit', id, job });
+    return { id, cancel: () => this.requestListeners.has(id) && this.link.send({ type: 'cancel', id }) };
   }
 
   /** A catalog voice was deleted or replaced: its reference cache entries are dropped. */
   forgetVoice(name: string): void {
-    if (!this.closed && this.crash === undefined) this.send({ type: 'forget-voice', name });
+    if (!this.closed && this.failure === undefined) this.link.send({ type: 'forget-voice', name });
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.send({ type: 'shutdown' });
-    await this.stop();
+    this.link.send({ type: 'shutdown' });
+    await this.link.stop();
     this.failAll('ENGINE_CLOSED', 'the server shut down before the request finished');
   }
 
-  /** The engine thread ended without being asked: open requests fail, new ones are refused. */
+  /** The engine thread ended without being asked: open requests fail, and the thread is started again (a few times). */
   private stopped(reason: string): void {
     if (this.closed) return;
-    this.crash = reason;
     this.failAll('ENGINE_CRASHED', reason);
+    if (this.respawn === undefined || this.restarts >= MAX_ENGINE_RESTARTS) {
+      this.crash = reason;
+      return;
+    }
+    this.restarts += 1;
+    this.restarting = reason;
+    this.stats = { lanesBusy: 0, waiting: 0, rounds: 0, frames: 0 };
+    this.respawn().then(
+      ({ link }) => {
+        if (this.closed) void link.stop();
+        else this.link = link;
+        this.restarting = undefined;
+      },
+      (error: unknown) => {
+        this.restarting = undefined;
+        this.crash = `${reason}; starting it again failed: ${error instanceof Error ? error.message : String(error)}`;
+      },
+    );
   }
 
   private receive(event: EngineEvent): void {

@@ -1,6 +1,7 @@
 // Scheduler and engine on the null model: budgets, decode groups, determinism, concurrency, cancellation.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { MAX_ENGINE_RESTARTS } from '../../src/engine/engine.ts';
 import { job, type Outcome, runToEnd, startNullEngine, submit } from './helpers.ts';
 
 test('a request speaks prompt-derived frames, decoded in groups 1, 4, 8, 16, 16…', async () => {
@@ -132,10 +133,18 @@ test('without max_frames a voice that never ends stops at the text ceiling with 
   await engine.close();
 });
 
-test('when the engine thread dies, its open requests fail and new ones are refused by name', async () => {
+test('a dead engine thread fails its requests, is started again, and after too many deaths stays down', async () => {
   const engine = await startNullEngine({}, { exitAtFrame: 3 }, 'worker');
-  const outcome = await runToEnd(engine, job('this request takes the thread down'));
-  assert.equal(outcome.last.type === 'failed' && outcome.last.error.code, 'ENGINE_CRASHED');
+  for (let death = 1; death <= MAX_ENGINE_RESTARTS; death++) {
+    const outcome = await runToEnd(engine, job('this request takes the thread down'));
+    assert.equal(outcome.last.type === 'failed' && outcome.last.error.code, 'ENGINE_CRASHED');
+    assert.throws(() => engine.submit(job('too soon'), () => {}), { code: 'ENGINE_RESTARTING', kind: 'overloaded' });
+    while (engine.failure !== undefined) await new Promise((resolve) => setTimeout(resolve, 10));
+    const served = await runToEnd(engine, job('short', { maxFrames: 2 }));
+    assert.equal(served.last.type, 'finished', `served after restart ${death}`);
+  }
+  const last = await runToEnd(engine, job('the last straw'));
+  assert.equal(last.last.type === 'failed' && last.last.error.code, 'ENGINE_CRASHED');
   assert.throws(() => engine.submit(job('next'), () => {}), { code: 'ENGINE_CRASHED', kind: 'internal' });
   await engine.close();
 });

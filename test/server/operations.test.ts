@@ -103,7 +103,7 @@ test('GET / serves the page file when present, else a placeholder that says so',
   }
 });
 
-test('/health turns 503 when the engine thread has died', async () => {
+test('/health is 503 while a dead engine thread restarts, and 200 once it is back', async () => {
   const server = await startTestServer({ thread: 'worker', model: { exitAtFrame: 2 } });
   try {
     assert.equal((await server.app.inject({ method: 'GET', url: '/health' })).statusCode, 200);
@@ -117,6 +117,14 @@ test('/health turns 503 when the engine thread has died', async () => {
     const health = await server.app.inject({ method: 'GET', url: '/health' });
     assert.equal(health.statusCode, 503);
     assert.equal(health.json().error.code, 'ENGINE_CRASHED');
+    while (server.engine.failure !== undefined) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal((await server.app.inject({ method: 'GET', url: '/health' })).statusCode, 200);
+    const served = await server.app.inject({
+      method: 'POST',
+      url: '/v1/audio/speech',
+      payload: { input: 'short', response_format: 'pcm', max_frames: 2 },
+    });
+    assert.equal(served.statusCode, 200);
   } finally {
     await server.close();
   }
