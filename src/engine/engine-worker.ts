@@ -16,7 +16,9 @@ function send(event: EngineEvent): void {
 }
 
 try {
-  const [runtime, decoder] = await Promise.all([loadRuntime(spec), ThreadFrameDecoder.start(spec, send)]);
+  // Without its decode thread the engine cannot speak: it ends too, and the host starts both again.
+  const decoderDied = () => setImmediate(() => process.exit(70));
+  const [runtime, decoder] = await Promise.all([loadRuntime(spec), ThreadFrameDecoder.start(spec, send, decoderDied)]);
   const core = new EngineCore(runtime, settings, send, decoder);
   port.on('message', (command: EngineCommand) => {
     core.handle(command);

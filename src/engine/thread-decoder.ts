@@ -18,6 +18,7 @@ export class ThreadFrameDecoder implements FrameDecoder {
   private constructor(
     private readonly worker: Worker,
     private readonly emit: (event: EngineEvent) => void,
+    private readonly onDeath: (reason: string) => void,
   ) {
     worker.on('message', (reply: DecodeReply) => {
       if (reply.type === 'decoder-ready' || reply.type === 'decoder-failed') return;
@@ -25,15 +26,23 @@ export class ThreadFrameDecoder implements FrameDecoder {
       emit(reply);
     });
     worker.on('exit', (code) => {
-      if (!this.closing) this.fail(`the decode thread exited with code ${code}`);
+      if (this.closing) return;
+      const reason = `the decode thread exited with code ${code}`;
+      this.fail(reason);
+      onDeath(reason);
     });
   }
 
-  static start(spec: RuntimeSpec, emit: (event: EngineEvent) => void): Promise<ThreadFrameDecoder> {
+  /** `onDeath` runs after the open requests have failed, when the decode thread ends without being asked. */
+  static start(
+    spec: RuntimeSpec,
+    emit: (event: EngineEvent) => void,
+    onDeath: (reason: string) => void,
+  ): Promise<ThreadFrameDecoder> {
     const worker = startTypeScriptWorker(new URL('./decode-thread.ts', import.meta.url), { spec });
     return new Promise((resolve, reject) => {
       const onReply = (reply: DecodeReply) => {
-        if (reply.type === 'decoder-ready') resolve(new ThreadFrameDecoder(worker, emit));
+        if (reply.type === 'decoder-ready') resolve(new ThreadFrameDecoder(worker, emit, onDeath));
         else if (reply.type === 'decoder-failed')
           reject(new DramaError(reply.error.code, reply.error.message, { kind: 'internal' }));
         else return;

@@ -23,10 +23,11 @@ test('the decode thread returns the inline decoder audio, in order, with the fin
 
   const threaded: EngineEvent[] = [];
   const done = new Promise<void>((resolve) => {
-    void ThreadFrameDecoder.start({ kind: 'null' }, (event) => {
+    const onEvent = (event: EngineEvent) => {
       threaded.push(event);
       if (event.type === 'finished') resolve();
-    }).then((decoder) => {
+    };
+    void ThreadFrameDecoder.start({ kind: 'null' }, onEvent, () => {}).then((decoder) => {
       decoder.open(1);
       for (const group of groups) decoder.decode(1, group);
       decoder.end(finished);
