@@ -16,7 +16,7 @@ import { NullSpeechModel } from '../../src/engine/null-model.ts';
 import type { EngineEvent, SpeechJob } from '../../src/engine/protocol.ts';
 import type { SpeechRuntime } from '../../src/engine/runtime.ts';
 import { buildSyntheticTokenizerFiles } from '../../src/text/vocabulary.ts';
-import { job } from './helpers.ts';
+import { job } from './support.ts';
 
 let folder: string;
 let runtime: SpeechRuntime;

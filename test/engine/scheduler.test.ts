@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MAX_ENGINE_RESTARTS } from '../../src/engine/engine.ts';
-import { job, type Outcome, runToEnd, startNullEngine, submit } from './helpers.ts';
+import { job, type Outcome, runToEnd, startNullEngine, submit } from './support.ts';
 
 test('a request speaks prompt-derived frames, decoded in groups 1, 4, 8, 16, 16…', async () => {
   const engine = await startNullEngine();

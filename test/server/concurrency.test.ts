@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { test } from 'node:test';
 import type { EngineStats } from '../../src/engine/protocol.ts';
-import { startTestServer } from './helpers.ts';
+import { startTestServer } from './support.ts';
 
 const TEXTS = ['first voice line', 'a second, longer line of text', 'third', 'the fourth request in the batch'];
 

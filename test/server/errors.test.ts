@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { encode } from '@msgpack/msgpack';
-import { startTestServer, type TestServer } from './helpers.ts';
+import { startTestServer, type TestServer } from './support.ts';
 
 let server: TestServer;
 before(async () => {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import decodeAudio from 'audio-decode';
-import { joinBytes, readChunks, startTestServer, type TestServer } from './helpers.ts';
+import { joinBytes, readChunks, startTestServer, type TestServer } from './support.ts';
 
 let server: TestServer;
 let expectedSeconds = 0;

@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import type { Engine } from '../../src/engine/engine.ts';
 import { buildApp } from '../../src/server/app.ts';
 import { audioToolkit } from '../../src/server/audio-toolkit.ts';
-import { startTestServer } from './helpers.ts';
+import { startTestServer } from './support.ts';
 
 test('while the engine loads, /health and speech answer 503 with Retry-After in the envelope', async () => {
   const app = await buildApp({ engine: new Promise<Engine>(() => {}), audio: audioToolkit });

@@ -2,7 +2,7 @@
 // Durations are checked against frames × 2048 / 44100 s (the null engine's frame count comes back in the headers).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { expectedSamples, joinBytes, readChunks, startTestServer, type TestServer } from './helpers.ts';
+import { expectedSamples, joinBytes, readChunks, startTestServer, type TestServer } from './support.ts';
 
 let server: TestServer;
 before(async () => {

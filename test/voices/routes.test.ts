@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { openVoices } from '../../src/cli/voices.ts';
 import { MAX_VOICE_AUDIO_BYTES } from '../../src/voices/names.ts';
-import { startTestServer, type TestServer } from '../server/helpers.ts';
+import { startTestServer, type TestServer } from '../server/support.ts';
 import { toneWav } from './wav-fixture.ts';
 
 let dir: string;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { openVoices } from '../../src/cli/voices.ts';
-import { startTestServer } from '../server/helpers.ts';
+import { startTestServer } from '../server/support.ts';
 import { toneWav } from '../voices/wav-fixture.ts';
 
 const CHROMIUM = '/usr/bin/chromium';

@@ -1,4 +1,4 @@
-// Shared test helpers: a job with defaults, and running one request on an engine to its end.
+// Shared test support: a job with defaults, and running one request on an engine to its end.
 import { Engine, type RequestEvent, type RequestHandle } from '../../src/engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS, type EngineSettings } from '../../src/engine/engine-core.ts';
 import type { NullModelOptions } from '../../src/engine/null-model.ts';
