@@ -1,17 +1,22 @@
 // `drama3 say`: text (arguments or stdin) → an audio file or stdout, through the same engine and encoders as the
 // server. `--stream` writes audio as it is generated (pipe it into a player); otherwise the file is written whole.
+// `--voice` clones a catalog voice; `--codes-out` also writes the generated frames (code[0..9] per frame) as JSON.
 import { createWriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Engine, toDramaError } from '../engine/engine.ts';
-import { DEFAULT_SAMPLING } from '../model/types.ts';
+import type { ReferenceInput } from '../engine/protocol.ts';
+import { DramaError } from '../errors.ts';
+import { CODES_PER_FRAME, DEFAULT_SAMPLING } from '../model/types.ts';
 import { openAudioOutput } from '../server/audio-output.ts';
 import { audioToolkit } from '../server/audio-toolkit.ts';
 import { SYNTHETIC_NOTICE } from '../server/routes/operations.ts';
 import { SPEECH_FORMATS, type SpeechFormat } from '../server/schemas.ts';
+import { VoiceCatalog } from '../voices/catalog.ts';
 import { resolveRuntime } from './default-model.ts';
 import { addEngineOptions, type EngineFlags, engineSettings, positiveInteger } from './serve.ts';
+import { voicesOption } from './voices.ts';
 
 interface SayFlags extends EngineFlags {
   readonly out: string;
@@ -22,6 +27,21 @@ interface SayFlags extends EngineFlags {
   readonly instructions?: string;
   readonly stream: boolean;
   readonly speed?: number;
+  readonly voice?: string;
+  readonly voices: string;
+  readonly codesOut?: string;
+}
+
+/** The catalog voice's transcript and stored frames, or none for the default voice. */
+async function voiceReferences(flags: SayFlags): Promise<ReferenceInput[]> {
+  if (flags.voice === undefined) return [];
+  const voice = (await VoiceCatalog.open(flags.voices)).get(flags.voice);
+  if (voice === undefined)
+    throw new DramaError('VOICE_NOT_FOUND', `no voice '${flags.voice}' in the catalog at ${flags.voices}`, {
+      kind: 'not_found',
+      param: 'voice',
+    });
+  return [{ audio: new Uint8Array(0), text: voice.text, frames: voice.frames, voice: voice.name }];
 }
 
 function formatOf(flags: SayFlags): SpeechFormat {
@@ -39,6 +59,7 @@ async function readStdin(): Promise<string> {
 
 async function say(words: string[], flags: SayFlags): Promise<void> {
   const text = words.length > 0 ? words.join(' ') : await readStdin();
+  const references = await voiceReferences(flags);
   const engine = await Engine.start({
     runtime: await resolveRuntime(flags),
     settings: engineSettings(flags, 1),
@@ -62,10 +83,12 @@ async function say(words: string[], flags: SayFlags): Promise<void> {
   };
   const started = performance.now();
   let firstAudio: number | undefined;
+  const frames: number[][] = [];
+  let finishReason = '';
   const job = {
     text,
     instructions: flags.instructions,
-    references: [],
+    references,
     sampling: { ...DEFAULT_SAMPLING, seed: flags.seed },
     maxFrames: flags.frames,
     normalize: true,
@@ -77,8 +100,11 @@ async function say(words: string[], flags: SayFlags): Promise<void> {
         if (event.type === 'audio') {
           firstAudio ??= performance.now() - started;
           emit(output.push(event.pcm));
+          for (let row = 0; row < event.codes.length; row += CODES_PER_FRAME)
+            frames.push([...event.codes.subarray(row, row + CODES_PER_FRAME)]);
         } else if (event.type === 'finished') {
           emit(output.finish());
+          finishReason = event.reason;
           const seconds = (event.usage.outputFrames * engine.info.frameLength) / engine.info.sampleRate;
           resolve(
             `${event.usage.outputFrames} frames (${seconds.toFixed(2)} s of audio), finish reason ${event.reason}, ` +
@@ -92,6 +118,8 @@ async function say(words: string[], flags: SayFlags): Promise<void> {
       if (toStdout) process.stdout.write(bytes);
       else await writeFile(flags.out, bytes);
     } else if (!toStdout) await new Promise<void>((resolve) => sink.end(() => resolve()));
+    if (flags.codesOut !== undefined)
+      await writeFile(flags.codesOut, `${JSON.stringify({ seed: flags.seed, finish_reason: finishReason, frames })}\n`);
     console.error(`drama3 say: ${summary}${toStdout ? '' : ` → ${flags.out}`}`);
   } finally {
     await engine.close();
@@ -129,6 +157,9 @@ export function registerSay(program: Command): void {
         return speed;
       }),
     )
-    .addOption(new Option('--stream', 'write audio as it is generated').default(false));
+    .addOption(new Option('--stream', 'write audio as it is generated').default(false))
+    .addOption(new Option('--voice <name>', 'clone this catalog voice (see `drama3 voices`)'))
+    .addOption(voicesOption())
+    .addOption(new Option('--codes-out <file>', 'also write the generated frames as JSON (code[0..9] per frame)'));
   addEngineOptions(command).action((words: string[], flags: SayFlags) => say(words, flags));
 }

@@ -1,7 +1,7 @@
 // Frames → PCM audio events, per request and in order, each request's terminal event (finished or failed) after
 // its audio. The inline decoder runs the codec in the calling thread; the threaded one (decode-thread.ts) runs it
 // beside the engine so that decoding overlaps the next frame rounds. Frames are [K] int32; PCM mono fp32.
-import type { CodecStream, Frame } from '../model/types.ts';
+import { CODES_PER_FRAME, type CodecStream, type Frame } from '../model/types.ts';
 import type { EngineEvent } from './protocol.ts';
 import type { EngineCodec } from './runtime.ts';
 import { serializeError } from './serialize-error.ts';
@@ -38,7 +38,9 @@ export class InlineFrameDecoder implements FrameDecoder {
     const stream = this.streams.get(id);
     if (stream === undefined || frames.length === 0) return;
     try {
-      this.emit({ type: 'audio', id, pcm: stream.push(frames), frames: frames.length });
+      const codes = new Int32Array(frames.length * CODES_PER_FRAME);
+      frames.forEach((frame, index) => codes.set(frame, index * CODES_PER_FRAME));
+      this.emit({ type: 'audio', id, pcm: stream.push(frames), frames: frames.length, codes });
     } catch (error) {
       this.streams.delete(id);
       this.failed.set(id, { type: 'failed', id, error: serializeError(error) });

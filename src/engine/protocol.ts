@@ -81,7 +81,14 @@ export type EngineEvent =
   | { readonly type: 'ready'; readonly info: EngineInfo }
   | { readonly type: 'load-failed'; readonly error: SerializedError }
   | { readonly type: 'admitted'; readonly id: number; readonly admission: Admission }
-  | { readonly type: 'audio'; readonly id: number; readonly pcm: Float32Array; readonly frames: number }
+  /** `codes` are the frames this audio was decoded from: [frames, K] int32, row-major. */
+  | {
+      readonly type: 'audio';
+      readonly id: number;
+      readonly pcm: Float32Array;
+      readonly frames: number;
+      readonly codes: Int32Array;
+    }
   | { readonly type: 'finished'; readonly id: number; readonly reason: FinishReason; readonly usage: SpeechUsage }
   | { readonly type: 'failed'; readonly id: number; readonly error: SerializedError }
   /** A cancelled request's lane is released: its storage may be reused. */
