@@ -173,23 +173,17 @@ function parseTransformer(value: unknown, field: string, source: string): CodecT
 /** Checks the relations between fields: widths that must meet and rates that must multiply to the frame length. */
 function checkConsistency(config: CodecConfig, source: string): void {
   const factors = product(config.quantizerFactors);
-  const decoderHop = product(config.decoderRates);
-  if (decoderHop * factors !== config.frameLength) {
-    refuse(
-      'CODEC_CONFIG_RATES_MISMATCH',
-      'decoder_rates',
-      `multiply to ${decoderHop}, times downsample_factor ${factors} is ${decoderHop * factors}, not frame_length ${config.frameLength}`,
-      source,
-    );
-  }
-  const encoderHop = product(config.encoderStrides);
-  if (encoderHop * factors !== config.frameLength) {
-    refuse(
-      'CODEC_CONFIG_RATES_MISMATCH',
-      'encoder_rates',
-      `multiply to ${encoderHop}, times downsample_factor ${factors} is ${encoderHop * factors}, not frame_length ${config.frameLength}`,
-      source,
-    );
+  const rates = { decoder_rates: config.decoderRates, encoder_rates: config.encoderStrides };
+  for (const [field, fieldRates] of Object.entries(rates)) {
+    const hop = product(fieldRates);
+    if (hop * factors !== config.frameLength) {
+      refuse(
+        'CODEC_CONFIG_RATES_MISMATCH',
+        field,
+        `multiply to ${hop}, times downsample_factor ${factors} is ${hop * factors}, not frame_length ${config.frameLength}`,
+        source,
+      );
+    }
   }
   const decoderBlocks = 2 ** config.decoderRates.length;
   if (config.decoderDim % decoderBlocks !== 0) {

@@ -89,6 +89,31 @@ function accumulateTaps(
   for (let row = 0; row < rows; row++) sums[row]! += partial[row]!;
 }
 
+/**
+ * [C, historyRows + rows]: each channel's carried rows, then this chunk's; `history` [C, historyRows] then takes the
+ * last historyRows of every channel for the next chunk.
+ */
+function withHistory(
+  history: Float32Array,
+  historyRows: number,
+  x: Float32Array,
+  rows: number,
+  channels: number,
+  scratch: ScratchArena,
+): Float32Array {
+  const paddedRows = historyRows + rows;
+  const padded = scratch.take(channels * paddedRows);
+  for (let channel = 0; channel < channels; channel++) {
+    padded.set(history.subarray(channel * historyRows, (channel + 1) * historyRows), channel * paddedRows);
+    padded.set(x.subarray(channel * rows, (channel + 1) * rows), channel * paddedRows + historyRows);
+  }
+  for (let channel = 0; channel < channels; channel++) {
+    const start = channel * paddedRows + rows;
+    history.set(padded.subarray(start, start + historyRows), channel * historyRows);
+  }
+  return padded;
+}
+
 /** Left-padded causal conv: output row n reads inputs n·s − (span − s) … n·s + span − s − 1 (span = (K−1)·d + 1). */
 export class CausalConv {
   private readonly inputs: number;
@@ -120,15 +145,7 @@ export class CausalConv {
   forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array {
     const { inputs, outputs, kernel, dilation, stride, historyRows } = this;
     const paddedRows = historyRows + rows;
-    const padded = scratch.take(inputs * paddedRows);
-    for (let channel = 0; channel < inputs; channel++) {
-      padded.set(this.history.subarray(channel * historyRows, (channel + 1) * historyRows), channel * paddedRows);
-      padded.set(x.subarray(channel * rows, (channel + 1) * rows), channel * paddedRows + historyRows);
-    }
-    for (let channel = 0; channel < inputs; channel++) {
-      const start = channel * paddedRows + rows;
-      this.history.set(padded.subarray(start, start + historyRows), channel * historyRows);
-    }
+    const padded = withHistory(this.history, historyRows, x, rows, inputs, scratch);
     const outputRows = rows / stride;
     const out = scratch.take(outputs * outputRows);
     const sums = scratch.takeDouble(Math.min(outputRows, TILE_ROWS));
@@ -177,15 +194,7 @@ export class CausalTransposedConv {
   forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array {
     const { inputs, outputs, kernel, stride, overlap } = this;
     const paddedRows = overlap + rows;
-    const padded = scratch.take(inputs * paddedRows);
-    for (let channel = 0; channel < inputs; channel++) {
-      padded.set(this.history.subarray(channel * overlap, (channel + 1) * overlap), channel * paddedRows);
-      padded.set(x.subarray(channel * rows, (channel + 1) * rows), channel * paddedRows + overlap);
-    }
-    for (let channel = 0; channel < inputs; channel++) {
-      const start = channel * paddedRows + rows;
-      this.history.set(padded.subarray(start, start + overlap), channel * overlap);
-    }
+    const padded = withHistory(this.history, overlap, x, rows, inputs, scratch);
     const outputRows = rows * stride;
     const out = scratch.take(outputs * outputRows);
     const tileInputRows = Math.max(1, Math.floor(TILE_ROWS / stride));

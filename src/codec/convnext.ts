@@ -57,58 +57,35 @@ export class ConvNeXtBlock {
   }
 }
 
-/** quantizer.downsample.N: causal conv k = s = factor, then ConvNeXt. [C, T] → [C, T / factor]. */
-export class DownsampleStage {
-  private readonly conv: CausalConv;
+/**
+ * quantizer.downsample.N: causal conv k = s = factor, then ConvNeXt: [C, T] → [C, T / factor].
+ * quantizer.upsample.N: transposed conv k = s = factor, then ConvNeXt: [C, T] → [C, T · factor].
+ */
+export class ResampleStage {
+  private readonly conv: CausalConv | CausalTransposedConv;
   private readonly block: ConvNeXtBlock;
 
   constructor(
     weights: CodecWeights,
+    private readonly direction: 'downsample' | 'upsample',
     index: number,
     channels: number,
     private readonly factor: number,
     hidden: number,
   ) {
-    const prefix = `quantizer.downsample.${index}`;
-    this.conv = new CausalConv(
-      { inputs: channels, outputs: channels, kernel: factor, stride: factor },
-      weight(weights, `${prefix}.0.conv.weight`),
-      weight(weights, `${prefix}.0.conv.bias`),
-    );
+    const prefix = `quantizer.${direction}.${index}`;
+    const convWeight = weight(weights, `${prefix}.0.conv.weight`);
+    const convBias = weight(weights, `${prefix}.0.conv.bias`);
+    this.conv =
+      direction === 'downsample'
+        ? new CausalConv({ inputs: channels, outputs: channels, kernel: factor, stride: factor }, convWeight, convBias)
+        : new CausalTransposedConv(channels, channels, factor, factor, convWeight, convBias);
     this.block = new ConvNeXtBlock(weights, `${prefix}.1`, channels, hidden);
   }
 
   forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array {
-    const reduced = this.conv.forward(x, rows, scratch);
-    return this.block.forward(reduced, rows / this.factor, scratch);
-  }
-}
-
-/** quantizer.upsample.N: transposed conv k = s = factor, then ConvNeXt. [C, T] → [C, T · factor]. */
-export class UpsampleStage {
-  private readonly conv: CausalTransposedConv;
-  private readonly block: ConvNeXtBlock;
-
-  constructor(
-    weights: CodecWeights,
-    index: number,
-    channels: number,
-    private readonly factor: number,
-    hidden: number,
-  ) {
-    const prefix = `quantizer.upsample.${index}`;
-    this.conv = new CausalTransposedConv(
-      channels,
-      channels,
-      factor,
-      factor,
-      weight(weights, `${prefix}.0.conv.weight`),
-      weight(weights, `${prefix}.0.conv.bias`),
-    );
-    this.block = new ConvNeXtBlock(weights, `${prefix}.1`, channels, hidden);
-  }
-
-  forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array {
-    return this.block.forward(this.conv.forward(x, rows, scratch), rows * this.factor, scratch);
+    const resampled = this.conv.forward(x, rows, scratch);
+    const resampledRows = this.direction === 'downsample' ? rows / this.factor : rows * this.factor;
+    return this.block.forward(resampled, resampledRows, scratch);
   }
 }

@@ -3,24 +3,25 @@
 // Every stateful stage keeps its own left context, so pushing frames in any chunking yields the same samples.
 // Stage outputs are channels-first [C, T] and carry the oracle's names (decode.z, decode.post_module, ...).
 import type { Frame } from '../model/types.ts';
-import { convFrom, RESIDUAL_DILATIONS, residualUnitFrom, type StageObserver, snakeFrom } from './blocks.ts';
+import {
+  type CodecLayer,
+  type CodecStage,
+  codecStage,
+  convFrom,
+  RESIDUAL_DILATIONS,
+  residualUnitFrom,
+  type StageObserver,
+  snakeFrom,
+} from './blocks.ts';
 import type { CodecConfig } from './config.ts';
 import { CausalTransposedConv } from './conv.ts';
-import { UpsampleStage } from './convnext.ts';
+import { ResampleStage } from './convnext.ts';
 import type { Quantizer } from './quantizer.ts';
 import type { ScratchArena } from './scratch.ts';
 import { transformerWeights, WindowedTransformer } from './transformer.ts';
 import { type CodecWeights, weight } from './weights.ts';
 
-interface Stage {
-  readonly name: string;
-  readonly channels: number;
-  /** Output rows per input row. */
-  readonly factor: number;
-  forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array;
-}
-
-function decoderBlock(weights: CodecWeights, index: number, inputs: number, rate: number): Stage {
+function decoderBlock(weights: CodecWeights, index: number, inputs: number, rate: number): CodecStage {
   const prefix = `decoder.model.${index + 1}.block`;
   const outputs = inputs / 2;
   const snake = snakeFrom(weights, `${prefix}.0`);
@@ -35,67 +36,42 @@ function decoderBlock(weights: CodecWeights, index: number, inputs: number, rate
   const units = RESIDUAL_DILATIONS.map((dilation, unit) =>
     residualUnitFrom(weights, `${prefix}.${unit + 2}`, outputs, dilation),
   );
-  return {
-    name: `decode.decoder.${index + 1}`,
-    channels: outputs,
-    factor: rate,
+  const block: CodecLayer = {
     forward(x, rows, scratch) {
       let y = upsample.forward(snake.forward(x, rows, scratch), rows, scratch);
       for (const unit of units) y = unit.forward(y, rows * rate, scratch);
       return y;
     },
   };
+  return codecStage(`decode.decoder.${index + 1}`, outputs, block, { up: rate });
 }
 
 /** The stages after the quantizer lookup, in order, with fresh stream state. */
-function decodeStages(weights: CodecWeights, config: CodecConfig): Stage[] {
+function decodeStages(weights: CodecWeights, config: CodecConfig): CodecStage[] {
   const latent = config.latentDim;
   const post = new WindowedTransformer(transformerWeights(weights, 'quantizer.post_module', config.postModule));
-  const stages: Stage[] = [
-    { name: 'decode.post_module', channels: latent, factor: 1, forward: (x, rows, s) => post.forward(x, rows, s) },
-  ];
+  const stages = [codecStage('decode.post_module', latent, post)];
   [...config.quantizerFactors].reverse().forEach((factor, index) => {
-    const stage = new UpsampleStage(weights, index, latent, factor, config.convNextHidden);
-    stages.push({
-      name: `decode.upsample.${index}`,
-      channels: latent,
-      factor,
-      forward: (x, r, s) => stage.forward(x, r, s),
-    });
+    const upsample = new ResampleStage(weights, 'upsample', index, latent, factor, config.convNextHidden);
+    stages.push(codecStage(`decode.upsample.${index}`, latent, upsample, { up: factor }));
   });
   const first = convFrom(weights, 'decoder.model.0', latent, config.decoderDim, 7);
-  stages.push({
-    name: 'decode.decoder.0',
-    channels: config.decoderDim,
-    factor: 1,
-    forward: (x, r, s) => first.forward(x, r, s),
-  });
+  stages.push(codecStage('decode.decoder.0', config.decoderDim, first));
   let width = config.decoderDim;
   config.decoderRates.forEach((rate, index) => {
     stages.push(decoderBlock(weights, index, width, rate));
     width /= 2;
   });
   const tail = config.decoderRates.length + 1;
-  const snake = snakeFrom(weights, `decoder.model.${tail}`);
-  stages.push({
-    name: `decode.decoder.${tail}`,
-    channels: width,
-    factor: 1,
-    forward: (x, r, s) => snake.forward(x, r, s),
-  });
+  stages.push(codecStage(`decode.decoder.${tail}`, width, snakeFrom(weights, `decoder.model.${tail}`)));
   const last = convFrom(weights, `decoder.model.${tail + 1}`, width, 1, 7);
-  stages.push({
-    name: `decode.decoder.${tail + 1}`,
-    channels: 1,
-    factor: 1,
-    forward: (x, r, s) => last.forward(x, r, s),
-  });
+  stages.push(codecStage(`decode.decoder.${tail + 1}`, 1, last));
   return stages;
 }
 
 /** One decode stream: every stage's carried state plus the scratch its passes reuse. */
 export class DecodePipeline {
-  private readonly stages: Stage[];
+  private readonly stages: CodecStage[];
 
   constructor(
     weights: CodecWeights,
@@ -119,7 +95,7 @@ export class DecodePipeline {
     this.observer?.('decode.z', x, this.config.latentDim, rows);
     for (const stage of this.stages) {
       x = stage.forward(x, rows, scratch);
-      rows *= stage.factor;
+      rows = (rows * stage.up) / stage.down;
       this.observer?.(stage.name, x, stage.channels, rows);
     }
     for (let index = 0; index < samples.length; index++) samples[index] = Math.tanh(x[index]!);

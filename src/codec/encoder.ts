@@ -3,31 +3,27 @@
 // last block); Snake; conv k3 → latentDim; downsample stages; pre-module transformer; semantic then residual RVQ.
 // Activations are channels-first [C, T]; stage outputs carry the oracle's names (encode.encoder.0, ...).
 import type { Frame } from '../model/types.ts';
-import { convFrom, RESIDUAL_DILATIONS, residualUnitFrom, type StageObserver, snakeFrom } from './blocks.ts';
+import {
+  type CodecLayer,
+  type CodecStage,
+  codecStage,
+  convFrom,
+  RESIDUAL_DILATIONS,
+  residualUnitFrom,
+  type StageObserver,
+  snakeFrom,
+} from './blocks.ts';
 import type { CodecConfig } from './config.ts';
-import { DownsampleStage } from './convnext.ts';
+import { ResampleStage } from './convnext.ts';
 import type { Quantizer } from './quantizer.ts';
 import type { ScratchArena } from './scratch.ts';
 import { transformerWeights, WindowedTransformer } from './transformer.ts';
 import type { CodecWeights } from './weights.ts';
 
-interface EncodeStage {
-  readonly name: string;
-  readonly channels: number;
-  /** Input rows per output row. */
-  readonly stride: number;
-  forward(x: Float32Array, rows: number, scratch: ScratchArena): Float32Array;
-}
-
-function encodeStages(weights: CodecWeights, config: CodecConfig): EncodeStage[] {
-  const stages: EncodeStage[] = [];
-  const first = convFrom(weights, 'encoder.block.0', 1, config.encoderDim, 7);
-  stages.push({
-    name: 'encode.encoder.0',
-    channels: config.encoderDim,
-    stride: 1,
-    forward: (x, r, s) => first.forward(x, r, s),
-  });
+function encodeStages(weights: CodecWeights, config: CodecConfig): CodecStage[] {
+  const stages = [
+    codecStage('encode.encoder.0', config.encoderDim, convFrom(weights, 'encoder.block.0', 1, config.encoderDim, 7)),
+  ];
   let width = config.encoderDim;
   config.encoderStrides.forEach((stride, index) => {
     const half = width;
@@ -42,49 +38,26 @@ function encodeStages(weights: CodecWeights, config: CodecConfig): EncodeStage[]
     const transformer = last
       ? new WindowedTransformer(transformerWeights(weights, `${prefix}.5`, config.encoderTransformer))
       : undefined;
-    stages.push({
-      name: `encode.encoder.${index + 1}`,
-      channels: width,
-      stride,
+    const block: CodecLayer = {
       forward(x, rows, scratch) {
         let y = x;
         for (const unit of units) y = unit.forward(y, rows, scratch);
         y = down.forward(snake.forward(y, rows, scratch), rows, scratch);
         return transformer === undefined ? y : transformer.forward(y, rows / stride, scratch);
       },
-    });
+    };
+    stages.push(codecStage(`encode.encoder.${index + 1}`, width, block, { down: stride }));
   });
   const tail = config.encoderStrides.length + 1;
-  const snake = snakeFrom(weights, `encoder.block.${tail}`);
-  stages.push({
-    name: `encode.encoder.${tail}`,
-    channels: width,
-    stride: 1,
-    forward: (x, r, s) => snake.forward(x, r, s),
-  });
+  stages.push(codecStage(`encode.encoder.${tail}`, width, snakeFrom(weights, `encoder.block.${tail}`)));
   const last = convFrom(weights, `encoder.block.${tail + 1}`, width, config.latentDim, 3);
-  stages.push({
-    name: `encode.encoder.${tail + 1}`,
-    channels: config.latentDim,
-    stride: 1,
-    forward: (x, r, s) => last.forward(x, r, s),
-  });
+  stages.push(codecStage(`encode.encoder.${tail + 1}`, config.latentDim, last));
   config.quantizerFactors.forEach((factor, index) => {
-    const stage = new DownsampleStage(weights, index, config.latentDim, factor, config.convNextHidden);
-    stages.push({
-      name: `encode.downsample.${index}`,
-      channels: config.latentDim,
-      stride: factor,
-      forward: (x, r, s) => stage.forward(x, r, s),
-    });
+    const downsample = new ResampleStage(weights, 'downsample', index, config.latentDim, factor, config.convNextHidden);
+    stages.push(codecStage(`encode.downsample.${index}`, config.latentDim, downsample, { down: factor }));
   });
   const pre = new WindowedTransformer(transformerWeights(weights, 'quantizer.pre_module', config.preModule));
-  stages.push({
-    name: 'encode.pre_module',
-    channels: config.latentDim,
-    stride: 1,
-    forward: (x, r, s) => pre.forward(x, r, s),
-  });
+  stages.push(codecStage('encode.pre_module', config.latentDim, pre));
   return stages;
 }
 
@@ -125,7 +98,7 @@ export function encodeAudio(
     x.fill(0, available);
     for (const stage of stages) {
       x = stage.forward(x, rows, scratch);
-      rows /= stage.stride;
+      rows = (rows * stage.up) / stage.down;
       options.observer?.(stage.name, x, stage.channels, rows);
     }
     const chunkGaps = gaps?.subarray(first * quantizer.codebookCount, (first + count) * quantizer.codebookCount);

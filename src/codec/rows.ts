@@ -1,5 +1,6 @@
 // Row-major helpers for the codec's transformer and ConvNeXt parts: activations [T, C] (C contiguous), linear weights
 // [out, in] (in contiguous, as PyTorch stores them). Dot products run in float64 in index order and round once.
+import { rmsNorm as plainRmsNorm } from '../backend/cpu/ops/norms.ts';
 import type { ScratchArena } from './scratch.ts';
 
 /** [C, T] ↔ [T, C]. */
@@ -34,7 +35,7 @@ export function linear(
   return out;
 }
 
-/** RMSNorm: x · rsqrt(mean(x²) + eps) · w, per row. */
+/** RMSNorm: x · rsqrt(mean(x²) + eps) · w, per row (the cpu backend's plain norm, into scratch). */
 export function rmsNorm(
   x: Float32Array,
   rows: number,
@@ -44,13 +45,7 @@ export function rmsNorm(
   scratch: ScratchArena,
 ): Float32Array {
   const out = scratch.take(rows * width);
-  for (let row = 0; row < rows; row++) {
-    const base = row * width;
-    let sumOfSquares = 0;
-    for (let column = 0; column < width; column++) sumOfSquares += x[base + column]! * x[base + column]!;
-    const scale = 1 / Math.sqrt(sumOfSquares / width + eps);
-    for (let column = 0; column < width; column++) out[base + column] = x[base + column]! * scale * weight[column]!;
-  }
+  plainRmsNorm(x, weight, out, rows, width, eps);
   return out;
 }
 

@@ -3,13 +3,13 @@ import { test } from 'node:test';
 import { Codec } from '../../src/codec/codec.ts';
 import { TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
 import {
+  assertStagesMatch,
   FIXTURE_DIR,
   fixtureConfig,
   fixtureDoubles,
-  fixtureEntry,
   fixtureFloats,
   fixtureFrames,
-  fixtureNames,
+  stageRecorder,
   stageRelativeError,
 } from './oracle-fixture.ts';
 
@@ -21,28 +21,10 @@ test('the fixture is the tiny codec', () => {
 });
 
 test('decode matches PyTorch fp32 stage by stage and within 1e-5 at the output', () => {
-  const stages = new Map<string, { values: Float32Array; rows: number; channels: number }>();
-  const audio = codec.decode(frames, {
-    observer: (name, values, channels, rows) => stages.set(name, { values: values.slice(), rows, channels }),
-  });
-  const names = fixtureNames('decode.').filter(
-    (name) => !['decode.codes', 'decode.audio', 'decode.audio.f64'].includes(name),
-  );
+  const { stages, observer } = stageRecorder();
+  const audio = codec.decode(frames, { observer });
+  const names = assertStagesMatch(stages, 'decode.', ['decode.codes', 'decode.audio', 'decode.audio.f64']);
   assert.ok(names.length >= 10);
-  for (const name of names) {
-    const stage = stages.get(name);
-    assert.ok(stage, `stage ${name} was not observed`);
-    const entry = fixtureEntry(name);
-    assert.deepEqual([stage.channels, stage.rows], entry.full_shape, name);
-    const { relative, worst } = stageRelativeError(
-      stage.values,
-      stage.rows,
-      fixtureFloats(name),
-      stage.channels,
-      entry.shape[1]!,
-    );
-    assert.ok(relative <= 1e-5, `${name}: relative error ${relative.toExponential(2)} at ${worst}`);
-  }
   const expected = fixtureFloats('decode.audio');
   assert.equal(audio.length, expected.length);
   const { relative, worst } = stageRelativeError(audio, audio.length, expected, 1, expected.length);

@@ -2,43 +2,27 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Codec } from '../../src/codec/codec.ts';
 import {
+  assertStagesMatch,
   FIXTURE_DIR,
   fixtureConfig,
-  fixtureEntry,
   fixtureFloats,
   fixtureFrames,
-  fixtureNames,
-  stageRelativeError,
+  stageRecorder,
 } from './oracle-fixture.ts';
 
 const codec = await Codec.load(FIXTURE_DIR, fixtureConfig);
 
 test('encode of 2 s gives the fixture codes exactly, each stage within 1e-5 of PyTorch fp32', () => {
-  const stages = new Map<string, { values: Float32Array; rows: number; channels: number }>();
+  const { stages, observer } = stageRecorder();
   let margins: Float64Array | undefined;
   const frames = codec.encode(fixtureFloats('encode.audio'), {
     chunkFrames: Number.POSITIVE_INFINITY,
-    observer: (name, values, channels, rows) => stages.set(name, { values: values.slice(), rows, channels }),
+    observer,
     margins: (values) => {
       margins = values;
     },
   });
-  for (const name of fixtureNames('encode.').filter(
-    (name) => !['encode.audio', 'encode.codes', 'encode.margins'].includes(name),
-  )) {
-    const stage = stages.get(name);
-    assert.ok(stage, `stage ${name} was not observed`);
-    const entry = fixtureEntry(name);
-    assert.deepEqual([stage.channels, stage.rows], entry.full_shape, name);
-    const { relative, worst } = stageRelativeError(
-      stage.values,
-      stage.rows,
-      fixtureFloats(name),
-      stage.channels,
-      entry.shape[1]!,
-    );
-    assert.ok(relative <= 1e-5, `${name}: relative error ${relative.toExponential(2)} at ${worst}`);
-  }
+  assertStagesMatch(stages, 'encode.', ['encode.audio', 'encode.codes', 'encode.margins']);
   const expected = fixtureFrames('encode.codes');
   assert.equal(frames.length, expected.length);
   const differing: string[] = [];

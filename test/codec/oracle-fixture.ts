@@ -1,6 +1,9 @@
-// Reads the codec oracle's fixtures (tools/oracle/codec.py): manifest.json plus little-endian .bin arrays.
+// Reads the codec oracle's fixtures (tools/oracle/codec.py): manifest.json plus little-endian .bin arrays, and compares
+// a pass's recorded stage outputs with them.
+import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { StageObserver } from '../../src/codec/blocks.ts';
 import { parseCodecConfig } from '../../src/codec/config.ts';
 import type { Frame } from '../../src/model/types.ts';
 
@@ -78,4 +81,45 @@ export function stageRelativeError(
     }
   }
   return { relative: maxDifference / maxReference, worst };
+}
+
+interface RecordedStage {
+  readonly values: Float32Array;
+  readonly rows: number;
+  readonly channels: number;
+}
+
+/** An observer for a codec pass that keeps a copy of every stage output (the pass reuses its scratch). */
+export function stageRecorder(): { stages: Map<string, RecordedStage>; observer: StageObserver } {
+  const stages = new Map<string, RecordedStage>();
+  const observer: StageObserver = (name, values, channels, rows) =>
+    stages.set(name, { values: values.slice(), rows, channels });
+  return { stages, observer };
+}
+
+/**
+ * Asserts that every fixture array named `prefix…` (but those in `skip`) was recorded with the fixture's full shape and
+ * within 1e-5 relative error of PyTorch fp32 over the rows the fixture keeps. Returns the names compared.
+ */
+export function assertStagesMatch(
+  stages: ReadonlyMap<string, RecordedStage>,
+  prefix: string,
+  skip: readonly string[],
+): string[] {
+  const names = fixtureNames(prefix).filter((name) => !skip.includes(name));
+  for (const name of names) {
+    const stage = stages.get(name);
+    assert.ok(stage, `stage ${name} was not observed`);
+    const entry = fixtureEntry(name);
+    assert.deepEqual([stage.channels, stage.rows], entry.full_shape, name);
+    const { relative, worst } = stageRelativeError(
+      stage.values,
+      stage.rows,
+      fixtureFloats(name),
+      stage.channels,
+      entry.shape[1]!,
+    );
+    assert.ok(relative <= 1e-5, `${name}: relative error ${relative.toExponential(2)} at ${worst}`);
+  }
+  return names;
 }

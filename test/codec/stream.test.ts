@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { concatSamples } from '../../src/audio/pcm.ts';
 import { Codec } from '../../src/codec/codec.ts';
 import { TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
 import { synthesizeCodecWeights } from '../../src/codec/synth-weights.ts';
@@ -27,13 +28,7 @@ function streamInChunks(codec: Codec, frames: readonly Frame[], sizes: readonly 
     parts.push(samples);
   }
   assert.equal(next, frames.length);
-  const out = new Float32Array(parts.reduce((total, part) => total + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
+  return concatSamples(parts);
 }
 
 const fixtureCodec = await Codec.load(FIXTURE_DIR, fixtureConfig);
