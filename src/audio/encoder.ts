@@ -45,9 +45,31 @@ export function checkEncoderBitrate(format: AudioFormat, bitrate: number, min: n
   }
 }
 
-/** Guards against use after `finish`, a bug in the caller. */
-export function encoderFinished(format: AudioFormat): Error {
-  return new DramaError('AUDIO_ENCODER_FINISHED', `${format} encoder used after finish()`, { kind: 'internal' });
+/** The encoder `steps` describe, refusing any call after `finish` (a bug in the caller). */
+export function finishOnce(
+  fields: Pick<AudioEncoder, 'format' | 'sampleRate' | 'streamable'>,
+  steps: Pick<AudioEncoder, 'push' | 'finish'>,
+): AudioEncoder {
+  let finished = false;
+  const refuseAfterFinish = () => {
+    if (finished) {
+      throw new DramaError('AUDIO_ENCODER_FINISHED', `${fields.format} encoder used after finish()`, {
+        kind: 'internal',
+      });
+    }
+  };
+  return {
+    ...fields,
+    push(pcm) {
+      refuseAfterFinish();
+      return steps.push(pcm);
+    },
+    finish() {
+      refuseAfterFinish();
+      finished = true;
+      return steps.finish();
+    },
+  };
 }
 
 /** Creates the encoder for `format`; codec libraries load on first use. */

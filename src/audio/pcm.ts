@@ -28,22 +28,22 @@ export function pcm16ToFloat(bytes: Uint8Array): Float32Array {
 
 /** Joins byte chunks into one array. */
 export function concatBytes(chunks: readonly Uint8Array[]): Uint8Array {
-  let total = 0;
-  for (const chunk of chunks) total += chunk.length;
-  const joined = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    joined.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return joined;
+  return joinInto(new Uint8Array(totalLength(chunks)), chunks);
 }
 
 /** Joins float chunks into one array. */
 export function concatSamples(chunks: readonly Float32Array[]): Float32Array {
+  return joinInto(new Float32Array(totalLength(chunks)), chunks);
+}
+
+function totalLength(chunks: readonly ArrayLike<number>[]): number {
   let total = 0;
   for (const chunk of chunks) total += chunk.length;
-  const joined = new Float32Array(total);
+  return total;
+}
+
+/** Copies the chunks one after another into `joined` (their total length). */
+function joinInto<T extends Uint8Array | Float32Array>(joined: T, chunks: readonly T[]): T {
   let offset = 0;
   for (const chunk of chunks) {
     joined.set(chunk, offset);

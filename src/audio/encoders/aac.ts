@@ -8,7 +8,7 @@ import {
   type AudioEncoderOptions,
   checkEncoderBitrate,
   checkEncoderRate,
-  encoderFinished,
+  finishOnce,
 } from '../encoder.ts';
 import type { AacWorkerMessage, AacWorkerReply } from './aac-worker.ts';
 
@@ -73,33 +73,29 @@ export async function createAacEncoder(options: AudioEncoderOptions): Promise<Au
   });
   started.port1.close();
   if ('error' in startReply) throw encoderFailed(startReply.error);
-  let finished = false;
-  return {
-    format: 'aac',
-    sampleRate: options.sampleRate,
-    streamable: false,
-    push(pcm) {
-      if (finished) throw encoderFinished('aac');
-      if (pcm.length > 0) {
-        const samples = pcm.slice();
-        post({ type: 'samples', id, samples }, [samples.buffer]);
-      }
-      return new Uint8Array(0);
+  return finishOnce(
+    { format: 'aac', sampleRate: options.sampleRate, streamable: false },
+    {
+      push(pcm) {
+        if (pcm.length > 0) {
+          const samples = pcm.slice();
+          post({ type: 'samples', id, samples }, [samples.buffer]);
+        }
+        return new Uint8Array(0);
+      },
+      finish() {
+        const flag = new Int32Array(new SharedArrayBuffer(4));
+        const channel = new MessageChannel();
+        post({ type: 'finish', id, port: channel.port2, flag }, [channel.port2]);
+        const waited = Atomics.wait(flag, 0, 0, FINISH_TIMEOUT_MS);
+        const received = receiveMessageOnPort(channel.port1);
+        channel.port1.close();
+        if (waited === 'timed-out' || received === undefined)
+          throw encoderFailed(`no reply within ${FINISH_TIMEOUT_MS} ms`);
+        const reply = received.message as AacWorkerReply;
+        if ('error' in reply) throw encoderFailed(reply.error);
+        return reply.bytes;
+      },
     },
-    finish() {
-      if (finished) throw encoderFinished('aac');
-      finished = true;
-      const flag = new Int32Array(new SharedArrayBuffer(4));
-      const channel = new MessageChannel();
-      post({ type: 'finish', id, port: channel.port2, flag }, [channel.port2]);
-      const waited = Atomics.wait(flag, 0, 0, FINISH_TIMEOUT_MS);
-      const received = receiveMessageOnPort(channel.port1);
-      channel.port1.close();
-      if (waited === 'timed-out' || received === undefined)
-        throw encoderFailed(`no reply within ${FINISH_TIMEOUT_MS} ms`);
-      const reply = received.message as AacWorkerReply;
-      if ('error' in reply) throw encoderFailed(reply.error);
-      return reply.bytes;
-    },
-  };
+  );
 }

@@ -4,7 +4,7 @@
 // seekable and verifiable; that needs the whole signal, hence `streamable: false`.
 import { createHash } from 'node:crypto';
 import { BitWriter } from '../bit-writer.ts';
-import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, encoderFinished } from '../encoder.ts';
+import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, finishOnce } from '../encoder.ts';
 import { writeFlacFrame } from '../flac-frame.ts';
 import { concatSamples, floatToInt16, floatToPcm16 } from '../pcm.ts';
 
@@ -55,20 +55,16 @@ export function createFlacEncoder(options: AudioEncoderOptions): AudioEncoder {
   checkEncoderRate('flac', options.sampleRate);
   if (options.sampleRate > MAX_FLAC_RATE) checkEncoderRate('flac', options.sampleRate, [MAX_FLAC_RATE]);
   const chunks: Float32Array[] = [];
-  let finished = false;
-  return {
-    format: 'flac',
-    sampleRate: options.sampleRate,
-    streamable: false,
-    push(pcm) {
-      if (finished) throw encoderFinished('flac');
-      chunks.push(pcm.slice());
-      return new Uint8Array(0);
+  return finishOnce(
+    { format: 'flac', sampleRate: options.sampleRate, streamable: false },
+    {
+      push(pcm) {
+        chunks.push(pcm.slice());
+        return new Uint8Array(0);
+      },
+      finish() {
+        return encodeFlac(concatSamples(chunks), options.sampleRate);
+      },
     },
-    finish() {
-      if (finished) throw encoderFinished('flac');
-      finished = true;
-      return encodeFlac(concatSamples(chunks), options.sampleRate);
-    },
-  };
+  );
 }

@@ -1,7 +1,7 @@
 // `mp3`: LAME (wasm-media-encoders) at a constant bit rate, mono; frames stream out as LAME completes them.
 // LAME's own output buffer is reused between calls, so every result is copied.
 import { createMp3Encoder as createLameEncoder } from 'wasm-media-encoders';
-import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, encoderFinished } from '../encoder.ts';
+import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, finishOnce } from '../encoder.ts';
 import { concatBytes } from '../pcm.ts';
 
 /** The sample rates MPEG-1/2/2.5 layer III can carry. */
@@ -34,23 +34,19 @@ export async function createMp3Encoder(options: AudioEncoderOptions): Promise<Au
     channels: 1,
     bitrate: nearestBitrate(options.bitrate ?? DEFAULT_BITRATE),
   });
-  let finished = false;
-  return {
-    format: 'mp3',
-    sampleRate,
-    streamable: true,
-    push(pcm) {
-      if (finished) throw encoderFinished('mp3');
-      const chunks: Uint8Array[] = [];
-      for (let start = 0; start < pcm.length; start += CHUNK_SAMPLES) {
-        chunks.push(lame.encode([pcm.subarray(start, start + CHUNK_SAMPLES)]).slice());
-      }
-      return concatBytes(chunks);
+  return finishOnce(
+    { format: 'mp3', sampleRate: sampleRate, streamable: true },
+    {
+      push(pcm) {
+        const chunks: Uint8Array[] = [];
+        for (let start = 0; start < pcm.length; start += CHUNK_SAMPLES) {
+          chunks.push(lame.encode([pcm.subarray(start, start + CHUNK_SAMPLES)]).slice());
+        }
+        return concatBytes(chunks);
+      },
+      finish() {
+        return lame.finalize().slice();
+      },
     },
-    finish() {
-      if (finished) throw encoderFinished('mp3');
-      finished = true;
-      return lame.finalize().slice();
-    },
-  };
+  );
 }

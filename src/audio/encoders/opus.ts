@@ -8,7 +8,7 @@ import {
   type AudioEncoderOptions,
   checkEncoderBitrate,
   checkEncoderRate,
-  encoderFinished,
+  finishOnce,
 } from '../encoder.ts';
 import { type OggPacket, OggStreamWriter } from '../ogg.ts';
 import { concatBytes, concatSamples, floatToPcm16 } from '../pcm.ts';
@@ -64,7 +64,6 @@ export function createOpusEncoder(options: AudioEncoderOptions): AudioEncoder {
   let samplesIn = 0;
   let packetsOut = 0;
   let headersSent = false;
-  let finished = false;
 
   const headers = (): Uint8Array[] => {
     if (headersSent) return [];
@@ -90,31 +89,28 @@ export function createOpusEncoder(options: AudioEncoderOptions): AudioEncoder {
     return packets;
   };
 
-  return {
-    format: 'opus',
-    sampleRate: options.sampleRate,
-    streamable: true,
-    push(pcm) {
-      if (finished) throw encoderFinished('opus');
-      const samples = resampler === undefined ? pcm : resampler.push(pcm);
-      const header = headers();
-      return concatBytes([...header, ...writer.pages(encodeFrames(samples))]);
+  return finishOnce(
+    { format: 'opus', sampleRate: options.sampleRate, streamable: true },
+    {
+      push(pcm) {
+        const samples = resampler === undefined ? pcm : resampler.push(pcm);
+        const header = headers();
+        return concatBytes([...header, ...writer.pages(encodeFrames(samples))]);
+      },
+      finish() {
+        const header = headers();
+        const packets = encodeFrames(resampler === undefined ? new Float32Array(0) : resampler.flush());
+        // Zero frames until the decoder has seen pre-skip + every input sample.
+        const packetsNeeded = Math.ceil((samplesIn + lookahead) / frameSize);
+        const padding = packetsNeeded * frameSize - samplesIn;
+        const savedSamplesIn = samplesIn;
+        packets.push(...encodeFrames(new Float32Array(padding)));
+        const last = packets[packets.length - 1];
+        if (last !== undefined) {
+          packets[packets.length - 1] = { data: last.data, granule: preSkip + savedSamplesIn * granuleScale };
+        }
+        return concatBytes([...header, ...writer.pages(packets, true)]);
+      },
     },
-    finish() {
-      if (finished) throw encoderFinished('opus');
-      finished = true;
-      const header = headers();
-      const packets = encodeFrames(resampler === undefined ? new Float32Array(0) : resampler.flush());
-      // Zero frames until the decoder has seen pre-skip + every input sample.
-      const packetsNeeded = Math.ceil((samplesIn + lookahead) / frameSize);
-      const padding = packetsNeeded * frameSize - samplesIn;
-      const savedSamplesIn = samplesIn;
-      packets.push(...encodeFrames(new Float32Array(padding)));
-      const last = packets[packets.length - 1];
-      if (last !== undefined) {
-        packets[packets.length - 1] = { data: last.data, granule: preSkip + savedSamplesIn * granuleScale };
-      }
-      return concatBytes([...header, ...writer.pages(packets, true)]);
-    },
-  };
+  );
 }
