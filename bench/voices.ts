@@ -5,6 +5,7 @@
 // Usage: npx tsx bench/voices.ts [--model DIR] [--seconds S] [--rounds N] [--frames N] [--prefill-chunk N] [--json FILE]
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { writeWav } from '../src/audio/wav.ts';
 import { DEFAULT_CACHE_DIR, resolveRuntime } from '../src/cli/default-model.ts';
 import { Engine } from '../src/engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS } from '../src/engine/engine-core.ts';
@@ -28,25 +29,11 @@ const spec = await resolveRuntime({ model: values.model, cacheDir: DEFAULT_CACHE
 
 /** A 16-bit mono WAV of a gliding tone, the reference recording. */
 function referenceWav(seconds: number, sampleRate = 24000): Uint8Array {
-  const samples = Math.round(seconds * sampleRate);
-  const out = Buffer.alloc(44 + 2 * samples);
-  out.write('RIFF', 0, 'ascii');
-  out.writeUInt32LE(36 + 2 * samples, 4);
-  out.write('WAVEfmt ', 8, 'ascii');
-  out.writeUInt32LE(16, 16);
-  out.writeUInt16LE(1, 20);
-  out.writeUInt16LE(1, 22);
-  out.writeUInt32LE(sampleRate, 24);
-  out.writeUInt32LE(2 * sampleRate, 28);
-  out.writeUInt16LE(2, 32);
-  out.writeUInt16LE(16, 34);
-  out.write('data', 36, 'ascii');
-  out.writeUInt32LE(2 * samples, 40);
-  for (let index = 0; index < samples; index++) {
+  const samples = Float32Array.from({ length: Math.round(seconds * sampleRate) }, (_, index) => {
     const time = index / sampleRate;
-    out.writeInt16LE(Math.round(9000 * Math.sin(2 * Math.PI * (150 + 40 * time) * time)), 44 + 2 * index);
-  }
-  return new Uint8Array(out.buffer, out.byteOffset, out.length);
+    return 0.275 * Math.sin(2 * Math.PI * (150 + 40 * time) * time);
+  });
+  return writeWav(samples, sampleRate);
 }
 
 const encoder = voiceEncoderFor(spec);

@@ -31,16 +31,8 @@ export interface MoeWeights<B> {
   readonly sharedGate: LinearWeight<B>;
 }
 
-/** Softmax attention with q/k RMSNorm per head, partial RoPE, GQA; the backbone's form adds the output gate. */
-export interface AttentionWeights<B> {
-  /** [heads·hd·2, H] with per head [query | gate] rows when outputGate, else [heads·hd, H]. */
-  readonly qProj: LinearWeight<B>;
-  readonly kProj: LinearWeight<B>;
-  readonly vProj: LinearWeight<B>;
-  readonly oProj: LinearWeight<B>;
-  /** Zero-centred norms over the head dim. [hd] */
-  readonly qNorm: B;
-  readonly kNorm: B;
+/** An attention block's scalar shape: heads, head dim, partial RoPE, the output gate and the q/k norms' eps. */
+export interface AttentionGeometry {
   readonly heads: number;
   readonly keyValueHeads: number;
   readonly headDim: number;
@@ -49,6 +41,18 @@ export interface AttentionWeights<B> {
   readonly ropeStyle: 'neox' | 'interleaved';
   readonly outputGate: boolean;
   readonly eps: number;
+}
+
+/** Softmax attention with q/k RMSNorm per head, partial RoPE, GQA; the backbone's form adds the output gate. */
+export interface AttentionWeights<B> extends AttentionGeometry {
+  /** [heads·hd·2, H] with per head [query | gate] rows when outputGate, else [heads·hd, H]. */
+  readonly qProj: LinearWeight<B>;
+  readonly kProj: LinearWeight<B>;
+  readonly vProj: LinearWeight<B>;
+  readonly oProj: LinearWeight<B>;
+  /** Zero-centred norms over the head dim. [hd] */
+  readonly qNorm: B;
+  readonly kNorm: B;
 }
 
 /** Gated DeltaNet (linear attention) weights; conv is [C, K] with C = 2·Kh·Kd + Vh·Vd. */

@@ -99,7 +99,8 @@ export function tensorToFloat32(t: HostTensor): Float32Array {
   }
 }
 
-export function float32ToTensor(values: Float32Array, dtype: FloatDType, shape: readonly number[]): HostTensor {
+/** The element count of `shape`, which `values` must hold exactly. */
+function valueCountFor(shape: readonly number[], values: ArrayLike<number>): number {
   const count = elementCount(shape);
   if (values.length !== count) {
     throw new DramaError(
@@ -107,6 +108,11 @@ export function float32ToTensor(values: Float32Array, dtype: FloatDType, shape: 
       `shape [${shape.join(', ')}] holds ${count} elements, got ${values.length} values`,
     );
   }
+  return count;
+}
+
+export function float32ToTensor(values: Float32Array, dtype: FloatDType, shape: readonly number[]): HostTensor {
+  const count = valueCountFor(shape, values);
   const data = new Uint8Array(count * byteSizes[dtype]);
   switch (dtype) {
     case 'F32':
@@ -164,13 +170,7 @@ export function int32ToTensor(
   dtype: 'I64' | 'I32' | 'U8',
   shape: readonly number[],
 ): HostTensor {
-  const count = elementCount(shape);
-  if (values.length !== count) {
-    throw new DramaError(
-      'TENSOR_SIZE_MISMATCH',
-      `shape [${shape.join(', ')}] holds ${count} elements, got ${values.length} values`,
-    );
-  }
+  const count = valueCountFor(shape, values);
   const data = new Uint8Array(count * byteSizes[dtype]);
   if (dtype === 'I64') {
     const out = new BigInt64Array(data.buffer);

@@ -7,6 +7,7 @@ import {
   makeAudioConfig,
   makeTextConfig,
   makeTowerConfig,
+  type QuantizationConfig,
   type TextConfig,
   type TowerConfig,
 } from './config-types.ts';
@@ -22,6 +23,15 @@ export interface ModelPreset {
  * `synth` recomputes it from the tokenizer it writes and refuses to run if the two disagree.
  */
 export const SYNTHETIC_VOCAB_SIZE = 155840;
+
+/** The FP8 form `synth` writes the routed experts in: e4m3 values with 128×128 block scales. */
+export const FP8_BLOCK_QUANTIZATION: QuantizationConfig = {
+  method: 'fp8',
+  format: 'e4m3',
+  blockSize: [128, 128],
+  activationScheme: 'dynamic',
+  modulesToNotConvert: [],
+};
 
 /** Rounds a tokenizer size up to the next multiple of 64 (the padded vocabulary the embedding tables use). */
 export function paddedVocabSize(tokenizerSize: number): number {

@@ -8,6 +8,7 @@ import type { Drama3Config } from './config-types.ts';
 
 export { configToJson, DEFAULT_PROMPT_FORMAT, parseConfig } from './config-json.ts';
 export {
+  FP8_BLOCK_QUANTIZATION,
   FULL_PRESET,
   hybridLayerTypes,
   type ModelPreset,

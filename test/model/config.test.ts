@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { REAL_CODEC_CONFIG, TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
+import { REAL_CODEC_CONFIG } from '../../src/codec/config.ts';
 import { DramaError } from '../../src/errors.ts';
 import {
   configToJson,
@@ -15,25 +15,9 @@ import {
   syntheticWeightsNotice,
   TINY_PRESET,
 } from '../../src/model/config.ts';
+import { NO_SPECIAL_TOKENS, tinyConfig } from './tiny-config.ts';
 
-const NO_TOKENS = {
-  imStart: undefined,
-  imEnd: undefined,
-  voice: undefined,
-  text: undefined,
-  interleave: undefined,
-  semanticBegin: undefined,
-  speakerBegin: undefined,
-};
-
-const TINY: Drama3Config = {
-  ...TINY_PRESET,
-  codec: TINY_CODEC_CONFIG,
-  quantization: undefined,
-  specialTokens: { ...NO_TOKENS, imEnd: 151645, semanticBegin: 151688 },
-  synthetic: true,
-  promptFormat: 'reference-bracket-v1',
-};
+const TINY = tinyConfig({ specialTokens: { ...NO_SPECIAL_TOKENS, imEnd: 151645, semanticBegin: 151688 } });
 
 type Json = Record<string, unknown>;
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { REAL_CODEC_CONFIG, TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
+import { REAL_CODEC_CONFIG } from '../../src/codec/config.ts';
 import { DramaError } from '../../src/errors.ts';
-import { type Drama3Config, FULL_PRESET, TINY_PRESET } from '../../src/model/config.ts';
+import { type Drama3Config, FP8_BLOCK_QUANTIZATION, FULL_PRESET } from '../../src/model/config.ts';
 import {
   backboneNames,
   blockScaleShape,
@@ -12,33 +12,9 @@ import {
   towerNames,
 } from '../../src/model/weights.ts';
 import { assertWeightsMatch, checkWeights, describeFindings, type TensorInfo } from '../../src/model/weights-check.ts';
+import { tinyConfig } from './tiny-config.ts';
 
-const QUANTIZED = {
-  method: 'fp8',
-  format: 'e4m3',
-  blockSize: [128, 128],
-  activationScheme: 'dynamic',
-  modulesToNotConvert: [],
-} as const;
-
-const NO_TOKENS = {
-  imStart: undefined,
-  imEnd: undefined,
-  voice: undefined,
-  text: undefined,
-  interleave: undefined,
-  semanticBegin: undefined,
-  speakerBegin: undefined,
-};
-
-const TINY: Drama3Config = {
-  ...TINY_PRESET,
-  codec: TINY_CODEC_CONFIG,
-  quantization: QUANTIZED,
-  specialTokens: NO_TOKENS,
-  synthetic: true,
-  promptFormat: 'reference-bracket-v1',
-};
+const TINY = tinyConfig({ quantization: FP8_BLOCK_QUANTIZATION });
 const FULL: Drama3Config = { ...TINY, ...FULL_PRESET, codec: REAL_CODEC_CONFIG };
 
 function tableOf(entries: [string, TensorInfo][]) {

@@ -4,39 +4,47 @@
 import type { FloatArray } from './ops/types.ts';
 import type { PrecisionPolicy } from './precision.ts';
 
+type ScratchBuffer = FloatArray | Float64Array | Int32Array;
+
+/** The buffer under `name` in `buffers`, grown (at least doubled) when shorter than `count`, as a view of `count`. */
+function reuse<T extends ScratchBuffer>(
+  buffers: Map<string, T>,
+  name: string,
+  count: number,
+  allocate: (count: number) => T,
+): T {
+  let buffer = buffers.get(name);
+  if (buffer === undefined || buffer.length < count) {
+    buffer = allocate(Math.max(count, 2 * (buffer?.length ?? 0)));
+    buffers.set(name, buffer);
+  }
+  return buffer.subarray(0, count) as T;
+}
+
+const allocateDoubles = (count: number) => new Float64Array(count);
+const allocateIntegers = (count: number) => new Int32Array(count);
+
 export class ScratchPool {
   private readonly floats = new Map<string, FloatArray>();
   private readonly integers = new Map<string, Int32Array>();
   private readonly doubles = new Map<string, Float64Array>();
+  private readonly allocateFloats: (count: number) => FloatArray;
 
-  constructor(private readonly policy: PrecisionPolicy) {}
+  constructor(policy: PrecisionPolicy) {
+    this.allocateFloats = (count) => policy.allocate(count);
+  }
 
   /** A buffer of exactly `count` elements (contents undefined). */
   floatsFor(name: string, count: number): FloatArray {
-    let buffer = this.floats.get(name);
-    if (buffer === undefined || buffer.length < count) {
-      buffer = this.policy.allocate(Math.max(count, 2 * (buffer?.length ?? 0)));
-      this.floats.set(name, buffer);
-    }
-    return buffer.subarray(0, count);
+    return reuse(this.floats, name, count, this.allocateFloats);
   }
 
   /** A Float64Array whatever the policy (for values kept in double, such as attention scores). */
   doublesFor(name: string, count: number): Float64Array {
-    let buffer = this.doubles.get(name);
-    if (buffer === undefined || buffer.length < count) {
-      buffer = new Float64Array(Math.max(count, 2 * (buffer?.length ?? 0)));
-      this.doubles.set(name, buffer);
-    }
-    return buffer.subarray(0, count);
+    return reuse(this.doubles, name, count, allocateDoubles);
   }
 
   integersFor(name: string, count: number): Int32Array {
-    let buffer = this.integers.get(name);
-    if (buffer === undefined || buffer.length < count) {
-      buffer = new Int32Array(Math.max(count, 2 * (buffer?.length ?? 0)));
-      this.integers.set(name, buffer);
-    }
-    return buffer.subarray(0, count);
+    return reuse(this.integers, name, count, allocateIntegers);
   }
 }

@@ -6,6 +6,7 @@ import { DramaError } from '../../errors.ts';
 import {
   DEFAULT_PROMPT_FORMAT,
   type Drama3Config,
+  FP8_BLOCK_QUANTIZATION,
   FULL_PRESET,
   makeTextConfig,
   paddedVocabSize,
@@ -81,14 +82,6 @@ export function tokenizerFacts(tokenizerJson: string): TokenizerFacts {
   };
 }
 
-const QUANTIZATION = {
-  method: 'fp8',
-  format: 'e4m3',
-  blockSize: [128, 128],
-  activationScheme: 'dynamic',
-  modulesToNotConvert: [],
-} as const;
-
 /** The config.json of a synthetic checkpoint for `preset`. */
 export function syntheticConfig(preset: SynthPreset, experts: SynthExperts, tokenizer: TokenizerFacts): Drama3Config {
   const model = preset === 'tiny' ? TINY_PRESET : FULL_PRESET;
@@ -101,7 +94,7 @@ export function syntheticConfig(preset: SynthPreset, experts: SynthExperts, toke
     tower: model.tower,
     audio: model.audio,
     codec: preset === 'tiny' ? TINY_CODEC_CONFIG : REAL_CODEC_CONFIG,
-    quantization: experts === 'fp8' ? QUANTIZATION : undefined,
+    quantization: experts === 'fp8' ? FP8_BLOCK_QUANTIZATION : undefined,
     specialTokens: tokenizer.special,
     synthetic: true,
     promptFormat: DEFAULT_PROMPT_FORMAT,

@@ -1,19 +1,11 @@
 // Loads an attention block's weights: the backbone's gated form (q_proj rows per head [query | gate], NeoX partial
 // RoPE) or the tower's plain form (interleaved RoPE), both with zero-centred q/k norms over the head dim.
-import type { AttentionWeights } from '../../backend/types.ts';
+import type { AttentionGeometry, AttentionWeights } from '../../backend/types.ts';
 import type { TensorSource } from '../tensor-source.ts';
 import type { SelfAttentionNames } from '../weights.ts';
 
-export interface AttentionShape {
+export interface AttentionShape extends AttentionGeometry {
   readonly hidden: number;
-  readonly heads: number;
-  readonly keyValueHeads: number;
-  readonly headDim: number;
-  readonly rotaryDim: number;
-  readonly ropeTheta: number;
-  readonly ropeStyle: 'neox' | 'interleaved';
-  readonly outputGate: boolean;
-  readonly eps: number;
 }
 
 export async function loadAttention<B>(
@@ -21,8 +13,9 @@ export async function loadAttention<B>(
   names: SelfAttentionNames,
   shape: AttentionShape,
 ): Promise<AttentionWeights<B>> {
-  const { hidden, heads, keyValueHeads, headDim } = shape;
-  const queryRows = heads * headDim * (shape.outputGate ? 2 : 1);
+  const { hidden, ...geometry } = shape;
+  const { heads, keyValueHeads, headDim } = geometry;
+  const queryRows = heads * headDim * (geometry.outputGate ? 2 : 1);
   return {
     qProj: await source.linear(names.qProj, queryRows, hidden),
     kProj: await source.linear(names.kProj, keyValueHeads * headDim, hidden),
@@ -30,13 +23,6 @@ export async function loadAttention<B>(
     oProj: await source.linear(names.oProj, hidden, heads * headDim),
     qNorm: await source.vector(names.qNorm, [headDim]),
     kNorm: await source.vector(names.kNorm, [headDim]),
-    heads,
-    keyValueHeads,
-    headDim,
-    rotaryDim: shape.rotaryDim,
-    ropeTheta: shape.ropeTheta,
-    ropeStyle: shape.ropeStyle,
-    outputGate: shape.outputGate,
-    eps: shape.eps,
+    ...geometry,
   };
 }

@@ -2,7 +2,7 @@
 //   zero-centred: y = x · rsqrt(mean(x²) + eps) · (1 + w)       (Qwen3.5 layer, final, q/k and tower norms)
 //   plain:        y = x · rsqrt(mean(x²) + eps) · w
 //   gated:        y = x · rsqrt(mean(x²) + eps) · w · SiLU(z)    (Gated DeltaNet output norm; z: [T, C])
-// The mean of squares is summed in double precision.
+// The mean of squares is summed in double precision. The three loops stay separate so each inner loop is branch-free.
 import type { FloatArray } from './types.ts';
 
 function inverseRms(x: FloatArray, start: number, cols: number, eps: number): number {
