@@ -18,7 +18,3 @@ export const NATIVE_SAMPLE_RATE = 44100;
 
 /** OpenAI's contract for `pcm`: 24 kHz signed 16-bit little-endian mono. */
 export const PCM_DEFAULT_SAMPLE_RATE = 24000;
-
-export function isAudioFormat(value: string): value is AudioFormat {
-  return (AUDIO_FORMATS as readonly string[]).includes(value);
-}

@@ -10,7 +10,7 @@ import { DramaError } from '../errors.ts';
 const LOWPASS_FILTER_WIDTH = 6;
 const ROLLOFF = 0.99;
 /** Highest rate accepted by the resampler (Hz). */
-export const MAX_RESAMPLE_RATE = 1_000_000;
+const MAX_RESAMPLE_RATE = 1_000_000;
 /** Taps kept across all phases; above this a rate pair is refused rather than built. */
 const MAX_KERNEL_TAPS = 8_000_000;
 const CACHE_ENTRIES = 16;

@@ -8,7 +8,7 @@ import { type DType, dtypeByteSize, elementCount, isDType } from './tensor.ts';
 
 export const HEADER_LENGTH_BYTES = 8;
 /** The reference implementation's cap on header size; anything larger is not a real header. */
-export const MAX_HEADER_BYTES = 100_000_000;
+const MAX_HEADER_BYTES = 100_000_000;
 
 export interface SafetensorsEntry {
   readonly name: string;

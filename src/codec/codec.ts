@@ -25,7 +25,7 @@ export interface CodecStreamOptions {
 }
 
 /** Frames per encode pass by default: about 1.5 s of audio, so a long reference needs little memory. */
-export const DEFAULT_ENCODE_CHUNK_FRAMES = 32;
+const DEFAULT_ENCODE_CHUNK_FRAMES = 32;
 
 export interface CodecEncodeOptions {
   /** Frames per pass (default DEFAULT_ENCODE_CHUNK_FRAMES); every chunking gives the same frames. */

@@ -76,7 +76,7 @@ export function layerNorm(
 }
 
 /** erf(x) to double precision-level accuracy for |x| < 6 (Taylor series near 0, continued fraction outside). */
-export function erf(x: number): number {
+function erf(x: number): number {
   const magnitude = Math.abs(x);
   if (magnitude < 2.5) {
     // Σ (−1)^n x^(2n+1) / (n! (2n+1)), converges fast for |x| < 2.5.

@@ -129,7 +129,7 @@ export function codecTensorSpecs(config: CodecConfig): CodecTensorSpec[] {
 const IGNORED_SUFFIXES = ['.causal_mask'];
 
 /** Prefixes and head widths of the windowed transformers, whose RoPE tables a state dict may carry. */
-export function codecTransformerPrefixes(config: CodecConfig): [string, CodecTransformerConfig][] {
+function codecTransformerPrefixes(config: CodecConfig): [string, CodecTransformerConfig][] {
   return [
     [`encoder.block.${config.encoderStrides.length}.block.5`, config.encoderTransformer],
     ['quantizer.pre_module', config.preModule],

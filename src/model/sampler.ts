@@ -7,9 +7,9 @@ import { philox4x32 } from './philox.ts';
 import type { SamplingSettings } from './types.ts';
 
 /** Frames of semantic history RAS looks at. */
-export const RAS_WINDOW = 16;
+const RAS_WINDOW = 16;
 /** The settings a repeated semantic token is redrawn with (top-k stays the request's). */
-export const RAS_SETTINGS = { temperature: 1.0, topP: 0.9 } as const;
+const RAS_SETTINGS = { temperature: 1.0, topP: 0.9 } as const;
 
 interface DrawSettings {
   readonly temperature: number;

@@ -20,7 +20,7 @@ import type { FrameOutcome, Lane, PromptRows, SamplingSettings, SpeechModel } fr
 import { backboneNames } from './weights.ts';
 import { assertWeightsMatch, checkWeights } from './weights-check.ts';
 
-export const DEFAULT_PREFILL_CHUNK = 256;
+const DEFAULT_PREFILL_CHUNK = 256;
 
 export interface SpeechModelOptions {
   /** Most prompt rows one backbone call takes. */

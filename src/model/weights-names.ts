@@ -5,8 +5,7 @@
 import { DramaError } from '../errors.ts';
 
 /** Backbone prefixes we know of, longest first so that `model.` does not shadow `model.language_model.`. */
-export const BACKBONE_PREFIXES = ['model.language_model.', 'language_model.model.', 'model.'] as const;
-export type BackbonePrefix = string;
+const BACKBONE_PREFIXES = ['model.language_model.', 'language_model.model.', 'model.'] as const;
 
 export interface LinearAttentionNames {
   readonly inProjQkv: string;

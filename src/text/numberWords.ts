@@ -53,7 +53,7 @@ function belowThousand(value: number): string {
   return words.join(' ');
 }
 
-export function digitsByDigit(digits: string): string {
+function digitsByDigit(digits: string): string {
   return Array.from(digits, (digit) => ONES[Number(digit)]).join(' ');
 }
 

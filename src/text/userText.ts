@@ -33,7 +33,7 @@ function structuralPattern(addedTokens: readonly string[]): RegExp {
 }
 
 /** Refuses text that contains any token the tokenizer would read as structure (speaker tags are checked apart). */
-export function refuseStructuralTokens(text: string, addedTokens: readonly string[], param: string): void {
+function refuseStructuralTokens(text: string, addedTokens: readonly string[], param: string): void {
   const pattern = structuralPattern(addedTokens);
   pattern.lastIndex = 0;
   const found = pattern.exec(text);

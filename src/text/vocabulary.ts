@@ -11,7 +11,6 @@ export const SPEAKER_TAG_COUNT = 16;
 
 export const IM_START = '<|im_start|>';
 export const IM_END = '<|im_end|>';
-export const END_OF_TEXT = '<|endoftext|>';
 export const VOICE = '<|voice|>';
 export const TEXT = '<|text|>';
 export const INTERLEAVE = '<|interleave|>';
@@ -32,15 +31,6 @@ export const DRAMA_ADDED_TOKENS: readonly string[] = [
   ...DRAMA_STRUCTURAL_TOKENS,
   ...Array.from({ length: SPEAKER_TAG_COUNT }, (_, speaker) => speakerTag(speaker)),
   ...Array.from({ length: SEMANTIC_TOKEN_COUNT }, (_, code) => semanticToken(code)),
-];
-
-/** Text that must never come from a user: it would forge prompt structure (MODEL.md §5). */
-export const FORBIDDEN_IN_USER_TEXT: readonly string[] = [
-  IM_START,
-  IM_END,
-  END_OF_TEXT,
-  ...DRAMA_STRUCTURAL_TOKENS,
-  '<|semantic:',
 ];
 
 interface AddedTokenEntry {

@@ -58,7 +58,7 @@ export async function encodeUpload(
 }
 
 /** Frames of the null runtime: code k of frame f hashes the frame's samples, so different audio gives other codes. */
-export function nullFrames(samples: Float32Array, sampleRate: number): Frame[] {
+function nullFrames(samples: Float32Array, sampleRate: number): Frame[] {
   const native = sampleRate === NATIVE_RATE ? samples : resample(samples, sampleRate, NATIVE_RATE);
   const frames: Frame[] = [];
   for (let start = 0; start + FRAME_LENGTH <= native.length; start += FRAME_LENGTH) {

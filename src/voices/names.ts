@@ -6,10 +6,10 @@ import { DEFAULT_TEXT_LIMITS } from '../text/limits.ts';
 /** Largest uploaded reference audio file (API.md: ≤ 10 MB). */
 export const MAX_VOICE_AUDIO_BYTES = 10 * 1024 * 1024;
 /** Longest transcript, in UTF-8 bytes (the prompt builder's reference transcript limit). */
-export const MAX_VOICE_TEXT_BYTES = DEFAULT_TEXT_LIMITS.maxTranscriptBytes;
+const MAX_VOICE_TEXT_BYTES = DEFAULT_TEXT_LIMITS.maxTranscriptBytes;
 /** Most encoded frames (the prompt builder's reference limit): a longer voice could never be spoken with. */
 export const MAX_VOICE_FRAMES = DEFAULT_TEXT_LIMITS.maxReferenceFrames;
-export const MAX_VOICE_NAME_LENGTH = 64;
+const MAX_VOICE_NAME_LENGTH = 64;
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 

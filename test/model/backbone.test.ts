@@ -71,7 +71,7 @@ test('a wrong norm form is caught: the fixture tells (1 + w) from w', async () =
   assert.ok(relativeError(run.logits, reference32.logits) > 1e-2);
 });
 
-test('backbone bf16 emulation against transformers bf16 on the GPU', async () => {
+test('backbone bf16 emulation against transformers bf16 on the GPU', async (t) => {
   const reference16 = await readReference('bf16');
   const backbone = await loadFixtureBackbone('bf16');
   const run = runInChunks(backbone, reference16.inputIds, () => rows);
@@ -80,7 +80,7 @@ test('backbone bf16 emulation against transformers bf16 on the GPU', async () =>
   const agreementWithFp32 = topOneAgreement(reference16.logits, reference32.logits, rows, vocab).equal;
   const worst = Math.max(...errors);
   const firstLayerMedian = medianRowError(run.hidden[0]!, reference16.hidden[0]!, rows);
-  console.log(
+  t.diagnostic(
     `bf16 parity: top-1 equal on ${equal}/${rows} rows (transformers bf16 vs its own fp32: ${agreementWithFp32}/${rows}); ` +
       `first layer median row error ${firstLayerMedian.toExponential(3)}; ` +
       `worst layer relative error ${worst.toExponential(3)}; per layer ${errors.map((e) => e.toExponential(2)).join(' ')}`,

@@ -12,9 +12,9 @@ import { type LayerType, makeTextConfig, type TextConfig } from '../../src/model
 import { TensorSource } from '../../src/model/tensor-source.ts';
 import { detectBackbonePrefix } from '../../src/model/weights.ts';
 
-export const FIXTURE_DIR = join(import.meta.dirname, '../fixtures/model/qwen35-moe-tiny');
+const FIXTURE_DIR = join(import.meta.dirname, '../fixtures/model/qwen35-moe-tiny');
 
-export function fixtureTextConfig(): TextConfig {
+function fixtureTextConfig(): TextConfig {
   const json = JSON.parse(readFileSync(join(FIXTURE_DIR, 'checkpoint/config.json'), 'utf8'));
   return makeTextConfig({
     hiddenSize: json.hidden_size,

@@ -12,9 +12,7 @@ import {
 } from '../encoder.ts';
 import type { AacWorkerMessage, AacWorkerReply } from './aac-worker.ts';
 
-export const AAC_SAMPLE_RATES = [
-  7350, 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000,
-];
+const AAC_SAMPLE_RATES = [7350, 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000];
 const DEFAULT_BITRATE = 128_000;
 /** How long `finish` waits for the worker before giving up. */
 const FINISH_TIMEOUT_MS = 60_000;

@@ -5,7 +5,7 @@ import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, finishOn
 import { concatBytes } from '../pcm.ts';
 
 /** The sample rates MPEG-1/2/2.5 layer III can carry. */
-export const MP3_SAMPLE_RATES = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000] as const;
+const MP3_SAMPLE_RATES = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000] as const;
 const BITRATES_KBPS = [8, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320] as const;
 const DEFAULT_BITRATE = 128_000;
 /** Samples handed to LAME per call, so one big push does not build one big wasm buffer. */

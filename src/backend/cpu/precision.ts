@@ -22,7 +22,7 @@ export interface PrecisionPolicy {
 
 function noRounding(): void {}
 
-export const BF16_POLICY: PrecisionPolicy = {
+const BF16_POLICY: PrecisionPolicy = {
   name: 'bf16',
   allocate: (count) => new Float32Array(count),
   roundActivations(values, count) {
@@ -31,14 +31,14 @@ export const BF16_POLICY: PrecisionPolicy = {
   roundProbability: roundToBf16,
 };
 
-export const FP32_POLICY: PrecisionPolicy = {
+const FP32_POLICY: PrecisionPolicy = {
   name: 'fp32',
   allocate: (count) => new Float32Array(count),
   roundActivations: noRounding,
   roundProbability: undefined,
 };
 
-export const FP64_POLICY: PrecisionPolicy = {
+const FP64_POLICY: PrecisionPolicy = {
   name: 'fp64',
   allocate: (count) => new Float64Array(count),
   roundActivations: noRounding,

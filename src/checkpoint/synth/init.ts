@@ -56,7 +56,7 @@ export function initialValues(spec: TensorSpec, seed: number, residualGain: numb
   }
 }
 
-export const FP8_BLOCK = 128;
+const FP8_BLOCK = 128;
 /** Per-block scale factors vary in this range so that a kernel reading the wrong block's scale shows it. */
 const BLOCK_SCALE_RANGE: readonly [number, number] = [0.75, 1.25];
 

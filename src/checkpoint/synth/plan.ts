@@ -30,7 +30,7 @@ export type SynthPreset = 'tiny' | 'full';
 export type SynthExperts = 'fp8' | 'bf16';
 
 /** Backbone prefix of the checkpoints we write. */
-export const SYNTH_PREFIX = 'model.';
+const SYNTH_PREFIX = 'model.';
 
 /** Shard size: several shards even for tiny (so the index is exercised), few for full. */
 export const MAX_SHARD_BYTES: Readonly<Record<SynthPreset, number>> = { tiny: 8 * 2 ** 20, full: 3 * 2 ** 30 };
@@ -83,7 +83,7 @@ export function tokenizerFacts(tokenizerJson: string): TokenizerFacts {
 }
 
 /** The config.json of a synthetic checkpoint for `preset`. */
-export function syntheticConfig(preset: SynthPreset, experts: SynthExperts, tokenizer: TokenizerFacts): Drama3Config {
+function syntheticConfig(preset: SynthPreset, experts: SynthExperts, tokenizer: TokenizerFacts): Drama3Config {
   const model = preset === 'tiny' ? TINY_PRESET : FULL_PRESET;
   return {
     text: makeTextConfig({

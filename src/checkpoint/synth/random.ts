@@ -12,7 +12,7 @@ function mix32(value: number): number {
 }
 
 /** FNV-1a over the name's UTF-16 code units, then mixed with the seed. */
-export function streamKey(seed: number, name: string): [number, number] {
+function streamKey(seed: number, name: string): [number, number] {
   let hash = 0x811c9dc5;
   for (let index = 0; index < name.length; index++) {
     hash ^= name.charCodeAt(index);
