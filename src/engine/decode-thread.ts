@@ -23,7 +23,8 @@ const port = parentPort!;
 const { spec } = workerData as { spec: RuntimeSpec };
 
 function send(event: DecodeReply): void {
-  if (event.type === 'audio') port.postMessage(event, [event.pcm.buffer as ArrayBuffer, event.codes.buffer as ArrayBuffer]);
+  if (event.type === 'audio')
+    port.postMessage(event, [event.pcm.buffer as ArrayBuffer, event.codes.buffer as ArrayBuffer]);
   else port.postMessage(event);
 }
 

@@ -11,7 +11,8 @@ const port = parentPort!;
 const { spec, settings } = workerData as { spec: RuntimeSpec; settings: EngineSettings };
 
 function send(event: EngineEvent): void {
-  if (event.type === 'audio') port.postMessage(event, [event.pcm.buffer as ArrayBuffer, event.codes.buffer as ArrayBuffer]);
+  if (event.type === 'audio')
+    port.postMessage(event, [event.pcm.buffer as ArrayBuffer, event.codes.buffer as ArrayBuffer]);
   else port.postMessage(event);
 }
 

@@ -39,7 +39,7 @@ export class InlineFrameDecoder implements FrameDecoder {
     if (stream === undefined || frames.length === 0) return;
     try {
       const codes = new Int32Array(frames.length * CODES_PER_FRAME);
-      frames.forEach((frame, index) => codes.set(frame, index * CODES_PER_FRAME));
+      for (const [index, frame] of frames.entries()) codes.set(frame, index * CODES_PER_FRAME);
       this.emit({ type: 'audio', id, pcm: stream.push(frames), frames: frames.length, codes });
     } catch (error) {
       this.streams.delete(id);
