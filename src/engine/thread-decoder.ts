@@ -18,7 +18,7 @@ export class ThreadFrameDecoder implements FrameDecoder {
   private constructor(
     private readonly worker: Worker,
     private readonly emit: (event: EngineEvent) => void,
-    private readonly onDeath: (reason: string) => void,
+    onDeath: (reason: string) => void,
   ) {
     worker.on('message', (reply: DecodeReply) => {
       if (reply.type === 'decoder-ready' || reply.type === 'decoder-failed') return;

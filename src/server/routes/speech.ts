@@ -1,7 +1,6 @@
 // POST /v1/audio/speech: OpenAI's speech API with drama3's extensions (API.md). Whole file, chunked audio stream or
 // server-sent events; `speed` stretches time with the pitch kept (WSOLA).
 import type { FastifyPluginAsyncTypebox, Static } from '@fastify/type-provider-typebox';
-import { DramaError } from '../../errors.ts';
 import { DEFAULT_SAMPLING } from '../../model/types.ts';
 import type { ServerContext } from '../context.ts';
 import { decodeReferences, seedOrRandom, voiceReferences } from '../request-fields.ts';
