@@ -11,7 +11,7 @@ import { SafetensorsCheckpoint } from '../checkpoint/safetensors-reader.ts';
 import { DramaError } from '../errors.ts';
 import { Backbone, type BackboneState } from './backbone.ts';
 import { type CandidateIds, candidateIds } from './candidates.ts';
-import { type Drama3Config, loadConfig } from './config.ts';
+import { type Drama3Config, type LoadedConfig, loadConfig } from './config.ts';
 import { type InputEmbeddings, writeFrameRow, writePromptRows } from './input-rows.ts';
 import { FrameSampler } from './sampler.ts';
 import { TensorSource } from './tensor-source.ts';
@@ -90,6 +90,11 @@ export interface StageTimes {
 }
 
 export class CpuSpeechModel implements SpeechModel {
+  readonly config: Drama3Config;
+  /** Key paths in config.json that nothing read: the caller reports them once (never fatal). */
+  readonly unknownKeys: readonly string[];
+  /** config.json sections that were absent and filled in from the full geometry's guesses. */
+  readonly defaulted: readonly string[];
   readonly contextRows: number;
   readonly stageTimes: StageTimes = { prefill: 0, backbone: 0, tower: 0, sampler: 0 };
   readonly synthetic: boolean;
@@ -97,7 +102,7 @@ export class CpuSpeechModel implements SpeechModel {
   private readonly logits: FloatArray;
 
   constructor(
-    readonly config: Drama3Config,
+    loaded: LoadedConfig,
     readonly backend: CpuBackend,
     readonly backbone: Backbone<FloatArray>,
     readonly tower: Tower<FloatArray>,
@@ -105,6 +110,10 @@ export class CpuSpeechModel implements SpeechModel {
     readonly candidates: CandidateIds,
     readonly prefillChunk: number,
   ) {
+    const config = loaded.config;
+    this.config = config;
+    this.unknownKeys = loaded.unknownKeys;
+    this.defaulted = loaded.defaulted;
     this.contextRows = config.text.maxPositions;
     this.synthetic = config.synthetic;
     this.embeddings = {
@@ -270,7 +279,8 @@ export async function loadSpeechModel(
   checkpointDir: string,
   options: SpeechModelOptions = {},
 ): Promise<CpuSpeechModel> {
-  const { config } = await loadConfig(checkpointDir);
+  const loaded = await loadConfig(checkpointDir);
+  const config = loaded.config;
   const prefillChunk = options.prefillChunk ?? DEFAULT_PREFILL_CHUNK;
   if (!Number.isInteger(prefillChunk) || prefillChunk < 1) {
     throw new DramaError('PREFILL_CHUNK_INVALID', `prefill chunk ${prefillChunk} must be a positive integer`, {
@@ -290,7 +300,7 @@ export async function loadSpeechModel(
       config.audio.codebookEmbeddingRows,
       config.text.hiddenSize,
     ]);
-    return new CpuSpeechModel(config, backend, backbone, tower, codeEmbeddings, candidates, prefillChunk);
+    return new CpuSpeechModel(loaded, backend, backbone, tower, codeEmbeddings, candidates, prefillChunk);
   } finally {
     await checkpoint.close();
   }

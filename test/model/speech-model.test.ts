@@ -1,11 +1,16 @@
 // Exactness contracts of the cpu speech model on the tiny synthetic checkpoint: any prefill chunking gives the same
 // frames; the same seed gives the same frames; seeds differ; greedy is deterministic; a lane gives the same frames
-// alone or beside another; a frame budget without end of speech finishes with `length`.
+// alone or beside another; a frame budget without end of speech finishes with `length`; the config's unread keys and
+// defaulted sections reach the caller.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
 import { generateFrames } from '../../src/model/generate.ts';
+import { loadSpeechModel } from '../../src/model/speech-model.ts';
 import { DEFAULT_SAMPLING, type Frame, type SamplingSettings } from '../../src/model/types.ts';
-import { loadTinyModel, samplePrompt } from './tiny-checkpoint.ts';
+import { loadTinyModel, samplePrompt, tinyCheckpointDir } from './tiny-checkpoint.ts';
 
 const model = await loadTinyModel();
 const prompt = samplePrompt(model.candidates.semanticBegin);
@@ -111,4 +116,23 @@ test('a lane restored from a snapshot of a prefix gives the frames of an uncache
     model.release(lane);
     assert.deepEqual(drawn, uncached, `restore ${attempt}`);
   }
+});
+
+test('the loaded model carries the config keys nothing read and the sections filled in, for the caller to report', async () => {
+  assert.deepEqual(model.unknownKeys, []);
+  assert.deepEqual(model.defaulted, []);
+  const tinyDir = await tinyCheckpointDir();
+  const dir = await mkdtemp(join(tmpdir(), 'drama3-config-notes-'));
+  after(() => rm(dir, { recursive: true, force: true }));
+  for (const name of await readdir(tinyDir)) {
+    if (name !== 'config.json') await symlink(join(tinyDir, name), join(dir, name));
+  }
+  const json = JSON.parse(await readFile(join(tinyDir, 'config.json'), 'utf8'));
+  json.release_notes = 'new';
+  json.text_config.future_knob = 1;
+  delete json.codec_config;
+  await writeFile(join(dir, 'config.json'), JSON.stringify(json));
+  const noted = await loadSpeechModel(dir);
+  assert.deepEqual([...noted.unknownKeys].sort(), ['release_notes', 'text_config.future_knob']);
+  assert.deepEqual(noted.defaulted, ['codec_config']);
 });
