@@ -8,7 +8,7 @@ import { type CodecWeights, weight } from './weights.ts';
 const LAYER_NORM_EPS = 1e-6;
 const DEPTHWISE_KERNEL = 7;
 
-export class ConvNeXtBlock {
+class ConvNeXtBlock {
   private readonly depthwise: CausalConv;
   private readonly normWeight: Float32Array;
   private readonly normBias: Float32Array;

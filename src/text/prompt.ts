@@ -17,7 +17,7 @@ const SYSTEM = 'convert the provided text to speech';
 const SYSTEM_WITH_REFERENCES = 'convert the provided text to speech reference to the following:\n\nText:\n';
 const REFERENCE_SPEECH = '\n\nSpeech:\n';
 /** Entries of each residual codebook (code[1..9]); code[0] ranges over the semantic tokens. */
-export const RESIDUAL_CODEBOOK_SIZE = 1024;
+const RESIDUAL_CODEBOOK_SIZE = 1024;
 
 export interface PromptReference {
   /** What the reference audio says; may carry its own speaker tags. */

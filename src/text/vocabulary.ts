@@ -24,10 +24,10 @@ export function speakerTag(speaker: number): string {
 }
 
 /** Structural tokens Drama adds (besides speaker tags and semantic tokens), in id order. */
-export const DRAMA_STRUCTURAL_TOKENS: readonly string[] = [VOICE, TEXT, INTERLEAVE];
+const DRAMA_STRUCTURAL_TOKENS: readonly string[] = [VOICE, TEXT, INTERLEAVE];
 
 /** Every token Drama appends to the Qwen vocabulary, in id order. */
-export const DRAMA_ADDED_TOKENS: readonly string[] = [
+const DRAMA_ADDED_TOKENS: readonly string[] = [
   ...DRAMA_STRUCTURAL_TOKENS,
   ...Array.from({ length: SPEAKER_TAG_COUNT }, (_, speaker) => speakerTag(speaker)),
   ...Array.from({ length: SEMANTIC_TOKEN_COUNT }, (_, code) => semanticToken(code)),

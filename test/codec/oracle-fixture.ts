@@ -24,13 +24,13 @@ const manifest = JSON.parse(readFileSync(join(FIXTURE_DIR, 'manifest.json'), 'ut
 
 export const fixtureConfig = parseCodecConfig(manifest.config, 'test/fixtures/codec/manifest.json');
 
-export function fixtureEntry(name: string): ArrayEntry {
+function fixtureEntry(name: string): ArrayEntry {
   const entry = manifest.arrays.find((candidate) => candidate.name === name);
   if (entry === undefined) throw new Error(`fixture array ${name} is not in the manifest`);
   return entry;
 }
 
-export function fixtureNames(prefix: string): string[] {
+function fixtureNames(prefix: string): string[] {
   return manifest.arrays.map((entry) => entry.name).filter((name) => name.startsWith(prefix));
 }
 
