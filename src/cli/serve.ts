@@ -143,6 +143,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     console.log(
       `drama3 ready: ${info.modelId}, ${info.lanes} lanes, context ${info.contextRows} rows, at most ${info.maxFrames} frames a request`,
     );
+    for (const notice of info.notices) console.log(`drama3: ${notice}`);
     if (info.synthetic) console.log(`WARNING: ${SYNTHETIC_NOTICE}`);
     console.log(
       `Open ${address}/ for the playground, or: curl -s ${address}/v1/audio/speech -H 'content-type: application/json' -d '{"input":"Hello!","response_format":"wav"}' -o hello.wav`,

@@ -10,7 +10,10 @@ import { Tokenizer } from '../text/tokenizer.ts';
 import type { SpeechRuntime } from './runtime.ts';
 
 /** Loads the speech model of a checkpoint folder (the model module's `loadSpeechModel`). */
-export type SpeechModelLoader = (dir: string, options: { prefillChunk?: number }) => Promise<SpeechModel>;
+export type SpeechModelLoader = (
+  dir: string,
+  options: { prefillChunk?: number },
+) => Promise<SpeechModel & { readonly unknownKeys?: readonly string[]; readonly defaulted?: readonly string[] }>;
 
 export async function loadCheckpointRuntime(
   dir: string,
@@ -25,6 +28,13 @@ export async function loadCheckpointRuntime(
   return {
     modelId: basename(resolve(dir)),
     model,
+    notices: [
+      tokenizer.describe(),
+      ...(model.unknownKeys?.length ? [`config.json keys not used: ${model.unknownKeys.join(', ')}`] : []),
+      ...(model.defaulted?.length
+        ? [`config.json sections absent, real values assumed: ${model.defaulted.join(', ')}`]
+        : []),
+    ],
     codec: {
       sampleRate: codec.config.sampleRate,
       frameLength: codec.config.frameLength,

@@ -71,6 +71,7 @@ export class EngineCore {
       sampleRate: runtime.codec.sampleRate,
       frameLength: runtime.codec.frameLength,
       lanes: settings.lanes,
+      notices: runtime.notices ?? [],
     };
   }
 

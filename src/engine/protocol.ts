@@ -60,6 +60,8 @@ export interface EngineInfo {
   readonly sampleRate: number;
   readonly frameLength: number;
   readonly lanes: number;
+  /** One-line facts about the checkpoint to print at start. */
+  readonly notices: readonly string[];
 }
 
 /** An error as it crosses the thread boundary (DramaError fields). */

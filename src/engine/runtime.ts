@@ -44,4 +44,6 @@ export interface SpeechRuntime {
   readonly model: SpeechModel;
   readonly codec: EngineCodec;
   readonly text: TextFrontEnd;
+  /** Facts about the loaded checkpoint worth one line at start (tokenizer in use, config keys ignored or defaulted). */
+  readonly notices?: readonly string[];
 }

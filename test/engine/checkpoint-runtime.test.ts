@@ -27,11 +27,18 @@ before(async () => {
   await writeFile(join(folder, 'tokenizer_config.json'), tokenizer.tokenizerConfigJson);
   await writeFile(join(folder, 'config.json'), JSON.stringify({ codec_config: codecConfigToJson(TINY_CODEC_CONFIG) }));
   await writeTorchCheckpoint(join(folder, 'codec.pth'), synthesizeCodecWeights(TINY_CODEC_CONFIG, 0));
-  runtime = await loadCheckpointRuntime(
-    folder,
-    64,
-    async () => new NullSpeechModel({ contextRows: 8192, framesPerRow: 0.25 }),
+  runtime = await loadCheckpointRuntime(folder, 64, async () =>
+    Object.assign(new NullSpeechModel({ contextRows: 8192, framesPerRow: 0.25 }), {
+      unknownKeys: ['text_config.extra_key'],
+      defaulted: ['tower_config'],
+    }),
   );
+});
+
+test('the runtime names the tokenizer in use and the config keys it ignored or defaulted', () => {
+  assert.match(runtime.notices![0]!, /^tokenizer: /);
+  assert.ok(runtime.notices!.some((notice) => notice.includes('text_config.extra_key')));
+  assert.ok(runtime.notices!.some((notice) => notice.includes('tower_config')));
 });
 after(() => rm(folder, { recursive: true, force: true }));
 

@@ -1,14 +1,12 @@
 // POST /v1/audio/speech: OpenAI's speech API with drama3's extensions (API.md). Whole file, chunked audio stream or
 // server-sent events; `speed` stretches time with the pitch kept (WSOLA).
 import type { FastifyPluginAsyncTypebox, Static } from '@fastify/type-provider-typebox';
+import { NATIVE_SAMPLE_RATE, PCM_DEFAULT_SAMPLE_RATE } from '../../audio/formats.ts';
 import { DEFAULT_SAMPLING } from '../../model/types.ts';
 import type { ServerContext } from '../context.ts';
 import { decodeReferences, seedOrRandom, voiceReferences } from '../request-fields.ts';
 import { SpeechBody } from '../schemas.ts';
 import { replySpeech, type SpeechPlan } from '../speech-reply.ts';
-
-const NATIVE_RATE = 44100;
-const PCM_DEFAULT_RATE = 24000;
 
 export async function planSpeech(context: ServerContext, body: Static<typeof SpeechBody>): Promise<SpeechPlan> {
   const voiceName = typeof body.voice === 'object' ? body.voice.id : (body.voice ?? 'default');
@@ -20,7 +18,7 @@ export async function planSpeech(context: ServerContext, body: Static<typeof Spe
     fieldNames: { text: 'input' },
     format,
     speed: body.speed,
-    sampleRate: body.sample_rate ?? (format === 'pcm' ? PCM_DEFAULT_RATE : NATIVE_RATE),
+    sampleRate: body.sample_rate ?? (format === 'pcm' ? PCM_DEFAULT_SAMPLE_RATE : NATIVE_SAMPLE_RATE),
     mode:
       body.stream_format === 'sse' ? 'sse' : body.stream_format === 'audio' || body.stream === true ? 'audio' : 'whole',
     job: {
