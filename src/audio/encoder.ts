@@ -12,6 +12,8 @@ export interface AudioEncoder {
   push(pcm: Float32Array): Uint8Array;
   /** Ends the stream; returns the remaining bytes. The encoder is unusable afterwards. */
   finish(): Uint8Array;
+  /** Drops the stream without output and frees what it holds; no-op once finished or aborted, unusable afterwards. */
+  abort(): void;
 }
 
 export interface AudioEncoderOptions {
@@ -45,15 +47,15 @@ export function checkEncoderBitrate(format: AudioFormat, bitrate: number, min: n
   }
 }
 
-/** The encoder `steps` describe, refusing any call after `finish` (a bug in the caller). */
+/** The encoder `steps` describe, refusing any call after `finish` or `abort` (a bug in the caller). */
 export function finishOnce(
   fields: Pick<AudioEncoder, 'format' | 'sampleRate' | 'streamable'>,
-  steps: Pick<AudioEncoder, 'push' | 'finish'>,
+  steps: Pick<AudioEncoder, 'push' | 'finish'> & { readonly abort?: () => void },
 ): AudioEncoder {
-  let finished = false;
-  const refuseAfterFinish = () => {
-    if (finished) {
-      throw new DramaError('AUDIO_ENCODER_FINISHED', `${fields.format} encoder used after finish()`, {
+  let ended: 'finish()' | 'abort()' | undefined;
+  const refuseAfterEnd = () => {
+    if (ended !== undefined) {
+      throw new DramaError('AUDIO_ENCODER_FINISHED', `${fields.format} encoder used after ${ended}`, {
         kind: 'internal',
       });
     }
@@ -61,13 +63,18 @@ export function finishOnce(
   return {
     ...fields,
     push(pcm) {
-      refuseAfterFinish();
+      refuseAfterEnd();
       return steps.push(pcm);
     },
     finish() {
-      refuseAfterFinish();
-      finished = true;
+      refuseAfterEnd();
+      ended = 'finish()';
       return steps.finish();
+    },
+    abort() {
+      if (ended !== undefined) return;
+      ended = 'abort()';
+      steps.abort?.();
     },
   };
 }

@@ -122,6 +122,8 @@ async function say(words: string[], flags: SayFlags): Promise<void> {
       await writeFile(flags.codesOut, `${JSON.stringify({ seed: flags.seed, finish_reason: finishReason, frames })}\n`);
     console.error(`drama3 say: ${summary}${toStdout ? '' : ` → ${flags.out}`}`);
   } finally {
+    // After a failure the encoder was never finished: free it (a no-op after finish).
+    output.abort();
     await engine.close();
   }
 }

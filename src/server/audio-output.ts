@@ -1,6 +1,7 @@
 // Engine PCM (mono fp32 at 44100 Hz) → the bytes of one reply: time-stretch (speed ≠ 1) and gain (volume ≠ 0 dB) at
 // the native rate, resample to the requested rate, then encode. The encoder says whether its bytes can be sent as
-// they come (`streamable`) or only whole at the end.
+// they come (`streamable`) or only whole at the end. A reply that ends without `finish` calls `abort`, which frees
+// the encoder (an AAC job in its worker, a buffered FLAC signal).
 import type { SpeechFormat } from './schemas.ts';
 import { TimeStretch } from './time-stretch.ts';
 
@@ -8,6 +9,7 @@ export interface AudioEncoder {
   readonly streamable: boolean;
   push(pcm: Float32Array): Uint8Array;
   finish(): Uint8Array;
+  abort(): void;
 }
 
 export interface Resampler {
@@ -30,6 +32,8 @@ export interface AudioOutput {
   push(pcm: Float32Array): Uint8Array;
   /** Flushes resampler and encoder: the last bytes of the reply. */
   finish(): Uint8Array;
+  /** Ends a reply that will not be finished (client gone, synthesis failed): frees the encoder; no-op after finish. */
+  abort(): void;
 }
 
 function join(first: Uint8Array, second: Uint8Array): Uint8Array {
@@ -83,6 +87,7 @@ export async function openAudioOutput(
       const rest = resampler === undefined ? tail : concat(tail, resampler.flush());
       return join(encoder.push(rest), encoder.finish());
     },
+    abort: () => encoder.abort(),
   };
 }
 

@@ -1,6 +1,7 @@
 // One speech request from admission to the last byte, in one of three shapes: the whole file; a chunked audio stream
 // whose finish reason is an HTTP trailer; or server-sent events. Errors before the first byte are ordinary error
 // replies; a chunked stream that fails later is cut off without its terminating chunk, so it never looks complete.
+// A reply that ends any other way than its engine's `finished` aborts its audio output, freeing the encoder.
 import type { FastifyReply } from 'fastify';
 import { toDramaError as fromSerialized, type RequestEvent, type RequestHandle } from '../engine/engine.ts';
 import type { SpeechJob } from '../engine/protocol.ts';
@@ -119,6 +120,7 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
             // The client is gone: nothing more will be sent, and fastify must not wait for a reply.
             if (!started) reply.hijack();
             raw.destroy();
+            output.abort();
             count(499);
             settle();
             return;
@@ -130,6 +132,7 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
     };
 
     const fail = (error: unknown) => {
+      output.abort();
       const dramaError = inRouteTerms(error, plan.fieldNames);
       const status = statusOf(dramaError);
       count(started ? 500 : status);
@@ -139,7 +142,13 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
       settle();
     };
 
-    handle = context.engine().submit(plan.job, onEvent);
+    try {
+      handle = context.engine().submit(plan.job, onEvent);
+    } catch (error) {
+      // Refused at admission (overloaded, restarting): the reply ends here, as an error reply.
+      output.abort();
+      throw error;
+    }
     raw.on('close', () => {
       if (!raw.writableFinished) handle.cancel();
     });

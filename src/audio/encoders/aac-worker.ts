@@ -1,6 +1,7 @@
 // Worker thread that runs mediabunny's AAC-LC encoder (ADTS output). Mediabunny is asynchronous; this thread
 // lets the main thread's `finish()` stay synchronous: it blocks on a shared flag until the bytes are posted.
-// Messages: start {id, sampleRate, bitrate, port}; samples {id, samples: Float32Array}; finish {id, port, flag}.
+// Messages: start {id, sampleRate, bitrate, port}; samples {id, samples: Float32Array}; finish {id, port, flag};
+// abort {id} (drop the job, free its encoder); count {port} (replies {openJobs} once pending aborts have freed theirs).
 import { type MessagePort, parentPort } from 'node:worker_threads';
 import { registerAacEncoder } from '@mediabunny/aac-encoder';
 import { AdtsOutputFormat, AudioSample, AudioSampleSource, BufferTarget, Output } from 'mediabunny';
@@ -20,11 +21,19 @@ interface Job {
 export type AacWorkerMessage =
   | { type: 'start'; id: number; sampleRate: number; bitrate: number; port: MessagePort }
   | { type: 'samples'; id: number; samples: Float32Array }
-  | { type: 'finish'; id: number; port: MessagePort; flag: Int32Array };
+  | { type: 'finish'; id: number; port: MessagePort; flag: Int32Array }
+  | { type: 'abort'; id: number }
+  | { type: 'count'; port: MessagePort };
 
 export type AacWorkerReply = { bytes: Uint8Array } | { error: string };
 
+export interface AacWorkerCount {
+  readonly openJobs: number;
+}
+
 const jobs = new Map<number, Job>();
+/** Cancellations of aborted jobs still releasing their encoders. */
+const releasing = new Set<Promise<void>>();
 
 function start(id: number, sampleRate: number, bitrate: number, port: MessagePort): void {
   try {
@@ -81,10 +90,42 @@ function finish(id: number, job: Job | undefined, port: MessagePort, flag: Int32
     .catch((error: unknown) => done({ error: error instanceof Error ? error.message : String(error) }));
 }
 
+function abort(id: number): void {
+  const job = jobs.get(id);
+  if (job === undefined) return;
+  jobs.delete(id);
+  // Samples still queued fail against the cancelled output; that is expected, so their rejection is dropped.
+  job.queue.catch(() => {});
+  const released = job.output.cancel().catch(() => {});
+  releasing.add(released);
+  void released.then(() => releasing.delete(released));
+}
+
+function count(port: MessagePort): void {
+  void Promise.all(releasing).then(() => {
+    port.postMessage({ openJobs: jobs.size } satisfies AacWorkerCount);
+    port.close();
+  });
+}
+
 parentPort!.on('message', (message: AacWorkerMessage) => {
-  if (message.type === 'start') start(message.id, message.sampleRate, message.bitrate, message.port);
-  else if (message.type === 'samples') {
-    const job = jobs.get(message.id);
-    if (job !== undefined) addSamples(job, message.samples);
-  } else finish(message.id, jobs.get(message.id), message.port, message.flag);
+  switch (message.type) {
+    case 'start':
+      start(message.id, message.sampleRate, message.bitrate, message.port);
+      return;
+    case 'samples': {
+      const job = jobs.get(message.id);
+      if (job !== undefined) addSamples(job, message.samples);
+      return;
+    }
+    case 'finish':
+      finish(message.id, jobs.get(message.id), message.port, message.flag);
+      return;
+    case 'abort':
+      abort(message.id);
+      return;
+    case 'count':
+      count(message.port);
+      return;
+  }
 });

@@ -1,6 +1,7 @@
 // `aac`: AAC-LC in ADTS, mono, whole file (`streamable: false`). Mediabunny's encoder is asynchronous, so it
 // runs in one shared worker thread: `push` posts samples there as they come (the encoding overlaps the
-// synthesis), and `finish` blocks on a shared flag until the worker has finalised and posted the bytes.
+// synthesis), and `finish` blocks on a shared flag until the worker has finalised and posted the bytes; `abort`
+// tells the worker to drop the job and free its encoder.
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { DramaError } from '../../errors.ts';
 import {
@@ -10,7 +11,7 @@ import {
   checkEncoderRate,
   finishOnce,
 } from '../encoder.ts';
-import type { AacWorkerMessage, AacWorkerReply } from './aac-worker.ts';
+import type { AacWorkerCount, AacWorkerMessage, AacWorkerReply } from './aac-worker.ts';
 
 const AAC_SAMPLE_RATES = [7350, 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000];
 const DEFAULT_BITRATE = 128_000;
@@ -42,6 +43,16 @@ function sharedWorker(): Worker {
     worker.on('exit', forget);
   }
   return worker;
+}
+
+/** Jobs open in the shared worker (started, neither finished nor aborted); 0 when no worker runs. */
+export async function openAacJobs(): Promise<number> {
+  if (worker === undefined) return 0;
+  const channel = new MessageChannel();
+  worker.postMessage({ type: 'count', port: channel.port2 } satisfies AacWorkerMessage, [channel.port2]);
+  const reply = await new Promise<AacWorkerCount>((resolve) => channel.port1.once('message', resolve));
+  channel.port1.close();
+  return reply.openJobs;
 }
 
 function encoderFailed(message: string): DramaError {
@@ -93,6 +104,9 @@ export async function createAacEncoder(options: AudioEncoderOptions): Promise<Au
         const reply = received.message as AacWorkerReply;
         if ('error' in reply) throw encoderFailed(reply.error);
         return reply.bytes;
+      },
+      abort() {
+        post({ type: 'abort', id });
       },
     },
   );

@@ -65,6 +65,10 @@ export function createFlacEncoder(options: AudioEncoderOptions): AudioEncoder {
       finish() {
         return encodeFlac(concatSamples(chunks), options.sampleRate);
       },
+      abort() {
+        // The whole signal is buffered here; let it go now rather than when the reply is collected.
+        chunks.length = 0;
+      },
     },
   );
 }
