@@ -6,7 +6,14 @@
 import { DramaError } from '../../errors.ts';
 import type { CudaContext } from './context.ts';
 import type { DevicePointer, Handle } from './driver.ts';
-import { bind, cublasLtCandidates, type NativeFunction, toBigInt, tryLoadLibrary } from './library.ts';
+import {
+  bindAll,
+  cublasLtCandidates,
+  type NativeFunction,
+  type Signatures,
+  toBigInt,
+  tryLoadLibrary,
+} from './library.ts';
 import type { Allocation } from './memory.ts';
 
 const COMPUTE_32F = 68;
@@ -23,7 +30,7 @@ const HEURISTIC_STATE_OFFSET = 72;
 const HEURISTIC_WORKSPACE_OFFSET = 64;
 const WORKSPACE_BYTES = 32 * 1024 * 1024;
 
-const SIGNATURES: Record<string, readonly [string, readonly string[]]> = {
+const SIGNATURES: Signatures = {
   cublasLtCreate: ['int', ['_Out_ void**']],
   cublasLtDestroy: ['int', ['void*']],
   cublasLtGetVersion: ['size_t', []],
@@ -91,14 +98,10 @@ export class CublasLt {
         kind: 'device',
       });
     }
-    const native: Native = {};
-    for (const [name, [result, parameters]] of Object.entries(SIGNATURES)) {
-      native[name] = bind(opened.library, name, result, parameters);
-    }
-    this.native = native;
-    this.version = Number(native.cublasLtGetVersion!());
+    this.native = bindAll(opened.library, SIGNATURES);
+    this.version = Number(this.native.cublasLtGetVersion!());
     const handle: unknown[] = [null];
-    this.check(native.cublasLtCreate!(handle), 'cublasLtCreate');
+    this.check(this.native.cublasLtCreate!(handle), 'cublasLtCreate');
     this.handle = toBigInt(handle[0]);
     this.workspace = cuda.allocate(WORKSPACE_BYTES, 'cuBLASLt workspace');
   }

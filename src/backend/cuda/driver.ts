@@ -3,7 +3,15 @@
 // Versioned symbols are bound by their versioned names (cuMemAlloc_v2, cuStreamBeginCapture_v2, ...): the plain
 // names link the old ABIs. Handles are BigInt pointers; device pointers (CUdeviceptr) are BigInt.
 import { DramaError } from '../../errors.ts';
-import { addressOf, bind, type KoffiLibrary, type NativeFunction, toBigInt, tryLoadLibrary } from './library.ts';
+import {
+  addressOf,
+  bindAll,
+  type KoffiLibrary,
+  type NativeFunction,
+  type Signatures,
+  toBigInt,
+  tryLoadLibrary,
+} from './library.ts';
 
 export type Handle = bigint;
 export type DevicePointer = bigint;
@@ -43,7 +51,7 @@ const LAUNCH_CONFIG_BYTES = 56;
 // CUlaunchAttribute: int id, pad to 8, a 64-byte value union; 72 bytes.
 const LAUNCH_ATTRIBUTE_BYTES = 72;
 
-const SIGNATURES: Record<string, readonly [string, readonly string[]]> = {
+const SIGNATURES: Signatures = {
   cuInit: ['int', ['uint']],
   cuDriverGetVersion: ['int', ['_Out_ int*']],
   cuGetErrorName: ['int', ['int', '_Out_ const char**']],
@@ -130,11 +138,7 @@ export class CudaDriver {
   private readonly native: Native;
 
   constructor(library: KoffiLibrary) {
-    const native: Partial<Native> = {};
-    for (const [name, [result, parameters]] of Object.entries(SIGNATURES)) {
-      native[name] = bind(library, name, result, parameters);
-    }
-    this.native = native as Native;
+    this.native = bindAll(library, SIGNATURES);
   }
 
   /** Throws the named DramaError for a non-zero CUresult. */

@@ -24,12 +24,7 @@ export function tryLoadLibrary(candidates: readonly string[]): { library: KoffiL
 }
 
 /** Binds `name` from `library`, refusing loudly when the symbol is missing (an old driver or a wrong library). */
-export function bind(
-  library: KoffiLibrary,
-  name: string,
-  result: string,
-  parameters: readonly string[],
-): NativeFunction {
+function bind(library: KoffiLibrary, name: string, result: string, parameters: readonly string[]): NativeFunction {
   try {
     return library.func(name, result, [...parameters]) as unknown as NativeFunction;
   } catch (error) {
@@ -38,6 +33,18 @@ export function bind(
       cause: error,
     });
   }
+}
+
+/** A shared library's functions to bind: name → [result type, parameter types] in koffi's notation. */
+export type Signatures = Readonly<Record<string, readonly [string, readonly string[]]>>;
+
+/** Binds every function of `signatures` from `library` (each through `bind`, so a missing one is named). */
+export function bindAll(library: KoffiLibrary, signatures: Signatures): Record<string, NativeFunction> {
+  const native: Record<string, NativeFunction> = {};
+  for (const [name, [result, parameters]] of Object.entries(signatures)) {
+    native[name] = bind(library, name, result, parameters);
+  }
+  return native;
 }
 
 /** Where cuBLASLt may live: an explicit path, the loader path, then the usual toolkit folders. */
