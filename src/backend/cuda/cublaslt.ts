@@ -3,17 +3,11 @@
 // (TRANSA = T) and B = X seen as K×T. The algorithm is chosen once per (T, N, K) by the heuristic and kept; the
 // workspace is owned here, so a matmul can be captured in a CUDA graph. Enum values and struct sizes are the GPU
 // machine's cublasLt.h (CUBLASLT.md).
+import path from 'node:path';
 import { DramaError } from '../../errors.ts';
 import type { CudaContext } from './context.ts';
 import type { DevicePointer, Handle } from './driver.ts';
-import {
-  bindAll,
-  cublasLtCandidates,
-  type NativeFunction,
-  type Signatures,
-  toBigInt,
-  tryLoadLibrary,
-} from './library.ts';
+import { bindAll, type NativeFunction, type Signatures, toBigInt, tryLoadLibrary } from './library.ts';
 import type { Allocation } from './memory.ts';
 
 const COMPUTE_32F = 68;
@@ -69,6 +63,19 @@ const SIGNATURES: Signatures = {
     ],
   ],
 };
+
+/** Where cuBLASLt may live: an explicit path, the loader path, then the usual toolkit folders. */
+function cublasLtCandidates(): string[] {
+  const fromEnvironment = process.env.DRAMA3_CUBLASLT;
+  const toolkitRoots = [process.env.CUDA_HOME, process.env.CUDA_PATH, '/usr/local/cuda'].filter(
+    (root): root is string => typeof root === 'string' && root.length > 0,
+  );
+  const inToolkits = toolkitRoots.flatMap((root) => [
+    path.join(root, 'targets/x86_64-linux/lib/libcublasLt.so.13'),
+    path.join(root, 'lib64/libcublasLt.so.13'),
+  ]);
+  return [...(fromEnvironment ? [fromEnvironment] : []), 'libcublasLt.so.13', ...inToolkits];
+}
 
 type Native = Record<string, NativeFunction>;
 

@@ -2,7 +2,6 @@
 // so the cpu backend, CI and `npm test` never touch libcuda. Handles (contexts, streams, modules...) are BigInt
 // pointers as koffi 3 returns them; device pointers (CUdeviceptr) are BigInt too.
 import fs from 'node:fs';
-import path from 'node:path';
 import koffi from 'koffi';
 import { DramaError } from '../../errors.ts';
 
@@ -45,19 +44,6 @@ export function bindAll(library: KoffiLibrary, signatures: Signatures): Record<s
     native[name] = bind(library, name, result, parameters);
   }
   return native;
-}
-
-/** Where cuBLASLt may live: an explicit path, the loader path, then the usual toolkit folders. */
-export function cublasLtCandidates(): string[] {
-  const fromEnvironment = process.env.DRAMA3_CUBLASLT;
-  const toolkitRoots = [process.env.CUDA_HOME, process.env.CUDA_PATH, '/usr/local/cuda'].filter(
-    (root): root is string => typeof root === 'string' && root.length > 0,
-  );
-  const inToolkits = toolkitRoots.flatMap((root) => [
-    path.join(root, 'targets/x86_64-linux/lib/libcublasLt.so.13'),
-    path.join(root, 'lib64/libcublasLt.so.13'),
-  ]);
-  return [...(fromEnvironment ? [fromEnvironment] : []), 'libcublasLt.so.13', ...inToolkits];
 }
 
 /** Address of a typed array's first byte, for building pointer tables (kernel parameters, descriptors). */
