@@ -5,8 +5,8 @@ import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
 
-export const EMBEDDING_GATHER_KERNEL: KernelName = { family: 'embedding', name: 'embedding_gather_bf16' };
-export const FRAME_ROW_KERNEL: KernelName = { family: 'embedding', name: 'frame_row_bf16' };
+const EMBEDDING_GATHER_KERNEL: KernelName = { family: 'embedding', name: 'embedding_gather_bf16' };
+const FRAME_ROW_KERNEL: KernelName = { family: 'embedding', name: 'frame_row_bf16' };
 
 function shape(rows: number, cols: number) {
   return { grid: [rows, 1, 1], block: [roundUpToWarp(cols, 256), 1, 1] } as const;

@@ -6,8 +6,8 @@ import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
-export const GEMV_KERNEL: KernelName = { family: 'gemv', name: 'gemv_bf16' };
-export const GEMV_STAGED_KERNEL: KernelName = { family: 'gemv', name: 'gemv_staged_bf16' };
+const GEMV_KERNEL: KernelName = { family: 'gemv', name: 'gemv_bf16' };
+const GEMV_STAGED_KERNEL: KernelName = { family: 'gemv', name: 'gemv_staged_bf16' };
 
 const WARPS_PER_BLOCK = 8;
 /** Rows of weights per shared-memory tile (one per warp); the staged path takes rows up to this many elements. */

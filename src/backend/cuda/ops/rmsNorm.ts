@@ -5,8 +5,8 @@ import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
 
-export const RMS_NORM_KERNEL: KernelName = { family: 'rms_norm', name: 'rms_norm_bf16' };
-export const GATED_RMS_NORM_KERNEL: KernelName = { family: 'rms_norm', name: 'rms_norm_gated_bf16' };
+const RMS_NORM_KERNEL: KernelName = { family: 'rms_norm', name: 'rms_norm_bf16' };
+const GATED_RMS_NORM_KERNEL: KernelName = { family: 'rms_norm', name: 'rms_norm_gated_bf16' };
 
 export interface RmsNormArguments {
   readonly out: DevicePointer;

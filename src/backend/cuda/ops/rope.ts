@@ -6,7 +6,7 @@ import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
 
-export const ROPE_KERNEL: KernelName = { family: 'rope', name: 'rope_bf16' };
+const ROPE_KERNEL: KernelName = { family: 'rope', name: 'rope_bf16' };
 
 export type RopeStyle = 'neox' | 'interleaved';
 

@@ -5,10 +5,10 @@ import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
-export const ROUTER_KERNEL: KernelName = { family: 'router', name: 'router_top_k' };
+const ROUTER_KERNEL: KernelName = { family: 'router', name: 'router_top_k' };
 
 /** The kernel keeps 16 logits per lane of one warp. */
-export const ROUTER_MAX_EXPERTS = 512;
+const ROUTER_MAX_EXPERTS = 512;
 const WARPS_PER_BLOCK = 4;
 
 export function routerTopK(
