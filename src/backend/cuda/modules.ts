@@ -15,6 +15,7 @@ export function kernelDirectory(): string {
 export class KernelLibrary {
   private readonly modules = new Map<string, Handle>();
   private readonly kernels = new Map<string, Handle>();
+  private readonly prepared = new Set<Handle>();
 
   constructor(
     private readonly driver: CudaDriver,
@@ -29,6 +30,13 @@ export class KernelLibrary {
     const kernel = this.driver.moduleFunction(this.module(family), name);
     this.kernels.set(key, kernel);
     return kernel;
+  }
+
+  /** Runs `prepare` (function attributes such as a raised shared-memory limit) on `kernel` once per loaded module. */
+  prepareOnce(kernel: Handle, prepare: (driver: CudaDriver, kernel: Handle) => void): void {
+    if (this.prepared.has(kernel)) return;
+    prepare(this.driver, kernel);
+    this.prepared.add(kernel);
   }
 
   private module(family: string): Handle {
@@ -50,5 +58,6 @@ export class KernelLibrary {
     for (const module of this.modules.values()) this.driver.unloadModule(module);
     this.modules.clear();
     this.kernels.clear();
+    this.prepared.clear();
   }
 }

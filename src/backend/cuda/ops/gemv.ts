@@ -2,7 +2,7 @@
 // bf16, fp32 accumulation. Meant for one-row decode projections; a row beyond the first re-reads the weights, so
 // prefill-sized inputs go to cuBLASLt (cublaslt.ts) instead.
 import type { CudaContext } from '../context.ts';
-import type { DevicePointer } from '../driver.ts';
+import type { CudaDriver, DevicePointer, Handle } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
@@ -14,7 +14,6 @@ const WARPS_PER_BLOCK = 8;
 const TILE_ROWS = WARPS_PER_BLOCK;
 const STAGED_MAX_IN_FEATURES = 4096;
 const STAGED_MAX_SHARED_BYTES = 2 * TILE_ROWS * STAGED_MAX_IN_FEATURES * 2;
-const raisedSharedLimit = new Set<bigint>();
 
 export interface GemvOptions extends LaunchOptions {
   /**
@@ -46,13 +45,7 @@ export function gemv(
   if (staged) requireCount(stages, 'stages', 1, 3);
   const sharedBytes = stages * TILE_ROWS * a.inFeatures * 2;
   const kernel = options.kernel ?? (staged ? GEMV_STAGED_KERNEL : GEMV_KERNEL);
-  const handle = cuda.kernels.kernel(kernel.family, kernel.name);
-  if (stages > 0 && !raisedSharedLimit.has(handle)) {
-    cuda.driver.setMaxDynamicSharedBytes(handle, STAGED_MAX_SHARED_BYTES);
-    // All of L1 as shared memory, so that several blocks' tiles (a dependent launch's too) fit at once.
-    cuda.driver.setPreferredSharedCarveout(handle, 100);
-    raisedSharedLimit.add(handle);
-  }
+  if (stages > 0) cuda.kernels.prepareOnce(cuda.kernels.kernel(kernel.family, kernel.name), raiseSharedLimit);
   const args = new KernelArguments()
     .pointer(a.y)
     .pointer(a.w)
@@ -69,5 +62,11 @@ export function gemv(
   const blocks = Math.min(Math.ceil(a.outFeatures / TILE_ROWS), perMultiprocessor * cuda.properties.multiprocessors);
   const shape = { grid: [blocks, a.rows, 1], block: [WARPS_PER_BLOCK * 32, 1, 1], sharedBytes } as const;
   const attributes = (options.dependentLaunch ?? true) ? { programmaticStreamSerialization: true } : undefined;
-  launch(cuda, kernel, shape, args, { ...options, kernel }, attributes);
+  launch(cuda, kernel, shape, args, options, attributes);
+}
+
+function raiseSharedLimit(driver: CudaDriver, kernel: Handle): void {
+  driver.setMaxDynamicSharedBytes(kernel, STAGED_MAX_SHARED_BYTES);
+  // All of L1 as shared memory, so that several blocks' tiles (a dependent launch's too) fit at once.
+  driver.setPreferredSharedCarveout(kernel, 100);
 }
