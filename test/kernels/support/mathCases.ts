@@ -10,9 +10,8 @@ import { type GemvOptions, gemv } from '../../../src/backend/cuda/ops/gemv.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { routerTopK } from '../../../src/backend/cuda/ops/router.ts';
 import { swiglu } from '../../../src/backend/cuda/ops/swiglu.ts';
-import type { KernelCase, ShapeCase } from './contract.ts';
+import { BF16_ONE_ROUNDING_BOUND, type KernelCase, type ShapeCase } from './contract.ts';
 import { plant, type Random, randomBf16 } from './random.ts';
-import { BF16_ONE_ROUNDING_BOUND } from './rowCases.ts';
 
 function swigluShape(label: string, rows: number, cols: number): ShapeCase {
   return {

@@ -11,11 +11,9 @@ import { applyRope, type RopeStyle } from '../../../src/backend/cpu/ops/rope.ts'
 import { embeddingGather, frameRow } from '../../../src/backend/cuda/ops/embedding.ts';
 import { gatedRmsNorm, rmsNorm } from '../../../src/backend/cuda/ops/rmsNorm.ts';
 import { rope } from '../../../src/backend/cuda/ops/rope.ts';
-import type { KernelCase, Prepared, ShapeCase } from './contract.ts';
+import { BF16_ONE_ROUNDING_BOUND, type KernelCase, type Prepared, type ShapeCase } from './contract.ts';
 import { plant, type Random, randomBf16, randomIntegers } from './random.ts';
 
-/** One rounding of an exact result to bf16 gives about 1.65e-3 on normal data; truncating gives about 3.3e-3. */
-export const BF16_ONE_ROUNDING_BOUND = 2.2e-3;
 const EPS = 1e-6;
 
 function normCase(name: string, variant: 'zero-centred' | 'plain' | 'gated', sizes: [string, number, number][]) {
