@@ -145,17 +145,24 @@ function execute(
   }
 }
 
-function compareAccuracy(prepared: Prepared, run: Uint8Array[]) {
+/** Each output of one run beside its reference: decoded values and how many elements still hold the poison. */
+function besideReference(prepared: Prepared, run: Uint8Array[]) {
   const reference = prepared.reference();
+  return prepared.outputs.map((spec, index) => ({
+    spec,
+    poisoned: poisonedCount(spec.kind, run[index]!, spec.count),
+    actual: decode(spec.kind, run[index]!, spec.count),
+    expected: reference[spec.name]!,
+  }));
+}
+
+function compareAccuracy(prepared: Prepared, run: Uint8Array[]) {
   let squaredError = 0;
   let squaredReference = 0;
   let integerMismatches = 0;
   let unwritten = 0;
-  prepared.outputs.forEach((spec, index) => {
-    const bytes = run[index]!;
-    unwritten += poisonedCount(spec.kind, bytes, spec.count);
-    const actual = decode(spec.kind, bytes, spec.count);
-    const expected = reference[spec.name]!;
+  for (const { spec, poisoned, actual, expected } of besideReference(prepared, run)) {
+    unwritten += poisoned;
     for (let element = 0; element < spec.count; element++) {
       if (spec.kind === 'i32') {
         if (actual[element] !== expected[element]) integerMismatches++;
@@ -165,20 +172,16 @@ function compareAccuracy(prepared: Prepared, run: Uint8Array[]) {
       squaredError += Number.isNaN(difference) ? Number.POSITIVE_INFINITY : difference * difference;
       squaredReference += expected[element]! * expected[element]!;
     }
-  });
+  }
   const error = squaredReference > 0 ? Math.sqrt(squaredError / squaredReference) : Math.sqrt(squaredError);
   return { error, integerMismatches, unwritten };
 }
 
 function compareNonFinite(prepared: Prepared, run: Uint8Array[]): { mismatches: number; unwritten: number } {
-  const reference = prepared.reference();
   let mismatches = 0;
   let unwritten = 0;
-  prepared.outputs.forEach((spec, index) => {
-    const bytes = run[index]!;
-    unwritten += poisonedCount(spec.kind, bytes, spec.count);
-    const actual = decode(spec.kind, bytes, spec.count);
-    const expected = reference[spec.name]!;
+  for (const { spec, poisoned, actual, expected } of besideReference(prepared, run)) {
+    unwritten += poisoned;
     for (let element = 0; element < spec.count; element++) {
       const equal =
         spec.kind === 'i32'
@@ -186,7 +189,7 @@ function compareNonFinite(prepared: Prepared, run: Uint8Array[]): { mismatches: 
           : classify(actual[element]!) === classify(expected[element]!);
       if (!equal) mismatches++;
     }
-  });
+  }
   return { mismatches, unwritten };
 }
 
