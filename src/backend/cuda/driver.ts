@@ -142,7 +142,7 @@ export class CudaDriver {
   }
 
   /** Throws the named DramaError for a non-zero CUresult. */
-  check(result: number, call: string): void {
+  private check(result: number, call: string): void {
     if (result === 0) return;
     const name = [''];
     const description = [''];
