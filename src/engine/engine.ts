@@ -84,7 +84,6 @@ function spawnWorker(
 export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
   private readonly requestListeners = new Map<number, (event: RequestEvent) => void>();
   private nextId = 1;
-  private inFlight = 0;
   private closed = false;
   /** Why new requests are refused after the engine thread stopped on its own and could not be restarted. */
   private crash: string | undefined;
@@ -126,7 +125,7 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
 
   /** Requests admitted or waiting (not yet finished, failed or settled after cancel). */
   get requestsInFlight(): number {
-    return this.inFlight;
+    return this.requestListeners.size;
   }
 
   /** Sends a request; throws `ENGINE_OVERLOADED` when lanes and queue are full. */
@@ -139,7 +138,7 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     }
     if (this.closed) throw new DramaError('ENGINE_CLOSED', 'the server is shutting down', { kind: 'overloaded' });
     const capacity = this.info.lanes + this.queueLimit;
-    if (this.inFlight >= capacity) {
+    if (this.requestListeners.size >= capacity) {
       throw new DramaError(
         'ENGINE_OVERLOADED',
         `all ${this.info.lanes} lanes are busy and the queue of ${this.queueLimit} is full; retry shortly`,
@@ -147,7 +146,6 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
       );
     }
     const id = this.nextId++;
-    this.inFlight += 1;
     this.requestListeners.set(id, listener);
     this.link.send({ type: 'submit', id, job });
     return { id, cancel: () => this.requestListeners.has(id) && this.link.send({ type: 'cancel', id }) };
@@ -202,7 +200,6 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     if (listener === undefined) return;
     if (event.type === 'finished' || event.type === 'failed' || event.type === 'cancelled') {
       this.requestListeners.delete(event.id);
-      this.inFlight -= 1;
     }
     listener(event);
   }
