@@ -43,8 +43,6 @@ class RequestState {
   groups = 0;
   pending: Frame[] = [];
   cancelled = false;
-  /** Whether the request holds a lane and its reserved rows. */
-  active = false;
   constructor(readonly request: PreparedRequest) {}
 
   /** Lane memory it may use: its largest prompt, its frame budget and the end row. */
@@ -128,7 +126,6 @@ export class Scheduler {
     ) {
       const state = this.waiting.shift()!;
       this.active.push(state);
-      state.active = true;
       this.reservedRows += state.rows;
       this.guard([state], () => this.openLane(state));
     }
@@ -231,10 +228,12 @@ export class Scheduler {
   }
 
   private retire(state: RequestState): void {
+    // Being in the active list is what holds the reserved rows.
     const index = this.active.indexOf(state);
-    if (index >= 0) this.active.splice(index, 1);
-    if (state.active) this.reservedRows -= state.rows;
-    state.active = false;
+    if (index >= 0) {
+      this.active.splice(index, 1);
+      this.reservedRows -= state.rows;
+    }
     if (state.lane !== null) this.runtime.model.release(state.lane);
     state.lane = null;
   }
