@@ -6,9 +6,10 @@ import { writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Engine, toDramaError } from '../engine/engine.ts';
+import { splitFrames } from '../engine/frame-decoder.ts';
 import type { ReferenceInput } from '../engine/protocol.ts';
 import { DramaError } from '../errors.ts';
-import { CODES_PER_FRAME, DEFAULT_SAMPLING } from '../model/types.ts';
+import { DEFAULT_SAMPLING } from '../model/types.ts';
 import { openAudioOutput } from '../server/audio-output.ts';
 import { audioToolkit } from '../server/audio-toolkit.ts';
 import { SYNTHETIC_NOTICE } from '../server/routes/operations.ts';
@@ -100,8 +101,7 @@ async function say(words: string[], flags: SayFlags): Promise<void> {
         if (event.type === 'audio') {
           firstAudio ??= performance.now() - started;
           emit(output.push(event.pcm));
-          for (let row = 0; row < event.codes.length; row += CODES_PER_FRAME)
-            frames.push([...event.codes.subarray(row, row + CODES_PER_FRAME)]);
+          for (const frame of splitFrames(event.codes)) frames.push([...frame]);
         } else if (event.type === 'finished') {
           emit(output.finish());
           finishReason = event.reason;

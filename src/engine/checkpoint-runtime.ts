@@ -7,6 +7,7 @@ import type { SpeechModel } from '../model/types.ts';
 import { buildPrompt } from '../text/prompt.ts';
 import { splitLongText, withSpeakerTags } from '../text/split.ts';
 import { Tokenizer } from '../text/tokenizer.ts';
+import { joinFrames } from './frame-decoder.ts';
 import type { SpeechRuntime } from './runtime.ts';
 
 /** Loads the speech model of a checkpoint folder (the model module's `loadSpeechModel`). */
@@ -60,15 +61,4 @@ export async function loadCheckpointRuntime(
       },
     },
   };
-}
-
-/** [F] frames of [K] codes → one [F, K] row-major array. */
-function joinFrames(frames: readonly Int32Array[]): Int32Array {
-  const joined = new Int32Array(frames.reduce((sum, frame) => sum + frame.length, 0));
-  let offset = 0;
-  for (const frame of frames) {
-    joined.set(frame, offset);
-    offset += frame.length;
-  }
-  return joined;
 }

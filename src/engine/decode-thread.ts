@@ -1,8 +1,7 @@
 // Entry of the decode thread: the codec beside the engine thread, so that decoding a request's frames overlaps the
 // next frame rounds. Commands and events keep per-request order; frames arrive as one [N, K] int32 array.
 import { parentPort, workerData } from 'node:worker_threads';
-import { CODES_PER_FRAME } from '../model/types.ts';
-import { InlineFrameDecoder, type TerminalEvent } from './frame-decoder.ts';
+import { InlineFrameDecoder, splitFrames, type TerminalEvent } from './frame-decoder.ts';
 import { loadEngineCodec, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineEvent } from './protocol.ts';
 import { serializeError } from './serialize-error.ts';
@@ -32,13 +31,8 @@ try {
   const decoder = new InlineFrameDecoder(await loadEngineCodec(spec), send);
   port.on('message', (command: DecodeCommand) => {
     if (command.type === 'open') decoder.open(command.id);
-    else if (command.type === 'decode') {
-      const frames = [];
-      for (let row = 0; row < command.codes.length; row += CODES_PER_FRAME) {
-        frames.push(command.codes.subarray(row, row + CODES_PER_FRAME));
-      }
-      decoder.decode(command.id, frames);
-    } else if (command.type === 'end') decoder.end(command.event);
+    else if (command.type === 'decode') decoder.decode(command.id, splitFrames(command.codes));
+    else if (command.type === 'end') decoder.end(command.event);
     else if (command.type === 'drop') decoder.drop(command.id);
     else port.close();
   });

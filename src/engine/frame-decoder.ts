@@ -20,6 +20,20 @@ export interface FrameDecoder {
   close(): Promise<void>;
 }
 
+/** [N] frames of [K] codes → one [N, K] row-major array (an audio event's `codes`, a decode command's payload). */
+export function joinFrames(frames: readonly Frame[]): Int32Array<ArrayBuffer> {
+  const codes = new Int32Array(frames.length * CODES_PER_FRAME);
+  for (const [index, frame] of frames.entries()) codes.set(frame, index * CODES_PER_FRAME);
+  return codes;
+}
+
+/** One [N, K] row-major array → [N] frames of [K] codes (views, not copies). */
+export function splitFrames(codes: Int32Array): Frame[] {
+  const frames: Frame[] = [];
+  for (let row = 0; row < codes.length; row += CODES_PER_FRAME) frames.push(codes.subarray(row, row + CODES_PER_FRAME));
+  return frames;
+}
+
 export class InlineFrameDecoder implements FrameDecoder {
   private readonly streams = new Map<number, CodecStream>();
   /** Requests whose decode failed: their later frames are ignored and their end becomes that failure. */
@@ -38,9 +52,7 @@ export class InlineFrameDecoder implements FrameDecoder {
     const stream = this.streams.get(id);
     if (stream === undefined || frames.length === 0) return;
     try {
-      const codes = new Int32Array(frames.length * CODES_PER_FRAME);
-      for (const [index, frame] of frames.entries()) codes.set(frame, index * CODES_PER_FRAME);
-      this.emit({ type: 'audio', id, pcm: stream.push(frames), frames: frames.length, codes });
+      this.emit({ type: 'audio', id, pcm: stream.push(frames), frames: frames.length, codes: joinFrames(frames) });
     } catch (error) {
       this.streams.delete(id);
       this.failed.set(id, { type: 'failed', id, error: serializeError(error) });

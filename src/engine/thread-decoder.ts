@@ -5,7 +5,7 @@ import type { Worker } from 'node:worker_threads';
 import { DramaError } from '../errors.ts';
 import type { Frame } from '../model/types.ts';
 import type { DecodeCommand, DecodeReply } from './decode-thread.ts';
-import type { FrameDecoder, TerminalEvent } from './frame-decoder.ts';
+import { type FrameDecoder, joinFrames, type TerminalEvent } from './frame-decoder.ts';
 import type { RuntimeSpec } from './load-runtime.ts';
 import type { EngineEvent } from './protocol.ts';
 import { startTypeScriptWorker } from './threads.ts';
@@ -59,12 +59,7 @@ export class ThreadFrameDecoder implements FrameDecoder {
   }
 
   decode(id: number, frames: readonly Frame[]): void {
-    const codes = new Int32Array(frames.reduce((sum, frame) => sum + frame.length, 0));
-    let offset = 0;
-    for (const frame of frames) {
-      codes.set(frame, offset);
-      offset += frame.length;
-    }
+    const codes = joinFrames(frames);
     this.send({ type: 'decode', id, codes }, [codes.buffer]);
   }
 
