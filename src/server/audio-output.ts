@@ -2,6 +2,7 @@
 // the native rate, resample to the requested rate, then encode. The encoder says whether its bytes can be sent as
 // they come (`streamable`) or only whole at the end. A reply that ends without `finish` calls `abort`, which frees
 // the encoder (an AAC job in its worker, a buffered FLAC signal).
+import { concatBytes, concatSamples } from '../audio/pcm.ts';
 import type { SpeechFormat } from './schemas.ts';
 import { TimeStretch } from './time-stretch.ts';
 
@@ -36,15 +37,6 @@ export interface AudioOutput {
   abort(): void;
 }
 
-function join(first: Uint8Array, second: Uint8Array): Uint8Array {
-  if (first.length === 0) return second;
-  if (second.length === 0) return first;
-  const joined = new Uint8Array(first.length + second.length);
-  joined.set(first);
-  joined.set(second, first.length);
-  return joined;
-}
-
 /** How one reply's audio is shaped before encoding. */
 export interface OutputShape {
   readonly format: SpeechFormat;
@@ -54,14 +46,6 @@ export interface OutputShape {
   readonly speed?: number;
   /** Gain in dB; 0 leaves the samples untouched. */
   readonly volumeDb?: number;
-}
-
-function concat(first: Float32Array, second: Float32Array): Float32Array {
-  if (first.length === 0) return second;
-  const joined = new Float32Array(first.length + second.length);
-  joined.set(first);
-  joined.set(second, first.length);
-  return joined;
 }
 
 export async function openAudioOutput(
@@ -84,8 +68,8 @@ export async function openAudioOutput(
     push: (pcm) => encoder.push(resampled(shaped(stretch === undefined ? pcm : stretch.push(pcm)))),
     finish() {
       const tail = resampled(shaped(stretch === undefined ? new Float32Array(0) : stretch.flush()));
-      const rest = resampler === undefined ? tail : concat(tail, resampler.flush());
-      return join(encoder.push(rest), encoder.finish());
+      const rest = resampler === undefined ? tail : concatSamples([tail, resampler.flush()]);
+      return concatBytes([encoder.push(rest), encoder.finish()]);
     },
     abort: () => encoder.abort(),
   };

@@ -2,6 +2,7 @@
 // rate, about length / speed samples. Output frame k (Hann window N, hop N/2) takes the input segment near k·hop·speed
 // whose start best continues the previous segment (cross-correlation over ±SEARCH samples), so periods stay intact.
 // Decisions depend only on the samples, never on how the input was chunked: pushes and flush equal one whole call.
+import { concatSamples } from '../audio/pcm.ts';
 
 const WINDOW = 1024;
 const HOP = WINDOW / 2;
@@ -16,9 +17,8 @@ const FIRST_WINDOW = Float32Array.from(HANN, (value, index) => (index < HOP ? 1 
 
 export class TimeStretch {
   /** Input samples from absolute index `inputBase` on. */
-  private input = new Float32Array(0);
+  private input: Float32Array = new Float32Array(0);
   private inputBase = 0;
-  private inputLength = 0;
   private ended = false;
   /** Overlap-add accumulator for output samples [frame·HOP, frame·HOP + WINDOW). */
   private readonly accumulator = new Float64Array(WINDOW);
@@ -30,17 +30,18 @@ export class TimeStretch {
   constructor(readonly speed: number) {}
 
   push(samples: Float32Array): Float32Array {
-    const joined = new Float32Array(this.input.length + samples.length);
-    joined.set(this.input);
-    joined.set(samples, this.input.length);
-    this.input = joined;
-    this.inputLength += samples.length;
+    this.input = concatSamples([this.input, samples]);
     return this.run();
   }
 
   flush(): Float32Array {
     this.ended = true;
     return this.run();
+  }
+
+  /** Samples pushed so far (those discarded included). */
+  private get inputLength(): number {
+    return this.inputBase + this.input.length;
   }
 
   private sample(index: number): number {
