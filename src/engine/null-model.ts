@@ -3,6 +3,7 @@
 import { DramaError } from '../errors.ts';
 import {
   CODES_PER_FRAME,
+  type Frame,
   type FrameOutcome,
   type Lane,
   type PromptRows,
@@ -29,6 +30,17 @@ export function mix32(value: number): number {
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0;
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) >>> 0;
   return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** A frame whose codes all follow from one hash: code[0] in 0..4095, code[1..9] in 0..1023. */
+export function hashedFrame(hash: number): Frame {
+  const frame = new Int32Array(CODES_PER_FRAME);
+  let h = hash;
+  for (let k = 0; k < CODES_PER_FRAME; k++) {
+    h = mix32(h + k + 1);
+    frame[k] = h % (k === 0 ? 4096 : 1024);
+  }
+  return frame;
 }
 
 class NullLane implements Lane {
@@ -90,12 +102,7 @@ export class NullSpeechModel implements SpeechModel {
       const length = Math.max(1, Math.round(state.promptRows * this.framesPerRow));
       state.position += 1;
       if (state.framesGenerated >= length) return { end: true };
-      const frame = new Int32Array(CODES_PER_FRAME);
-      let h = mix32(state.seed ^ mix32(state.promptHash + state.framesGenerated));
-      for (let k = 0; k < CODES_PER_FRAME; k++) {
-        h = mix32(h + k + 1);
-        frame[k] = h % (k === 0 ? 4096 : 1024);
-      }
+      const frame = hashedFrame(mix32(state.seed ^ mix32(state.promptHash + state.framesGenerated)));
       state.framesGenerated += 1;
       return { end: false, frame };
     });

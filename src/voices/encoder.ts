@@ -6,9 +6,9 @@ import { decodeUpload } from '../audio/decode.ts';
 import { resample } from '../audio/resample.ts';
 import { sniffUploadFormat, type UploadFormat } from '../audio/sniff.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
-import { mix32 } from '../engine/null-model.ts';
+import { hashedFrame, mix32 } from '../engine/null-model.ts';
 import { DramaError } from '../errors.ts';
-import { CODES_PER_FRAME, type Frame } from '../model/types.ts';
+import type { Frame } from '../model/types.ts';
 import { EncoderThread } from './encoder-thread.ts';
 import { checkVoiceAudioSize, checkVoiceFrames, MAX_VOICE_FRAMES } from './names.ts';
 
@@ -65,12 +65,7 @@ function nullFrames(samples: Float32Array, sampleRate: number): Frame[] {
     let hash = frames.length;
     for (let index = start; index < start + FRAME_LENGTH; index += 64)
       hash = mix32(hash ^ Math.round(native[index]! * 32767));
-    const frame = new Int32Array(CODES_PER_FRAME);
-    for (let k = 0; k < CODES_PER_FRAME; k++) {
-      hash = mix32(hash + k + 1);
-      frame[k] = hash % (k === 0 ? 4096 : 1024);
-    }
-    frames.push(frame);
+    frames.push(hashedFrame(hash));
   }
   return frames;
 }
