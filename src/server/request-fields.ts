@@ -3,10 +3,12 @@
 import { randomInt } from 'node:crypto';
 import type { ReferenceInput } from '../engine/protocol.ts';
 import { DramaError } from '../errors.ts';
+import { notFound } from '../voices/catalog.ts';
+import { MAX_VOICE_AUDIO_BYTES } from '../voices/names.ts';
 import type { VoiceResolver } from './context.ts';
 
 /** Uploaded reference audio is capped like voice uploads (API.md: ≤ 10 MB). */
-export const MAX_REFERENCE_BYTES = 10 * 1024 * 1024;
+export const MAX_REFERENCE_BYTES = MAX_VOICE_AUDIO_BYTES;
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
@@ -49,9 +51,7 @@ export async function voiceReferences(
   param: string,
 ): Promise<readonly ReferenceInput[]> {
   const references = await resolve(name);
-  if (references === undefined) {
-    throw new DramaError('VOICE_NOT_FOUND', `no voice named '${name}'`, { kind: 'not_found', param });
-  }
+  if (references === undefined) throw notFound(name, param);
   return references;
 }
 

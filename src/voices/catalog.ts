@@ -165,12 +165,7 @@ export class VoiceCatalog {
     }
     await this.scan();
     const replacing = this.voices.has(name);
-    if (replacing && voice.overwrite !== true) {
-      throw new DramaError('VOICE_EXISTS', `a voice named '${name}' exists; send overwrite=true to replace it`, {
-        kind: 'conflict',
-        param: 'name',
-      });
-    }
+    if (replacing && voice.overwrite !== true) throw voiceExists(name);
     const codes = framesToBytes(voice.frames);
     const audioFile = `audio.${voice.audioExtension}`;
     const manifest: VoiceManifest = {
@@ -243,6 +238,13 @@ export class VoiceCatalog {
 
 export function notFound(name: string, param = 'id'): DramaError {
   return new DramaError('VOICE_NOT_FOUND', `no voice named '${name}'`, { kind: 'not_found', param });
+}
+
+export function voiceExists(name: string): DramaError {
+  return new DramaError('VOICE_EXISTS', `a voice named '${name}' exists; send overwrite=true to replace it`, {
+    kind: 'conflict',
+    param: 'name',
+  });
 }
 
 async function folderInode(path: string): Promise<number> {

@@ -7,7 +7,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Engine } from '../../engine/engine.ts';
 import { DramaError } from '../../errors.ts';
-import { notFound, type Voice, type VoiceCatalog } from '../../voices/catalog.ts';
+import { notFound, type Voice, type VoiceCatalog, voiceExists } from '../../voices/catalog.ts';
 import type { VoiceEncoder } from '../../voices/encoder.ts';
 import { checkVoiceName, checkVoiceText, MAX_VOICE_AUDIO_BYTES } from '../../voices/names.ts';
 import type { ServerContext } from '../context.ts';
@@ -160,12 +160,8 @@ export function voicesRoutes(
           });
         }
         const overwrite = upload.overwrite === 'true';
-        if (!overwrite && target.get(name) !== undefined) {
-          throw new DramaError('VOICE_EXISTS', `a voice named '${name}' exists; send overwrite=true to replace it`, {
-            kind: 'conflict',
-            param: 'name',
-          });
-        }
+        // Refused before the upload is encoded; the catalog checks again when it writes.
+        if (!overwrite && target.get(name) !== undefined) throw voiceExists(name);
         if (upload.audio === undefined) throw missing('audio');
         const audio = new Uint8Array(upload.audio.buffer, upload.audio.byteOffset, upload.audio.length);
         const encoded = await voices!.encoder.encode(audio);
