@@ -4,9 +4,9 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { SingleBar } from 'cli-progress';
 import { synthesizeCheckpoint } from '../checkpoint/synth/synthesize.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
+import { createProgress } from './progress.ts';
 
 export const DEFAULT_CACHE_DIR = join(homedir(), '.cache', 'drama3');
 /** Folder name of the embedded checkpoint: bump the version when the synthetic format changes. */
@@ -31,23 +31,19 @@ export async function ensureTinyCheckpoint(cacheDir: string): Promise<string> {
   if (existsSync(join(dir, 'config.json'))) return dir;
   await mkdir(cacheDir, { recursive: true });
   console.error(`drama3: writing the embedded tiny synthetic checkpoint (random weights: it speaks noise) to ${dir}`);
-  const bar = new SingleBar({ format: '  {bar} {percentage}% | {value}/{total} bytes', stream: process.stderr });
-  bar.start(1, 0);
+  const progress = createProgress(`  writing ${TINY_FOLDER}`, { unit: 'bytes' });
   try {
     await synthesizeCheckpoint(dir, {
       preset: 'tiny',
       seed: 0,
       experts: 'fp8',
-      onProgress: (done, total) => {
-        bar.setTotal(total);
-        bar.update(done);
-      },
+      onProgress: (done, total) => progress.update(done, total),
     });
   } catch (error) {
     // Another process may have written it first; its atomic rename makes the folder complete or absent.
     if (!existsSync(join(dir, 'config.json'))) throw error;
   } finally {
-    bar.stop();
+    progress.stop();
   }
   return dir;
 }
