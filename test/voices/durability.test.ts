@@ -13,7 +13,12 @@ import { toneWav } from './wav-fixture.ts';
 
 const root = await mkdtemp(join(tmpdir(), 'drama3-durability-'));
 const dir = join(root, 'voices');
-after(() => rm(root, { recursive: true, force: true }));
+/** Every server started, so that one a failed test left running is killed and cannot keep the run alive. */
+const children: ChildProcess[] = [];
+after(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) await killed(child);
+  await rm(root, { recursive: true, force: true });
+});
 const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
 
 /** Starts the server; resolves with the process and its address once it listens. */
@@ -25,6 +30,7 @@ function startServer(): Promise<{ child: ChildProcess; url: string }> {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
+  children.push(child);
   return new Promise((resolve, reject) => {
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => {
