@@ -53,7 +53,7 @@ async function checkTokenizer(dir: string, vocabSize: number): Promise<InspectRe
 }
 
 /** Runs every check on `dir`; throws only when the folder cannot be read as a checkpoint at all. */
-export async function inspectCheckpoint(dir: string): Promise<InspectReport> {
+async function inspectCheckpoint(dir: string): Promise<InspectReport> {
   const loaded = await loadConfig(dir);
   const checkpoint = await SafetensorsCheckpoint.open(dir);
   let weights: WeightCheck;
@@ -77,7 +77,7 @@ export async function inspectCheckpoint(dir: string): Promise<InspectReport> {
 }
 
 /** The human form: header, then one line per finding, then OK or the number of findings. */
-export function formatReport(report: InspectReport): string[] {
+function formatReport(report: InspectReport): string[] {
   const { weights } = report;
   const counts = Object.entries(weights.countsByDtype)
     .map(([dtype, count]) => `${dtype} ${count}`)
@@ -109,7 +109,7 @@ export function formatReport(report: InspectReport): string[] {
 }
 
 /** The machine form: every field of the report, tensor specs reduced to name, dtype and shape. */
-export function reportToJson(report: InspectReport): Record<string, unknown> {
+function reportToJson(report: InspectReport): Record<string, unknown> {
   const { weights } = report;
   return {
     ...report,

@@ -26,7 +26,7 @@ export interface SynthFlags {
 type Print = (line: string) => void;
 
 /** The plan's summary: tensors, parameters and bytes, then per dtype (and every tensor with `list`). */
-export function describePlan(plan: SynthPlan, list: boolean): string[] {
+function describePlan(plan: SynthPlan, list: boolean): string[] {
   const lines = [
     `${plan.specs.length} tensors, ${plan.parameters} parameters (${(plan.parameters / 1e9).toFixed(2)}e9), ` +
       `${formatBytes(plan.totalBytes)} in safetensors`,

@@ -15,11 +15,7 @@ import { catalogResolver } from '../voices/resolver.ts';
 import { DEFAULT_CACHE_DIR, resolveRuntime } from './default-model.ts';
 
 /** The catalog under the user's data directory ($XDG_DATA_HOME, else ~/.local/share). */
-export const DEFAULT_VOICES_DIR = join(
-  process.env.XDG_DATA_HOME ?? join(homedir(), '.local', 'share'),
-  'drama3',
-  'voices',
-);
+const DEFAULT_VOICES_DIR = join(process.env.XDG_DATA_HOME ?? join(homedir(), '.local', 'share'), 'drama3', 'voices');
 
 export function voicesOption(): Option {
   return new Option('--voices <dir>', 'voice catalog folder').env('DRAMA3_VOICES').default(DEFAULT_VOICES_DIR);

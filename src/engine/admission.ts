@@ -6,12 +6,12 @@
 import { DramaError } from '../errors.ts';
 
 /** Frames allowed per input token when the request sets no budget (about 1.5 s; speech needs about 0.3 s). */
-export const DEFAULT_FRAMES_PER_TOKEN = 32;
+const DEFAULT_FRAMES_PER_TOKEN = 32;
 /** Frames allowed on top of that (about 3 s) for short inputs. */
-export const DEFAULT_FRAMES_BASE = 64;
+const DEFAULT_FRAMES_BASE = 64;
 
 /** The frame ceiling of a request without `max_frames`. */
-export function textFrameCeiling(inputTokens: number): number {
+function textFrameCeiling(inputTokens: number): number {
   return DEFAULT_FRAMES_BASE + DEFAULT_FRAMES_PER_TOKEN * inputTokens;
 }
 

@@ -14,7 +14,7 @@ export interface SnapshotModel {
 }
 
 /** The model's snapshot support, when it has one. */
-export function snapshotModel(model: SpeechModel): SnapshotModel | undefined {
+function snapshotModel(model: SpeechModel): SnapshotModel | undefined {
   const candidate = model as Partial<SnapshotModel>;
   return typeof candidate.snapshot === 'function' && typeof candidate.restore === 'function'
     ? (model as unknown as SnapshotModel)

@@ -11,7 +11,7 @@ import type { BuiltPrompt, SpeechRuntime } from './runtime.ts';
 import { serializeError } from './serialize-error.ts';
 
 /** Decode group sizes, in order; the last repeats. */
-export const DECODE_GROUPS = [1, 4, 8, 16] as const;
+const DECODE_GROUPS = [1, 4, 8, 16] as const;
 
 export interface SchedulerOptions {
   readonly lanes: number;

@@ -31,7 +31,7 @@ export interface AppOptions {
   readonly processMetrics?: boolean;
 }
 
-export const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024;
+const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024;
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({

@@ -18,7 +18,7 @@ export interface ServerContext {
 }
 
 /** OpenAI's built-in voice names: clients send them, and they mean the default voice unless a catalog defines them. */
-export const OPENAI_VOICES = [
+const OPENAI_VOICES = [
   'alloy',
   'ash',
   'ballad',

@@ -27,7 +27,7 @@ const TYPE_BY_STATUS: Record<number, string> = {
 };
 
 /** Seconds a client is asked to wait after a 503. */
-export const RETRY_AFTER_SECONDS = 1;
+const RETRY_AFTER_SECONDS = 1;
 
 export interface ErrorEnvelope {
   readonly error: {

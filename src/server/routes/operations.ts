@@ -14,7 +14,7 @@ const PLACEHOLDER_PAGE = `<!doctype html>
 The API is up: POST /v1/audio/speech, POST /v1/tts, GET /v1/models, GET /openapi.json.</p></body></html>
 `;
 
-export function describeModel(info: EngineInfo, created: number) {
+function describeModel(info: EngineInfo, created: number) {
   return {
     id: info.modelId,
     object: 'model',

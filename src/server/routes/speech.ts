@@ -8,7 +8,7 @@ import { decodeReferences, seedOrRandom, voiceReferences } from '../request-fiel
 import { SpeechBody } from '../schemas.ts';
 import { replySpeech, type SpeechPlan } from '../speech-reply.ts';
 
-export async function planSpeech(context: ServerContext, body: Static<typeof SpeechBody>): Promise<SpeechPlan> {
+async function planSpeech(context: ServerContext, body: Static<typeof SpeechBody>): Promise<SpeechPlan> {
   const voiceName = typeof body.voice === 'object' ? body.voice.id : (body.voice ?? 'default');
   const voice = await voiceReferences(context.resolveVoice, voiceName, 'voice');
   const references = [...voice, ...decodeReferences(body.references, 'references')];

@@ -29,7 +29,7 @@ function bitrateOf(body: Static<typeof TtsBody>): number | undefined {
   return undefined;
 }
 
-export async function planTts(context: ServerContext, body: Static<typeof TtsBody>): Promise<SpeechPlan> {
+async function planTts(context: ServerContext, body: Static<typeof TtsBody>): Promise<SpeechPlan> {
   const voice =
     body.reference_id == null ? [] : await voiceReferences(context.resolveVoice, body.reference_id, 'reference_id');
   return {

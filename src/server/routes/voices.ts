@@ -27,7 +27,7 @@ interface Upload {
 
 const UPLOAD_FIELDS = ['name', 'text', 'overwrite'];
 
-export function describeVoice(voice: Voice) {
+function describeVoice(voice: Voice) {
   return {
     id: voice.name,
     name: voice.name,
