@@ -5,6 +5,7 @@ import { InlineFrameDecoder, splitFrames, type TerminalEvent } from './frame-dec
 import { loadEngineCodec, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineEvent } from './protocol.ts';
 import { serializeError } from './serialize-error.ts';
+import { transferList } from './threads.ts';
 
 export type DecodeCommand =
   | { readonly type: 'open'; readonly id: number }
@@ -22,9 +23,7 @@ const port = parentPort!;
 const { spec } = workerData as { spec: RuntimeSpec };
 
 function send(event: DecodeReply): void {
-  if (event.type === 'audio')
-    port.postMessage(event, [event.pcm.buffer as ArrayBuffer, event.codes.buffer as ArrayBuffer]);
-  else port.postMessage(event);
+  port.postMessage(event, transferList(event));
 }
 
 try {

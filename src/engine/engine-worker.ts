@@ -6,14 +6,13 @@ import { loadRuntime, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineCommand, EngineEvent } from './protocol.ts';
 import { serializeError } from './serialize-error.ts';
 import { ThreadFrameDecoder } from './thread-decoder.ts';
+import { transferList } from './threads.ts';
 
 const port = parentPort!;
 const { spec, settings } = workerData as { spec: RuntimeSpec; settings: EngineSettings };
 
 function send(event: EngineEvent): void {
-  if (event.type === 'audio')
-    port.postMessage(event, [event.pcm.buffer as ArrayBuffer, event.codes.buffer as ArrayBuffer]);
-  else port.postMessage(event);
+  port.postMessage(event, transferList(event));
 }
 
 try {
