@@ -11,6 +11,7 @@ import { DramaError } from '../errors.ts';
 import type { VoicesOptions } from '../server/routes/voices.ts';
 import { VoiceCatalog } from '../voices/catalog.ts';
 import { voiceEncoderFor } from '../voices/encoder.ts';
+import { voiceSeconds } from '../voices/names.ts';
 import { catalogResolver } from '../voices/resolver.ts';
 import { DEFAULT_CACHE_DIR, resolveRuntime } from './default-model.ts';
 
@@ -76,7 +77,7 @@ async function list(flags: VoicesFlags): Promise<void> {
   const voices = catalog.list();
   if (voices.length === 0) console.log(`no voices in ${flags.voices}`);
   for (const voice of voices) {
-    const seconds = ((voice.frames.length * 2048) / 44100).toFixed(1);
+    const seconds = voiceSeconds(voice.frames.length).toFixed(1);
     console.log(`${voice.name}\t${voice.createdAt}\t${voice.frames.length} frames (${seconds} s)\t${voice.text}`);
   }
 }

@@ -5,6 +5,7 @@
 import { decodeUpload } from '../audio/decode.ts';
 import { resample } from '../audio/resample.ts';
 import { sniffUploadFormat, type UploadFormat } from '../audio/sniff.ts';
+import { REAL_CODEC_CONFIG } from '../codec/config.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
 import { hashedFrame, mix32 } from '../engine/null-model.ts';
 import { DramaError } from '../errors.ts';
@@ -33,8 +34,8 @@ const EXTENSIONS: Record<UploadFormat, string> = {
   aac: 'aac',
   m4a: 'm4a',
 };
-const NATIVE_RATE = 44100;
-const FRAME_LENGTH = 2048;
+/** The codec's rate and frame: an upload's length is checked against them, and null frames follow them. */
+const { sampleRate: NATIVE_RATE, frameLength: FRAME_LENGTH } = REAL_CODEC_CONFIG;
 
 /** Decodes the upload and hands its mono samples to `encode`. */
 export async function encodeUpload(

@@ -1,5 +1,6 @@
 // Voice names and the limits of one voice. A name is also its folder name and its id in the API, so it is checked
 // before any path is built from it: letters, digits, '_', '-' and '.', not starting with '.', at most 64 characters.
+import { REAL_CODEC_CONFIG } from '../codec/config.ts';
 import { DramaError } from '../errors.ts';
 import { DEFAULT_TEXT_LIMITS } from '../text/limits.ts';
 
@@ -12,6 +13,11 @@ export const MAX_VOICE_FRAMES = DEFAULT_TEXT_LIMITS.maxReferenceFrames;
 const MAX_VOICE_NAME_LENGTH = 64;
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+/** Seconds of audio in `frames` frames of the codec (2048 samples at 44.1 kHz each). */
+export function voiceSeconds(frames: number): number {
+  return (frames * REAL_CODEC_CONFIG.frameLength) / REAL_CODEC_CONFIG.sampleRate;
+}
 
 /** Throws VOICE_NAME_INVALID unless `name` is safe as a folder name and an id. */
 export function checkVoiceName(name: string, param = 'name'): string {
@@ -53,7 +59,7 @@ export function checkVoiceFrames(frames: number, param = 'audio'): void {
     throw new DramaError('VOICE_AUDIO_TOO_SHORT', 'the voice audio encodes to no frames (it is too short)', { param });
   }
   if (frames > MAX_VOICE_FRAMES) {
-    const seconds = ((frames * 2048) / 44100).toFixed(1);
+    const seconds = voiceSeconds(frames).toFixed(1);
     throw new DramaError(
       'VOICE_AUDIO_TOO_LONG',
       `the voice audio encodes to ${frames} frames (${seconds} s); at most ${MAX_VOICE_FRAMES} frames are usable as a reference`,
