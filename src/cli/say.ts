@@ -5,9 +5,10 @@ import { createWriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { Engine, toDramaError } from '../engine/engine.ts';
+import { Engine } from '../engine/engine.ts';
 import { splitFrames } from '../engine/frame-decoder.ts';
 import type { ReferenceInput } from '../engine/protocol.ts';
+import { deserializeError } from '../engine/serialize-error.ts';
 import { DramaError } from '../errors.ts';
 import { DEFAULT_SAMPLING } from '../model/types.ts';
 import { openAudioOutput } from '../server/audio-output.ts';
@@ -110,7 +111,7 @@ async function say(words: string[], flags: SayFlags): Promise<void> {
             `${event.usage.outputFrames} frames (${seconds.toFixed(2)} s of audio), finish reason ${event.reason}, ` +
               `first audio after ${(firstAudio ?? 0).toFixed(0)} ms, total ${(performance.now() - started).toFixed(0)} ms`,
           );
-        } else if (event.type === 'failed') reject(toDramaError(event.error));
+        } else if (event.type === 'failed') reject(deserializeError(event.error));
       });
     });
     if (sink === undefined) {

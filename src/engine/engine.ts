@@ -3,10 +3,11 @@
 // worker that dies fails its open requests and is started again, up to MAX_ENGINE_RESTARTS times.
 import { EventEmitter } from 'node:events';
 import type { Worker } from 'node:worker_threads';
-import { DramaError, type ErrorKind } from '../errors.ts';
+import { DramaError } from '../errors.ts';
 import { EngineCore, type EngineSettings } from './engine-core.ts';
 import { loadRuntime, type RuntimeSpec } from './load-runtime.ts';
-import type { EngineCommand, EngineEvent, EngineInfo, EngineStats, SerializedError, SpeechJob } from './protocol.ts';
+import type { EngineCommand, EngineEvent, EngineInfo, EngineStats, SpeechJob } from './protocol.ts';
+import { deserializeError } from './serialize-error.ts';
 import { startTypeScriptWorker } from './threads.ts';
 
 export interface EngineOptions {
@@ -24,10 +25,6 @@ export type RequestEvent = Extract<EngineEvent, { id: number }>;
 export interface RequestHandle {
   readonly id: number;
   cancel(): void;
-}
-
-export function toDramaError(error: SerializedError): DramaError {
-  return new DramaError(error.code, error.message, { kind: error.kind as ErrorKind, param: error.param });
 }
 
 /** Runs `loadRuntime` and the engine core inside a worker thread (which starts the decode thread). */
@@ -66,7 +63,7 @@ function spawnWorker(
         };
         resolve({ info: event.info, link });
       } else if (event.type === 'load-failed') {
-        reject(toDramaError(event.error));
+        reject(deserializeError(event.error));
         void worker.terminate();
       } else if (ready) onEvent(event);
     });

@@ -1,9 +1,14 @@
-// Errors as they cross a thread boundary: DramaError fields, anything else an ENGINE_FAILURE (a bug).
-import { isDramaError } from '../errors.ts';
+// Errors as they cross a thread boundary: DramaError fields, anything else an ENGINE_FAILURE (a bug); and back.
+import { DramaError, type ErrorKind, isDramaError } from '../errors.ts';
 import type { SerializedError } from './protocol.ts';
 
 export function serializeError(error: unknown): SerializedError {
   if (isDramaError(error)) return { code: error.code, message: error.message, kind: error.kind, param: error.param };
   const message = error instanceof Error ? error.message : String(error);
   return { code: 'ENGINE_FAILURE', message, kind: 'internal', param: undefined };
+}
+
+/** The DramaError a serialized error stands for, on the receiving side. */
+export function deserializeError(error: SerializedError): DramaError {
+  return new DramaError(error.code, error.message, { kind: error.kind as ErrorKind, param: error.param });
 }

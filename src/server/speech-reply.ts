@@ -3,8 +3,9 @@
 // replies; a chunked stream that fails later is cut off without its terminating chunk, so it never looks complete.
 // A reply that ends any other way than its engine's `finished` aborts its audio output, freeing the encoder.
 import type { FastifyReply } from 'fastify';
-import { toDramaError as fromSerialized, type RequestEvent, type RequestHandle } from '../engine/engine.ts';
+import type { RequestEvent, RequestHandle } from '../engine/engine.ts';
 import type { SpeechJob } from '../engine/protocol.ts';
+import { deserializeError } from '../engine/serialize-error.ts';
 import { DramaError } from '../errors.ts';
 import { type AudioOutput, completeWholeFile, openAudioOutput } from './audio-output.ts';
 import type { ServerContext } from './context.ts';
@@ -114,7 +115,7 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
             return;
           }
           case 'failed':
-            fail(fromSerialized(event.error));
+            fail(deserializeError(event.error));
             return;
           case 'cancelled':
             // The client is gone: nothing more will be sent, and fastify must not wait for a reply.

@@ -2,8 +2,8 @@
 // upload, answers matched by id. If the thread dies, the uploads in flight fail by name and the next one starts a
 // new thread. The thread does not keep the process alive.
 import type { Worker } from 'node:worker_threads';
-import { toDramaError } from '../engine/engine.ts';
 import type { SerializedError } from '../engine/protocol.ts';
+import { deserializeError } from '../engine/serialize-error.ts';
 import { startTypeScriptWorker } from '../engine/threads.ts';
 import { DramaError } from '../errors.ts';
 import type { EncodedUpload } from './encoder.ts';
@@ -42,7 +42,7 @@ export class EncoderThread {
     worker.on('message', (answer: Answer) => {
       const waiting = this.pending.get(answer.id);
       this.pending.delete(answer.id);
-      if ('error' in answer) waiting?.reject(toDramaError(answer.error));
+      if ('error' in answer) waiting?.reject(deserializeError(answer.error));
       else waiting?.resolve(answer.upload);
     });
     const fail = (reason: string) => {
