@@ -16,6 +16,7 @@ import { audioToolkit } from '../server/audio-toolkit.ts';
 import { SYNTHETIC_NOTICE } from '../server/routes/operations.ts';
 import { SPEECH_FORMATS, type SpeechFormat } from '../server/schemas.ts';
 import { VoiceCatalog } from '../voices/catalog.ts';
+import { catalogReference } from '../voices/resolver.ts';
 import { resolveRuntime } from './default-model.ts';
 import { addEngineOptions, type EngineFlags, engineSettings, positiveInteger } from './serve.ts';
 import { voicesOption } from './voices.ts';
@@ -43,7 +44,7 @@ async function voiceReferences(flags: SayFlags): Promise<ReferenceInput[]> {
       kind: 'not_found',
       param: 'voice',
     });
-  return [{ audio: new Uint8Array(0), text: voice.text, frames: voice.frames, voice: voice.name }];
+  return [catalogReference(voice)];
 }
 
 function formatOf(flags: SayFlags): SpeechFormat {
