@@ -1,4 +1,5 @@
 // Shared test support: a job with defaults, and running one request on an engine to its end.
+import { concatSamples } from '../../src/audio/pcm.ts';
 import { Engine, type RequestEvent, type RequestHandle } from '../../src/engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS, type EngineSettings } from '../../src/engine/engine-core.ts';
 import type { NullModelOptions } from '../../src/engine/null-model.ts';
@@ -52,13 +53,7 @@ export function submit(
       events.push(event);
       onEvent?.(event);
       if (event.type === 'finished' || event.type === 'failed' || event.type === 'cancelled') {
-        const chunks = events.flatMap((item) => (item.type === 'audio' ? [item.pcm] : []));
-        const pcm = new Float32Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
-        let offset = 0;
-        for (const chunk of chunks) {
-          pcm.set(chunk, offset);
-          offset += chunk.length;
-        }
+        const pcm = concatSamples(events.flatMap((item) => (item.type === 'audio' ? [item.pcm] : [])));
         const groups = events.flatMap((item) => (item.type === 'audio' ? [item.frames] : []));
         resolve({ events, pcm, groups, last: event });
       }
