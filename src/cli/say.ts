@@ -10,10 +10,10 @@ import { splitFrames } from '../engine/frame-decoder.ts';
 import type { ReferenceInput } from '../engine/protocol.ts';
 import { deserializeError } from '../engine/serialize-error.ts';
 import { DramaError } from '../errors.ts';
+import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';
 import { DEFAULT_SAMPLING } from '../model/types.ts';
 import { openAudioOutput } from '../server/audio-output.ts';
 import { audioToolkit } from '../server/audio-toolkit.ts';
-import { SYNTHETIC_NOTICE } from '../server/routes/operations.ts';
 import { SPEECH_FORMATS, type SpeechFormat } from '../server/schemas.ts';
 import { VoiceCatalog } from '../voices/catalog.ts';
 import { catalogReference } from '../voices/resolver.ts';
@@ -69,7 +69,7 @@ async function say(words: string[], flags: SayFlags): Promise<void> {
     queueLimit: 0,
     thread: 'inline',
   });
-  if (engine.info.synthetic) console.error(`WARNING: ${SYNTHETIC_NOTICE}`);
+  if (engine.info.synthetic) console.error(`WARNING: ${SYNTHETIC_WEIGHTS_NOTICE}`);
   const format = formatOf(flags);
   const output = await openAudioOutput(audioToolkit, engine.info.sampleRate, {
     format,

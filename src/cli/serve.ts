@@ -4,10 +4,10 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Engine } from '../engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS, DEFAULT_MEMORY_ROWS_PER_LANE, type EngineSettings } from '../engine/engine-core.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
+import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';
 import { buildApp } from '../server/app.ts';
 import { audioToolkit } from '../server/audio-toolkit.ts';
 import { loadApiKeys } from '../server/auth.ts';
-import { SYNTHETIC_NOTICE } from '../server/routes/operations.ts';
 import { DEFAULT_CACHE_DIR, resolveRuntime } from './default-model.ts';
 import { openVoices, referenceCacheOption, voicesOption } from './voices.ts';
 
@@ -144,7 +144,7 @@ async function serve(flags: ServeFlags): Promise<void> {
       `drama3 ready: ${info.modelId}, ${info.lanes} lanes, context ${info.contextRows} rows, at most ${info.maxFrames} frames a request`,
     );
     for (const notice of info.notices) console.log(`drama3: ${notice}`);
-    if (info.synthetic) console.log(`WARNING: ${SYNTHETIC_NOTICE}`);
+    if (info.synthetic) console.log(`WARNING: ${SYNTHETIC_WEIGHTS_NOTICE}`);
     console.log(
       `Open ${address}/ for the playground, or: curl -s ${address}/v1/audio/speech -H 'content-type: application/json' -d '{"input":"Hello!","response_format":"wav"}' -o hello.wav`,
     );

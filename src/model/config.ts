@@ -34,7 +34,7 @@ export const CONFIG_FILE = 'config.json';
 
 /** The line every command prints when it loads a synthetic checkpoint. */
 export const SYNTHETIC_WEIGHTS_NOTICE =
-  'this checkpoint is synthetic: its weights are random and it speaks noise, not speech';
+  'synthetic weights: this checkpoint has random weights and speaks noise, not speech';
 
 /** The notice for `config`, or undefined for a real checkpoint. */
 export function syntheticWeightsNotice(config: Pick<Drama3Config, 'synthetic'>): string | undefined {

@@ -4,9 +4,8 @@ import { readFile } from 'node:fs/promises';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { EngineInfo } from '../../engine/protocol.ts';
 import { DramaError } from '../../errors.ts';
+import { SYNTHETIC_WEIGHTS_NOTICE } from '../../model/config.ts';
 import type { ServerContext } from '../context.ts';
-
-export const SYNTHETIC_NOTICE = 'synthetic weights: this checkpoint has random weights and speaks noise, not speech';
 
 const PLACEHOLDER_PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>drama3</title></head>
@@ -21,7 +20,7 @@ function describeModel(info: EngineInfo, created: number) {
     created,
     owned_by: 'drama3',
     synthetic: info.synthetic,
-    ...(info.synthetic ? { notice: SYNTHETIC_NOTICE } : {}),
+    ...(info.synthetic ? { notice: SYNTHETIC_WEIGHTS_NOTICE } : {}),
     speech: {
       context_window: info.contextRows,
       max_prompt_rows: info.maxPromptRows,
