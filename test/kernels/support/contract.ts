@@ -36,11 +36,46 @@ export interface ShapeCase {
   prepare(random: Random, nonFinite: boolean): Prepared;
 }
 
+/**
+ * Batch invariance: row r's outputs must be bit-identical whether the call holds 1, 2, 7, 64 or 257 rows (a "row" is
+ * whatever the kernel batches: a token row, a lane of a decode step, a sequence). `prepare(seed, rows)` must draw
+ * every weight and state first and then the rows in order, so that the first r rows are the same for any rows ≥ r.
+ */
+export interface InvarianceCase {
+  readonly label: string;
+  /** Row counts to compare; the largest is the run the others are checked against. Default [1, 2, 7, 64, 257]. */
+  readonly rowCounts?: readonly number[];
+  prepare(seed: number, rows: number): Prepared;
+  /** Elements of each output that belong to one row (outputs are row-major by that row). */
+  readonly elementsPerRow: Readonly<Record<string, number>>;
+}
+
+/**
+ * Launch schedules that must give bit-identical outputs on the same inputs: a whole prefill against the same rows
+ * cut into chunks (1, 7, 64, ...), a lane alone against the lane beside others. Every schedule in `runs` is run on
+ * freshly uploaded inputs and compared byte for byte with the first.
+ */
+export interface EquivalenceCase {
+  readonly label: string;
+  prepare(random: Random): {
+    readonly inputs: Readonly<Record<string, HostInput>>;
+    readonly outputs: readonly OutputSpec[];
+    readonly runs: Readonly<
+      Record<
+        string,
+        (cuda: CudaContext, pointers: Readonly<Record<string, bigint>>, kernel: KernelName | undefined) => void
+      >
+    >;
+  };
+}
+
 export interface KernelCase {
   readonly name: string;
   /** Bound on ‖out − ref‖₂ / ‖ref‖₂ over the float outputs. */
   readonly bound: number;
   readonly shapes: readonly ShapeCase[];
+  readonly invariance?: readonly InvarianceCase[];
+  readonly equivalences?: readonly EquivalenceCase[];
 }
 
 export interface ShapeResult {
