@@ -6,7 +6,8 @@
 import { writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { type AudioEncoder, createAudioEncoder } from '../src/audio/encoder.ts';
+import { createAudioEncoder } from '../src/audio/encoder.ts';
+import type { AudioEncoder } from '../src/audio/encoders/common.ts';
 import { AUDIO_FORMATS, type AudioFormat } from '../src/audio/formats.ts';
 import { Codec } from '../src/codec/codec.ts';
 import { REAL_CODEC_CONFIG, TINY_CODEC_CONFIG } from '../src/codec/config.ts';

@@ -7,10 +7,11 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { PrecisionName } from '../src/backend/cpu/precision.ts';
-import { synthesizeCheckpoint } from '../src/checkpoint/synth/synthesize.ts';
 import { generateFrames } from '../src/model/generate.ts';
 import { loadSpeechModel } from '../src/model/speech-model.ts';
-import { CODES_PER_FRAME, DEFAULT_SAMPLING, type PromptRows } from '../src/model/types.ts';
+import { DEFAULT_SAMPLING, type PromptRows } from '../src/model/types.ts';
+import { CODES_PER_FRAME } from '../src/shared/frame.ts';
+import { synthesizeCheckpoint } from '../src/synth/synthesize.ts';
 
 const { values } = parseArgs({
   options: {

@@ -15,7 +15,7 @@ import { CapturedGraph } from '../src/backend/cuda/graph.ts';
 import type { Allocation } from '../src/backend/cuda/memory.ts';
 import { gemv } from '../src/backend/cuda/ops/gemv.ts';
 import { swiglu } from '../src/backend/cuda/ops/swiglu.ts';
-import { float32ToBf16Bits } from '../src/checkpoint/dtypes.ts';
+import { float32ToBf16Bits } from '../src/numeric/dtypes.ts';
 
 const MiB = 1024 * 1024;
 const availability = cudaAvailability();

@@ -1,9 +1,15 @@
 // Host tensors as checkpoints hold them: a dtype, a row-major shape and the raw little-endian bytes.
-// Widening to float32 is exact for every float dtype; narrowing rounds to nearest even (see dtypes.ts).
+// Widening to float32 is exact for every float dtype; narrowing rounds to nearest even (see numeric/dtypes.ts).
 import type { FileHandle } from 'node:fs/promises';
 import { endianness } from 'node:os';
 import { DramaError } from '../errors.ts';
-import { e4m3ValueTable, f16ValueTable, float32ToBf16Bits, float32ToE4m3Bits, float32ToF16Bits } from './dtypes.ts';
+import {
+  e4m3ValueTable,
+  f16ValueTable,
+  float32ToBf16Bits,
+  float32ToE4m3Bits,
+  float32ToF16Bits,
+} from '../numeric/dtypes.ts';
 
 export type DType = 'BF16' | 'F16' | 'F32' | 'F8_E4M3' | 'I64' | 'I32' | 'U8';
 export type FloatDType = 'BF16' | 'F16' | 'F32' | 'F8_E4M3';

@@ -4,8 +4,8 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { synthesizeCheckpoint } from '../checkpoint/synth/synthesize.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
+import { synthesizeCheckpoint } from '../synth/synthesize.ts';
 import { createProgress } from './progress.ts';
 
 export const DEFAULT_CACHE_DIR = join(homedir(), '.cache', 'drama3');

@@ -1,16 +1,10 @@
 // `drama3 synth --preset tiny|full --out DIR [--seed N] [--experts fp8|bf16] [--dry-run [--list]]`: writes a
 // synthetic checkpoint (random weights in the real file format) or, with --dry-run, only describes it.
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import {
-  planCheckpoint,
-  type SynthExperts,
-  type SynthPlan,
-  type SynthPreset,
-  tokenizerFacts,
-} from '../checkpoint/synth/plan.ts';
-import { synthesizeCheckpoint } from '../checkpoint/synth/synthesize.ts';
 import { DramaError, isDramaError } from '../errors.ts';
 import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';
+import { planCheckpoint, type SynthExperts, type SynthPlan, type SynthPreset, tokenizerFacts } from '../synth/plan.ts';
+import { synthesizeCheckpoint } from '../synth/synthesize.ts';
 import { buildSyntheticTokenizerFiles } from '../text/vocabulary.ts';
 import { createProgress, formatBytes } from './progress.ts';
 

@@ -2,6 +2,13 @@
 // with snake_case keys; an absent `codec_config` means the real values. Rows: samples at 44.1 kHz; "latent rows" run at
 // sampleRate / product(encoderStrides); frames run at sampleRate / frameLength.
 import { DramaError } from '../errors.ts';
+import {
+  CODES_PER_FRAME,
+  RESIDUAL_CODEBOOK_SIZE,
+  SAMPLE_RATE,
+  SAMPLES_PER_FRAME,
+  SEMANTIC_CODEBOOK_SIZE,
+} from '../shared/frame.ts';
 
 /** A causal windowed transformer (post-module, pre-module, the encoder's last block). */
 export interface CodecTransformerConfig {
@@ -57,11 +64,11 @@ const POST_MODULE_REAL: CodecTransformerConfig = {
 };
 
 export const REAL_CODEC_CONFIG: CodecConfig = {
-  sampleRate: 44100,
-  frameLength: 2048,
-  semanticCodebookSize: 4096,
-  residualCodebooks: 9,
-  residualCodebookSize: 1024,
+  sampleRate: SAMPLE_RATE,
+  frameLength: SAMPLES_PER_FRAME,
+  semanticCodebookSize: SEMANTIC_CODEBOOK_SIZE,
+  residualCodebooks: CODES_PER_FRAME - 1,
+  residualCodebookSize: RESIDUAL_CODEBOOK_SIZE,
   codebookDim: 8,
   latentDim: 1024,
   quantizerFactors: [2, 2],

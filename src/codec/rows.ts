@@ -1,6 +1,6 @@
 // Row-major helpers for the codec's transformer and ConvNeXt parts: activations [T, C] (C contiguous), linear weights
 // [out, in] (in contiguous, as PyTorch stores them). Dot products run in float64 in index order and round once.
-import { rmsNorm as plainRmsNorm } from '../backend/cpu/ops/norms.ts';
+import { rmsNorm as plainRmsNorm } from '../numeric/norms.ts';
 import type { ScratchArena } from './scratch.ts';
 
 /** [C, T] ↔ [T, C]. */

@@ -1,11 +1,11 @@
 // Entry of the decode thread: the codec beside the engine thread, so that decoding a request's frames overlaps the
 // next frame rounds. Commands and events keep per-request order; frames arrive as one [N, K] int32 array.
 import { parentPort, workerData } from 'node:worker_threads';
+import { serializeError } from '../threads/serialize-error.ts';
 import { InlineFrameDecoder, splitFrames, type TerminalEvent } from './frame-decoder.ts';
 import { loadEngineCodec, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineEvent } from './protocol.ts';
-import { serializeError } from './serialize-error.ts';
-import { transferList } from './threads.ts';
+import { transferList } from './transfer-list.ts';
 
 export type DecodeCommand =
   | { readonly type: 'open'; readonly id: number }

@@ -2,13 +2,13 @@
 // budgets, refused before any audio), and runs frame rounds while there is work, yielding to the event loop between
 // rounds so that cancellations and new requests are taken in at round boundaries.
 import { DramaError } from '../errors.ts';
+import { serializeError } from '../threads/serialize-error.ts';
 import { checkInputLength, frameBudget } from './admission.ts';
 import { type FrameDecoder, InlineFrameDecoder } from './frame-decoder.ts';
 import type { EngineCommand, EngineEvent, EngineInfo, SpeechJob } from './protocol.ts';
 import { DEFAULT_REFERENCE_CACHE_BYTES, ReferenceCache } from './reference-cache.ts';
 import type { EncodedReference, SpeechRuntime } from './runtime.ts';
 import { type PreparedRequest, Scheduler } from './scheduler.ts';
-import { serializeError } from './serialize-error.ts';
 
 export interface EngineSettings {
   readonly lanes: number;

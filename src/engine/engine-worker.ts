@@ -1,12 +1,12 @@
 // Entry of the engine's worker thread: loads the runtime named in workerData and starts the decode thread beside it,
 // then relays commands and events. Audio events transfer their PCM buffer to the main thread instead of copying it.
 import { parentPort, workerData } from 'node:worker_threads';
+import { serializeError } from '../threads/serialize-error.ts';
 import { EngineCore, type EngineSettings } from './engine-core.ts';
 import { loadRuntime, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineCommand, EngineEvent } from './protocol.ts';
-import { serializeError } from './serialize-error.ts';
 import { ThreadFrameDecoder } from './thread-decoder.ts';
-import { transferList } from './threads.ts';
+import { transferList } from './transfer-list.ts';
 
 const port = parentPort!;
 const { spec, settings } = workerData as { spec: RuntimeSpec; settings: EngineSettings };

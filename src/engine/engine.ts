@@ -4,11 +4,11 @@
 import { EventEmitter } from 'node:events';
 import type { Worker } from 'node:worker_threads';
 import { DramaError } from '../errors.ts';
+import { deserializeError } from '../threads/serialize-error.ts';
+import { startTypeScriptWorker } from '../threads/start-worker.ts';
 import { EngineCore, type EngineSettings } from './engine-core.ts';
 import { loadRuntime, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineCommand, EngineEvent, EngineInfo, EngineStats, SpeechJob } from './protocol.ts';
-import { deserializeError } from './serialize-error.ts';
-import { startTypeScriptWorker } from './threads.ts';
 
 export interface EngineOptions {
   readonly runtime: RuntimeSpec;

@@ -1,10 +1,11 @@
 // Frames → PCM audio events, per request and in order, each request's terminal event (finished or failed) after
 // its audio. The inline decoder runs the codec in the calling thread; the threaded one (decode-thread.ts) runs it
 // beside the engine so that decoding overlaps the next frame rounds. Frames are [K] int32; PCM mono fp32.
-import { CODES_PER_FRAME, type CodecStream, type Frame } from '../model/types.ts';
+import type { CodecStream, Frame } from '../model/types.ts';
+import { CODES_PER_FRAME } from '../shared/frame.ts';
+import { serializeError } from '../threads/serialize-error.ts';
 import type { EngineEvent } from './protocol.ts';
 import type { EngineCodec } from './runtime.ts';
-import { serializeError } from './serialize-error.ts';
 
 /** The events that end a request whose audio went through the decoder. */
 export type TerminalEvent = Extract<EngineEvent, { type: 'finished' | 'failed' }>;

@@ -1,15 +1,8 @@
 // A SpeechModel with no arithmetic, for scheduler and server tests: frame t of a lane is a hash of (seed, prompt, t),
 // and speech ends after a length derived from the prompt. Frames are [K] int32: code[0] in 0..4095, code[1..9] 0..1023.
 import { DramaError } from '../errors.ts';
-import {
-  CODES_PER_FRAME,
-  type Frame,
-  type FrameOutcome,
-  type Lane,
-  type PromptRows,
-  type SamplingSettings,
-  type SpeechModel,
-} from '../model/types.ts';
+import type { FrameOutcome, Lane, PromptRows, SamplingSettings, SpeechModel } from '../model/types.ts';
+import { hashedFrame, mix32 } from '../shared/hashed-frame.ts';
 
 export interface NullModelOptions {
   /** Context window C in rows. */
@@ -22,25 +15,6 @@ export interface NullModelOptions {
   readonly failAtFrame?: number;
   /** A step that would produce this frame index ends the calling thread (a crashed backend, for tests). */
   readonly exitAtFrame?: number;
-}
-
-/** 32-bit integer mix (murmur3 finaliser): a fixed, platform-independent hash. */
-export function mix32(value: number): number {
-  let h = value >>> 0;
-  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0;
-  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) >>> 0;
-  return (h ^ (h >>> 16)) >>> 0;
-}
-
-/** A frame whose codes all follow from one hash: code[0] in 0..4095, code[1..9] in 0..1023. */
-export function hashedFrame(hash: number): Frame {
-  const frame = new Int32Array(CODES_PER_FRAME);
-  let h = hash;
-  for (let k = 0; k < CODES_PER_FRAME; k++) {
-    h = mix32(h + k + 1);
-    frame[k] = h % (k === 0 ? 4096 : 1024);
-  }
-  return frame;
 }
 
 class NullLane implements Lane {

@@ -2,7 +2,7 @@
 // is the code point), a fixed 8-row header, and the same structural-token refusal as the real prompt builder. It
 // does not normalise text.
 import { DramaError } from '../errors.ts';
-import { CODES_PER_FRAME } from '../model/types.ts';
+import { CODES_PER_FRAME } from '../shared/frame.ts';
 import type { BuiltPrompt, PromptRequest, TextFrontEnd } from './runtime.ts';
 
 const STRUCTURAL_TOKENS = ['<|im_start|>', '<|im_end|>', '<|voice|>', '<|text|>', '<|interleave|>', '<|semantic:'];

@@ -1,17 +1,9 @@
 // Messages between the main thread (HTTP) and the engine (worker thread or in-thread). PCM is mono fp32 at the
 // codec's sample rate (44100 Hz), one Float32Array per audio event, transferred (not copied) across threads.
-import type { FinishReason, Frame, SamplingSettings } from '../model/types.ts';
+import type { ReferenceInput } from '../model/reference-input.ts';
+import type { FinishReason, SamplingSettings } from '../model/types.ts';
+import type { SerializedError } from '../threads/serialize-error.ts';
 import type { ReferenceCacheStats } from './reference-cache.ts';
-
-/** One reference for one-off cloning: the uploaded audio file's bytes and its transcript. */
-export interface ReferenceInput {
-  readonly audio: Uint8Array;
-  readonly text: string;
-  /** Frames already encoded (a catalog voice): used as they are, the audio is not encoded again. */
-  readonly frames?: readonly Frame[];
-  /** The catalog voice this reference comes from (reference cache entries are dropped with it). */
-  readonly voice?: string;
-}
 
 /** A speech request as the engine sees it, after the HTTP layer has checked types and ranges. */
 export interface SpeechJob {
@@ -62,14 +54,6 @@ export interface EngineInfo {
   readonly lanes: number;
   /** One-line facts about the checkpoint to print at start. */
   readonly notices: readonly string[];
-}
-
-/** An error as it crosses the thread boundary (DramaError fields). */
-export interface SerializedError {
-  readonly code: string;
-  readonly message: string;
-  readonly kind: string;
-  readonly param: string | undefined;
 }
 
 export type EngineCommand =

@@ -4,11 +4,11 @@
 // frame; every request that reached the decoder ends through it, so its terminal event follows its audio.
 import { DramaError } from '../errors.ts';
 import type { Frame, Lane } from '../model/types.ts';
+import { serializeError } from '../threads/serialize-error.ts';
 import { type FrameDecoder, InlineFrameDecoder, type TerminalEvent } from './frame-decoder.ts';
 import type { Admission, EngineEvent } from './protocol.ts';
 import { type ReferenceCache, ReferencePrefill } from './reference-cache.ts';
 import type { BuiltPrompt, SpeechRuntime } from './runtime.ts';
-import { serializeError } from './serialize-error.ts';
 
 /** Decode group sizes, in order; the last repeats. */
 const DECODE_GROUPS = [1, 4, 8, 16] as const;

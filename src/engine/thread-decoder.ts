@@ -4,11 +4,11 @@
 import type { Worker } from 'node:worker_threads';
 import { DramaError } from '../errors.ts';
 import type { Frame } from '../model/types.ts';
+import { startTypeScriptWorker } from '../threads/start-worker.ts';
 import type { DecodeCommand, DecodeReply } from './decode-thread.ts';
 import { type FrameDecoder, joinFrames, type TerminalEvent } from './frame-decoder.ts';
 import type { RuntimeSpec } from './load-runtime.ts';
 import type { EngineEvent } from './protocol.ts';
-import { startTypeScriptWorker } from './threads.ts';
 
 export class ThreadFrameDecoder implements FrameDecoder {
   private readonly openIds = new Set<number>();

@@ -2,6 +2,7 @@
 // (rotary dims, GDN conv channels, layer index lists). `makeTextConfig` / `makeTowerConfig` / `makeAudioConfig` derive
 // them and check the structural assumptions, so that presets and parsed files go through the same checks.
 import type { CodecConfig } from '../codec/config.ts';
+import { type AudioFieldPaths, RELEASE_PATHS, ROOT, TEXT } from './config-keys.ts';
 import { configError } from './config-read.ts';
 
 export type LayerType = 'linear_attention' | 'full_attention';
@@ -132,31 +133,31 @@ function requireDivides(divisor: number, value: number, path: string, what: stri
 }
 
 /** Derives the text config's handy values and checks its structural assumptions. `path` prefixes field names. */
-export function makeTextConfig(fields: TextConfigFields, path = 'text_config'): TextConfig {
+export function makeTextConfig(fields: TextConfigFields, path: string = ROOT.text): TextConfig {
   const rotaryExact = fields.headDim * fields.partialRotaryFactor;
   if (!Number.isInteger(rotaryExact) || rotaryExact % 2 !== 0 || rotaryExact <= 0) {
     throw configError(
       'CONFIG_ROTARY_ODD',
-      `${path}.partial_rotary_factor`,
+      `${path}.${TEXT.partialRotaryFactor}`,
       `head_dim ${fields.headDim} × ${fields.partialRotaryFactor} = ${rotaryExact} rotary dims; must be a positive even integer`,
     );
   }
   requireDivides(
     fields.keyValueHeads,
     fields.attentionHeads,
-    `${path}.num_key_value_heads`,
+    `${path}.${TEXT.keyValueHeads}`,
     'KV heads must divide query heads',
   );
   requireDivides(
     fields.linearKeyHeads,
     fields.linearValueHeads,
-    `${path}.linear_num_key_heads`,
+    `${path}.${TEXT.linearKeyHeads}`,
     'GDN key heads must divide value heads',
   );
   if (fields.expertsPerToken > fields.experts) {
     throw configError(
       'CONFIG_TOP_K_EXCEEDS_EXPERTS',
-      `${path}.num_experts_per_tok`,
+      `${path}.${TEXT.expertsPerToken}`,
       `${fields.expertsPerToken} is more than num_experts ${fields.experts}`,
     );
   }
@@ -164,7 +165,7 @@ export function makeTextConfig(fields: TextConfigFields, path = 'text_config'): 
     if (id >= fields.vocabSize) {
       throw configError(
         'CONFIG_ID_OUT_OF_VOCAB',
-        `${path}.eos_token_id[${index}]`,
+        `${path}.${TEXT.eos}[${index}]`,
         `${id} >= vocab_size ${fields.vocabSize}`,
       );
     }
@@ -187,18 +188,14 @@ export function makeTextConfig(fields: TextConfigFields, path = 'text_config'): 
   };
 }
 
-export function makeTowerConfig(fields: TowerConfigFields, path = 'tower_config'): TowerConfig {
-  requireDivides(
-    fields.keyValueHeads,
-    fields.attentionHeads,
-    `${path}.num_key_value_heads`,
-    'KV heads must divide query heads',
-  );
-  if (fields.rotaryDim % 2 !== 0 || fields.rotaryDim > fields.headDim) {
+/** Derives the tower's handy values and checks it; `paths` name the fields in refusals (per config layout). */
+export function makeTowerConfig(fields: TowerConfigFields, paths: AudioFieldPaths = RELEASE_PATHS): TowerConfig {
+  requireDivides(fields.keyValueHeads, fields.attentionHeads, paths.keyValueHeads, 'KV heads must divide query heads');
+  if (fields.rotaryDim % 2 !== 0 || fields.rotaryDim <= 0 || fields.rotaryDim > fields.headDim) {
     throw configError(
       'CONFIG_ROTARY_ODD',
-      `${path}.rotary_dim`,
-      `${fields.rotaryDim} must be even and at most head_dim ${fields.headDim}`,
+      paths.rotary,
+      `${fields.rotaryDim} rotary dims must be a positive even number, at most head_dim ${fields.headDim}`,
     );
   }
   return {
@@ -208,11 +205,11 @@ export function makeTowerConfig(fields: TowerConfigFields, path = 'tower_config'
   };
 }
 
-export function makeAudioConfig(fields: AudioConfigFields, path = 'audio_config'): AudioConfig {
+export function makeAudioConfig(fields: AudioConfigFields, paths: AudioFieldPaths = RELEASE_PATHS): AudioConfig {
   if (fields.frameEmbeddingCodebook >= fields.codebooks) {
     throw configError(
       'CONFIG_OUT_OF_RANGE',
-      `${path}.frame_embedding_codebook`,
+      paths.frameEmbeddingCodebook,
       `${fields.frameEmbeddingCodebook} must be below num_codebooks ${fields.codebooks}`,
     );
   }
@@ -228,18 +225,24 @@ export function codebookEmbeddingRow(audio: AudioConfigFields, codebook: number,
 }
 
 /** Checks that the parts agree with each other: tower per codebook, audio against the codec. */
-export function checkAgreement(text: TextConfig, tower: TowerConfig, audio: AudioConfig, codec: CodecConfig): void {
+export function checkAgreement(
+  text: TextConfig,
+  tower: TowerConfig,
+  audio: AudioConfig,
+  codec: CodecConfig,
+  paths: AudioFieldPaths,
+): void {
   if (tower.codebookLayers !== audio.codebooks - 1) {
     throw configError(
       'CONFIG_PARTS_DISAGREE',
-      'tower_config.num_codebook_layers',
+      paths.codebookLayers,
       `${tower.codebookLayers} must be num_codebooks - 1 = ${audio.codebooks - 1}`,
     );
   }
   const pairs: [string, number, number][] = [
-    ['audio_config.semantic_codebook_size', audio.semanticCodebookSize, codec.semanticCodebookSize],
-    ['audio_config.codebook_size', audio.codebookSize, codec.residualCodebookSize],
-    ['audio_config.num_codebooks', audio.codebooks, codec.residualCodebooks + 1],
+    [paths.semanticCodebookSize, audio.semanticCodebookSize, codec.semanticCodebookSize],
+    [paths.codebookSize, audio.codebookSize, codec.residualCodebookSize],
+    [paths.codebooks, audio.codebooks, codec.residualCodebooks + 1],
   ];
   for (const [path, value, codecValue] of pairs) {
     if (value !== codecValue) {
@@ -249,7 +252,7 @@ export function checkAgreement(text: TextConfig, tower: TowerConfig, audio: Audi
   if (text.vocabSize < audio.semanticCodebookSize + 1) {
     throw configError(
       'CONFIG_OUT_OF_RANGE',
-      'text_config.vocab_size',
+      `${ROOT.text}.${TEXT.vocabSize}`,
       `${text.vocabSize} cannot hold ${audio.semanticCodebookSize} semantic tokens`,
     );
   }

@@ -4,11 +4,11 @@
 // backbone at the next round. Each lane draws with its own settings keyed by (seed, frame, column), so a lane gives
 // the same frames alone or in a batch, and in any prefill chunking.
 import { CpuBackend } from '../backend/cpu/backend.ts';
-import type { FloatArray } from '../backend/cpu/ops/types.ts';
 import type { PrecisionName } from '../backend/cpu/precision.ts';
 import type { KeyValueCache } from '../backend/types.ts';
 import { SafetensorsCheckpoint } from '../checkpoint/safetensors-reader.ts';
 import { DramaError } from '../errors.ts';
+import type { FloatArray } from '../numeric/float-array.ts';
 import { Backbone, type BackboneState } from './backbone.ts';
 import { type CandidateIds, candidateIds } from './candidates.ts';
 import { type Drama3Config, type LoadedConfig, loadConfig } from './config.ts';

@@ -1,8 +1,5 @@
 // Shared value types that flow between text → model → engine → codec. Shape letters: P prompt rows, K codebooks (10).
 
-/** Number of integers per generated frame besides `main`: code[0] (semantic) and code[1..9] (residual). */
-export const CODES_PER_FRAME = 10;
-
 /**
  * The assembled prompt as rows (struct of arrays). Row r is either a text row (codes[r*K..] all -1) or a code row
  * (a reference audio frame) whose backbone input is the frame-row formula of MODEL.md §1 applied to codes[r*K..].

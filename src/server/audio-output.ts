@@ -3,8 +3,8 @@
 // they come (`streamable`) or only whole at the end. A reply that ends without `finish` calls `abort`, which frees
 // the encoder (an AAC job in its worker, a buffered FLAC signal).
 import { concatBytes, concatSamples } from '../audio/pcm.ts';
+import { TimeStretch } from '../audio/time-stretch.ts';
 import type { SpeechFormat } from './schemas.ts';
-import { TimeStretch } from './time-stretch.ts';
 
 export interface AudioEncoder {
   readonly streamable: boolean;

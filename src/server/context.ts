@@ -1,13 +1,10 @@
 // What every route shares: the engine (absent while the model loads), the audio toolkit, metrics and voices.
 
 import type { Engine } from '../engine/engine.ts';
-import type { ReferenceInput } from '../engine/protocol.ts';
 import { DramaError } from '../errors.ts';
+import type { VoiceResolver } from '../voices/resolver.ts';
 import type { AudioToolkit } from './audio-output.ts';
 import type { ServerMetrics } from './metrics.ts';
-
-/** Named voices → their references; `undefined` when the name is unknown. The default voice has none. */
-export type VoiceResolver = (name: string) => Promise<readonly ReferenceInput[] | undefined>;
 
 export interface ServerContext {
   /** The ready engine; throws MODEL_LOADING (503) while it starts. */
@@ -16,27 +13,6 @@ export interface ServerContext {
   readonly metrics: ServerMetrics;
   readonly resolveVoice: VoiceResolver;
 }
-
-/** OpenAI's built-in voice names: clients send them, and they mean the default voice unless a catalog defines them. */
-const OPENAI_VOICES = [
-  'alloy',
-  'ash',
-  'ballad',
-  'cedar',
-  'coral',
-  'echo',
-  'fable',
-  'marin',
-  'nova',
-  'onyx',
-  'sage',
-  'shimmer',
-  'verse',
-];
-
-/** The resolver used when no voice catalog is configured: default and OpenAI's names only. */
-export const defaultVoiceOnly: VoiceResolver = async (name) =>
-  name === 'default' || OPENAI_VOICES.includes(name) ? [] : undefined;
 
 export function engineSlot(): { get: () => Engine; set: (engine: Engine) => void; current: () => Engine | undefined } {
   let engine: Engine | undefined;

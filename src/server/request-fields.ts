@@ -1,11 +1,11 @@
 // Field conversions shared by the OpenAI and Fish routes: reference audio from base64 or a data URL, voices to
 // references, and the seed (a fresh random one when the client gives none, reported back in X-Seed).
 import { randomInt } from 'node:crypto';
-import type { ReferenceInput } from '../engine/protocol.ts';
 import { DramaError } from '../errors.ts';
+import type { ReferenceInput } from '../model/reference-input.ts';
 import { notFound } from '../voices/catalog.ts';
 import { MAX_VOICE_AUDIO_BYTES } from '../voices/names.ts';
-import type { VoiceResolver } from './context.ts';
+import type { VoiceResolver } from '../voices/resolver.ts';
 
 /** Uploaded reference audio is capped like voice uploads (API.md: ≤ 10 MB). */
 export const MAX_REFERENCE_BYTES = MAX_VOICE_AUDIO_BYTES;

@@ -5,8 +5,8 @@
 import type { FastifyReply } from 'fastify';
 import type { RequestEvent, RequestHandle } from '../engine/engine.ts';
 import type { SpeechJob } from '../engine/protocol.ts';
-import { deserializeError } from '../engine/serialize-error.ts';
 import { DramaError } from '../errors.ts';
+import { deserializeError } from '../threads/serialize-error.ts';
 import { type AudioOutput, completeWholeFile, openAudioOutput } from './audio-output.ts';
 import type { ServerContext } from './context.ts';
 import { envelope, sendError, statusOf } from './errors.ts';

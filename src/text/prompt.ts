@@ -6,7 +6,8 @@
 //   ── referenceRows: everything above is the invariant prefix; the row after it is text, so its lookahead is masked
 //   <|im_start|>user\n<|speaker:s|>{[direction] }{text}...<|im_end|>\n<|im_start|>assistant\n<|voice|>
 import { DramaError } from '../errors.ts';
-import { CODES_PER_FRAME, type PromptRows } from '../model/types.ts';
+import type { PromptRows } from '../model/types.ts';
+import { CODES_PER_FRAME, RESIDUAL_CODEBOOK_SIZE } from '../shared/frame.ts';
 import { checkTextSize, checkTextTokens, resolveTextLimits, type TextLimits, utf8Bytes } from './limits.ts';
 import { normalizeText } from './normalize.ts';
 import type { Tokenizer } from './tokenizer.ts';
@@ -16,8 +17,6 @@ import { SPEAKER_TAG_COUNT, speakerTag } from './vocabulary.ts';
 const SYSTEM = 'convert the provided text to speech';
 const SYSTEM_WITH_REFERENCES = 'convert the provided text to speech reference to the following:\n\nText:\n';
 const REFERENCE_SPEECH = '\n\nSpeech:\n';
-/** Entries of each residual codebook (code[1..9]); code[0] ranges over the semantic tokens. */
-const RESIDUAL_CODEBOOK_SIZE = 1024;
 
 export interface PromptReference {
   /** What the reference audio says; may carry its own speaker tags. */

@@ -6,16 +6,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer as FallbackTokenizer } from '@huggingface/tokenizers';
 import { DramaError } from '../errors.ts';
+import { SEMANTIC_CODEBOOK_SIZE } from '../shared/frame.ts';
 import { loadNativeBinding, NativeEncoder } from './nativeEncoder.ts';
-import {
-  IM_END,
-  IM_START,
-  SEMANTIC_TOKEN_COUNT,
-  SPEAKER_TAG_COUNT,
-  semanticToken,
-  speakerTag,
-  VOICE,
-} from './vocabulary.ts';
+import { IM_END, IM_START, SPEAKER_TAG_COUNT, semanticToken, speakerTag, VOICE } from './vocabulary.ts';
 
 export type TokenizerImplementation = 'native' | 'fallback';
 
@@ -58,7 +51,7 @@ export class Tokenizer {
   readonly vocabularySize: number;
   /** Id of `<|semantic:0|>`; `<|semantic:k|>` is semanticBegin + k. */
   readonly semanticBegin: number;
-  readonly semanticCount = SEMANTIC_TOKEN_COUNT;
+  readonly semanticCount = SEMANTIC_CODEBOOK_SIZE;
   readonly imEnd: number;
   /** Content of every added token (Qwen's and Drama's): text the encoder would turn into one special id. */
   readonly addedTokens: readonly string[];
@@ -84,7 +77,7 @@ export class Tokenizer {
     for (let speaker = 0; speaker < SPEAKER_TAG_COUNT; speaker++) this.tokenId(speakerTag(speaker));
     this.semanticBegin = this.tokenId(semanticToken(0));
     this.imEnd = this.tokenId(IM_END);
-    for (let code = 1; code < SEMANTIC_TOKEN_COUNT; code++) {
+    for (let code = 1; code < SEMANTIC_CODEBOOK_SIZE; code++) {
       const id = this.tokenId(semanticToken(code));
       if (id !== this.semanticBegin + code) {
         throw new DramaError(

@@ -3,9 +3,8 @@
 // tokens); code must look every token up by name, never by id, because the real checkpoint may order them otherwise.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { SEMANTIC_CODEBOOK_SIZE } from '../shared/frame.ts';
 
-/** Number of contiguous `<|semantic:k|>` tokens (the semantic codebook size, MODEL.md §1). */
-export const SEMANTIC_TOKEN_COUNT = 4096;
 /** Number of speaker tags `<|speaker:0|>`..`<|speaker:15|>` (MODEL.md §5). */
 export const SPEAKER_TAG_COUNT = 16;
 
@@ -30,7 +29,7 @@ const DRAMA_STRUCTURAL_TOKENS: readonly string[] = [VOICE, TEXT, INTERLEAVE];
 const DRAMA_ADDED_TOKENS: readonly string[] = [
   ...DRAMA_STRUCTURAL_TOKENS,
   ...Array.from({ length: SPEAKER_TAG_COUNT }, (_, speaker) => speakerTag(speaker)),
-  ...Array.from({ length: SEMANTIC_TOKEN_COUNT }, (_, code) => semanticToken(code)),
+  ...Array.from({ length: SEMANTIC_CODEBOOK_SIZE }, (_, code) => semanticToken(code)),
 ];
 
 interface AddedTokenEntry {

@@ -2,11 +2,18 @@
 // upload, answers matched by id. If the thread dies, the uploads in flight fail by name and the next one starts a
 // new thread. The thread does not keep the process alive.
 import type { Worker } from 'node:worker_threads';
-import type { SerializedError } from '../engine/protocol.ts';
-import { deserializeError } from '../engine/serialize-error.ts';
-import { startTypeScriptWorker } from '../engine/threads.ts';
 import { DramaError } from '../errors.ts';
-import type { EncodedUpload } from './encoder.ts';
+import type { Frame } from '../model/types.ts';
+import type { SerializedError } from '../threads/serialize-error.ts';
+import { deserializeError } from '../threads/serialize-error.ts';
+import { startTypeScriptWorker } from '../threads/start-worker.ts';
+
+/** An upload's frames, as the encoder (in its thread or not) returns them. */
+export interface EncodedUpload {
+  readonly frames: Frame[];
+  /** Extension for the stored file, from its sniffed format. */
+  readonly extension: string;
+}
 
 type Answer = { id: number; upload: EncodedUpload } | { id: number; error: SerializedError };
 

@@ -3,7 +3,7 @@
 // never blocks the HTTP thread.
 import { parentPort, workerData } from 'node:worker_threads';
 import { encodeReferenceAudio, loadCheckpointCodec } from '../codec/reference.ts';
-import { serializeError } from '../engine/serialize-error.ts';
+import { serializeError } from '../threads/serialize-error.ts';
 import { encodeUpload } from './encoder.ts';
 
 const port = parentPort!;

@@ -6,18 +6,11 @@ import { decodeUpload } from '../audio/decode.ts';
 import { resample } from '../audio/resample.ts';
 import { sniffUploadFormat, type UploadFormat } from '../audio/sniff.ts';
 import { REAL_CODEC_CONFIG } from '../codec/config.ts';
-import type { RuntimeSpec } from '../engine/load-runtime.ts';
-import { hashedFrame, mix32 } from '../engine/null-model.ts';
 import { DramaError } from '../errors.ts';
 import type { Frame } from '../model/types.ts';
-import { EncoderThread } from './encoder-thread.ts';
+import { hashedFrame, mix32 } from '../shared/hashed-frame.ts';
+import { type EncodedUpload, EncoderThread } from './encoder-thread.ts';
 import { checkVoiceAudioSize, checkVoiceFrames, MAX_VOICE_FRAMES } from './names.ts';
-
-export interface EncodedUpload {
-  readonly frames: Frame[];
-  /** Extension for the stored file, from its sniffed format. */
-  readonly extension: string;
-}
 
 export interface VoiceEncoder {
   encode(audio: Uint8Array): Promise<EncodedUpload>;
@@ -71,8 +64,11 @@ function nullFrames(samples: Float32Array, sampleRate: number): Frame[] {
   return frames;
 }
 
+/** Where a runtime's frames come from, as the voice encoder needs it: the null runtime, or a checkpoint folder. */
+export type VoiceEncoderSource = { readonly kind: 'null' } | { readonly kind: 'checkpoint'; readonly dir: string };
+
 /** The encoder for a runtime: the checkpoint's codec in its own thread (started on first use), or the null runtime's. */
-export function voiceEncoderFor(runtime: RuntimeSpec | Promise<RuntimeSpec>): VoiceEncoder {
+export function voiceEncoderFor(runtime: VoiceEncoderSource | Promise<VoiceEncoderSource>): VoiceEncoder {
   let thread: EncoderThread | undefined;
   return {
     async encode(audio) {

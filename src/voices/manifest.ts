@@ -6,7 +6,8 @@
 // The manifest carries sizes and SHA-256 digests so that a truncated or edited file is found at load.
 import { createHash } from 'node:crypto';
 import { DramaError } from '../errors.ts';
-import { CODES_PER_FRAME, type Frame } from '../model/types.ts';
+import type { Frame } from '../model/types.ts';
+import { CODES_PER_FRAME } from '../shared/frame.ts';
 
 export const MANIFEST_FILE = 'voice.json';
 export const TRANSCRIPT_FILE = 'transcript.txt';

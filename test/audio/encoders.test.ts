@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import decodeAudio from 'audio-decode';
-import { type AudioEncoder, createAudioEncoder } from '../../src/audio/encoder.ts';
+import { createAudioEncoder } from '../../src/audio/encoder.ts';
+import type { AudioEncoder } from '../../src/audio/encoders/common.ts';
 import { AUDIO_FORMATS, CONTENT_TYPES } from '../../src/audio/formats.ts';
 import { concatBytes, pcm16ToFloat } from '../../src/audio/pcm.ts';
 import { resample } from '../../src/audio/resample.ts';

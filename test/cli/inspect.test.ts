@@ -3,8 +3,8 @@ import { mkdtemp, open, readdir, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { synthesizeCheckpoint } from '../../src/checkpoint/synth/synthesize.ts';
 import { runInspect } from '../../src/cli/inspect.ts';
+import { synthesizeCheckpoint } from '../../src/synth/synthesize.ts';
 
 const TARGET = 'model.layers.0.linear_attn.in_proj_qkv.weight';
 

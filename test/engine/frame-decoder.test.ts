@@ -6,7 +6,7 @@ import { InlineFrameDecoder } from '../../src/engine/frame-decoder.ts';
 import { NullCodec } from '../../src/engine/null-codec.ts';
 import type { EngineEvent } from '../../src/engine/protocol.ts';
 import { ThreadFrameDecoder } from '../../src/engine/thread-decoder.ts';
-import { CODES_PER_FRAME } from '../../src/model/types.ts';
+import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
 
 const frames = Array.from({ length: 13 }, (_, index) =>
   Int32Array.from({ length: CODES_PER_FRAME }, (_, k) => (index * 31 + k * 7) % 1024),

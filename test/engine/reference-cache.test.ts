@@ -10,7 +10,8 @@ import { ReferenceCache, snapshotBytes, snapshotRow } from '../../src/engine/ref
 import type { EncodedReference, SpeechRuntime } from '../../src/engine/runtime.ts';
 import { Scheduler } from '../../src/engine/scheduler.ts';
 import { loadSpeechModel } from '../../src/model/speech-model.ts';
-import { CODES_PER_FRAME, DEFAULT_SAMPLING, type Frame, type Lane, type PromptRows } from '../../src/model/types.ts';
+import { DEFAULT_SAMPLING, type Frame, type Lane, type PromptRows } from '../../src/model/types.ts';
+import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
 import { tinyCheckpointDir } from '../model/tiny-checkpoint.ts';
 
 const CHUNK = 16;

@@ -4,9 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
-import { synthesizeCheckpoint } from '../../src/checkpoint/synth/synthesize.ts';
 import { type CpuSpeechModel, loadSpeechModel, type SpeechModelOptions } from '../../src/model/speech-model.ts';
-import { CODES_PER_FRAME, type PromptRows } from '../../src/model/types.ts';
+import type { PromptRows } from '../../src/model/types.ts';
+import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
+import { synthesizeCheckpoint } from '../../src/synth/synthesize.ts';
 
 let directory: Promise<string> | undefined;
 

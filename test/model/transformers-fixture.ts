@@ -3,7 +3,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CpuBackend } from '../../src/backend/cpu/backend.ts';
-import type { FloatArray } from '../../src/backend/cpu/ops/types.ts';
 import type { PrecisionName } from '../../src/backend/cpu/precision.ts';
 import { SafetensorsCheckpoint } from '../../src/checkpoint/safetensors-reader.ts';
 import { tensorToFloat32, tensorToInt32 } from '../../src/checkpoint/tensor.ts';
@@ -11,6 +10,7 @@ import { Backbone } from '../../src/model/backbone.ts';
 import { type LayerType, makeTextConfig, type TextConfig } from '../../src/model/config.ts';
 import { TensorSource } from '../../src/model/tensor-source.ts';
 import { detectBackbonePrefix } from '../../src/model/weights.ts';
+import type { FloatArray } from '../../src/numeric/float-array.ts';
 
 const FIXTURE_DIR = join(import.meta.dirname, '../fixtures/model/qwen35-moe-tiny');
 

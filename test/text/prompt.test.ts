@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, test } from 'node:test';
-import { CODES_PER_FRAME } from '../../src/model/types.ts';
+import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
 import { type BuiltPrompt, buildPrompt, type PromptRequest } from '../../src/text/prompt.ts';
 import { Tokenizer } from '../../src/text/tokenizer.ts';
 import { syntheticTokenizerDir } from './tokenizerFiles.ts';

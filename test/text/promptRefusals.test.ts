@@ -1,7 +1,7 @@
 // Every refusal of the prompt builder: its code, its param and the numbers in its message.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { CODES_PER_FRAME } from '../../src/model/types.ts';
+import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
 import type { TextLimits } from '../../src/text/limits.ts';
 import { DEFAULT_TEXT_LIMITS } from '../../src/text/limits.ts';
 import { buildPrompt, type PromptRequest } from '../../src/text/prompt.ts';

@@ -6,7 +6,8 @@ import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { CODES_PER_FRAME, type Frame } from '../../src/model/types.ts';
+import type { Frame } from '../../src/model/types.ts';
+import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
 import { VoiceCatalog } from '../../src/voices/catalog.ts';
 import { checkVoiceName, MAX_VOICE_AUDIO_BYTES } from '../../src/voices/names.ts';
 

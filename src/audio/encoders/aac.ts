@@ -4,14 +4,14 @@
 // tells the worker to drop the job and free its encoder.
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { DramaError } from '../../errors.ts';
+import type { AacWorkerCount, AacWorkerMessage, AacWorkerReply } from './aac-worker.ts';
 import {
   type AudioEncoder,
   type AudioEncoderOptions,
   checkEncoderBitrate,
   checkEncoderRate,
   finishOnce,
-} from '../encoder.ts';
-import type { AacWorkerCount, AacWorkerMessage, AacWorkerReply } from './aac-worker.ts';
+} from './common.ts';
 
 const AAC_SAMPLE_RATES = [7350, 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000];
 const DEFAULT_BITRATE = 128_000;

@@ -4,9 +4,9 @@
 // seekable and verifiable; that needs the whole signal, hence `streamable: false`.
 import { createHash } from 'node:crypto';
 import { BitWriter } from '../bit-writer.ts';
-import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, finishOnce } from '../encoder.ts';
 import { writeFlacFrame } from '../flac-frame.ts';
 import { concatSamples, floatToInt16, floatToPcm16 } from '../pcm.ts';
+import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, finishOnce } from './common.ts';
 
 const BLOCK_SIZE = 4096;
 /** STREAMINFO stores the rate in 20 bits. */

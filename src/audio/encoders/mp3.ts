@@ -1,8 +1,8 @@
 // `mp3`: LAME (wasm-media-encoders) at a constant bit rate, mono; frames stream out as LAME completes them.
 // LAME's own output buffer is reused between calls, so every result is copied.
 import { createMp3Encoder as createLameEncoder } from 'wasm-media-encoders';
-import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, finishOnce } from '../encoder.ts';
 import { concatBytes } from '../pcm.ts';
+import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, finishOnce } from './common.ts';
 
 /** The sample rates MPEG-1/2/2.5 layer III can carry. */
 const MP3_SAMPLE_RATES = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000] as const;

@@ -3,16 +3,16 @@
 // 48 kHz samples including the pre-skip (the encoder's look-ahead); the last page's granule trims the zero
 // padding of the final frame, so the decoded length equals the input length.
 import { Encoder } from '@evan/opus';
+import { type OggPacket, OggStreamWriter } from '../ogg.ts';
+import { concatBytes, concatSamples, floatToPcm16 } from '../pcm.ts';
+import { createResampler, type Resampler } from '../resample.ts';
 import {
   type AudioEncoder,
   type AudioEncoderOptions,
   checkEncoderBitrate,
   checkEncoderRate,
   finishOnce,
-} from '../encoder.ts';
-import { type OggPacket, OggStreamWriter } from '../ogg.ts';
-import { concatBytes, concatSamples, floatToPcm16 } from '../pcm.ts';
-import { createResampler, type Resampler } from '../resample.ts';
+} from './common.ts';
 
 const OPUS_RATES = [8000, 12000, 16000, 24000, 48000];
 const DEFAULT_BITRATE = 64_000;

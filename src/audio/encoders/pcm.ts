@@ -1,6 +1,7 @@
 // `pcm`: raw signed 16-bit little-endian mono samples, no header; streams as it goes.
-import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, finishOnce } from '../encoder.ts';
+
 import { floatToPcm16 } from '../pcm.ts';
+import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, finishOnce } from './common.ts';
 
 export function createPcmEncoder(options: AudioEncoderOptions): AudioEncoder {
   checkEncoderRate('pcm', options.sampleRate);

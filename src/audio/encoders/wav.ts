@@ -1,8 +1,9 @@
 // `wav`: 16-bit PCM mono. The header goes out with the first bytes and carries streaming sizes (0xFFFFFFFF),
 // since the length is unknown until the end; decoders read such files to their end.
-import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, finishOnce } from '../encoder.ts';
+
 import { concatBytes } from '../pcm.ts';
 import { wavHeader, wavSampleBytes } from '../wav.ts';
+import { type AudioEncoder, type AudioEncoderOptions, checkEncoderRate, finishOnce } from './common.ts';
 
 export function createWavEncoder(options: AudioEncoderOptions): AudioEncoder {
   checkEncoderRate('wav', options.sampleRate);

@@ -2,13 +2,14 @@
 //   x: [T, H] → q (per head [query | gate] when gated), k, v; zero-centred q/k norms per head; partial RoPE at
 //   positions cache.length + t; K/V appended to the cache; causal GQA softmax(q·kᵀ/sqrt(hd)) · V; output × sigmoid(gate)
 //   when gated; o_proj. The cache grows by doubling its row capacity.
+
+import type { FloatArray } from '../../numeric/float-array.ts';
+import { rmsNormZeroCentred } from '../../numeric/norms.ts';
 import type { AttentionWeights, KeyValueCache } from '../types.ts';
 import { runLinear } from './linear-layer.ts';
 import { sigmoid } from './ops/activations.ts';
 import { causalAttention } from './ops/attention.ts';
-import { rmsNormZeroCentred } from './ops/norms.ts';
 import { applyRope } from './ops/rope.ts';
-import type { FloatArray } from './ops/types.ts';
 import type { PrecisionPolicy } from './precision.ts';
 import type { ScratchPool } from './scratch.ts';
 

@@ -1,5 +1,8 @@
 // The cpu backend: the reference implementation of every Backend op over typed arrays, in one of three precision
 // policies (precision.ts). Buffers are Float32Array (bf16, fp32) or Float64Array (fp64); views share storage.
+
+import type { FloatArray } from '../../numeric/float-array.ts';
+import { rmsNormZeroCentred } from '../../numeric/norms.ts';
 import type {
   AttentionWeights,
   Backend,
@@ -15,8 +18,6 @@ import { type DeltaRuleForm, runDeltaNet } from './delta-net-block.ts';
 import { runLinear } from './linear-layer.ts';
 import { runMoe, runSwiGlu } from './moe-block.ts';
 import { embedRows, frameRow } from './ops/embedding.ts';
-import { rmsNormZeroCentred } from './ops/norms.ts';
-import type { FloatArray } from './ops/types.ts';
 import { PRECISION_POLICIES, type PrecisionName, type PrecisionPolicy } from './precision.ts';
 import { ScratchPool } from './scratch.ts';
 

@@ -2,13 +2,14 @@
 //   qkv = in_proj_qkv(x) → causal depthwise conv (kernel K, state carried) + SiLU → q [T, Kh, Kd] | k | v [T, Vh, Vd];
 //   z = in_proj_z(x); beta = sigmoid(in_proj_b(x)); g = −exp(A_log) · softplus(in_proj_a(x) + dt_bias);
 //   o = delta rule (recurrent, or the 64-row chunked form; same map); y = out_proj(norm(o) · w · SiLU(z)).
+
+import type { FloatArray } from '../../numeric/float-array.ts';
+import { gatedRmsNorm } from '../../numeric/norms.ts';
 import type { DeltaNetState, DeltaNetWeights } from '../types.ts';
 import { runLinear } from './linear-layer.ts';
 import { sigmoid, softplus } from './ops/activations.ts';
 import { causalConv1dSilu } from './ops/conv.ts';
 import { gatedDeltaChunked, gatedDeltaRecurrent } from './ops/delta-rule.ts';
-import { gatedRmsNorm } from './ops/norms.ts';
-import type { FloatArray } from './ops/types.ts';
 import type { PrecisionPolicy } from './precision.ts';
 import type { ScratchPool } from './scratch.ts';
 

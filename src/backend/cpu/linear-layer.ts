@@ -1,9 +1,10 @@
 // Runs a LinearWeight on the cpu: dense weights directly, FP8 block weights after quantising the activations per row
 // per 128 columns (MODEL.md §2). The result is rounded as the policy says.
+
+import type { FloatArray } from '../../numeric/float-array.ts';
 import type { LinearWeight } from '../types.ts';
 import { linearFp8Block, quantizeActivationsE4m3 } from './ops/fp8.ts';
 import { linear } from './ops/linear.ts';
-import type { FloatArray } from './ops/types.ts';
 import type { PrecisionPolicy } from './precision.ts';
 import type { ScratchPool } from './scratch.ts';
 

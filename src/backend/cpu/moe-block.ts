@@ -2,11 +2,12 @@
 //   router logits = gate(x) [T, E]; softmax (fp32) → top-k → renormalise; each row's output is Σ over its chosen
 //   experts in ascending expert index of weight · down(silu(gate(x)) · up(x)), plus sigmoid(shared_gate(x)) ·
 //   shared(x). Rows routed to one expert run together; a row's sum never depends on the other rows in the call.
+
+import type { FloatArray } from '../../numeric/float-array.ts';
 import type { MoeWeights, SwiGluWeights } from '../types.ts';
 import { runLinear } from './linear-layer.ts';
 import { sigmoid, swiglu } from './ops/activations.ts';
 import { routerTopK } from './ops/router.ts';
-import type { FloatArray } from './ops/types.ts';
 import type { PrecisionPolicy } from './precision.ts';
 import type { ScratchPool } from './scratch.ts';
 

@@ -6,8 +6,8 @@
 //   fp32: Float32Array storage, no extra rounding (each stored element is fp32).
 //   fp64: Float64Array everywhere: the oracle for kernel tests.
 // Rotary angles are fp32 (fround(position · inv_freq)) in every mode, as torch and the GPU form them.
-import { roundArrayToBf16, roundToBf16 } from '../../checkpoint/dtypes.ts';
-import type { FloatArray } from './ops/types.ts';
+import { roundArrayToBf16, roundToBf16 } from '../../numeric/dtypes.ts';
+import type { FloatArray } from '../../numeric/float-array.ts';
 
 export type PrecisionName = 'bf16' | 'fp32' | 'fp64';
 

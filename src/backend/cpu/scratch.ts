@@ -1,7 +1,7 @@
 // Named scratch buffers that grow and are reused: the hot paths allocate nothing per row. A name must not be in use
 // twice at once (each op family uses its own names).
 
-import type { FloatArray } from './ops/types.ts';
+import type { FloatArray } from '../../numeric/float-array.ts';
 import type { PrecisionPolicy } from './precision.ts';
 
 type ScratchBuffer = FloatArray | Float64Array | Int32Array;

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CpuBackend } from '../../../src/backend/cpu/backend.ts';
-import { roundToBf16, roundToE4m3 } from '../../../src/checkpoint/dtypes.ts';
+import { roundToBf16, roundToE4m3 } from '../../../src/numeric/dtypes.ts';
 
 function values(count: number, seed: number): Float32Array {
   let state = seed;

@@ -7,10 +7,10 @@ import { gatedDeltaChunked, gatedDeltaRecurrent } from '../../../src/backend/cpu
 import { codebookRow, frameRow } from '../../../src/backend/cpu/ops/embedding.ts';
 import { linearFp8Block, quantizeActivationsE4m3 } from '../../../src/backend/cpu/ops/fp8.ts';
 import { linear, linearBf16 } from '../../../src/backend/cpu/ops/linear.ts';
-import { gatedRmsNorm, rmsNorm, rmsNormZeroCentred } from '../../../src/backend/cpu/ops/norms.ts';
 import { applyRope } from '../../../src/backend/cpu/ops/rope.ts';
 import { routerTopK } from '../../../src/backend/cpu/ops/router.ts';
-import { float32ToBf16Bits, roundToBf16, roundToE4m3 } from '../../../src/checkpoint/dtypes.ts';
+import { float32ToBf16Bits, roundToBf16, roundToE4m3 } from '../../../src/numeric/dtypes.ts';
+import { gatedRmsNorm, rmsNorm, rmsNormZeroCentred } from '../../../src/numeric/norms.ts';
 
 function randomArray(count: number, seed: number, scale = 1): Float64Array {
   let state = seed >>> 0 || 1;

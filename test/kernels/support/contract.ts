@@ -9,7 +9,7 @@
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import type { Allocation } from '../../../src/backend/cuda/memory.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
-import { bf16BitsToFloat32 } from '../../../src/checkpoint/dtypes.ts';
+import { bf16BitsToFloat32 } from '../../../src/numeric/dtypes.ts';
 import type { Bf16Tensor, Random } from './random.ts';
 
 export type OutputKind = 'bf16' | 'f32' | 'i32';

@@ -1,6 +1,6 @@
 // Seeded random inputs for the kernel tests: a small counter-free generator (mulberry32), normal draws, and bf16
 // arrays as raw bits with their exact values widened to fp64 for the references.
-import { bf16BitsToFloat32, float32ToBf16Bits } from '../../../src/checkpoint/dtypes.ts';
+import { bf16BitsToFloat32, float32ToBf16Bits } from '../../../src/numeric/dtypes.ts';
 
 export class Random {
   private state: number;

@@ -2,15 +2,15 @@
 // Each shape set has one row, sizes that are not a multiple of any block or tile, and the real model's sizes.
 
 import { codebookRow, embedRows, frameRow as frameRowReference } from '../../../src/backend/cpu/ops/embedding.ts';
-import {
-  gatedRmsNorm as gatedReference,
-  rmsNorm as plainReference,
-  rmsNormZeroCentred,
-} from '../../../src/backend/cpu/ops/norms.ts';
 import { applyRope, type RopeStyle } from '../../../src/backend/cpu/ops/rope.ts';
 import { embeddingGather, frameRow } from '../../../src/backend/cuda/ops/embedding.ts';
 import { gatedRmsNorm, rmsNorm } from '../../../src/backend/cuda/ops/rmsNorm.ts';
 import { rope } from '../../../src/backend/cuda/ops/rope.ts';
+import {
+  gatedRmsNorm as gatedReference,
+  rmsNorm as plainReference,
+  rmsNormZeroCentred,
+} from '../../../src/numeric/norms.ts';
 import { BF16_ONE_ROUNDING_BOUND, type KernelCase, type Prepared, type ShapeCase } from './contract.ts';
 import { plant, type Random, randomBf16, randomIntegers } from './random.ts';
 

@@ -1,6 +1,6 @@
 // Elementwise activations over flat arrays (any layout): SiLU, sigmoid, softplus and the SwiGLU product.
 //   swiglu: out[i] = silu(gate[i]) · up[i],  silu(x) = x / (1 + e^−x)
-import type { FloatArray } from './types.ts';
+import type { FloatArray } from '../../../numeric/float-array.ts';
 
 export function silu(x: number): number {
   return x / (1 + Math.exp(-x));

@@ -3,7 +3,7 @@
 //   firstPosition..firstPosition+T−1); out: [T, Hq, D]. Query head h reads KV head floor(h / (Hq/Hkv)).
 //   Row t attends to cache rows 0..firstPosition+t with softmax(q·kᵀ · scale); probabilities are formed in double and,
 //   when roundProbability is given, rounded by it before weighting V (bf16 for the bf16 model, as eager torch does).
-import type { FloatArray } from './types.ts';
+import type { FloatArray } from '../../../numeric/float-array.ts';
 
 export function causalAttention(
   q: FloatArray,

@@ -3,7 +3,7 @@
 //   rows, oldest first (zeros at the start of a sequence); out: [T, C] (must not alias x).
 //   y[t, c] = SiLU(Σ_j weight[c, j] · in[t − (K−1) + j, c]), where in[] is state followed by x. The state is updated to
 //   the last K−1 input rows, so any split of the rows into calls gives the same outputs.
-import type { FloatArray } from './types.ts';
+import type { FloatArray } from '../../../numeric/float-array.ts';
 
 export function causalConv1dSilu(
   x: FloatArray,

@@ -5,7 +5,7 @@
 //   per row: S ← S·exp(g); S ← S + k ⊗ β(v − Sᵀk); o = Sᵀq
 // The chunked form (rows in blocks of chunkSize, UT transform by forward substitution) equals the recurrent form in
 // exact arithmetic; both run in double precision and store the state once per row (recurrent) or chunk (chunked).
-import type { FloatArray } from './types.ts';
+import type { FloatArray } from '../../../numeric/float-array.ts';
 
 const L2_EPS = 1e-6;
 

@@ -3,10 +3,8 @@
 //   frame row: out = (textTable[main] + codeTable[codeRow]) / sqrt(2)
 // where codeRow is the row of codebook k's code c in the stacked codebook table: c for k = 0, 4096 + (k − 1)·1024 + c
 // for k ≥ 1 (see codebookRow).
-import type { FloatArray } from './types.ts';
-
-export const SEMANTIC_CODEBOOK_SIZE = 4096;
-export const RESIDUAL_CODEBOOK_SIZE = 1024;
+import type { FloatArray } from '../../../numeric/float-array.ts';
+import { RESIDUAL_CODEBOOK_SIZE, SEMANTIC_CODEBOOK_SIZE } from '../../../shared/frame.ts';
 
 /** Row of codebook `codebook`'s code `code` in the stacked [4096 + 9·1024, C] codebook embedding table. */
 export function codebookRow(codebook: number, code: number): number {

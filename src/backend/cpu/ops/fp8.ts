@@ -5,8 +5,8 @@
 //   y[t, o] = Σ_blocks b  s_x[t, b] · s_w[o/128, b] · Σ_{i in b} q_x[t, i] · w[o, i]
 // Inner block sums are exact in double precision (e4m3 × e4m3 products have few bits). A block whose amax is 0
 // quantises to zeros (scale floored at 1e-10 so nothing divides by zero).
-import { e4m3ValueTable, float32ToE4m3Bits } from '../../../checkpoint/dtypes.ts';
-import type { FloatArray } from './types.ts';
+import { e4m3ValueTable, float32ToE4m3Bits } from '../../../numeric/dtypes.ts';
+import type { FloatArray } from '../../../numeric/float-array.ts';
 
 export const FP8_BLOCK = 128;
 const E4M3_MAX = 448;

@@ -3,7 +3,7 @@
 //   linearBf16:  W as raw bf16 bits (Uint16Array), the oracle form; accumulation in fp64, or in fp32 (each partial
 //                sum rounded to fp32, in order) to show what a sequential fp32 accumulator gives
 // Dot products run in double precision unless stated.
-import type { FloatArray } from './types.ts';
+import type { FloatArray } from '../../../numeric/float-array.ts';
 
 export function linear(
   x: FloatArray,

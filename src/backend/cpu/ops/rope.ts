@@ -4,7 +4,7 @@
 //   interleaved (GPT-J):  pairs (2i, 2i + 1)              — the codebook tower
 // Angles are formed as torch forms them, in fp32 (fround(inv_freq · position)) unless exactAngles is set; cos/sin
 // and the rotation itself run in double precision.
-import type { FloatArray } from './types.ts';
+import type { FloatArray } from '../../../numeric/float-array.ts';
 
 export type RopeStyle = 'neox' | 'interleaved';
 

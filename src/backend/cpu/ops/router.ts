@@ -2,7 +2,7 @@
 // logits: [T, E]; indices: [T, k] int32; weights: [T, k]. The softmax is taken in fp32 as torch does (each probability
 // rounded to fp32 before the top-k) so that ties resolve alike; ties go to the lower expert index; the output order
 // is by descending probability.
-import type { FloatArray } from './types.ts';
+import type { FloatArray } from '../../../numeric/float-array.ts';
 
 export function routerTopK(
   logits: FloatArray,

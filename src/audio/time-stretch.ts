@@ -2,7 +2,7 @@
 // rate, about length / speed samples. Output frame k (Hann window N, hop N/2) takes the input segment near k·hop·speed
 // whose start best continues the previous segment (cross-correlation over ±SEARCH samples), so periods stay intact.
 // Decisions depend only on the samples, never on how the input was chunked: pushes and flush equal one whole call.
-import { concatSamples } from '../audio/pcm.ts';
+import { concatSamples } from './pcm.ts';
 
 const WINDOW = 1024;
 const HOP = WINDOW / 2;

@@ -4,9 +4,9 @@
 // keeps unit variance, zero-centred norm weights sit near 0 (applied as 1 + w), GDN decays are strictly below 1.
 // FP8 experts are drawn on the e4m3 grid directly with one scale per 128×128 block.
 
-import type { TensorSpec } from '../../model/weights.ts';
-import { E4M3_MAX, float32ToE4m3Bits } from '../dtypes.ts';
-import { float32ToTensor, type HostTensor, makeTensor } from '../tensor.ts';
+import { float32ToTensor, type HostTensor, makeTensor } from '../checkpoint/tensor.ts';
+import type { TensorSpec } from '../model/weights.ts';
+import { E4M3_MAX, float32ToE4m3Bits } from '../numeric/dtypes.ts';
 import { TensorStream } from './random.ts';
 
 /** Spread of zero-centred norm weights around 0 and of the GDN output norm around 1. */

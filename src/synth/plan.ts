@@ -1,8 +1,10 @@
 // What a synthetic checkpoint holds before any byte is written: its config.json (the preset, the vocabulary size
 // of the tokenizer it ships rounded up to 64, the structural token ids) and the weight map's tensors with their byte
 // counts. `synth --dry-run` prints this; `synthesizeCheckpoint` writes it.
-import { REAL_CODEC_CONFIG, TINY_CODEC_CONFIG } from '../../codec/config.ts';
-import { DramaError } from '../../errors.ts';
+
+import { type DType, tensorByteLength } from '../checkpoint/tensor.ts';
+import { REAL_CODEC_CONFIG, TINY_CODEC_CONFIG } from '../codec/config.ts';
+import { DramaError } from '../errors.ts';
 import {
   DEFAULT_PROMPT_FORMAT,
   type Drama3Config,
@@ -12,19 +14,10 @@ import {
   paddedVocabSize,
   type SpecialTokenIds,
   TINY_PRESET,
-} from '../../model/config.ts';
-import { expectedTensors, type TensorSpec } from '../../model/weights.ts';
-import {
-  IM_END,
-  IM_START,
-  INTERLEAVE,
-  SEMANTIC_TOKEN_COUNT,
-  semanticToken,
-  speakerTag,
-  TEXT,
-  VOICE,
-} from '../../text/vocabulary.ts';
-import { type DType, tensorByteLength } from '../tensor.ts';
+} from '../model/config.ts';
+import { expectedTensors, type TensorSpec } from '../model/weights.ts';
+import { SEMANTIC_CODEBOOK_SIZE } from '../shared/frame.ts';
+import { IM_END, IM_START, INTERLEAVE, semanticToken, speakerTag, TEXT, VOICE } from '../text/vocabulary.ts';
 
 export type SynthPreset = 'tiny' | 'full';
 export type SynthExperts = 'fp8' | 'bf16';
@@ -63,7 +56,7 @@ export function tokenizerFacts(tokenizerJson: string): TokenizerFacts {
   };
   const semanticBegin = id(semanticToken(0));
   // The model treats the semantic ids as one contiguous run; the builder must have kept it so.
-  if (id(semanticToken(SEMANTIC_TOKEN_COUNT - 1)) !== semanticBegin + SEMANTIC_TOKEN_COUNT - 1) {
+  if (id(semanticToken(SEMANTIC_CODEBOOK_SIZE - 1)) !== semanticBegin + SEMANTIC_CODEBOOK_SIZE - 1) {
     throw new DramaError('SYNTH_TOKEN_MISSING', 'the synthetic tokenizer has non-contiguous semantic ids', {
       kind: 'internal',
     });

@@ -3,15 +3,15 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { SafetensorsCheckpoint } from '../../../src/checkpoint/safetensors-reader.ts';
-import { planCheckpoint, tokenizerFacts } from '../../../src/checkpoint/synth/plan.ts';
-import { synthesizeCheckpoint, synthesizeTensors } from '../../../src/checkpoint/synth/synthesize.ts';
-import { readTorchCheckpoint } from '../../../src/checkpoint/torch-pth.ts';
-import { TINY_CODEC_CONFIG } from '../../../src/codec/config.ts';
-import { synthesizeCodecWeights } from '../../../src/codec/synth-weights.ts';
-import { loadConfig, SYNTHETIC_VOCAB_SIZE } from '../../../src/model/config.ts';
-import { checkWeights } from '../../../src/model/weights-check.ts';
-import { IM_END, semanticToken } from '../../../src/text/vocabulary.ts';
+import { SafetensorsCheckpoint } from '../../src/checkpoint/safetensors-reader.ts';
+import { readTorchCheckpoint } from '../../src/checkpoint/torch-pth.ts';
+import { TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
+import { synthesizeCodecWeights } from '../../src/codec/synth-weights.ts';
+import { loadConfig, SYNTHETIC_VOCAB_SIZE } from '../../src/model/config.ts';
+import { checkWeights } from '../../src/model/weights-check.ts';
+import { planCheckpoint, tokenizerFacts } from '../../src/synth/plan.ts';
+import { synthesizeCheckpoint, synthesizeTensors } from '../../src/synth/synthesize.ts';
+import { IM_END, semanticToken } from '../../src/text/vocabulary.ts';
 
 const SEED = 11;
 

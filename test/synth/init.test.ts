@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { e4m3BitsToFloat32 } from '../../../src/checkpoint/dtypes.ts';
-import { initialFp8Weight, initialValues } from '../../../src/checkpoint/synth/init.ts';
-import { TensorStream } from '../../../src/checkpoint/synth/random.ts';
-import { tensorToFloat32 } from '../../../src/checkpoint/tensor.ts';
-import type { TensorSpec } from '../../../src/model/weights.ts';
+import { tensorToFloat32 } from '../../src/checkpoint/tensor.ts';
+import type { TensorSpec } from '../../src/model/weights.ts';
+import { e4m3BitsToFloat32 } from '../../src/numeric/dtypes.ts';
+import { initialFp8Weight, initialValues } from '../../src/synth/init.ts';
+import { TensorStream } from '../../src/synth/random.ts';
 
 function spec(role: TensorSpec['role'], shape: number[], writesResidual = false): TensorSpec {
   return { name: `test.${role}`, role, part: 'backbone', dtype: 'BF16', accepts: ['BF16'], shape, writesResidual };

@@ -1,6 +1,13 @@
 // Errors as they cross a thread boundary: DramaError fields, anything else an ENGINE_FAILURE (a bug); and back.
 import { DramaError, type ErrorKind, isDramaError } from '../errors.ts';
-import type { SerializedError } from './protocol.ts';
+
+/** An error as it crosses the thread boundary (DramaError fields). */
+export interface SerializedError {
+  readonly code: string;
+  readonly message: string;
+  readonly kind: string;
+  readonly param: string | undefined;
+}
 
 export function serializeError(error: unknown): SerializedError {
   if (isDramaError(error)) return { code: error.code, message: error.message, kind: error.kind, param: error.param };

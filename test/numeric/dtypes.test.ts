@@ -16,7 +16,7 @@ import {
   roundToBf16,
   roundToE4m3,
   roundToF16,
-} from '../../src/checkpoint/dtypes.ts';
+} from '../../src/numeric/dtypes.ts';
 
 const hex = (value: number): string => `0x${value.toString(16)}`;
 

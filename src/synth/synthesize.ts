@@ -4,14 +4,14 @@
 // beside the destination, renamed into place at the end; a failure removes it.
 import { chmod, mkdtemp, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { CODEC_FILE_NAME } from '../../codec/codec.ts';
-import { synthesizeCodecWeights } from '../../codec/synth-weights.ts';
-import { DramaError } from '../../errors.ts';
-import { CONFIG_FILE, configToJson } from '../../model/config.ts';
-import { buildSyntheticTokenizerFiles } from '../../text/vocabulary.ts';
-import { writeShardedSafetensors } from '../safetensors-writer.ts';
-import { type FloatDType, float32ToTensor, type HostTensor } from '../tensor.ts';
-import { writeTorchCheckpoint } from '../torch-pth.ts';
+import { writeShardedSafetensors } from '../checkpoint/safetensors-writer.ts';
+import { type FloatDType, float32ToTensor, type HostTensor } from '../checkpoint/tensor.ts';
+import { writeTorchCheckpoint } from '../checkpoint/torch-pth.ts';
+import { CODEC_FILE_NAME } from '../codec/codec.ts';
+import { synthesizeCodecWeights } from '../codec/synth-weights.ts';
+import { DramaError } from '../errors.ts';
+import { CONFIG_FILE, configToJson } from '../model/config.ts';
+import { buildSyntheticTokenizerFiles } from '../text/vocabulary.ts';
 import { initialFp8Weight, initialValues } from './init.ts';
 import {
   MAX_SHARD_BYTES,

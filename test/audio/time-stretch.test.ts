@@ -2,7 +2,7 @@
 // second unchanged), and chunked pushes equal to one whole call.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TimeStretch } from '../../src/server/time-stretch.ts';
+import { TimeStretch } from '../../src/audio/time-stretch.ts';
 
 const RATE = 44100;
 const tone = (frequency: number, seconds: number) =>

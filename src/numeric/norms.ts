@@ -3,7 +3,7 @@
 //   plain:        y = x · rsqrt(mean(x²) + eps) · w
 //   gated:        y = x · rsqrt(mean(x²) + eps) · w · SiLU(z)    (Gated DeltaNet output norm; z: [T, C])
 // The mean of squares is summed in double precision. The three loops stay separate so each inner loop is branch-free.
-import type { FloatArray } from './types.ts';
+import type { FloatArray } from './float-array.ts';
 
 function inverseRms(x: FloatArray, start: number, cols: number, eps: number): number {
   let sum = 0;
