@@ -37,6 +37,7 @@
 struct SamplerShared {
   double probabilities[SAMPLER_MAX_COUNT];
   uint16_t order[SAMPLER_MAX_COUNT];
+  uint16_t warp_lists[SAMPLER_THREADS / 32][SAMPLER_INSERTION_LIMIT];
   double partials[SAMPLER_THREADS];
   double best_values[SAMPLER_THREADS / 32];
   int best_indices[SAMPLER_THREADS / 32];
@@ -121,30 +122,81 @@ __device__ int argmax_logits(const float* logits, int count, SamplerShared& shar
   return index < 0 ? 0 : index;
 }
 
+// The warp's best (value, index) pair under ranks_before; every lane gets the same pair (a strict total order).
+__device__ __forceinline__ void warp_best(double& value, int& index) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const double other = __shfl_xor_sync(0xffffffffu, value, offset);
+    const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
+    if (other_index >= 0 && (index < 0 || ranks_before(other, other_index, value, index))) {
+      value = other;
+      index = other_index;
+    }
+  }
+}
+
+// The lane's best untaken probability among indices begin + lane, begin + lane + 32, ... < end.
+__device__ __forceinline__ void lane_best(const SamplerShared& shared, int begin, int end, double& value,
+                                          int& index) {
+  value = 0.0;
+  index = -1;
+  for (int i = begin + (threadIdx.x & 31); i < end; i += 32) {
+    const double candidate = shared.probabilities[i];
+    if (signbit(candidate)) continue;
+    if (index < 0 || ranks_before(candidate, i, value, index)) {
+      value = candidate;
+      index = i;
+    }
+  }
+}
+
 // Writes the indices of the `limit` largest probabilities into shared.order (descending, ties to the lower index).
+// Any exact selection gives the same list (a total order), so the split into warps does not change the result.
 __device__ void select_largest(int count, int limit, SamplerShared& shared) {
   if (limit <= SAMPLER_INSERTION_LIMIT) {
-    // `limit` rounds of a block argmax; a taken probability is marked by its sign bit and restored afterwards.
-    for (int round = 0; round < limit; round++) {
-      double value = 0.0;
-      int index = -1;
-      for (int i = threadIdx.x; i < count; i += SAMPLER_THREADS) {
-        const double candidate = shared.probabilities[i];
-        if (signbit(candidate)) continue;
-        if (index < 0 || ranks_before(candidate, i, value, index)) {
-          value = candidate;
-          index = i;
-        }
-      }
-      block_best(value, index, shared);
-      if (threadIdx.x == 0) {
-        shared.order[round] = (uint16_t)index;
+    // Each warp lists the top `limit` of its own segment (a taken entry is marked by its sign bit), warp 0 merges
+    // the sorted lists, then the signs are restored.
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    const int warps = SAMPLER_THREADS / 32;
+    const int segment = (count + warps - 1) / warps;
+    const int begin = min(count, warp * segment);
+    const int end = min(count, begin + segment);
+    const int listed = min(limit, end - begin);
+    double mine;
+    int mine_index;
+    lane_best(shared, begin, end, mine, mine_index);
+    for (int round = 0; round < listed; round++) {
+      double value = mine;
+      int index = mine_index;
+      warp_best(value, index);
+      if (lane == 0) shared.warp_lists[warp][round] = (uint16_t)index;
+      if (index == mine_index) {
         shared.probabilities[index] = -shared.probabilities[index] - 0.0;
+        lane_best(shared, begin, end, mine, mine_index);
       }
-      __syncthreads();
+      __syncwarp();
     }
-    for (int round = threadIdx.x; round < limit; round += SAMPLER_THREADS) {
-      const int index = shared.order[round];
+    __syncthreads();
+    if (warp == 0) {
+      const int list_begin = min(count, lane * segment);
+      const int length = lane < warps ? min(limit, min(count, list_begin + segment) - list_begin) : 0;
+      int head = 0;
+      for (int round = 0; round < limit; round++) {
+        double value = 0.0;
+        int index = -1;
+        if (head < length) {
+          index = shared.warp_lists[lane][head];
+          value = fabs(shared.probabilities[index]);
+        }
+        warp_best(value, index);
+        if (lane == 0) shared.order[round] = (uint16_t)index;
+        if (head < length && shared.warp_lists[lane][head] == index) head++;
+      }
+    }
+    __syncthreads();
+    for (int round = lane; round < listed; round += 32) {
+      const int index = shared.warp_lists[warp][round];
       shared.probabilities[index] = fabs(shared.probabilities[index]);
     }
   } else {
