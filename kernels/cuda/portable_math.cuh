@@ -16,12 +16,16 @@ __device__ __forceinline__ double portable_power_of_two(int k) {
   return __longlong_as_double((long long)(k + 1023) << 52);
 }
 
-// 1/n! for n ≤ 13: n! is an exact double, the quotient correctly rounded, as the reference computes it.
-__device__ __forceinline__ double portable_exp_coefficient(int n) {
-  double factorial = 1.0;
-  for (int i = 2; i <= n; i++) factorial = __dmul_rn(factorial, (double)i);
-  return __ddiv_rn(1.0, factorial);
-}
+// 1/n! for n = 0..13 and 1/(2n + 1) for n = 0..11: the shortest decimal forms of the reference's correctly rounded
+// quotients (each literal parses to exactly that double; test/numeric/portable-math.test.ts checks the lists match).
+__constant__ double PORTABLE_EXP_COEFFICIENTS[PORTABLE_EXP_TERMS + 1] = {
+    1, 1, 0.5, 0.16666666666666666, 0.041666666666666664, 0.008333333333333333, 0.001388888888888889,
+    0.0001984126984126984, 0.0000248015873015873, 0.0000027557319223985893, 2.755731922398589e-7,
+    2.505210838544172e-8, 2.08767569878681e-9, 1.6059043836821613e-10};
+__constant__ double PORTABLE_LOG_COEFFICIENTS[PORTABLE_LOG_TERMS + 1] = {
+    1, 0.3333333333333333, 0.2, 0.14285714285714285, 0.1111111111111111, 0.09090909090909091,
+    0.07692307692307693, 0.06666666666666667, 0.058823529411764705, 0.05263157894736842, 0.047619047619047616,
+    0.043478260869565216};
 
 __device__ __forceinline__ double portable_exp(double x) {
   if (isnan(x)) return x;
@@ -29,10 +33,10 @@ __device__ __forceinline__ double portable_exp(double x) {
   if (x < -745.1332191019412) return 0.0;
   const double k = floor(__dadd_rn(__dmul_rn(x, PORTABLE_LOG2_E), 0.5));
   const double r = __dsub_rn(__dsub_rn(x, __dmul_rn(k, PORTABLE_LN2_HIGH)), __dmul_rn(k, PORTABLE_LN2_LOW));
-  double polynomial = portable_exp_coefficient(PORTABLE_EXP_TERMS);
+  double polynomial = PORTABLE_EXP_COEFFICIENTS[PORTABLE_EXP_TERMS];
 #pragma unroll
   for (int n = PORTABLE_EXP_TERMS - 1; n >= 0; n--)
-    polynomial = __dadd_rn(__dmul_rn(polynomial, r), portable_exp_coefficient(n));
+    polynomial = __dadd_rn(__dmul_rn(polynomial, r), PORTABLE_EXP_COEFFICIENTS[n]);
   const int exponent = (int)k;
   if (exponent < -1000)
     return __dmul_rn(__dmul_rn(polynomial, portable_power_of_two(exponent + 1000)), portable_power_of_two(-1000));
@@ -61,10 +65,10 @@ __device__ __forceinline__ double portable_log(double x) {
   const double f = __dsub_rn(mantissa, 1.0);
   const double s = __ddiv_rn(f, __dadd_rn(2.0, f));
   const double z = __dmul_rn(s, s);
-  double series = __ddiv_rn(1.0, (double)(2 * PORTABLE_LOG_TERMS + 1));
+  double series = PORTABLE_LOG_COEFFICIENTS[PORTABLE_LOG_TERMS];
 #pragma unroll
   for (int n = PORTABLE_LOG_TERMS - 1; n >= 0; n--)
-    series = __dadd_rn(__dmul_rn(series, z), __ddiv_rn(1.0, (double)(2 * n + 1)));
+    series = __dadd_rn(__dmul_rn(series, z), PORTABLE_LOG_COEFFICIENTS[n]);
   const double log_mantissa = __dmul_rn(__dmul_rn(2.0, s), series);
   const double e = (double)exponent;
   return __dadd_rn(__dmul_rn(e, PORTABLE_LN2_HIGH), __dadd_rn(__dmul_rn(e, PORTABLE_LN2_LOW), log_mantissa));

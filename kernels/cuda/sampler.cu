@@ -14,6 +14,8 @@
 #define SAMPLER_THREADS 256
 #define SAMPLER_MAX_COUNT 4352
 #define SAMPLER_INSERTION_LIMIT 64
+// Dynamic shared memory of the full-sort path: the indices padded to a power of two (launchers pass this).
+#define SAMPLER_SORT_BYTES (8192 * 2)
 #define RAS_WINDOW 16
 #define RAS_TOP_P 0.89999997615814208984375  // float32(0.9)
 
@@ -122,6 +124,15 @@ __device__ int argmax_logits(const float* logits, int count, SamplerShared& shar
   return index < 0 ? 0 : index;
 }
 
+#define SORT_PADDING 0xffff
+
+// Whether index a ranks before index b by probability (padding ranks after everything).
+__device__ __forceinline__ bool key_ranks_before(uint16_t a, uint16_t b, const SamplerShared& shared) {
+  if (a == SORT_PADDING) return false;
+  if (b == SORT_PADDING) return true;
+  return ranks_before(shared.probabilities[a], a, shared.probabilities[b], b);
+}
+
 // The warp's best (value, index) pair under ranks_before; every lane gets the same pair (a strict total order).
 __device__ __forceinline__ void warp_best(double& value, int& index) {
 #pragma unroll
@@ -200,13 +211,30 @@ __device__ void select_largest(int count, int limit, SamplerShared& shared) {
       shared.probabilities[index] = fabs(shared.probabilities[index]);
     }
   } else {
-    // Full ranking: an element's place is the number of elements that rank before it.
-    for (int i = threadIdx.x; i < count; i += SAMPLER_THREADS) {
-      const double value = shared.probabilities[i];
-      int rank = 0;
-      for (int j = 0; j < count; j++) rank += ranks_before(shared.probabilities[j], j, value, i) ? 1 : 0;
-      if (rank < limit) shared.order[rank] = (uint16_t)i;
+    // A bitonic sort of the indices (padded to a power of two with SORT_PADDING, which ranks last).
+    extern __shared__ uint16_t sort_keys[];
+    int padded = 1;
+    while (padded < count) padded <<= 1;
+    for (int i = threadIdx.x; i < padded; i += SAMPLER_THREADS) sort_keys[i] = i < count ? (uint16_t)i : SORT_PADDING;
+    for (int size = 2; size <= padded; size <<= 1) {
+      for (int stride = size >> 1; stride > 0; stride >>= 1) {
+        __syncthreads();
+        for (int i = threadIdx.x; i < padded; i += SAMPLER_THREADS) {
+          const int partner = i ^ stride;
+          if (partner <= i) continue;
+          const uint16_t first = sort_keys[i];
+          const uint16_t second = sort_keys[partner];
+          // Blocks with (i & size) == 0 put the earlier-ranking key first, the others last.
+          const bool second_first = key_ranks_before(second, first, shared);
+          if (((i & size) == 0) == second_first) {
+            sort_keys[i] = second;
+            sort_keys[partner] = first;
+          }
+        }
+      }
     }
+    __syncthreads();
+    for (int i = threadIdx.x; i < limit; i += SAMPLER_THREADS) shared.order[i] = sort_keys[i];
   }
   __syncthreads();
 }

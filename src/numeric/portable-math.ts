@@ -31,8 +31,8 @@ function factorial(n: number): number {
   return value;
 }
 
-const expCoefficients = Float64Array.from({ length: EXP_TERMS + 1 }, (_, n) => 1 / factorial(n));
-const logCoefficients = Float64Array.from({ length: LOG_TERMS + 1 }, (_, n) => 1 / (2 * n + 1));
+export const expCoefficients = Float64Array.from({ length: EXP_TERMS + 1 }, (_, n) => 1 / factorial(n));
+export const logCoefficients = Float64Array.from({ length: LOG_TERMS + 1 }, (_, n) => 1 / (2 * n + 1));
 
 /** e^x, NaN for NaN, +Inf past overflow, 0 past underflow. */
 export function portableExp(x: number): number {

@@ -1,7 +1,8 @@
 // The portable exp and log: within a few ulps of Math.exp / Math.log over their whole ranges, exact at the edges.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { test } from 'node:test';
-import { portableExp, portableLog } from '../../src/numeric/portable-math.ts';
+import { expCoefficients, logCoefficients, portableExp, portableLog } from '../../src/numeric/portable-math.ts';
 
 function ulpsApart(a: number, b: number): number {
   if (a === b) return 0;
@@ -56,4 +57,15 @@ test('portableLog edges: 1 → 0, 0 → −Inf, negatives and NaN → NaN, subno
   assert.ok(Number.isNaN(portableLog(-1)));
   assert.ok(Number.isNaN(portableLog(Number.NaN)));
   assert.ok(Math.abs(portableLog(5e-324) - Math.log(5e-324)) < 1e-12);
+});
+
+test('the device header carries exactly these polynomial coefficients', () => {
+  const header = fs.readFileSync(new URL('../../kernels/cuda/portable_math.cuh', import.meta.url), 'utf8');
+  const table = (name: string) => {
+    const body = new RegExp(`${name}\\[[^\\]]*\\] = \\{([^}]*)\\}`).exec(header);
+    assert.ok(body, `${name} is in the header`);
+    return body[1]!.split(',').map((literal) => Number(literal.trim()));
+  };
+  assert.deepEqual(table('PORTABLE_EXP_COEFFICIENTS'), [...expCoefficients]);
+  assert.deepEqual(table('PORTABLE_LOG_COEFFICIENTS'), [...logCoefficients]);
 });

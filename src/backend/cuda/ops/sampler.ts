@@ -6,7 +6,7 @@
 // (int32 [slots, 16]); sampleCode does the same for code[column] of a codebook.
 import type { LaneSampling } from '../../cpu/ops/sampling.ts';
 import type { CudaContext } from '../context.ts';
-import type { DevicePointer } from '../driver.ts';
+import type { CudaDriver, DevicePointer, Handle } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
@@ -28,6 +28,25 @@ const SAMPLE_CODE: KernelName = { family: 'sampler', name: 'sample_code' };
 const THREADS = 256;
 /** The kernel keeps a row's probabilities in shared memory. */
 export const SAMPLER_MAX_CANDIDATES = 4352;
+/** Dynamic shared memory for the full-sort path (top-k 0 or above 64): indices padded to 8192. */
+const SORT_BYTES = 8192 * 2;
+
+function raiseSharedLimit(driver: CudaDriver, kernel: Handle): void {
+  driver.setMaxDynamicSharedBytes(kernel, SORT_BYTES);
+}
+
+/** Launches a sampler kernel with its dynamic shared memory, raising the kernel's limit once per module. */
+function launchSampler(
+  cuda: CudaContext,
+  name: KernelName,
+  lanes: number,
+  args: KernelArguments,
+  options: LaunchOptions,
+) {
+  const chosen = options.kernel ?? name;
+  cuda.kernels.prepareOnce(cuda.kernels.kernel(chosen.family, chosen.name), raiseSharedLimit);
+  launch(cuda, name, { grid: [lanes, 1, 1], block: [THREADS, 1, 1], sharedBytes: SORT_BYTES }, args, options);
+}
 
 const floatBits = new DataView(new ArrayBuffer(4));
 function float32Bits(value: number): number {
@@ -92,7 +111,7 @@ export function sampleMain(
     .int32(a.semanticCount)
     .pointer(a.laneTable)
     .pointer(a.rasWindow);
-  launch(cuda, SAMPLE_MAIN, { grid: [a.lanes, 1, 1], block: [THREADS, 1, 1] }, args, options);
+  launchSampler(cuda, SAMPLE_MAIN, a.lanes, args, options);
 }
 
 export function sampleCode(
@@ -111,5 +130,5 @@ export function sampleCode(
     .int32(a.count)
     .int32(a.column)
     .pointer(a.laneTable);
-  launch(cuda, SAMPLE_CODE, { grid: [a.lanes, 1, 1], block: [THREADS, 1, 1] }, args, options);
+  launchSampler(cuda, SAMPLE_CODE, a.lanes, args, options);
 }
