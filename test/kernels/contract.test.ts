@@ -25,6 +25,7 @@ import {
   ropeNeoxCase,
   zeroCentredRmsNormCase,
 } from './support/rowCases.ts';
+import { sampleCodeCase, sampleMainCase } from './support/samplerCases.ts';
 
 const kernelCases: readonly KernelCase[] = [
   zeroCentredRmsNormCase,
@@ -39,6 +40,8 @@ const kernelCases: readonly KernelCase[] = [
   gemvCase,
   gemvOtherTuningsCase,
   gemmCase,
+  sampleMainCase,
+  sampleCodeCase,
 ];
 
 const availability = cudaAvailability();

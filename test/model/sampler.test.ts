@@ -1,7 +1,8 @@
 // The frame sampler: top-k and top-p cut-offs, the exponential race's frequencies, RAS redraws, greedy.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { argmax, FrameSampler } from '../../src/model/sampler.ts';
+import { argmaxLogits } from '../../src/backend/cpu/ops/sampling.ts';
+import { FrameSampler } from '../../src/model/sampler.ts';
 import { DEFAULT_SAMPLING } from '../../src/model/types.ts';
 
 const logitsOf = (probabilities: number[]) => Float64Array.from(probabilities, Math.log);
@@ -65,7 +66,7 @@ test('RAS redraws a semantic token repeated within the window, never the end tok
 test('greedy takes the argmax (lowest index on ties) everywhere', () => {
   const sampler = new FrameSampler({ ...DEFAULT_SAMPLING, greedy: true }, 4);
   const logits = Float64Array.of(0.1, 0.7, 0.7, 0.2);
-  assert.equal(argmax(logits, 4), 1);
+  assert.equal(argmaxLogits(logits, 0, 4), 1);
   for (let frame = 0; frame < 20; frame++) assert.equal(sampler.drawMain(logits, 4, 4, frame), 1);
   assert.equal(sampler.drawCode(logits, 4, 0, 3), 1);
 });

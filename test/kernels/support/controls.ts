@@ -4,6 +4,7 @@ import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import type { KernelCase } from './contract.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
+import { sampleCodeCase, sampleMainCase } from './samplerCases.ts';
 
 export interface Control {
   readonly description: string;
@@ -33,5 +34,15 @@ export const controls: readonly Control[] = [
     description: 'wrong tie-break: router sends equal probabilities to the higher index',
     kernelCase: routerCase,
     kernel: { family, name: 'control_router_ties_high' },
+  },
+  {
+    description: 'wrong cut-off: the sampler keeps top-k + 1 candidates for main',
+    kernelCase: sampleMainCase,
+    kernel: { family: 'sampler_controls', name: 'control_sample_main_top_k_plus_one' },
+  },
+  {
+    description: 'wrong cut-off: the sampler keeps top-k + 1 candidates for a code',
+    kernelCase: sampleCodeCase,
+    kernel: { family: 'sampler_controls', name: 'control_sample_code_top_k_plus_one' },
   },
 ];

@@ -1,0 +1,356 @@
+// The frame sampler on the device: one block of SAMPLER_THREADS per lane, the same arithmetic in the same order as
+// src/backend/cpu/ops/sampling.ts, so that bit-equal logits give the cpu sampler's picks exactly:
+//   x_i = logit_i (NaN as −Inf); m = max x; e_i = portable_exp((x_i − m) / T)   (double)
+//   Z: thread j adds e_j, e_{j+256}, ... in ascending order, then a halving tree over the 256 partials
+//   p_i = e_i / Z; the top-k p (descending, ties to the lower index); survivors = shortest prefix whose running
+//   sum reaches top-p; pick = argmax p / −portable_log((philox word + 0.5) / 2^32), earlier survivor on ties
+// Max, argmax and top-k selection are exact under any reduction order (a total order with index tie-breaks); the only
+// rounding sums (Z, the running top-p sum) have one fixed order. Logits: fp32 [B, count] with a row stride; lanes: the
+// lane table int32 [B, LANE_TABLE_STRIDE] (LAYOUT in src/backend/cuda/ops/sampler.ts); window: int32 [slots, 16],
+// frame f's semantic code at entry f mod 16; out[b · out_stride + out_offset] = the chosen candidate index.
+#include <stdint.h>
+#include "portable_math.cuh"
+
+#define SAMPLER_THREADS 256
+#define SAMPLER_MAX_COUNT 4352
+#define SAMPLER_INSERTION_LIMIT 64
+// Dynamic shared memory of the full-sort path: the indices padded to a power of two (launchers pass this).
+#define SAMPLER_SORT_BYTES (8192 * 2)
+#define RAS_WINDOW 16
+#define RAS_TOP_P 0.89999997615814208984375  // float32(0.9)
+
+// kernels/controls/sampler_controls.cu compiles this file again with a deliberate fault and other entry names.
+#ifndef SAMPLER_EXTRA_CANDIDATES
+#define SAMPLER_EXTRA_CANDIDATES 0
+#define SAMPLE_MAIN_ENTRY sample_main
+#define SAMPLE_CODE_ENTRY sample_code
+#endif
+
+#define LANE_TABLE_STRIDE 16
+#define LANE_SLOT 0
+#define LANE_FRAME 2
+#define LANE_SEED_LOW 3
+#define LANE_SEED_HIGH 4
+#define LANE_TEMPERATURE 5
+#define LANE_TOP_P 6
+#define LANE_TOP_K 7
+#define LANE_GREEDY 8
+
+struct SamplerShared {
+  double probabilities[SAMPLER_MAX_COUNT];
+  uint16_t order[SAMPLER_MAX_COUNT];
+  uint16_t warp_lists[SAMPLER_THREADS / 32][SAMPLER_INSERTION_LIMIT];
+  double partials[SAMPLER_THREADS];
+  double best_values[SAMPLER_THREADS / 32];
+  int best_indices[SAMPLER_THREADS / 32];
+  int survivors;
+  int chosen;
+};
+
+__device__ __forceinline__ void philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t key0,
+                                              uint32_t key1, uint32_t out[4]) {
+  uint32_t x0 = c0, x1 = c1, x2 = c2, x3 = c3;
+#pragma unroll
+  for (int round = 0; round < 10; round++) {
+    const uint32_t high0 = __umulhi(0xd2511f53u, x0);
+    const uint32_t low0 = 0xd2511f53u * x0;
+    const uint32_t high1 = __umulhi(0xcd9e8d57u, x2);
+    const uint32_t low1 = 0xcd9e8d57u * x2;
+    x0 = high1 ^ x1 ^ key0;
+    x1 = low1;
+    x2 = high0 ^ x3 ^ key1;
+    x3 = low0;
+    key0 += 0x9e3779b9u;
+    key1 += 0xbb67ae85u;
+  }
+  out[0] = x0;
+  out[1] = x1;
+  out[2] = x2;
+  out[3] = x3;
+}
+
+__device__ __forceinline__ double logit_at(const float* logits, int index) {
+  const float value = logits[index];
+  return isnan(value) ? -INFINITY : (double)value;
+}
+
+// Whether (value a, index a) ranks before (value b, index b): larger first, then lower index.
+__device__ __forceinline__ bool ranks_before(double a, int a_index, double b, int b_index) {
+  return a > b || (a == b && a_index < b_index);
+}
+
+// The block's best (value, index) pair; every thread gets it. index < 0 means "none".
+__device__ void block_best(double& value, int& index, SamplerShared& shared) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const double other = __shfl_xor_sync(0xffffffffu, value, offset);
+    const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
+    if (other_index >= 0 && (index < 0 || ranks_before(other, other_index, value, index))) {
+      value = other;
+      index = other_index;
+    }
+  }
+  __syncthreads();
+  if (lane == 0) {
+    shared.best_values[warp] = value;
+    shared.best_indices[warp] = index;
+  }
+  __syncthreads();
+  value = shared.best_values[0];
+  index = shared.best_indices[0];
+  for (int w = 1; w < SAMPLER_THREADS / 32; w++) {
+    const int other_index = shared.best_indices[w];
+    if (other_index >= 0 && (index < 0 || ranks_before(shared.best_values[w], other_index, value, index))) {
+      value = shared.best_values[w];
+      index = other_index;
+    }
+  }
+}
+
+// argmax of the logits, NaN as −Inf, ties to the lower index.
+__device__ int argmax_logits(const float* logits, int count, SamplerShared& shared) {
+  double value = -INFINITY;
+  int index = -1;
+  for (int i = threadIdx.x; i < count; i += SAMPLER_THREADS) {
+    const double candidate = logit_at(logits, i);
+    if (index < 0 || ranks_before(candidate, i, value, index)) {
+      value = candidate;
+      index = i;
+    }
+  }
+  block_best(value, index, shared);
+  return index < 0 ? 0 : index;
+}
+
+#define SORT_PADDING 0xffff
+
+// Whether index a ranks before index b by probability (padding ranks after everything).
+__device__ __forceinline__ bool key_ranks_before(uint16_t a, uint16_t b, const SamplerShared& shared) {
+  if (a == SORT_PADDING) return false;
+  if (b == SORT_PADDING) return true;
+  return ranks_before(shared.probabilities[a], a, shared.probabilities[b], b);
+}
+
+// The warp's best (value, index) pair under ranks_before; every lane gets the same pair (a strict total order).
+__device__ __forceinline__ void warp_best(double& value, int& index) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const double other = __shfl_xor_sync(0xffffffffu, value, offset);
+    const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
+    if (other_index >= 0 && (index < 0 || ranks_before(other, other_index, value, index))) {
+      value = other;
+      index = other_index;
+    }
+  }
+}
+
+// The lane's best untaken probability among indices begin + lane, begin + lane + 32, ... < end.
+__device__ __forceinline__ void lane_best(const SamplerShared& shared, int begin, int end, double& value,
+                                          int& index) {
+  value = 0.0;
+  index = -1;
+  for (int i = begin + (threadIdx.x & 31); i < end; i += 32) {
+    const double candidate = shared.probabilities[i];
+    if (signbit(candidate)) continue;
+    if (index < 0 || ranks_before(candidate, i, value, index)) {
+      value = candidate;
+      index = i;
+    }
+  }
+}
+
+// Writes the indices of the `limit` largest probabilities into shared.order (descending, ties to the lower index).
+// Any exact selection gives the same list (a total order), so the split into warps does not change the result.
+__device__ void select_largest(int count, int limit, SamplerShared& shared) {
+  if (limit <= SAMPLER_INSERTION_LIMIT) {
+    // Each warp lists the top `limit` of its own segment (a taken entry is marked by its sign bit), warp 0 merges
+    // the sorted lists, then the signs are restored.
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    const int warps = SAMPLER_THREADS / 32;
+    const int segment = (count + warps - 1) / warps;
+    const int begin = min(count, warp * segment);
+    const int end = min(count, begin + segment);
+    const int listed = min(limit, end - begin);
+    double mine;
+    int mine_index;
+    lane_best(shared, begin, end, mine, mine_index);
+    for (int round = 0; round < listed; round++) {
+      double value = mine;
+      int index = mine_index;
+      warp_best(value, index);
+      if (lane == 0) shared.warp_lists[warp][round] = (uint16_t)index;
+      if (index == mine_index) {
+        shared.probabilities[index] = -shared.probabilities[index] - 0.0;
+        lane_best(shared, begin, end, mine, mine_index);
+      }
+      __syncwarp();
+    }
+    __syncthreads();
+    if (warp == 0) {
+      const int list_begin = min(count, lane * segment);
+      const int length = lane < warps ? min(limit, min(count, list_begin + segment) - list_begin) : 0;
+      int head = 0;
+      for (int round = 0; round < limit; round++) {
+        double value = 0.0;
+        int index = -1;
+        if (head < length) {
+          index = shared.warp_lists[lane][head];
+          value = fabs(shared.probabilities[index]);
+        }
+        warp_best(value, index);
+        if (lane == 0) shared.order[round] = (uint16_t)index;
+        if (head < length && shared.warp_lists[lane][head] == index) head++;
+      }
+    }
+    __syncthreads();
+    for (int round = lane; round < listed; round += 32) {
+      const int index = shared.warp_lists[warp][round];
+      shared.probabilities[index] = fabs(shared.probabilities[index]);
+    }
+  } else {
+    // A bitonic sort of the indices (padded to a power of two with SORT_PADDING, which ranks last).
+    extern __shared__ uint16_t sort_keys[];
+    int padded = 1;
+    while (padded < count) padded <<= 1;
+    for (int i = threadIdx.x; i < padded; i += SAMPLER_THREADS) sort_keys[i] = i < count ? (uint16_t)i : SORT_PADDING;
+    for (int size = 2; size <= padded; size <<= 1) {
+      for (int stride = size >> 1; stride > 0; stride >>= 1) {
+        __syncthreads();
+        for (int i = threadIdx.x; i < padded; i += SAMPLER_THREADS) {
+          const int partner = i ^ stride;
+          if (partner <= i) continue;
+          const uint16_t first = sort_keys[i];
+          const uint16_t second = sort_keys[partner];
+          // Blocks with (i & size) == 0 put the earlier-ranking key first, the others last.
+          const bool second_first = key_ranks_before(second, first, shared);
+          if (((i & size) == 0) == second_first) {
+            sort_keys[i] = second;
+            sort_keys[partner] = first;
+          }
+        }
+      }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < limit; i += SAMPLER_THREADS) shared.order[i] = sort_keys[i];
+  }
+  __syncthreads();
+}
+
+// One draw (src/backend/cpu/ops/sampling.ts drawFromLogits); every thread returns the pick.
+__device__ int draw_from_logits(const float* logits, int count, double temperature, double top_p, int top_k,
+                                uint32_t seed_low, uint32_t seed_high, uint32_t frame, uint32_t column,
+                                uint32_t draw, SamplerShared& shared) {
+  double maximum = -INFINITY;
+  for (int i = threadIdx.x; i < count; i += SAMPLER_THREADS) maximum = fmax(maximum, logit_at(logits, i));
+  int unused = 0;
+  block_best(maximum, unused, shared);
+  if (maximum == -INFINITY) return 0;
+  if (maximum == INFINITY) return argmax_logits(logits, count, shared);
+  double partial = 0.0;
+  for (int i = threadIdx.x; i < count; i += SAMPLER_THREADS) {
+    const double e = portable_exp(__ddiv_rn(__dsub_rn(logit_at(logits, i), maximum), temperature));
+    shared.probabilities[i] = e;
+    partial = __dadd_rn(partial, e);
+  }
+  shared.partials[threadIdx.x] = partial;
+  for (int stride = SAMPLER_THREADS / 2; stride >= 1; stride >>= 1) {
+    __syncthreads();
+    if (threadIdx.x < stride)
+      shared.partials[threadIdx.x] = __dadd_rn(shared.partials[threadIdx.x], shared.partials[threadIdx.x + stride]);
+  }
+  __syncthreads();
+  const double total = shared.partials[0];
+  for (int i = threadIdx.x; i < count; i += SAMPLER_THREADS)
+    shared.probabilities[i] = __ddiv_rn(shared.probabilities[i], total);
+  __syncthreads();
+  const int limit = top_k > 0 ? min(top_k + SAMPLER_EXTRA_CANDIDATES, count) : count;
+  select_largest(count, limit, shared);
+  if (threadIdx.x == 0) {
+    int survivors = 0;
+    double cumulative = 0.0;
+    while (survivors < limit) {
+      cumulative = __dadd_rn(cumulative, shared.probabilities[shared.order[survivors]]);
+      survivors++;
+      if (cumulative >= top_p) break;
+    }
+    shared.survivors = survivors;
+  }
+  __syncthreads();
+  const int survivors = shared.survivors;
+  double best_score = -INFINITY;
+  int best = -1;
+  for (int s = threadIdx.x; s < survivors; s += SAMPLER_THREADS) {
+    const int candidate = shared.order[s];
+    uint32_t words[4];
+    philox4x32_10((uint32_t)candidate >> 2, frame, column, draw, seed_low, seed_high, words);
+    // Selected without a run-time index, so `words` stays in registers.
+    const int which = candidate & 3;
+    const uint32_t word = which == 0 ? words[0] : which == 1 ? words[1] : which == 2 ? words[2] : words[3];
+    const double uniform = __dmul_rn(__dadd_rn((double)word, 0.5), 2.3283064365386963e-10);
+    const double score = __ddiv_rn(shared.probabilities[candidate], -portable_log(uniform));
+    if (best < 0 || score > best_score) {
+      best_score = score;
+      best = s;
+    }
+  }
+  // Highest score; among equal scores the earlier survivor (lower s): ranks_before on (score, s).
+  block_best(best_score, best, shared);
+  const int chosen = shared.order[best];
+  __syncthreads();
+  return chosen;
+}
+
+// Column 0: `main` over count candidates (semantic ones below semantic_count), with RAS against the lane's window.
+extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS)
+    SAMPLE_MAIN_ENTRY(int* out, int out_stride, int out_offset, const float* logits, long long logits_stride, int count,
+                int semantic_count, const int* lanes, int* window) {
+  __shared__ SamplerShared shared;
+  const int* lane = lanes + (long long)blockIdx.x * LANE_TABLE_STRIDE;
+  const float* row = logits + (long long)blockIdx.x * logits_stride;
+  int* lane_window = window + (long long)lane[LANE_SLOT] * RAS_WINDOW;
+  const uint32_t frame = (uint32_t)lane[LANE_FRAME];
+  int chosen;
+  if (lane[LANE_GREEDY] != 0) {
+    chosen = argmax_logits(row, count, shared);
+  } else {
+    const double temperature = (double)__int_as_float(lane[LANE_TEMPERATURE]);
+    const double top_p = (double)__int_as_float(lane[LANE_TOP_P]);
+    const uint32_t seed_low = (uint32_t)lane[LANE_SEED_LOW];
+    const uint32_t seed_high = (uint32_t)lane[LANE_SEED_HIGH];
+    const int top_k = lane[LANE_TOP_K];
+    chosen = draw_from_logits(row, count, temperature, top_p, top_k, seed_low, seed_high, frame, 0, 0, shared);
+    if (threadIdx.x == 0) {
+      bool repeated = false;
+      if (chosen < semantic_count)
+        for (int entry = 0; entry < RAS_WINDOW; entry++) repeated |= lane_window[entry] == chosen;
+      shared.chosen = repeated ? 1 : 0;
+    }
+    __syncthreads();
+    if (shared.chosen != 0)
+      chosen = draw_from_logits(row, count, 1.0, RAS_TOP_P, top_k, seed_low, seed_high, frame, 0, 1, shared);
+    if (threadIdx.x == 0 && chosen < semantic_count) lane_window[frame % RAS_WINDOW] = chosen;
+  }
+  if (threadIdx.x == 0) out[(long long)blockIdx.x * out_stride + out_offset] = chosen;
+}
+
+// Column 1..9: code[column] over the codebook's count entries.
+extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS)
+    SAMPLE_CODE_ENTRY(int* out, int out_stride, int out_offset, const float* logits, long long logits_stride, int count,
+                int column, const int* lanes) {
+  __shared__ SamplerShared shared;
+  const int* lane = lanes + (long long)blockIdx.x * LANE_TABLE_STRIDE;
+  const float* row = logits + (long long)blockIdx.x * logits_stride;
+  int chosen;
+  if (lane[LANE_GREEDY] != 0) {
+    chosen = argmax_logits(row, count, shared);
+  } else {
+    chosen = draw_from_logits(row, count, (double)__int_as_float(lane[LANE_TEMPERATURE]),
+                              (double)__int_as_float(lane[LANE_TOP_P]), lane[LANE_TOP_K],
+                              (uint32_t)lane[LANE_SEED_LOW], (uint32_t)lane[LANE_SEED_HIGH],
+                              (uint32_t)lane[LANE_FRAME], (uint32_t)column, 0, shared);
+  }
+  if (threadIdx.x == 0) out[(long long)blockIdx.x * out_stride + out_offset] = chosen;
+}
