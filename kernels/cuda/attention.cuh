@@ -144,16 +144,30 @@ __device__ __forceinline__ float warp_max(float value) {
   return value;
 }
 
-// Copies `count` consecutive slab rows (one KV head) into the tile; every thread of the block takes part.
+// Copies `count` consecutive slab rows (one KV head) into the tile; every thread of the block takes part, with up
+// to eight 16-byte loads in flight before it stores them.
 template <int D>
 __device__ __forceinline__ void load_tile(bf16* tile, const bf16* slab, long long first_row, int kv_heads,
                                           int kv_head, int count) {
   constexpr int CHUNKS = D / 8;
-  for (int chunk = threadIdx.x; chunk < count * CHUNKS; chunk += blockDim.x) {
-    const int key = chunk / CHUNKS;
-    const int part = chunk - key * CHUNKS;
-    const bf16* source = slab + ((first_row + key) * kv_heads + kv_head) * D + part * 8;
-    *reinterpret_cast<uint4*>(tile + key * D + part * 8) = *reinterpret_cast<const uint4*>(source);
+  constexpr int BATCH = 8;
+  const int total = count * CHUNKS;
+  for (int base = threadIdx.x; base < total; base += BATCH * blockDim.x) {
+    uint4 staged[BATCH];
+#pragma unroll
+    for (int i = 0; i < BATCH; i++) {
+      const int chunk = base + i * blockDim.x;
+      if (chunk < total) {
+        const int key = chunk / CHUNKS;
+        const int part = chunk - key * CHUNKS;
+        staged[i] = *reinterpret_cast<const uint4*>(slab + ((first_row + key) * kv_heads + kv_head) * D + part * 8);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < BATCH; i++) {
+      const int chunk = base + i * blockDim.x;
+      if (chunk < total) *reinterpret_cast<uint4*>(tile + chunk * 8) = staged[i];
+    }
   }
 }
 
