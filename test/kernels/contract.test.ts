@@ -5,6 +5,12 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
+import {
+  attentionBackboneCase,
+  attentionOtherCase,
+  attentionPrepareBackboneCase,
+  attentionPrepareOtherCase,
+} from './support/attentionCases.ts';
 import { type CaseResult, describeCase, type KernelCase, runCase } from './support/contract.ts';
 import { controls } from './support/controls.ts';
 import {
@@ -42,6 +48,10 @@ const kernelCases: readonly KernelCase[] = [
   gemmCase,
   sampleMainCase,
   sampleCodeCase,
+  attentionPrepareBackboneCase,
+  attentionPrepareOtherCase,
+  attentionBackboneCase,
+  attentionOtherCase,
 ];
 
 const availability = cudaAvailability();

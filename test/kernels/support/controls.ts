@@ -1,6 +1,7 @@
 // The contract's controls: deliberately wrong kernels (kernels/controls/contract_controls.cu) run in place of a real
 // one through the same case and gates. A control is caught when at least one gate fails on at least one shape.
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
+import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
 import type { KernelCase } from './contract.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
@@ -44,5 +45,15 @@ export const controls: readonly Control[] = [
     description: 'wrong cut-off: the sampler keeps top-k + 1 candidates for a code',
     kernelCase: sampleCodeCase,
     kernel: { family: 'sampler_controls', name: 'control_sample_code_top_k_plus_one' },
+  },
+  {
+    description: 'off-by-one position: attention prepare writes K one row past its position',
+    kernelCase: attentionPrepareBackboneCase,
+    kernel: { family: 'attention_controls', name: 'control_attention_prepare_key_row_off_by_one' },
+  },
+  {
+    description: 'off-by-one position: attention attends one key too few',
+    kernelCase: attentionBackboneCase,
+    kernel: { family: 'attention_controls', name: 'control_attention_short_by_one_d256' },
   },
 ];
