@@ -15,6 +15,13 @@ import {
   routerCase,
   swigluCase,
 } from './support/mathCases.ts';
+import {
+  moeBlockFp8Case,
+  moeCombineCase,
+  moeDownFp8Case,
+  moeGateUpFp8Case,
+  moeGroupingCase,
+} from './support/moeCases.ts';
 import { freshSeed, Random } from './support/random.ts';
 import {
   embeddingGatherCase,
@@ -39,6 +46,11 @@ const kernelCases: readonly KernelCase[] = [
   gemvCase,
   gemvOtherTuningsCase,
   gemmCase,
+  moeGroupingCase,
+  moeGateUpFp8Case,
+  moeDownFp8Case,
+  moeCombineCase,
+  moeBlockFp8Case,
 ];
 
 const availability = cudaAvailability();

@@ -3,6 +3,7 @@
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import type { KernelCase } from './contract.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
+import { moeDownFp8Case } from './moeCases.ts';
 import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
 
 export interface Control {
@@ -33,5 +34,10 @@ export const controls: readonly Control[] = [
     description: 'wrong tie-break: router sends equal probabilities to the higher index',
     kernelCase: routerCase,
     kernel: { family, name: 'control_router_ties_high' },
+  },
+  {
+    description: "skipped pair: the grouped down GEMM never writes a tile's last pair",
+    kernelCase: moeDownFp8Case,
+    kernel: { family: 'moe_controls', name: 'control_moe_down_skips_last_pair' },
   },
 ];
