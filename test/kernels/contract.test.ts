@@ -15,6 +15,7 @@ import {
   routerCase,
   swigluCase,
 } from './support/mathCases.ts';
+import { moeBlockBf16Case } from './support/moeBf16Cases.ts';
 import {
   moeBlockFp8Case,
   moeCombineCase,
@@ -51,6 +52,7 @@ const kernelCases: readonly KernelCase[] = [
   moeDownFp8Case,
   moeCombineCase,
   moeBlockFp8Case,
+  moeBlockBf16Case,
 ];
 
 const availability = cudaAvailability();

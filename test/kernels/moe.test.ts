@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
+import { moeBf16InvarianceCase } from './support/moeBf16Cases.ts';
 import { moeBlockInvarianceWith, moeInvarianceCases } from './support/moeCases.ts';
 import { freshSeed } from './support/random.ts';
 import { checkInvariance } from './support/rowInvariance.ts';
@@ -24,7 +25,7 @@ after(() => {
 test('a row of the MoE block computes the same bits whatever rows share its call', { skip }, () => {
   const seed = freshSeed();
   console.log(`moe invariance on ${cuda.properties.name}, seed ${seed}`);
-  for (const invariance of moeInvarianceCases) {
+  for (const invariance of [...moeInvarianceCases, moeBf16InvarianceCase]) {
     const result = checkInvariance(cuda, invariance, seed);
     console.log(
       `${result.mismatches === 0 ? 'PASS' : 'FAIL'}   invariance ${result.label}: ${result.mismatches} rows differ${result.firstMismatch ? ` (${result.firstMismatch})` : ''}`,

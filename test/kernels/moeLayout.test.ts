@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { CudaContext } from '../../src/backend/cuda/context.ts';
-import { packDownFp8, packGateUpFp8 } from '../../src/backend/cuda/moeWeights.ts';
+import { packDownFp8, packGateUpBf16, packGateUpFp8 } from '../../src/backend/cuda/moeWeights.ts';
 import { moeCombine, moeGateUpFp8, moeMaxTiles } from '../../src/backend/cuda/ops/moe.ts';
-import { e4m3ValueTable } from '../../src/checkpoint/dtypes.ts';
+import { bf16BitsToFloat32, e4m3ValueTable, float32ToBf16Bits } from '../../src/checkpoint/dtypes.ts';
 import { referenceGrouping } from './support/moeReference.ts';
 import { Random } from './support/random.ts';
 
@@ -97,6 +97,62 @@ test('down fragment layout: row group r holds rows 16r..16r+15, every block exac
       const d = emulateBlock(packed, (group * (intermediate / 128) + block) * 2048, x, intermediate, block);
       for (let m = 0; m < 16; m++) {
         for (let n = 0; n < 8; n++) assert.equal(d[m]![n], direct(down, 16 * group + m, x, n, intermediate, block));
+      }
+    }
+  }
+});
+
+/** The bf16 kernel's reads: chunk c = k-step c, word v = row g + 8·(v & 1), pair v >> 1; activations word 2c + p. */
+function emulateBf16Block(packed: Uint16Array, base: number, x: Uint16Array, columns: number, block: number) {
+  const d = Array.from({ length: 16 }, () => new Array<number>(8).fill(0));
+  for (let step = 0; step < 4; step++) {
+    const a = Array.from({ length: 16 }, () => new Array<number>(16).fill(Number.NaN));
+    const b = Array.from({ length: 16 }, () => new Array<number>(8).fill(Number.NaN));
+    for (let lane = 0; lane < 32; lane++) {
+      const g = lane >> 2;
+      const t = lane & 3;
+      for (let v = 0; v < 4; v++) {
+        const at = base + (step * 32 + lane) * 8 + 2 * v;
+        const row = g + 8 * (v & 1);
+        const slot = 8 * (v >> 1) + 2 * t;
+        a[row]![slot] = bf16BitsToFloat32(packed[at]!);
+        a[row]![slot + 1] = bf16BitsToFloat32(packed[at + 1]!);
+      }
+      for (let p = 0; p < 2; p++) {
+        const at = g * columns + block * 64 + 16 * t + 2 * (2 * step + p);
+        b[8 * p + 2 * t]![g] = bf16BitsToFloat32(x[at]!);
+        b[8 * p + 2 * t + 1]![g] = bf16BitsToFloat32(x[at + 1]!);
+      }
+    }
+    for (let m = 0; m < 16; m++) {
+      for (let n = 0; n < 8; n++) for (let k = 0; k < 16; k++) d[m]![n]! += a[m]![k]! * b[k]![n]!;
+    }
+  }
+  return d;
+}
+
+test('bf16 gate|up fragment layout: 16 rows × 64 columns per block, every block exact', () => {
+  const random = new Random(14);
+  const hidden = 128;
+  const intermediate = 16;
+  const draw = (count: number) => Uint16Array.from({ length: count }, () => float32ToBf16Bits(random.integer(17) - 8));
+  const gate = draw(intermediate * hidden);
+  const up = draw(intermediate * hidden);
+  const x = draw(8 * hidden);
+  const packed = new Uint16Array(2 * intermediate * hidden);
+  packGateUpBf16(gate, up, hidden, intermediate, packed, 0);
+  for (let group = 0; group < (2 * intermediate) / 16; group++) {
+    for (let block = 0; block < hidden / 64; block++) {
+      const d = emulateBf16Block(packed, (group * (hidden / 64) + block) * 1024, x, hidden, block);
+      for (let m = 0; m < 16; m++) {
+        const [weights, row] = m < 8 ? [gate, 8 * group + m] : [up, 8 * group + m - 8];
+        for (let n = 0; n < 8; n++) {
+          let sum = 0;
+          for (let i = block * 64; i < (block + 1) * 64; i++) {
+            sum += bf16BitsToFloat32(weights[row * hidden + i]!) * bf16BitsToFloat32(x[n * hidden + i]!);
+          }
+          assert.equal(d[m]![n], sum);
+        }
       }
     }
   }

@@ -101,3 +101,71 @@ export function packGateUpScales(gate: Float32Array, up: Float32Array, target: F
   target.set(gate, expert * 2 * gate.length);
   target.set(up, expert * 2 * gate.length + gate.length);
 }
+
+// bf16 experts: the same row groups in 2048-byte blocks of 16 rows × 64 columns; chunk c of lane L is k-step c, its
+// word v is row g + 8·(v & 1), columns 16·(L & 3) + 4c + 2·(v >> 1) + (0, 1) (kernels/cuda/moe_bf16.cu).
+export const BF16_BLOCK = 64;
+
+function packGroupsBf16(
+  source: Uint16Array,
+  columns: number,
+  groups: number,
+  sourceRow: (group: number, m: number) => number,
+  target: Uint16Array,
+  targetOffset: number,
+): void {
+  const blocks = columns / BF16_BLOCK;
+  for (let group = 0; group < groups; group++) {
+    for (let block = 0; block < blocks; block++) {
+      const base = targetOffset + (group * blocks + block) * (BLOCK_BYTES / 2);
+      for (let lane = 0; lane < 32; lane++) {
+        const g = lane >> 2;
+        for (let chunk = 0; chunk < 4; chunk++) {
+          for (let word = 0; word < 4; word++) {
+            const row = sourceRow(group, g + 8 * (word & 1));
+            const from = row * columns + block * BF16_BLOCK + 16 * (lane & 3) + 4 * chunk + 2 * (word >> 1);
+            const to = base + (chunk * 32 + lane) * 8 + 2 * word;
+            target[to] = source[from]!;
+            target[to + 1] = source[from + 1]!;
+          }
+        }
+      }
+    }
+  }
+}
+
+/** Packs one bf16 expert's gate and up weights (each [I, H] bf16 bits) at expert `expert`'s place. */
+export function packGateUpBf16(
+  gate: Uint16Array,
+  up: Uint16Array,
+  hidden: number,
+  intermediate: number,
+  target: Uint16Array,
+  expert: number,
+): void {
+  requireShape(hidden % BF16_BLOCK === 0 && intermediate % 8 === 0, `gate/up shape [${intermediate}, ${hidden}]`);
+  requireShape(gate.length === intermediate * hidden && up.length === gate.length, 'gate/up element counts');
+  const stacked = new Uint16Array(2 * intermediate * hidden);
+  stacked.set(gate, 0);
+  stacked.set(up, gate.length);
+  const groups = (2 * intermediate) / ROWS_PER_GROUP;
+  const row = (group: number, m: number) => (m < 8 ? 8 * group + m : intermediate + 8 * group + m - 8);
+  packGroupsBf16(stacked, hidden, groups, row, target, expert * stacked.length);
+}
+
+/** Packs one bf16 expert's down weights ([H, I] bf16 bits) at expert `expert`'s place. */
+export function packDownBf16(
+  down: Uint16Array,
+  hidden: number,
+  intermediate: number,
+  target: Uint16Array,
+  expert: number,
+): void {
+  requireShape(
+    intermediate % BF16_BLOCK === 0 && hidden % ROWS_PER_GROUP === 0,
+    `down shape [${hidden}, ${intermediate}]`,
+  );
+  requireShape(down.length === hidden * intermediate, 'down element count');
+  const row = (group: number, m: number) => ROWS_PER_GROUP * group + m;
+  packGroupsBf16(down, intermediate, hidden / ROWS_PER_GROUP, row, target, expert * down.length);
+}

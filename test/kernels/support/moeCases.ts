@@ -76,11 +76,11 @@ function weightPointers(p: Pointers): MoeFp8Weights {
   return { gateUp: p.gateUp!, gateUpScales: p.gateUpScales!, down: p.down!, downScales: p.downScales! };
 }
 
-function groupingPointers(p: Pointers): MoeGrouping {
+export function groupingPointers(p: Pointers): MoeGrouping {
   return { pairSlots: p.pairSlots!, expertOffsets: p.expertOffsets!, tiles: p.tiles!, tileCount: p.tileCount! };
 }
 
-function groupingOutputs(rows: number, g: MoeGeometry): OutputSpec[] {
+export function groupingOutputs(rows: number, g: MoeGeometry): OutputSpec[] {
   return [
     { name: 'pairSlots', kind: 'i32', count: rows * g.topK },
     { name: 'expertOffsets', kind: 'i32', count: g.experts + 1 },
@@ -89,22 +89,24 @@ function groupingOutputs(rows: number, g: MoeGeometry): OutputSpec[] {
   ];
 }
 
-function groupingReference(ids: Int32Array, g: MoeGeometry) {
+export function groupingReference(ids: Int32Array, g: MoeGeometry) {
   return referenceGrouping(ids, g.experts, MOE_TILE_PAIRS, moeMaxTiles(ids.length, g.experts));
 }
 
 /** A call's routed rows, drawn row by row (so the first r rows agree for every row count ≥ r). */
-interface Scenario {
+export interface Scenario {
   readonly rows: number;
   readonly geometry: MoeGeometry;
   readonly ids: Int32Array;
   readonly weights: Float32Array;
   readonly x: QuantizedRows;
+  /** The same rows in bf16, before quantisation (what bf16 experts read). */
+  readonly xBf16: Bf16Tensor;
   readonly shared: Bf16Tensor;
   readonly sharedGate: Bf16Tensor;
 }
 
-function drawScenario(random: Random, geometry: MoeGeometry, rows: number, alwaysExpert?: number): Scenario {
+export function drawScenario(random: Random, geometry: MoeGeometry, rows: number, alwaysExpert?: number): Scenario {
   const { hidden, topK } = geometry;
   const ids = new Int32Array(rows * topK);
   const weights = new Float32Array(rows * topK);
@@ -123,20 +125,22 @@ function drawScenario(random: Random, geometry: MoeGeometry, rows: number, alway
     ids,
     weights,
     x: quantizeRows(xValues, rows, hidden),
+    xBf16: bf16FromValues(xValues),
     shared: bf16FromValues(sharedValues),
     sharedGate: bf16FromValues(gateValues),
   };
 }
 
 /** NaN in row 0's first activation block, +Inf in a shared-expert value, NaN in row 2's shared gate logit. */
-function plantScenario(s: Scenario): void {
+export function plantScenario(s: Scenario): void {
   s.x.bits[5] = 0x7f;
   s.x.values[5] = Number.NaN;
+  plant(s.xBf16, 5, Number.NaN);
   plant(s.shared, Math.min(1, s.rows - 1) * s.geometry.hidden + 3, Number.POSITIVE_INFINITY);
   if (s.rows > 2) plant(s.sharedGate, 2, Number.NaN);
 }
 
-function label(name: string, g: MoeGeometry, rows: number, skewed: boolean): string {
+export function label(name: string, g: MoeGeometry, rows: number, skewed: boolean): string {
   const routing = skewed ? ', one expert in every row' : '';
   return `${name} ${rows} row${rows > 1 ? 's' : ''}, ${g.experts} experts top-${g.topK}${routing}`;
 }
@@ -165,7 +169,7 @@ function referenceY(experts: Fp8Experts, s: Scenario, h: Float64Array): Float64A
   return y;
 }
 
-function referenceOut(s: Scenario, y: ArrayLike<number>, shared: ArrayLike<number>, gate: ArrayLike<number>) {
+export function referenceOut(s: Scenario, y: ArrayLike<number>, shared: ArrayLike<number>, gate: ArrayLike<number>) {
   const { hidden, topK, experts } = s.geometry;
   const out = new Float64Array(s.rows * hidden);
   for (let row = 0; row < s.rows; row++) {
@@ -183,7 +187,7 @@ function referenceOut(s: Scenario, y: ArrayLike<number>, shared: ArrayLike<numbe
   return out;
 }
 
-const rounded = (values: Float64Array) => values.map(roundToBf16);
+export const rounded = (values: Float64Array) => values.map(roundToBf16);
 
 interface ShapeOptions {
   readonly geometry: MoeGeometry;

@@ -12,6 +12,8 @@ export const MOE_GROUP_KERNEL: KernelName = { family: 'moe_route', name: 'moe_gr
 export const MOE_COMBINE_KERNEL: KernelName = { family: 'moe_route', name: 'moe_combine' };
 export const MOE_GATE_UP_FP8_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_gate_up_fp8' };
 export const MOE_DOWN_FP8_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_down_fp8' };
+export const MOE_GATE_UP_BF16_KERNEL: KernelName = { family: 'moe_bf16', name: 'moe_gate_up_bf16' };
+export const MOE_DOWN_BF16_KERNEL: KernelName = { family: 'moe_bf16', name: 'moe_down_bf16' };
 
 /** Pairs per tile of the grouped GEMMs (the mma's n = 8). */
 export const MOE_TILE_PAIRS = 8;
@@ -200,6 +202,108 @@ export function moeCombine(
     .int32(a.hidden)
     .int32(a.experts);
   launch(cuda, MOE_COMBINE_KERNEL, { grid: [a.rows, 1, 1], block: [COMBINE_THREADS, 1, 1] }, args, options);
+}
+
+/** Each warp sums a quarter of K in 64-column steps; rows of the tile in shared memory stay under 48 KiB. */
+function requireBf16Dimension(value: number, name: string): void {
+  requireCount(value, name, GEMM_WARPS * 64, FP8_MAX_DIMENSION);
+  requireMultiple(value, GEMM_WARPS * 64, name);
+}
+
+/** bf16 experts in the moeWeights.ts layout (gate|up and down, bf16 fragment order). */
+export interface MoeBf16Weights {
+  readonly gateUp: DevicePointer;
+  readonly down: DevicePointer;
+}
+
+export function moeGateUpBf16(
+  cuda: CudaContext,
+  a: MoeGrouping & {
+    h: DevicePointer;
+    x: DevicePointer;
+    weights: MoeBf16Weights;
+    rows: number;
+    topK: number;
+    experts: number;
+    hidden: number;
+    intermediate: number;
+  },
+  options: LaunchOptions = {},
+): void {
+  requireRouting(a.rows, a.topK, a.experts);
+  requireBf16Dimension(a.hidden, 'hidden');
+  requireBf16Dimension(a.intermediate, 'intermediate');
+  const sharedBytes = MOE_TILE_PAIRS * (2 * a.hidden + ROW_PAD) + GEMM_WARPS * 128 * 4;
+  const args = new KernelArguments()
+    .pointer(a.h)
+    .pointer(a.x)
+    .pointer(a.weights.gateUp)
+    .pointer(a.pairSlots)
+    .pointer(a.tiles)
+    .pointer(a.tileCount)
+    .int32(a.hidden)
+    .int32(a.intermediate)
+    .int32(a.topK);
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), (2 * a.intermediate) / 16, 1] as const;
+  launch(cuda, MOE_GATE_UP_BF16_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
+}
+
+export function moeDownBf16(
+  cuda: CudaContext,
+  a: MoeGrouping & {
+    y: DevicePointer;
+    h: DevicePointer;
+    weights: MoeBf16Weights;
+    rows: number;
+    topK: number;
+    experts: number;
+    hidden: number;
+    intermediate: number;
+  },
+  options: LaunchOptions = {},
+): void {
+  requireRouting(a.rows, a.topK, a.experts);
+  requireBf16Dimension(a.hidden, 'hidden');
+  requireBf16Dimension(a.intermediate, 'intermediate');
+  const sharedBytes = MOE_TILE_PAIRS * (2 * a.intermediate + ROW_PAD) + GEMM_WARPS * 128 * 4;
+  const args = new KernelArguments()
+    .pointer(a.y)
+    .pointer(a.h)
+    .pointer(a.weights.down)
+    .pointer(a.pairSlots)
+    .pointer(a.tiles)
+    .pointer(a.tileCount)
+    .int32(a.hidden)
+    .int32(a.intermediate);
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), a.hidden / 16, 1] as const;
+  launch(cuda, MOE_DOWN_BF16_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
+}
+
+/** The routed-expert part of the MoE block with bf16 experts: grouping, gate|up + SwiGLU, down, combine. */
+export function moeExpertsBf16(
+  cuda: CudaContext,
+  a: MoeGrouping & {
+    out: DevicePointer;
+    h: DevicePointer;
+    expertOut: DevicePointer;
+    x: DevicePointer;
+    expertIds: DevicePointer;
+    expertWeights: DevicePointer;
+    sharedOut: DevicePointer;
+    sharedGate: DevicePointer;
+    weights: MoeBf16Weights;
+    rows: number;
+    topK: number;
+    experts: number;
+    hidden: number;
+    intermediate: number;
+  },
+  options: LaunchOptions = {},
+): void {
+  moeGroupPairs(cuda, a, options);
+  moeGateUpBf16(cuda, a, options);
+  moeDownBf16(cuda, { ...a, y: a.expertOut }, options);
+  moeCombine(cuda, a, options);
 }
 
 /** Overrides for the contract's controls, one per step. */
