@@ -16,6 +16,7 @@ import {
   type Prepared,
   type ShapeCase,
 } from './contract.ts';
+import { type MoeGeometry, SMALL_MOE } from './moeReference.ts';
 import {
   drawScenario,
   groupingOutputs,
@@ -26,8 +27,7 @@ import {
   referenceOut,
   rounded,
   type Scenario,
-} from './moeCases.ts';
-import { type MoeGeometry, SMALL_MOE } from './moeReference.ts';
+} from './moeScenario.ts';
 import { Random } from './random.ts';
 
 const POOL = 4;
