@@ -1,9 +1,10 @@
 // GPU bench of the MoE experts at the real geometry (H 2048, I 512, 256 FP8 experts, top-8): the grouping, the
 // grouped gate|up + SwiGLU, the grouped down projection, the combine and the four together, at 1, 8, 64 and 4096
-// rows. Each is timed inside a captured graph that walks several routings in turn (at one row, 32 routings over
-// disjoint experts, so the 768 MB of weights stream from memory rather than L2), median of 21 replays. Prints the
-// time, the routed experts' weight bytes per second beside the device-to-device copy bandwidth measured in the same
-// run, TFLOP/s at 4096 rows, and the per-op anchors of the H200; writes gpu-moe.json to the folder in argv[2].
+// rows, and the bf16 experts' gate|up and down. Each is timed inside a captured graph that walks several routings
+// in turn (at one row, 32 routings over disjoint experts, so the 768 MB of weights stream from memory rather than
+// L2), median of 21 replays. Prints the time, the routed experts' weight bytes per second beside the device-to-device
+// copy bandwidth measured in the same run, TFLOP/s at 4096 rows, and the per-op anchors of the H200; writes
+// gpu-moe.json to the folder in argv[2].
 // Usage: tsx bench/gpu-moe.ts [output directory]
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,7 +15,9 @@ import type { Allocation } from '../src/backend/cuda/memory.ts';
 import {
   type MoeGrouping,
   moeCombine,
+  moeDownBf16,
   moeDownFp8,
+  moeGateUpBf16,
   moeGateUpFp8,
   moeGroupingBytes,
   moeGroupPairs,
@@ -108,6 +111,17 @@ const weights = {
   downScales: upload(new Float32Array(EXPERTS * 16 * 4).fill(1 / (64 * 22)), 'down scales').pointer,
 };
 
+/** bf16 experts (checkpoints that ship them): twice the bytes; constant values, as only the time is read. */
+function constantBuffer(bytes: number, label: string): bigint {
+  const allocation = allocate(bytes, label);
+  cuda.driver.fillWords(allocation.pointer, 0x3c003c00, bytes / 4, cuda.stream);
+  return allocation.pointer;
+}
+const bf16Weights = {
+  gateUp: constantBuffer(EXPERTS * GATE_UP_BYTES * 2, 'bf16 experts gate|up'),
+  down: constantBuffer(EXPERTS * DOWN_BYTES * 2, 'bf16 experts down'),
+};
+
 interface Routing {
   readonly ids: bigint;
   readonly weights: bigint;
@@ -149,6 +163,7 @@ function measureRows(rows: number, routingsCount: number) {
   const out = allocate(rows * HIDDEN * 2, 'out').pointer;
   const sharedOut = allocate(rows * HIDDEN * 2, 'shared out').pointer;
   const sharedGate = allocate(Math.ceil(rows / 2) * 4, 'shared gate').pointer;
+  const x = constantBuffer(rows * HIDDEN * 2, 'x bf16');
   cuda.driver.fillWords(sharedOut, 0x3c003c00, (rows * HIDDEN) / 2, cuda.stream);
   cuda.driver.fillWords(sharedGate, 0, Math.ceil(rows / 2), cuda.stream);
   const sizes = { rows, topK: TOP_K, experts: EXPERTS, hidden: HIDDEN, intermediate: INTERMEDIATE };
@@ -156,6 +171,8 @@ function measureRows(rows: number, routingsCount: number) {
     group: (r: Routing) => moeGroupPairs(cuda, { ...r.grouping, expertIds: r.ids, ...sizes }),
     gateUp: (r: Routing) => moeGateUpFp8(cuda, { ...r.grouping, ...sizes, h, quantized, scales, weights }),
     down: (r: Routing) => moeDownFp8(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights }),
+    gateUpBf16: (r: Routing) => moeGateUpBf16(cuda, { ...r.grouping, ...sizes, h, x, weights: bf16Weights }),
+    downBf16: (r: Routing) => moeDownBf16(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights: bf16Weights }),
     combine: (r: Routing) =>
       moeCombine(cuda, { out, expertOut, expertIds: r.ids, expertWeights: r.weights, sharedOut, sharedGate, ...sizes }),
   };
@@ -182,6 +199,8 @@ function measureRows(rows: number, routingsCount: number) {
     down: { microseconds: timeSteps(steps.down), bytes: downBytes },
     combine: { microseconds: timeSteps(steps.combine), bytes: 0 },
     block: { microseconds: timeSteps(block), bytes: gateUpBytes + downBytes + distinct * SCALE_BYTES },
+    gateUpBf16: { microseconds: timeSteps(steps.gateUpBf16), bytes: 2 * gateUpBytes },
+    downBf16: { microseconds: timeSteps(steps.downBf16), bytes: 2 * downBytes },
   };
   const flops = 2 * pairs * (2 * INTERMEDIATE * HIDDEN + HIDDEN * INTERMEDIATE);
   return { rows, pairs, distinctExperts: distinct, flops, results };
