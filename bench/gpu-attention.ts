@@ -13,7 +13,7 @@ import { cudaAvailability } from '../src/backend/cuda/driver.ts';
 import { CapturedGraph } from '../src/backend/cuda/graph.ts';
 import type { Allocation } from '../src/backend/cuda/memory.ts';
 import { attention, attentionPrepare, attentionWorkspaceBytes } from '../src/backend/cuda/ops/attention.ts';
-import { float32ToBf16Bits } from '../src/checkpoint/dtypes.ts';
+import { float32ToBf16Bits } from '../src/numeric/dtypes.ts';
 
 const MiB = 1024 * 1024;
 const HQ = 16;

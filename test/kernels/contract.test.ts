@@ -21,6 +21,14 @@ import {
   routerCase,
   swigluCase,
 } from './support/mathCases.ts';
+import { moeBlockBf16Case } from './support/moeBf16Cases.ts';
+import {
+  moeBlockFp8Case,
+  moeCombineCase,
+  moeDownFp8Case,
+  moeGateUpFp8Case,
+  moeGroupingCase,
+} from './support/moeCases.ts';
 import { freshSeed, Random } from './support/random.ts';
 import {
   embeddingGatherCase,
@@ -52,6 +60,12 @@ const kernelCases: readonly KernelCase[] = [
   attentionPrepareOtherCase,
   attentionBackboneCase,
   attentionOtherCase,
+  moeGroupingCase,
+  moeGateUpFp8Case,
+  moeDownFp8Case,
+  moeCombineCase,
+  moeBlockFp8Case,
+  moeBlockBf16Case,
 ];
 
 const availability = cudaAvailability();

@@ -3,9 +3,9 @@
 // the cpu bf16 path round (kernels/cuda/attention.cu lists the rounding points).
 import { sigmoid } from '../../../src/backend/cpu/ops/activations.ts';
 import { causalAttention } from '../../../src/backend/cpu/ops/attention.ts';
-import { rmsNormZeroCentred } from '../../../src/backend/cpu/ops/norms.ts';
 import { applyRope, type RopeStyle } from '../../../src/backend/cpu/ops/rope.ts';
-import { roundToBf16 } from '../../../src/checkpoint/dtypes.ts';
+import { roundToBf16 } from '../../../src/numeric/dtypes.ts';
+import { rmsNormZeroCentred } from '../../../src/numeric/norms.ts';
 import type { Bf16Tensor, Random } from './random.ts';
 import { randomBf16 } from './random.ts';
 

@@ -4,6 +4,7 @@ import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
 import type { KernelCase } from './contract.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
+import { moeDownFp8Case } from './moeCases.ts';
 import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
 import { sampleCodeCase, sampleMainCase } from './samplerCases.ts';
 
@@ -55,5 +56,10 @@ export const controls: readonly Control[] = [
     description: 'off-by-one position: attention attends one key too few',
     kernelCase: attentionBackboneCase,
     kernel: { family: 'attention_controls', name: 'control_attention_short_by_one_d256' },
+  },
+  {
+    description: "skipped pair: the grouped down GEMM never writes a tile's last pair",
+    kernelCase: moeDownFp8Case,
+    kernel: { family: 'moe_controls', name: 'control_moe_down_skips_last_pair' },
   },
 ];

@@ -34,7 +34,7 @@ export interface Bf16Tensor {
   readonly values: Float64Array;
 }
 
-function bf16FromValues(values: ArrayLike<number>): Bf16Tensor {
+export function bf16FromValues(values: ArrayLike<number>): Bf16Tensor {
   const bits = new Uint16Array(values.length);
   const exact = new Float64Array(values.length);
   for (let index = 0; index < values.length; index++) {
