@@ -7,6 +7,7 @@ import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
 import { type CaseResult, describeCase, type KernelCase, runCase } from './support/contract.ts';
 import { controls } from './support/controls.ts';
+import { gemmBf16Case, gemmFp32Case } from './support/gemmCases.ts';
 import {
   gemmCase,
   gemvCase,
@@ -15,6 +16,7 @@ import {
   routerCase,
   swigluCase,
 } from './support/mathCases.ts';
+import { quantizeE4m3Case } from './support/quantizeCases.ts';
 import { freshSeed, Random } from './support/random.ts';
 import {
   embeddingGatherCase,
@@ -39,6 +41,9 @@ const kernelCases: readonly KernelCase[] = [
   gemvCase,
   gemvOtherTuningsCase,
   gemmCase,
+  gemmBf16Case,
+  gemmFp32Case,
+  quantizeE4m3Case,
 ];
 
 const availability = cudaAvailability();

@@ -2,6 +2,7 @@
 // one through the same case and gates. A control is caught when at least one gate fails on at least one shape.
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import type { KernelCase } from './contract.ts';
+import { gemmBf16Case } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
 
@@ -33,5 +34,10 @@ export const controls: readonly Control[] = [
     description: 'wrong tie-break: router sends equal probabilities to the higher index',
     kernelCase: routerCase,
     kernel: { family, name: 'control_router_ties_high' },
+  },
+  {
+    description: 'batch-dependent order: GEMM walks each K tile backwards when the call has more than one row',
+    kernelCase: gemmBf16Case,
+    kernel: { family: 'gemm_controls', name: 'control_gemm_k_reversed_with_rows' },
   },
 ];
