@@ -147,9 +147,11 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
   requireAligned(a.x, 16, 'x');
   requireAligned(a.w, 16, 'w');
   requireAligned(a.y, 8, 'y');
-  const tiles = options.kernel ? 'rows16' : (options.tiles ?? gemmTilesFor(a.rows));
-  const configuration = CONFIGURATIONS[tiles];
-  if (!configuration) throw invalid('tiles', `tiles must be rows16, rows64 or rows96, got ${String(options.tiles)}`);
+  const tiles = options.tiles ?? gemmTilesFor(a.rows);
+  if (!(tiles in CONFIGURATIONS))
+    throw invalid('tiles', `tiles must be rows16, rows64 or rows96, got ${String(tiles)}`);
+  // A replacement kernel keeps the split the picked configuration would make (so the workspace fits) on rows16's geometry.
+  const configuration = CONFIGURATIONS[options.kernel ? 'rows16' : tiles];
   const chunkTiles = gemmChunkTiles(a.outFeatures, a.inFeatures);
   const chunks = splits(tiles, a.outFeatures, a.inFeatures);
   const workspace = a.workspace ?? 0n;
