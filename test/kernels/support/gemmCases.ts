@@ -9,6 +9,7 @@ import { type GemmTiles, gemm, gemmWorkspaceBytes } from '../../../src/backend/c
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import {
   BF16_ONE_ROUNDING_BOUND,
+  type EquivalenceCase,
   type InvarianceCase,
   type KernelCase,
   type Prepared,
@@ -80,6 +81,34 @@ function gemmInvariance(label: string, inFeatures: number, outFeatures: number, 
   };
 }
 
+/** The same inputs through every tile configuration (split K or chunks in registers) and without dependent launch. */
+function gemmConfigurations(rows: number, inFeatures: number, outFeatures: number, output: Output): EquivalenceCase {
+  return {
+    label: `tile configurations ${inFeatures}→${outFeatures}, ${rows} rows, ${output} out`,
+    prepare(random: Random) {
+      const x = randomBf16(random, rows * inFeatures, 1);
+      const w = randomBf16(random, outFeatures * inFeatures, 1 / Math.sqrt(inFeatures));
+      const workspace = new Float32Array(gemmWorkspaceBytes(rows, outFeatures, inFeatures, 'rows16') / 4 || 4);
+      const schedule = (tiles: GemmTiles, dependentLaunch = true) => {
+        return (cuda: CudaContext, p: Readonly<Record<string, bigint>>, kernel: KernelName | undefined) => {
+          const a = { y: p.y!, x: p.x!, w: p.w!, workspace: p.workspace, rows, outFeatures, inFeatures, output };
+          gemm(cuda, a, { kernel, tiles, dependentLaunch });
+        };
+      };
+      return {
+        inputs: { x, w, workspace },
+        outputs: [{ name: 'y', kind: output, count: rows * outFeatures }],
+        runs: {
+          rows16: schedule('rows16'),
+          rows64: schedule('rows64'),
+          rows96: schedule('rows96'),
+          'rows16, plain launch': schedule('rows16', false),
+        },
+      };
+    },
+  };
+}
+
 export const gemmBf16Case: KernelCase = {
   name: 'gemm bf16 (own kernel, batch-invariant)',
   // fp32 accumulation over K ≤ 12288 adds about √K · 2⁻²⁴ ≈ 7e-6 relative error, far below one bf16 rounding.
@@ -105,6 +134,7 @@ export const gemmBf16Case: KernelCase = {
     gemmInvariance('output projection', 4096, 2048, 'bf16'),
     gemmInvariance('GDN input', 2048, 12352, 'bf16'),
   ],
+  equivalences: [gemmConfigurations(64, 2048, 4097, 'bf16'), gemmConfigurations(37, 4096, 2048, 'bf16')],
 };
 
 export const gemmFp32Case: KernelCase = {
@@ -118,4 +148,5 @@ export const gemmFp32Case: KernelCase = {
     gemmShape('codebook head', { rows: 7, inFeatures: 2048, outFeatures: 1024, output: 'f32' }),
   ],
   invariance: [gemmInvariance('candidate head', 2048, 4097, 'f32')],
+  equivalences: [gemmConfigurations(7, 2048, 4097, 'f32')],
 };
