@@ -148,6 +148,7 @@ for (const shape of SHAPES) {
     const y = cuda.allocate(rows * outFeatures * 4, 'gemm y');
     const workspaceBytes = gemmWorkspaceBytes(rows, outFeatures, inFeatures);
     const workspace = workspaceBytes > 0 ? cuda.allocate(workspaceBytes, 'gemm workspace') : undefined;
+    if (workspace) cuda.driver.fillWords(workspace.pointer, 0, workspaceBytes / 4, cuda.stream);
     const launches = rows >= 4096 ? Math.max(4, sets.length) : sets.length * 4;
     const ours = perLaunch(sets, launches, (w) =>
       gemm(cuda, {
@@ -161,6 +162,25 @@ for (const shape of SHAPES) {
         output: shape.output,
       }),
     );
+    // The split's other combine: the last block of each tile adds the partials (one launch instead of two).
+    const lastBlock = workspace
+      ? perLaunch(sets, launches, (w) =>
+          gemm(
+            cuda,
+            {
+              y: y.pointer,
+              x: x.pointer,
+              w,
+              workspace: workspace.pointer,
+              rows,
+              outFeatures,
+              inFeatures,
+              output: shape.output,
+            },
+            { combine: 'last-block' },
+          ),
+        )
+      : undefined;
     blas.matmul(y.pointer, x.pointer, sets[0]!.pointer, rows, outFeatures, inFeatures);
     cuda.synchronize();
     const cublas = perLaunch(sets, launches, (w) =>
@@ -177,6 +197,9 @@ for (const shape of SHAPES) {
       tiles: gemmTilesFor(rows),
       chunks: gemmChunks(outFeatures, inFeatures),
       microseconds: ours * 1000,
+      lastBlockMicroseconds: lastBlock === undefined ? undefined : lastBlock * 1000,
+      lastBlockShareOfCopy:
+        lastBlock === undefined ? undefined : weightBytes / lastBlock / 1e6 / copyGigabytesPerSecond,
       weightGigabytesPerSecond: gigabytesPerSecond,
       shareOfCopy: gigabytesPerSecond / copyGigabytesPerSecond,
       teraflops: flops / ours / 1e9,
@@ -195,12 +218,13 @@ const p = cuda.properties;
 const percent = (share: number) => `${(100 * share).toFixed(1)}%`;
 const lines = [
   `bf16 GEMM on ${p.name} (${p.multiprocessors} SMs, L2 ${p.l2CacheBytes / MiB} MiB); copy ${copyGigabytesPerSecond.toFixed(0)} GB/s (read + written)`,
-  '| projection | K→N | rows | tiles, chunks | ours µs | weight GB/s | % of copy | TFLOP/s | cuBLASLt µs | % of copy | TFLOP/s | anchor |',
-  '|---|---|---|---|---|---|---|---|---|---|---|---|',
+  '| projection | K→N | rows | tiles, chunks | ours µs | weight GB/s | % of copy | TFLOP/s | last-block combine µs, % of copy | cuBLASLt µs | % of copy | TFLOP/s | anchor |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ...results.map(
     (r) =>
       `| ${r.shape} | ${r.inFeatures}→${r.outFeatures} | ${r.rows} | ${r.tiles}, ${r.chunks} | ${r.microseconds.toFixed(2)} | ` +
       `${r.weightGigabytesPerSecond.toFixed(0)} | ${percent(r.shareOfCopy)} | ${r.teraflops.toFixed(1)} | ` +
+      `${r.lastBlockMicroseconds === undefined ? '—' : `${r.lastBlockMicroseconds.toFixed(2)}, ${percent(r.lastBlockShareOfCopy!)}`} | ` +
       `${r.cublasMicroseconds.toFixed(2)} | ${percent(r.cublasShareOfCopy)} | ${r.cublasTeraflops.toFixed(1)} | ${r.anchor} |`,
   ),
 ];

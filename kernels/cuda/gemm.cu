@@ -2,6 +2,8 @@
 // (mma.sync m16n8k16), one rounding to bf16 at the output (or none: fp32 output, for the logits head).
 //   x: [M, K] bf16, K contiguous; w: [N, K] bf16 (the PyTorch Linear layout); y: [M, N] bf16 or fp32
 //   partials: fp32 [chunks, M, N] scratch, used only when the launch splits K across blocks (gridDim.z == chunks)
+//   counters: int32 [row tiles × column tiles], zero before the first launch and left at zero by every launch; when
+//             not null, the last chunk block of a tile adds the partials itself and no gemm_combine is launched
 // Requirements (checked by the launcher): K % 8 == 0, x and w 16-byte aligned, y 8-byte aligned. M and N are free.
 // Batch invariance: K is cut into chunks whose size the launcher derives from (N, K) alone. For every output element
 // each chunk is summed from zero by the same sequence of mma.sync steps (k ascending, 16 at a time), and the chunk
@@ -17,24 +19,24 @@
 #include "gemm_tiles.cuh"
 
 extern "C" __global__ void __launch_bounds__(128, 4)
-    gemm_rows16_bf16(void* y, const bf16* x, const bf16* w, float* partials, int M, int N, int K, int chunk_tiles,
-                     int output_fp32) {
+    gemm_rows16_bf16(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M, int N, int K,
+                     int chunk_tiles, int output_fp32) {
   gemm_allow_dependent_launch();
-  gemm_tiles<16, 64, 1, 4, 4, false>(y, x, w, partials, M, N, K, chunk_tiles, output_fp32);
+  gemm_tiles<16, 64, 1, 4, 4, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
 }
 
 extern "C" __global__ void __launch_bounds__(128, 3)
-    gemm_rows64_bf16(void* y, const bf16* x, const bf16* w, float* partials, int M, int N, int K, int chunk_tiles,
-                     int output_fp32) {
+    gemm_rows64_bf16(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M, int N, int K,
+                     int chunk_tiles, int output_fp32) {
   gemm_allow_dependent_launch();
-  gemm_tiles<64, 64, 1, 4, 4, false>(y, x, w, partials, M, N, K, chunk_tiles, output_fp32);
+  gemm_tiles<64, 64, 1, 4, 4, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1)
-    gemm_rows96_bf16(void* y, const bf16* x, const bf16* w, float* partials, int M, int N, int K, int chunk_tiles,
-                     int output_fp32) {
+    gemm_rows96_bf16(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M, int N, int K,
+                     int chunk_tiles, int output_fp32) {
   gemm_allow_dependent_launch();
-  gemm_tiles<96, 128, 3, 4, 3, false>(y, x, w, partials, M, N, K, chunk_tiles, output_fp32);
+  gemm_tiles<96, 128, 3, 4, 3, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
 }
 
 // One thread per output element: the chunk partials in ascending order, exactly as the tile loop adds them.

@@ -5,7 +5,8 @@
 //   K is cut into chunks of `chunk_tiles` K tiles (the launcher derives it from N and K only). Every chunk is
 //   accumulated from zero by the same mma sequence (k ascending in steps of 16); chunk sums are then added in
 //   ascending chunk order: in registers (gridDim.z == 1), or as fp32 partials [chunks, M, N] that gemm_combine adds
-//   in the same order (gridDim.z == chunks). Both give the same bits.
+//   in the same order (gridDim.z == chunks), or that the last block of a tile to finish adds (same order) when
+//   `counters` is given. All three give the same bits.
 #pragma once
 #include "common.cuh"
 
@@ -80,8 +81,8 @@ __device__ __forceinline__ void gemm_store_pair(void* out, bool fp32, long long 
 // REVERSED_K (the contract's control only): with more than one row, the four 16-wide steps of each K tile run in
 // reverse order, which is accurate but changes the bits with the row count.
 template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, bool REVERSED_K>
-__device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w, float* partials, int M, int N,
-                                           int K, int chunk_tiles, int output_fp32) {
+__device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w, float* partials, int* counters,
+                                           int M, int N, int K, int chunk_tiles, int output_fp32) {
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   constexpr int WARP_ROWS = BM / WARPS_M;
   constexpr int WARP_COLUMNS = BN / WARPS_N;
@@ -222,6 +223,34 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
       const int column = column0 + warp_n * WARP_COLUMNS + j * 8 + pair;
       if (r < M) gemm_store_pair(out, fp32, r, column, N, total[i][j][0], total[i][j][1]);
       if (r + 8 < M) gemm_store_pair(out, fp32, r + 8, column, N, total[i][j][2], total[i][j][3]);
+    }
+  }
+  if (!split || counters == nullptr) return;
+  // The last of the tile's chunk blocks to arrive adds every chunk's partial in ascending order (as gemm_combine
+  // does) and resets the tile's counter for the next launch. The counter only orders; it adds no data.
+  __shared__ int last_arrival;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* counter = counters + blockIdx.y * gridDim.x + blockIdx.x;
+    last_arrival = atomicAdd(counter, 1) == (int)gridDim.z - 1;
+    if (last_arrival) *counter = 0;
+  }
+  __syncthreads();
+  if (!last_arrival) return;
+  __threadfence();
+  const long long elements = (long long)M * N;
+  for (int index = threadIdx.x; index < BM * BN; index += THREADS) {
+    const int r = row0 + index / BN;
+    const int column = column0 + index % BN;
+    if (r >= M || column >= N) continue;
+    const long long element = (long long)r * N + column;
+    float sum = __ldcg(partials + element);
+    for (int c = 1; c < (int)gridDim.z; c++) sum = sum + __ldcg(partials + c * elements + element);
+    if (output_fp32) {
+      static_cast<float*>(y)[element] = sum;
+    } else {
+      static_cast<bf16*>(y)[element] = to_bf16(sum);
     }
   }
 }

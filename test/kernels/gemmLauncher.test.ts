@@ -137,7 +137,11 @@ test('every row count launches the tile kernel its configuration needs, and a sp
     assert.ok(shared <= 227 * 1024, `${kernel} asks for ${shared} bytes of shared memory`);
     assert.equal(launches.length, split ? 2 : 1);
     if (split) assert.equal(launches[1]!.name, 'gemm_combine');
-    assert.equal(gemmWorkspaceBytes(rows, outFeatures, inFeatures), split ? chunks * rows * outFeatures * 4 : 0);
+    const counters = Math.ceil(rows / 16) * Math.ceil(outFeatures / 64) * 4;
+    assert.equal(
+      gemmWorkspaceBytes(rows, outFeatures, inFeatures),
+      split ? chunks * rows * outFeatures * 4 + counters : 0,
+    );
   }
 });
 
@@ -148,6 +152,16 @@ test('a replacement kernel runs on rows16 geometry with the split the row count 
   assert.equal(launches.length, 1);
   assert.deepEqual(launches[0]!.shape.grid, [32, 17, 1]);
   assert.equal(launches[0]!.name, kernel.name);
+});
+
+test('the last-block combine is one launch, with the counters after the partials', () => {
+  const { cuda, launches } = standIn();
+  gemm(cuda, { ...base, rows: 3 }, { combine: 'last-block' });
+  assert.equal(launches.length, 1);
+  assert.equal(launches[0]!.name, 'gemm_rows16_bf16');
+  const chunks = gemmChunks(2048, 4096);
+  assert.equal(gemmWorkspaceBytes(3, 2048, 4096), chunks * 3 * 2048 * 4 + 1 * 32 * 4);
+  assert.throws(() => gemm(cuda, base, { combine: 'atomic' as 'kernel' }), /combine must be/);
 });
 
 test('the quantiser launches one warp per row and 128-column block, and refuses bad sizes', () => {

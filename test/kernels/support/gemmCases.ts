@@ -25,6 +25,7 @@ interface GemmShape {
   readonly outFeatures: number;
   readonly output?: Output;
   readonly tiles?: GemmTiles;
+  readonly combine?: 'kernel' | 'last-block';
 }
 
 function preparedGemm(shape: GemmShape, x: Bf16Tensor, w: Bf16Tensor): Prepared {
@@ -43,14 +44,14 @@ function preparedGemm(shape: GemmShape, x: Bf16Tensor, w: Bf16Tensor): Prepared 
     },
     run(cuda: CudaContext, p: Readonly<Record<string, bigint>>, kernel: KernelName | undefined) {
       const a = { y: p.y!, x: p.x!, w: p.w!, workspace: p.workspace, rows, outFeatures, inFeatures, output };
-      gemm(cuda, a, { kernel, tiles: shape.tiles });
+      gemm(cuda, a, { kernel, tiles: shape.tiles, combine: shape.combine });
     },
   };
 }
 
 function gemmShape(label: string, shape: GemmShape): ShapeCase {
   const { rows, inFeatures, outFeatures } = shape;
-  const tiles = shape.tiles ? `, ${shape.tiles} forced` : '';
+  const tiles = `${shape.tiles ? `, ${shape.tiles} forced` : ''}${shape.combine ? `, ${shape.combine} combine` : ''}`;
   return {
     label: `${label} ${inFeatures}→${outFeatures}, ${rows} row${rows > 1 ? 's' : ''}${tiles}`,
     prepare(random: Random, nonFinite: boolean) {
@@ -89,10 +90,10 @@ function gemmConfigurations(rows: number, inFeatures: number, outFeatures: numbe
       const x = randomBf16(random, rows * inFeatures, 1);
       const w = randomBf16(random, outFeatures * inFeatures, 1 / Math.sqrt(inFeatures));
       const workspace = new Float32Array(gemmWorkspaceBytes(rows, outFeatures, inFeatures, 'rows16') / 4 || 4);
-      const schedule = (tiles: GemmTiles, dependentLaunch = true) => {
+      const schedule = (tiles: GemmTiles, dependentLaunch = true, combine: 'kernel' | 'last-block' = 'kernel') => {
         return (cuda: CudaContext, p: Readonly<Record<string, bigint>>, kernel: KernelName | undefined) => {
           const a = { y: p.y!, x: p.x!, w: p.w!, workspace: p.workspace, rows, outFeatures, inFeatures, output };
-          gemm(cuda, a, { kernel, tiles, dependentLaunch });
+          gemm(cuda, a, { kernel, tiles, dependentLaunch, combine });
         };
       };
       return {
@@ -103,6 +104,8 @@ function gemmConfigurations(rows: number, inFeatures: number, outFeatures: numbe
           rows64: schedule('rows64'),
           rows96: schedule('rows96'),
           'rows16, plain launch': schedule('rows16', false),
+          'rows16, last-block combine': schedule('rows16', true, 'last-block'),
+          'rows64, last-block combine': schedule('rows64', true, 'last-block'),
         },
       };
     },
@@ -129,6 +132,8 @@ export const gemmBf16Case: KernelCase = {
     gemmShape('split tiles', { rows: 33, inFeatures: 1000, outFeatures: 999, tiles: 'rows16' }),
     gemmShape('split tiles', { rows: 100, inFeatures: 1000, outFeatures: 130, tiles: 'rows64' }),
     gemmShape('register chunks', { rows: 5, inFeatures: 4096, outFeatures: 300, tiles: 'rows96' }),
+    gemmShape('decode, output projection', { rows: 1, inFeatures: 4096, outFeatures: 2048, combine: 'last-block' }),
+    gemmShape('batch 37, odd sizes', { rows: 37, inFeatures: 1000, outFeatures: 999, combine: 'last-block' }),
   ],
   invariance: [
     gemmInvariance('output projection', 4096, 2048, 'bf16'),
@@ -146,6 +151,7 @@ export const gemmFp32Case: KernelCase = {
     gemmShape('batch 64, candidate head', { rows: 64, inFeatures: 2048, outFeatures: 4097, output: 'f32' }),
     gemmShape('batch 257, odd sizes', { rows: 257, inFeatures: 1000, outFeatures: 999, output: 'f32' }),
     gemmShape('codebook head', { rows: 7, inFeatures: 2048, outFeatures: 1024, output: 'f32' }),
+    gemmShape('odd sizes', { rows: 3, inFeatures: 1000, outFeatures: 4097, output: 'f32', combine: 'last-block' }),
   ],
   invariance: [gemmInvariance('candidate head', 2048, 4097, 'f32')],
   equivalences: [gemmConfigurations(7, 2048, 4097, 'f32')],

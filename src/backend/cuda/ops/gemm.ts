@@ -90,7 +90,15 @@ function splits(tiles: GemmTiles, outFeatures: number, inFeatures: number): numb
   return CONFIGURATIONS[tiles].splitK ? gemmChunks(outFeatures, inFeatures) : 1;
 }
 
-/** Bytes of fp32 partials the launch needs in `workspace` (0: none). */
+function partialBytes(rows: number, outFeatures: number, chunks: number): number {
+  return chunks * rows * outFeatures * 4;
+}
+
+/**
+ * Bytes the launch needs in `workspace` (0: none): fp32 partials [chunks, rows, outFeatures], then one int32 counter
+ * per block tile (as many as rows16 makes, the most of any split configuration). Zero it once when allocated: every
+ * launch leaves the counters at zero.
+ */
 export function gemmWorkspaceBytes(
   rows: number,
   outFeatures: number,
@@ -98,7 +106,10 @@ export function gemmWorkspaceBytes(
   tiles: GemmTiles = gemmTilesFor(rows),
 ): number {
   const chunks = splits(tiles, outFeatures, inFeatures);
-  return chunks > 1 ? chunks * rows * outFeatures * 4 : 0;
+  if (chunks === 1) return 0;
+  const rows16 = CONFIGURATIONS.rows16;
+  const counters = Math.ceil(rows / rows16.blockRows) * Math.ceil(outFeatures / rows16.blockColumns);
+  return partialBytes(rows, outFeatures, chunks) + counters * 4;
 }
 
 export interface GemmOptions extends LaunchOptions {
@@ -109,6 +120,11 @@ export interface GemmOptions extends LaunchOptions {
    * controls) always runs with rows16's geometry.
    */
   readonly tiles?: GemmTiles;
+  /**
+   * How split partials are added (same order, same bits): by gemm_combine, a second kernel (default), or by the last
+   * block of each tile to finish, ordered by a counter in the workspace (one kernel, no second launch).
+   */
+  readonly combine?: 'kernel' | 'last-block';
 }
 
 export interface GemmArguments {
@@ -168,12 +184,19 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
   cuda.kernels.prepareOnce(cuda.kernels.kernel(chosen.family, chosen.name), (driver, kernel) =>
     raiseSharedLimit(driver, kernel, sharedBytes),
   );
+  const combine = options.combine ?? 'kernel';
+  if (combine !== 'kernel' && combine !== 'last-block') {
+    throw invalid('combine', `combine must be kernel or last-block, got ${String(combine)}`);
+  }
+  const counters =
+    chunks > 1 && combine === 'last-block' ? workspace + BigInt(partialBytes(a.rows, a.outFeatures, chunks)) : 0n;
   const outputFp32 = output === 'f32' ? 1 : 0;
   const args = new KernelArguments()
     .pointer(a.y)
     .pointer(a.x)
     .pointer(a.w)
     .pointer(workspace)
+    .pointer(counters)
     .int32(a.rows)
     .int32(a.outFeatures)
     .int32(a.inFeatures)
@@ -188,7 +211,7 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
   const shape = { grid, block: [configuration.threads, 1, 1], sharedBytes } as const;
   const attributes = (options.dependentLaunch ?? true) ? { programmaticStreamSerialization: true } : undefined;
   launch(cuda, configuration.kernel, shape, args, options, attributes);
-  if (chunks === 1) return;
+  if (chunks === 1 || counters !== 0n) return;
   const elements = a.rows * a.outFeatures;
   const combineArgs = new KernelArguments()
     .pointer(a.y)
