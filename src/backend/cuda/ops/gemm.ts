@@ -55,7 +55,10 @@ const CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>> = {
   },
 };
 
-/** Enough blocks for about four per multiprocessor of an H200 when one row streams the weights. */
+/**
+ * At most this many blocks when one row streams the weights: one wave at four rows16 blocks per multiprocessor of an
+ * H200 (528), so no second wave of a few blocks streams alone at the end.
+ */
 const CHUNK_TARGET_BLOCKS = 512;
 const MAX_CHUNKS = 16;
 /** A chunk is at least two K tiles (128 elements), so a split never makes blocks that only fill the pipeline. */
@@ -67,10 +70,9 @@ const COMBINE_MAX_BLOCKS = 4096;
 export function gemmChunkTiles(outFeatures: number, inFeatures: number): number {
   const kTiles = Math.ceil(inFeatures / K_TILE);
   const columnTiles = Math.ceil(outFeatures / CONFIGURATIONS.rows16.blockColumns);
-  const wanted = Math.min(
-    MAX_CHUNKS,
-    Math.ceil(CHUNK_TARGET_BLOCKS / columnTiles),
-    Math.max(1, Math.floor(kTiles / MIN_CHUNK_TILES)),
+  const wanted = Math.max(
+    1,
+    Math.min(MAX_CHUNKS, Math.floor(CHUNK_TARGET_BLOCKS / columnTiles), Math.floor(kTiles / MIN_CHUNK_TILES)),
   );
   return Math.ceil(kTiles / wanted);
 }
