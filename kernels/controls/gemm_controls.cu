@@ -7,5 +7,5 @@ extern "C" __global__ void __launch_bounds__(128, 4)
     control_gemm_k_reversed_with_rows(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M,
                                       int N, int K, int chunk_tiles, int output_fp32) {
   gemm_allow_dependent_launch();
-  gemm_tiles<16, 64, 1, 4, 4, true>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
+  gemm_tiles<16, 64, 1, 4, 4, false, true>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
 }

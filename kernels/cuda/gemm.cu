@@ -12,7 +12,8 @@
 // picks for M (gemm_rows16/64/96 differ only in how many rows and columns a block holds), or on whether K is split.
 //   gemm_rows16_bf16   16 × 64 block tile, 4 warps, 4 stages: decode (M ≤ 16), K split across blocks
 //   gemm_rows64_bf16   64 × 64 block tile, 4 warps, 4 stages: small batches (M ≤ 64), K split across blocks
-//   gemm_rows96_bf16   96 × 128 block tile, 12 warps, 3 stages: prefill, K chunks summed in registers
+//   gemm_rows96_bf16   96 × 128 block tile, 12 warps, 3 stages: prefill, K chunks summed in registers; grid.x
+//                      walks row tiles (x stays in L2, the weights stream about once)
 //   gemm_combine       y = Σ_c partials[c] in ascending c, then the one rounding
 // Programmatic dependent launch: the first weight stages are requested before griddepcontrol.wait; x is read and
 // y written only after it.
@@ -22,21 +23,21 @@ extern "C" __global__ void __launch_bounds__(128, 4)
     gemm_rows16_bf16(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M, int N, int K,
                      int chunk_tiles, int output_fp32) {
   gemm_allow_dependent_launch();
-  gemm_tiles<16, 64, 1, 4, 4, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
+  gemm_tiles<16, 64, 1, 4, 4, false, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
 }
 
 extern "C" __global__ void __launch_bounds__(128, 3)
     gemm_rows64_bf16(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M, int N, int K,
                      int chunk_tiles, int output_fp32) {
   gemm_allow_dependent_launch();
-  gemm_tiles<64, 64, 1, 4, 4, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
+  gemm_tiles<64, 64, 1, 4, 4, false, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1)
     gemm_rows96_bf16(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M, int N, int K,
                      int chunk_tiles, int output_fp32) {
   gemm_allow_dependent_launch();
-  gemm_tiles<96, 128, 3, 4, 3, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
+  gemm_tiles<96, 128, 3, 4, 3, true, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
 }
 
 // One thread per output element: the chunk partials in ascending order, exactly as the tile loop adds them.

@@ -78,9 +78,11 @@ __device__ __forceinline__ void gemm_store_pair(void* out, bool fp32, long long 
   }
 }
 
-// REVERSED_K (the contract's control only): with more than one row, the four 16-wide steps of each K tile run in
-// reverse order, which is accurate but changes the bits with the row count.
-template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, bool REVERSED_K>
+// ROWS_FASTEST: blockIdx.x walks row tiles (blockIdx.y column tiles), so the blocks running together share weight
+// tiles and x stays in L2 while the weights stream about once (prefill). REVERSED_K (the contract's control only):
+// with more than one row, the four 16-wide steps of each K tile run in reverse order, which is accurate but changes
+// the bits with the row count.
+template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, bool ROWS_FASTEST, bool REVERSED_K>
 __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w, float* partials, int* counters,
                                            int M, int N, int K, int chunk_tiles, int output_fp32) {
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
@@ -100,8 +102,8 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
   const int warp = threadIdx.x >> 5;
   const int warp_m = warp / WARPS_N;
   const int warp_n = warp % WARPS_N;
-  const int row0 = blockIdx.y * BM;
-  const int column0 = blockIdx.x * BN;
+  const int row0 = (ROWS_FASTEST ? blockIdx.x : blockIdx.y) * BM;
+  const int column0 = (ROWS_FASTEST ? blockIdx.y : blockIdx.x) * BN;
   const int k_tiles = (K + GEMM_BK - 1) / GEMM_BK;
   const int chunks = (k_tiles + chunk_tiles - 1) / chunk_tiles;
   const bool split = gridDim.z > 1;

@@ -129,7 +129,9 @@ test('every row count launches the tile kernel its configuration needs, and a sp
     assert.deepEqual(launches[0], {
       name: kernel,
       shape: {
-        grid: [Math.ceil(outFeatures / blockColumns), Math.ceil(rows / blockRows), split ? chunks : 1],
+        grid: split
+          ? [Math.ceil(outFeatures / blockColumns), Math.ceil(rows / blockRows), chunks]
+          : [Math.ceil(rows / blockRows), Math.ceil(outFeatures / blockColumns), 1],
         block: [threads, 1, 1],
         sharedBytes: shared,
       },

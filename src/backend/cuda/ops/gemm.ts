@@ -26,6 +26,8 @@ interface TileConfiguration {
   readonly stages: number;
   /** Chunks of K on separate blocks (partials) rather than summed in one block's registers. */
   readonly splitK: boolean;
+  /** grid.x walks row tiles and grid.y column tiles (the kernel's ROWS_FASTEST); otherwise the reverse. */
+  readonly rowsFastest: boolean;
 }
 
 const CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>> = {
@@ -36,6 +38,7 @@ const CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>> = {
     threads: 128,
     stages: 4,
     splitK: true,
+    rowsFastest: false,
   },
   rows64: {
     kernel: { family: FAMILY, name: 'gemm_rows64_bf16' },
@@ -44,6 +47,7 @@ const CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>> = {
     threads: 128,
     stages: 4,
     splitK: true,
+    rowsFastest: false,
   },
   rows96: {
     kernel: { family: FAMILY, name: 'gemm_rows96_bf16' },
@@ -52,6 +56,7 @@ const CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>> = {
     threads: 384,
     stages: 3,
     splitK: false,
+    rowsFastest: true,
   },
 };
 
@@ -204,12 +209,12 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
     .int32(a.inFeatures)
     .int32(chunkTiles)
     .int32(outputFp32);
-  const grid = [
-    Math.ceil(a.outFeatures / configuration.blockColumns),
-    Math.ceil(a.rows / configuration.blockRows),
-    chunks,
-  ] as const;
-  if (grid[1] > 65535) throw invalid('rows', `rows ${a.rows} need more than 65535 row tiles`);
+  const rowTiles = Math.ceil(a.rows / configuration.blockRows);
+  const columnTiles = Math.ceil(a.outFeatures / configuration.blockColumns);
+  const grid = configuration.rowsFastest
+    ? ([rowTiles, columnTiles, chunks] as const)
+    : ([columnTiles, rowTiles, chunks] as const);
+  if (grid[1] > 65535) throw invalid('rows', `${a.rows} rows × ${a.outFeatures} columns need a grid.y over 65535`);
   const shape = { grid, block: [configuration.threads, 1, 1], sharedBytes } as const;
   const attributes = (options.dependentLaunch ?? true) ? { programmaticStreamSerialization: true } : undefined;
   launch(cuda, configuration.kernel, shape, args, options, attributes);
