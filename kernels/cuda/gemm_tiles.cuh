@@ -105,12 +105,10 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
   const int row0 = (ROWS_FASTEST ? blockIdx.x : blockIdx.y) * BM;
   const int column0 = (ROWS_FASTEST ? blockIdx.y : blockIdx.x) * BN;
   const int k_tiles = (K + GEMM_BK - 1) / GEMM_BK;
-  const int chunks = (k_tiles + chunk_tiles - 1) / chunk_tiles;
   const bool split = gridDim.z > 1;
   const int tile_begin = split ? blockIdx.z * chunk_tiles : 0;
   const int tile_end = split ? min(tile_begin + chunk_tiles, k_tiles) : k_tiles;
   const int tiles = tile_end - tile_begin;
-  (void)chunks;
 
   auto load_w = [&](int stage, int tile) {
     const int k0 = tile * GEMM_BK;
