@@ -13,6 +13,7 @@ import {
 } from './support/attentionCases.ts';
 import { type CaseResult, describeCase, type KernelCase, runCase } from './support/contract.ts';
 import { controls } from './support/controls.ts';
+import { gemmBf16Case, gemmFp32Case } from './support/gemmCases.ts';
 import {
   gemmCase,
   gemvCase,
@@ -29,6 +30,7 @@ import {
   moeGateUpFp8Case,
   moeGroupingCase,
 } from './support/moeCases.ts';
+import { quantizeE4m3Case } from './support/quantizeCases.ts';
 import { freshSeed, Random } from './support/random.ts';
 import {
   embeddingGatherCase,
@@ -66,6 +68,9 @@ const kernelCases: readonly KernelCase[] = [
   moeCombineCase,
   moeBlockFp8Case,
   moeBlockBf16Case,
+  gemmBf16Case,
+  gemmFp32Case,
+  quantizeE4m3Case,
 ];
 
 const availability = cudaAvailability();

@@ -3,6 +3,7 @@
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
 import type { KernelCase } from './contract.ts';
+import { gemmBf16Case } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import { moeDownFp8Case } from './moeCases.ts';
 import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
@@ -61,5 +62,10 @@ export const controls: readonly Control[] = [
     description: "skipped pair: the grouped down GEMM never writes a tile's last pair",
     kernelCase: moeDownFp8Case,
     kernel: { family: 'moe_controls', name: 'control_moe_down_skips_last_pair' },
+  },
+  {
+    description: 'batch-dependent order: GEMM walks each K tile backwards when the call has more than one row',
+    kernelCase: gemmBf16Case,
+    kernel: { family: 'gemm_controls', name: 'control_gemm_k_reversed_with_rows' },
   },
 ];
