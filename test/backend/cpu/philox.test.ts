@@ -1,7 +1,7 @@
 // Philox 4x32-10 against the known-answer vectors published with Random123 (kat_vectors).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { philox4x32 } from '../../src/model/philox.ts';
+import { philox4x32 } from '../../../src/backend/cpu/ops/philox.ts';
 
 const hex = (words: Uint32Array) => [...words].map((word) => word.toString(16).padStart(8, '0'));
 
