@@ -74,8 +74,3 @@ export function readFloats(
   const floats = widenToRow(tensor, offset, count, row);
   for (let i = 0; i < count; i++) target[targetOffset + i] = floats[i]!;
 }
-
-/** Bytes a tensor's storage holds (with its scales): what a loaded weight costs in host memory. */
-export function tensorBytes(tensor: CpuTensor): number {
-  return tensor.data.byteLength + (tensor.scales === undefined ? 0 : tensorBytes(tensor.scales as CpuTensor));
-}
