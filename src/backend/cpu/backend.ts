@@ -29,11 +29,14 @@ import { PRECISION_POLICIES, type PrecisionName, type PrecisionPolicy } from './
 import { BatchSampler } from './sample-block.ts';
 import { ScratchPool } from './scratch.ts';
 import { type CpuBuffer, type CpuTensor, readFloats } from './tensors.ts';
+import { DEFAULT_WIDENED_CACHE_BYTES, WidenedCache } from './widened-cache.ts';
 
 export interface CpuBackendOptions {
   readonly precision?: PrecisionName;
   /** The delta rule's form; recurrent (the default) makes every prefill chunking bit-identical. */
   readonly deltaRule?: DeltaRuleForm;
+  /** Bytes of weight matrices widened to fp32 at load (widened-cache.ts); 0 widens every row per use. */
+  readonly widenedCacheBytes?: number;
 }
 
 function elements(shape: readonly number[]): number {
@@ -53,6 +56,8 @@ export class CpuBackend implements Backend<CpuBuffer> {
   readonly name = 'cpu';
   readonly policy: PrecisionPolicy;
   readonly deltaRule: DeltaRuleForm;
+  /** Widened copies of weight matrices, within a stated budget (never part of the weights' resident bytes). */
+  readonly widened: WidenedCache;
   private readonly scratch: ScratchPool;
   private readonly sampler: BatchSampler;
   private allocated = 0;
@@ -60,7 +65,8 @@ export class CpuBackend implements Backend<CpuBuffer> {
   constructor(options: CpuBackendOptions = {}) {
     this.policy = PRECISION_POLICIES[options.precision ?? 'bf16'];
     this.deltaRule = options.deltaRule ?? 'recurrent';
-    this.scratch = new ScratchPool(this.policy);
+    this.widened = new WidenedCache(options.widenedCacheBytes ?? DEFAULT_WIDENED_CACHE_BYTES);
+    this.scratch = new ScratchPool(this.policy, this.widened);
     const words = new Uint32Array(4);
     this.sampler = new BatchSampler((count) => ({
       probabilities: this.scratch.doublesFor('sample.probabilities', count),
@@ -91,7 +97,9 @@ export class CpuBackend implements Backend<CpuBuffer> {
         },
       );
     }
-    return { dtype, shape: [...shape], data: values };
+    const tensor = { dtype, shape: [...shape], data: values };
+    this.widened.offer(tensor);
+    return tensor;
   }
 
   writeIntegers(target: CpuTensor, offset: number, values: Int32Array): void {

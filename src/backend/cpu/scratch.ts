@@ -5,6 +5,7 @@
 import type { FloatArray } from './ops/types.ts';
 import type { PrecisionPolicy } from './precision.ts';
 import { type WideRow, wideRow } from './tensors.ts';
+import type { WidenedCache } from './widened-cache.ts';
 
 type ScratchBuffer = FloatArray | Float64Array | Int32Array;
 
@@ -18,7 +19,11 @@ export class ScratchPool {
   /** Buffers created so far. */
   growths = 0;
 
-  constructor(policy: PrecisionPolicy) {
+  constructor(
+    policy: PrecisionPolicy,
+    /** The backend's widened weight matrices, which every linear call looks up. */
+    readonly widened: WidenedCache,
+  ) {
     this.allocateFloats = (count) => policy.allocate(count);
   }
 

@@ -26,6 +26,70 @@ function dot(x: FloatArray, xStart: number, weight: FloatArray, wStart: number, 
   return s0 + s1 + (s2 + s3);
 }
 
+/** dot() for two x rows at once (each weight element loaded once): the same sums, in the same order, per row. */
+function dotPair(
+  x: FloatArray,
+  first: number,
+  second: number,
+  weight: FloatArray,
+  wStart: number,
+  inFeatures: number,
+  out: FloatArray,
+  outFirst: number,
+  outSecond: number,
+): void {
+  const tail = inFeatures - (inFeatures % 4);
+  let a0 = 0;
+  let a1 = 0;
+  let a2 = 0;
+  let a3 = 0;
+  let b0 = 0;
+  let b1 = 0;
+  let b2 = 0;
+  let b3 = 0;
+  let i = 0;
+  for (; i < tail; i += 4) {
+    const w0 = weight[wStart + i]!;
+    const w1 = weight[wStart + i + 1]!;
+    const w2 = weight[wStart + i + 2]!;
+    const w3 = weight[wStart + i + 3]!;
+    a0 += x[first + i]! * w0;
+    a1 += x[first + i + 1]! * w1;
+    a2 += x[first + i + 2]! * w2;
+    a3 += x[first + i + 3]! * w3;
+    b0 += x[second + i]! * w0;
+    b1 += x[second + i + 1]! * w1;
+    b2 += x[second + i + 2]! * w2;
+    b3 += x[second + i + 3]! * w3;
+  }
+  for (; i < inFeatures; i++) {
+    a0 += x[first + i]! * weight[wStart + i]!;
+    b0 += x[second + i]! * weight[wStart + i]!;
+  }
+  out[outFirst] = a0 + a1 + (a2 + a3);
+  out[outSecond] = b0 + b1 + (b2 + b3);
+}
+
+/** Every output row of one weight row: rows in pairs through dotPair, an odd last row through dot. */
+function weightRowProducts(
+  x: FloatArray,
+  weight: FloatArray,
+  wStart: number,
+  out: FloatArray,
+  o: number,
+  rows: number,
+  inFeatures: number,
+  outFeatures: number,
+): void {
+  let t = 0;
+  for (; t + 1 < rows; t += 2) {
+    const first = t * inFeatures;
+    const second = first + inFeatures;
+    dotPair(x, first, second, weight, wStart, inFeatures, out, t * outFeatures + o, (t + 1) * outFeatures + o);
+  }
+  if (t < rows) out[t * outFeatures + o] = dot(x, t * inFeatures, weight, wStart, inFeatures);
+}
+
 export function linear(
   x: FloatArray,
   weight: FloatArray,
@@ -34,10 +98,8 @@ export function linear(
   inFeatures: number,
   outFeatures: number,
 ): void {
-  for (let o = 0; o < outFeatures; o++) {
-    for (let t = 0; t < rows; t++)
-      out[t * outFeatures + o] = dot(x, t * inFeatures, weight, o * inFeatures, inFeatures);
-  }
+  for (let o = 0; o < outFeatures; o++)
+    weightRowProducts(x, weight, o * inFeatures, out, o, rows, inFeatures, outFeatures);
 }
 
 /** linear() over a weight tensor in any float dtype: each weight row is widened once per call, exactly, then dotted. */
@@ -52,7 +114,7 @@ export function linearTensor(
 ): void {
   for (let o = 0; o < outFeatures; o++) {
     const widened = widenToRow(weight, o * inFeatures, inFeatures, row);
-    for (let t = 0; t < rows; t++) out[t * outFeatures + o] = dot(x, t * inFeatures, widened, 0, inFeatures);
+    weightRowProducts(x, widened, 0, out, o, rows, inFeatures, outFeatures);
   }
 }
 
