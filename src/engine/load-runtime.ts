@@ -1,9 +1,10 @@
 // Builds the engine's runtime from a plain description (it crosses into the worker thread as workerData): the null
-// runtime for tests, or a checkpoint folder loaded on the cpu backend.
+// runtime for tests, or a checkpoint folder loaded on the cpu backend (the one place that picks it).
 
+import { CpuBackend } from '../backend/cpu/backend.ts';
 import { loadCheckpointCodec } from '../codec/reference.ts';
 import { DramaError } from '../errors.ts';
-import { loadSpeechModel } from '../model/speech-model.ts';
+import { loadSpeechModel } from '../model/load-model.ts';
 import { loadCheckpointRuntime } from './checkpoint-runtime.ts';
 import { NullCodec } from './null-codec.ts';
 import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
@@ -24,7 +25,8 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
     };
   }
   try {
-    return await loadCheckpointRuntime(spec.dir, spec.prefillChunk, loadSpeechModel);
+    const load = (dir: string, options: { prefillChunk?: number }) => loadSpeechModel(dir, new CpuBackend(), options);
+    return await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load);
   } catch (error) {
     if (error instanceof DramaError) throw error;
     throw new DramaError('CHECKPOINT_LOAD_FAILED', `could not load the checkpoint in ${spec.dir}: ${String(error)}`, {

@@ -2,7 +2,7 @@
 // (invariance, equivalence) cases. The references call the cpu ops per row, rounding to bf16 where the kernels and
 // the cpu bf16 path round (kernels/cuda/attention.cu lists the rounding points).
 import { sigmoid } from '../../../src/backend/cpu/ops/activations.ts';
-import { causalAttention } from '../../../src/backend/cpu/ops/attention.ts';
+import { slotAttention } from '../../../src/backend/cpu/ops/attention.ts';
 import { applyRope, type RopeStyle } from '../../../src/backend/cpu/ops/rope.ts';
 import { roundToBf16 } from '../../../src/numeric/dtypes.ts';
 import { rmsNormZeroCentred } from '../../../src/numeric/norms.ts';
@@ -152,24 +152,27 @@ export function attentionReference(
   const out = new Float64Array(rows.slots.length * width);
   const attended = new Float64Array(width);
   const scores = new Float64Array(capacity);
+  const accumulator = new Float64Array(headDim);
   for (let row = 0; row < rows.slots.length; row++) {
     const slot = rows.slots[row]!;
     const slabKeys = keys.subarray(slot * slotWidth, (slot + 1) * slotWidth);
     const slabValues = values.subarray(slot * slotWidth, (slot + 1) * slotWidth);
     const query = q.subarray(row * width, (row + 1) * width);
     const scale = 1 / Math.sqrt(headDim);
-    causalAttention(
+    slotAttention(
       query,
       slabKeys,
       slabValues,
+      capacity,
+      Int32Array.of(0, rows.positions[row]!),
       attended,
       1,
-      rows.positions[row]!,
       queryHeads,
       kvHeads,
       headDim,
       scale,
       scores,
+      accumulator,
     );
     for (let head = 0; head < queryHeads; head++) {
       for (let dim = 0; dim < headDim; dim++) {
