@@ -43,6 +43,53 @@ export function parsePtxasReport(text: string): KernelReport[] {
   return reports;
 }
 
+/** The .cu sources the build compiles, as absolute paths. */
+export function kernelSources(base: string = root): string[] {
+  return sourceFolders.flatMap((folder) =>
+    fs
+      .readdirSync(path.join(base, folder))
+      .filter((file) => file.endsWith('.cu'))
+      .sort()
+      .map((file) => path.join(base, folder, file)),
+  );
+}
+
+/** A source and every header it includes with quotes, found beside it or in kernels/cuda (as nvcc's -I finds them). */
+function withHeaders(source: string, base: string, found = new Set<string>()): Set<string> {
+  if (found.has(source)) return found;
+  found.add(source);
+  const text = fs.readFileSync(source, 'utf8');
+  for (const match of text.matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)) {
+    const candidates = [path.join(path.dirname(source), match[1]!), path.join(base, 'kernels/cuda', match[1]!)];
+    const header = candidates.find((candidate) => fs.existsSync(candidate));
+    if (header) withHeaders(header, base, found);
+  }
+  return found;
+}
+
+/**
+ * Fatbins in `outputs` that are missing or older than their .cu source or a header it includes, one line each:
+ * what `npm run build:kernels` would change.
+ */
+export function staleKernels(base: string = root, outputs: string = path.join(base, 'build/kernels')): string[] {
+  const stale: string[] = [];
+  for (const source of kernelSources(base)) {
+    const name = path.basename(source, '.cu');
+    const fatbin = path.join(outputs, `${name}.fatbin`);
+    if (!fs.existsSync(fatbin)) {
+      stale.push(`${name}.fatbin is missing (source ${path.relative(base, source)})`);
+      continue;
+    }
+    const built = fs.statSync(fatbin).mtimeMs;
+    for (const file of withHeaders(source, base)) {
+      if (fs.statSync(file).mtimeMs > built) {
+        stale.push(`${name}.fatbin is older than ${path.relative(base, file)}`);
+      }
+    }
+  }
+  return stale;
+}
+
 async function compile(source: string): Promise<{ name: string; reports: KernelReport[]; seconds: number }> {
   const name = path.basename(source, '.cu');
   const started = performance.now();
@@ -61,13 +108,7 @@ async function compile(source: string): Promise<{ name: string; reports: KernelR
 
 async function main(): Promise<void> {
   fs.mkdirSync(outputFolder, { recursive: true });
-  const sources = sourceFolders.flatMap((folder) =>
-    fs
-      .readdirSync(path.join(root, folder))
-      .filter((file) => file.endsWith('.cu'))
-      .sort()
-      .map((file) => path.join(root, folder, file)),
-  );
+  const sources = kernelSources();
   const queue = [...sources];
   const results: Awaited<ReturnType<typeof compile>>[] = [];
   const failures: string[] = [];
