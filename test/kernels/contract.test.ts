@@ -9,6 +9,8 @@ import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
 import { describeCase, type KernelCase, runCase } from './support/contract.ts';
 import { controls } from './support/controls.ts';
+import { deltaNetConvCase, deltaNetGatesCase } from './support/deltaNetCases.ts';
+import { deltaNetRecurrenceCase } from './support/deltaNetRecurrenceCases.ts';
 import {
   gemmCase,
   gemvCase,
@@ -41,6 +43,9 @@ const kernelCases: readonly KernelCase[] = [
   gemvCase,
   gemvOtherTuningsCase,
   gemmCase,
+  deltaNetConvCase,
+  deltaNetGatesCase,
+  deltaNetRecurrenceCase,
 ];
 
 const availability = cudaAvailability();

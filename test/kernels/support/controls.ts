@@ -2,6 +2,8 @@
 // one through the same case and gates. A control is caught when at least one gate fails on at least one shape.
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import type { KernelCase } from './contract.ts';
+import { deltaNetConvCase } from './deltaNetCases.ts';
+import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
 
@@ -33,5 +35,15 @@ export const controls: readonly Control[] = [
     description: 'wrong tie-break: router sends equal probabilities to the higher index',
     kernelCase: routerCase,
     kernel: { family, name: 'control_router_ties_high' },
+  },
+  {
+    description: 'off-by-one conv history: the window reaches one row further back',
+    kernelCase: deltaNetConvCase,
+    kernel: { family: 'delta_net_controls', name: 'control_delta_net_conv_history_off_by_one' },
+  },
+  {
+    description: 'skipped last row: the delta-rule recurrence stops one row early',
+    kernelCase: deltaNetRecurrenceCase,
+    kernel: { family: 'delta_net_controls', name: 'control_delta_net_recurrence_skips_last_row' },
   },
 ];
