@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { staleKernels } from '../../scripts/build-kernels.ts';
+import { staleKernels } from '../../scripts/kernel-files.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const built = path.join(root, 'build/kernels');

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import koffi from 'koffi';
-import { parsePtxasReport } from '../../scripts/build-kernels.ts';
+import { parsePtxasReport } from '../../scripts/kernel-files.ts';
 import { KernelArguments } from '../../src/backend/cuda/kernelArguments.ts';
 
 test('each argument sits in its own slot, where the address table points', () => {
