@@ -22,7 +22,9 @@
 //   value head h reads key head h / (Vh / Kh); q, k L2-normalised (eps 1e-6), q scaled by 1/sqrt(128), in fp32
 //   per row: S ← S·exp(g); δ = β(v − Sᵀk); S ← S + k ⊗ δ; o = Sᵀq (of the updated S); one rounding to bf16 at o.
 //   The recurrent form for decode and prefill alike: the state stays in registers across all of a sequence's rows
-//   (the staging of 32 rows in shared memory changes no arithmetic), so chunking a prompt cannot change a bit.
+//   (32 rows at a time are staged in shared memory, the next 32 loaded into registers while these are computed;
+//   neither changes any arithmetic), so chunking a prompt cannot change a bit. q, k and v are read as bf16 pairs:
+//   qkv must be 4-byte aligned and qkv_row_stride even.
 //   Grid (4 column groups, Vh, Q), 128 threads: thread (warp w, lane l) owns value column 32·x + 8w + l/4 and keys
 //   4i + l%4 (i < 32). Sᵀk and Sᵀq: each thread's 32 keys in two interleaved chains (even i, odd i) added, then the
 //   four key groups by xor-1 then xor-2 butterfly: the same order for every row, call and chunk.

@@ -85,6 +85,9 @@ struct RecurrenceStage {
   float beta[STAGED_ROWS];
 };
 
+static_assert(STAGED_ROWS * COLUMNS_PER_BLOCK / 2 == 4 * RECURRENCE_THREADS, "four value pairs per thread");
+static_assert(2 * HEAD_DIM == 2 * RECURRENCE_THREADS, "one q or k pair per thread and row");
+
 // Sum of squares of one 128-vector, lane i holding elements i, i+32, i+64, i+96: added in that order, then the warp
 // butterfly; every lane gets the same bits.
 __device__ __forceinline__ float head_squares(const float (&values)[4]) {
@@ -121,19 +124,73 @@ __device__ __forceinline__ void recurrence(bf16* out, const bf16* qkv, long long
 #pragma unroll
   for (int i = 0; i < KEYS_PER_THREAD; i++) s[i] = state[(long long)(KEY_GROUPS * i + key_group) * HEAD_DIM];
   const float query_scale = 0.08838834764831845f;  // 1/sqrt(HEAD_DIM) rounded to fp32
-  const long long key_offset = (long long)key_heads * HEAD_DIM;
-  const long long value_offset = 2 * key_offset + (long long)head * HEAD_DIM + blockIdx.x * COLUMNS_PER_BLOCK;
   const int rows = FAULT == FAULT_RECURRENCE_SKIPS_LAST_ROW ? sequence.row_count - 1 : sequence.row_count;
+  // The next staged rows, loaded into registers while the current ones are computed: thread x holds the bf16 pair
+  // x of each row's q (x < 64) or k (x ≥ 64), value pair x % 16 of rows x/16 + 8j, and row x's gates.
+  const bool holds_query = threadIdx.x < 64;
+  const int pair = holds_query ? threadIdx.x : threadIdx.x - 64;
+  const long long qk_column = (holds_query ? 0 : (long long)key_heads * HEAD_DIM) + key_head * HEAD_DIM + 2 * pair;
+  const int value_pair = threadIdx.x & 15;
+  const long long value_column =
+      2LL * key_heads * HEAD_DIM + (long long)head * HEAD_DIM + blockIdx.x * COLUMNS_PER_BLOCK + 2 * value_pair;
+  __nv_bfloat162 pending_qk[STAGED_ROWS];
+  __nv_bfloat162 pending_value[STAGED_ROWS * COLUMNS_PER_BLOCK / 2 / RECURRENCE_THREADS];
+  float pending_g = 0.0f, pending_beta = 0.0f;
+  const auto prefetch = [&](int start) {
+    const int staged = min(STAGED_ROWS, rows - start);
+    const bf16* base = qkv + (long long)(sequence.first_row + start) * qkv_row_stride;
+#pragma unroll
+    for (int r = 0; r < STAGED_ROWS; r++) {
+      if (r < staged) {
+        pending_qk[r] = *reinterpret_cast<const __nv_bfloat162*>(base + r * qkv_row_stride + qk_column);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int r = (threadIdx.x >> 4) + 8 * j;
+      if (r < staged) {
+        pending_value[j] = *reinterpret_cast<const __nv_bfloat162*>(base + r * qkv_row_stride + value_column);
+      }
+    }
+    if ((int)threadIdx.x < staged) {
+      const long long gate = (long long)(sequence.first_row + start + threadIdx.x) * value_heads + head;
+      pending_g = g[gate];
+      pending_beta = beta[gate];
+    }
+  };
+  if (rows > 0) prefetch(0);
   for (int start = 0; start < rows; start += STAGED_ROWS) {
     const int staged = min(STAGED_ROWS, rows - start);
-    // Stage: warp w normalises q and k of rows w, w+4, ...; every thread copies values and gates.
+    float(*qk_rows)[HEAD_DIM] = holds_query ? stage.query : stage.key;
+#pragma unroll
+    for (int r = 0; r < STAGED_ROWS; r++) {
+      if (r < staged) {
+        const float2 values = __bfloat1622float2(pending_qk[r]);
+        qk_rows[r][2 * pair] = values.x;
+        qk_rows[r][2 * pair + 1] = values.y;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int r = (threadIdx.x >> 4) + 8 * j;
+      if (r < staged) {
+        const float2 values = __bfloat1622float2(pending_value[j]);
+        stage.value[r][2 * value_pair] = values.x;
+        stage.value[r][2 * value_pair + 1] = values.y;
+      }
+    }
+    if ((int)threadIdx.x < staged) {
+      stage.decay[threadIdx.x] = expf(pending_g);
+      stage.beta[threadIdx.x] = pending_beta;
+    }
+    __syncthreads();
+    // Warp w L2-normalises q and k of rows w, w+4, ... in place.
     for (int r = warp; r < staged; r += RECURRENCE_THREADS / 32) {
-      const bf16* row = qkv + (long long)(sequence.first_row + start + r) * qkv_row_stride + key_head * HEAD_DIM;
       float q[4], k[4];
 #pragma unroll
       for (int j = 0; j < 4; j++) {
-        q[j] = to_float(row[lane + 32 * j]);
-        k[j] = to_float(row[key_offset + lane + 32 * j]);
+        q[j] = stage.query[r][lane + 32 * j];
+        k[j] = stage.key[r][lane + 32 * j];
       }
       const float query_factor = query_scale / sqrtf(head_squares(q) + 1e-6f);
       const float key_factor = 1.0f / sqrtf(head_squares(k) + 1e-6f);
@@ -143,17 +200,8 @@ __device__ __forceinline__ void recurrence(bf16* out, const bf16* qkv, long long
         stage.key[r][lane + 32 * j] = k[j] * key_factor;
       }
     }
-    for (int index = threadIdx.x; index < staged * COLUMNS_PER_BLOCK; index += RECURRENCE_THREADS) {
-      const int r = index / COLUMNS_PER_BLOCK;
-      const int c = index - r * COLUMNS_PER_BLOCK;
-      stage.value[r][c] = to_float(qkv[(long long)(sequence.first_row + start + r) * qkv_row_stride + value_offset + c]);
-    }
-    for (int r = threadIdx.x; r < staged; r += RECURRENCE_THREADS) {
-      const long long gate = (long long)(sequence.first_row + start + r) * value_heads + head;
-      stage.decay[r] = expf(g[gate]);
-      stage.beta[r] = beta[gate];
-    }
     __syncthreads();
+    if (start + STAGED_ROWS < rows) prefetch(start + STAGED_ROWS);
     for (int r = 0; r < staged; r++) {
       const float decay = stage.decay[r];
       // Sᵀk of the decayed state, this thread's 32 keys in order in two interleaved chains, then across the group.

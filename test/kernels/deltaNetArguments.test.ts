@@ -46,7 +46,7 @@ test('the gates launcher names a bad size or stride', () => {
 test('the recurrence launcher refuses value heads that are no multiple of key heads and a short row stride', () => {
   const recurrence = {
     out: 1n,
-    qkv: 2n,
+    qkv: 0x1000n,
     qkvRowStride: 8192,
     g: 3n,
     beta: 4n,
@@ -59,6 +59,8 @@ test('the recurrence launcher refuses value heads that are no multiple of key he
   assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, keyHeads: 3 }), refusal('valueHeads'));
   assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, qkvRowStride: 8191 }), refusal('qkvRowStride'));
   assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, sequenceCount: 0 }), refusal('sequenceCount'));
+  assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, qkvRowStride: 8193 }), refusal('qkvRowStride'));
+  assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, qkv: 6n }), refusal('qkvRowStride'));
 });
 
 test('sequence tables are (slot, firstRow, rowCount, startPosition) with rows laid out in table order', () => {

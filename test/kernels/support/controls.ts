@@ -37,6 +37,16 @@ export const controls: readonly Control[] = [
     kernel: { family, name: 'control_router_ties_high' },
   },
   {
+    description: 'wrong layout: SwiGLU declares its 8-byte row stride as a 4-byte int',
+    kernelCase: swigluCase,
+    kernel: { family, name: 'control_swiglu_int_stride' },
+  },
+  {
+    description: 'batch-dependent path: RMSNorm rounds x·r to bf16 when the call has several rows',
+    kernelCase: zeroCentredRmsNormCase,
+    kernel: { family, name: 'control_rms_norm_batched_path' },
+  },
+  {
     description: 'off-by-one conv history: the window reaches one row further back',
     kernelCase: deltaNetConvCase,
     kernel: { family: 'delta_net_controls', name: 'control_delta_net_conv_history_off_by_one' },

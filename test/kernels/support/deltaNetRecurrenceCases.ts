@@ -23,7 +23,7 @@ const HEAD_STATE = D * D;
 interface RecurrenceLayout {
   readonly keyHeads: number;
   readonly valueHeads: number;
-  /** Elements between rows of the conv output (≥ (2·Kh + Vh)·128). */
+  /** Elements between rows of the conv output (even, ≥ (2·Kh + Vh)·128). */
   readonly stride: number;
   readonly slots: number;
   readonly sequences: Sequences;
@@ -183,7 +183,7 @@ export const deltaNetRecurrenceCase: KernelCase = {
     shape('odd sizes, sequences of 5 and 33 rows', {
       keyHeads: 3,
       valueHeads: 6,
-      stride: 12 * D + 7,
+      stride: 12 * D + 6,
       slots: 4,
       sequences: [
         [3, 5],
@@ -193,7 +193,7 @@ export const deltaNetRecurrenceCase: KernelCase = {
     shape('one key head serving one value head, 40 rows', {
       keyHeads: 1,
       valueHeads: 1,
-      stride: 3 * D + 1,
+      stride: 3 * D + 2,
       slots: 1,
       sequences: [[0, 40]],
     }),

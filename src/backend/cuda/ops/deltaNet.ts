@@ -103,8 +103,9 @@ export function deltaNetGates(cuda: CudaContext, a: DeltaNetGatesArguments, opti
 export interface DeltaNetRecurrenceArguments {
   /** [T, valueHeads, 128] bf16. */
   readonly out: DevicePointer;
-  /** The conv output's first row: q [keyHeads, 128] | k [keyHeads, 128] | v [valueHeads, 128]. */
+  /** The conv output's first row: q [keyHeads, 128] | k [keyHeads, 128] | v [valueHeads, 128]; 4-byte aligned. */
   readonly qkv: DevicePointer;
+  /** Elements between rows: even, at least (2·keyHeads + valueHeads)·128. */
   readonly qkvRowStride: number;
   /** [T, valueHeads] fp32 each. */
   readonly g: DevicePointer;
@@ -133,6 +134,14 @@ export function deltaNetRecurrence(
     );
   }
   requireStride(a.qkvRowStride, 'qkvRowStride', (2 * a.keyHeads + a.valueHeads) * DELTA_NET_HEAD_DIM);
+  // The kernel reads q, k and v as bf16 pairs: rows and the first row must sit on 4-byte boundaries.
+  if (a.qkvRowStride % 2 !== 0 || a.qkv % 4n !== 0n) {
+    throw new DramaError(
+      'KERNEL_ARGUMENT_INVALID',
+      `qkv rows must be 4-byte aligned: got row stride ${a.qkvRowStride} elements at address ${a.qkv}`,
+      { kind: 'internal', param: 'qkvRowStride' },
+    );
+  }
   const args = new KernelArguments()
     .pointer(a.out)
     .pointer(a.qkv)
