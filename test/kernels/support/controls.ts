@@ -3,6 +3,8 @@
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
 import type { KernelCase } from './contract.ts';
+import { deltaNetConvCase } from './deltaNetCases.ts';
+import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmBf16Case } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import { moeDownFp8Case } from './moeCases.ts';
@@ -67,5 +69,25 @@ export const controls: readonly Control[] = [
     description: 'batch-dependent order: GEMM walks each K tile backwards when the call has more than one row',
     kernelCase: gemmBf16Case,
     kernel: { family: 'gemm_controls', name: 'control_gemm_k_reversed_with_rows' },
+  },
+  {
+    description: 'wrong layout: SwiGLU declares its 8-byte row stride as a 4-byte int',
+    kernelCase: swigluCase,
+    kernel: { family, name: 'control_swiglu_int_stride' },
+  },
+  {
+    description: 'batch-dependent path: RMSNorm rounds x·r to bf16 when the call has several rows',
+    kernelCase: zeroCentredRmsNormCase,
+    kernel: { family, name: 'control_rms_norm_batched_path' },
+  },
+  {
+    description: 'off-by-one conv history: the window reaches one row further back',
+    kernelCase: deltaNetConvCase,
+    kernel: { family: 'delta_net_controls', name: 'control_delta_net_conv_history_off_by_one' },
+  },
+  {
+    description: 'skipped last row: the delta-rule recurrence stops one row early',
+    kernelCase: deltaNetRecurrenceCase,
+    kernel: { family: 'delta_net_controls', name: 'control_delta_net_recurrence_skips_last_row' },
   },
 ];

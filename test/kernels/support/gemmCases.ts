@@ -116,6 +116,7 @@ export const gemmBf16Case: KernelCase = {
   name: 'gemm bf16 (own kernel, batch-invariant)',
   // fp32 accumulation over K ≤ 12288 adds about √K · 2⁻²⁴ ≈ 7e-6 relative error, far below one bf16 rounding.
   bound: BF16_ONE_ROUNDING_BOUND,
+  ulps: 1,
   shapes: [
     gemmShape('decode, GDN input', { rows: 1, inFeatures: 2048, outFeatures: 12352 }),
     gemmShape('decode, attention q+gate', { rows: 1, inFeatures: 2048, outFeatures: 8192 }),
@@ -146,6 +147,8 @@ export const gemmFp32Case: KernelCase = {
   name: 'gemm bf16 → fp32 (own kernel, logits head)',
   // No output rounding: only the fp32 accumulation (≈ √K · 2⁻²⁴ relative) separates it from the fp64 reference.
   bound: 2e-5,
+  // fp32 output: fp32 accumulation over up to 12288 products.
+  ulps: 256,
   shapes: [
     gemmShape('decode, candidate head', { rows: 1, inFeatures: 2048, outFeatures: 4097, output: 'f32' }),
     gemmShape('batch 64, candidate head', { rows: 64, inFeatures: 2048, outFeatures: 4097, output: 'f32' }),

@@ -66,3 +66,8 @@ export function randomIntegers(random: Random, count: number, below: number): In
 export function freshSeed(): number {
   return (Math.random() * 2 ** 32) >>> 0;
 }
+
+/** Stream `index` of `seed`: each tensor of an invariance case draws from its own, so any prefix of rows repeats. */
+export function streamOf(seed: number, index: number): Random {
+  return new Random((seed + Math.imul(index + 1, 0x9e3779b9)) >>> 0);
+}

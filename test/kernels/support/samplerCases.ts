@@ -200,6 +200,7 @@ const codeInvariance: InvarianceCase = {
 export const sampleMainCase: KernelCase = {
   name: 'sample_main (exact picks, RAS)',
   bound: 0,
+  ulps: 0,
   shapes: mainShapes,
   invariance: [mainInvariance],
 };
@@ -207,6 +208,7 @@ export const sampleMainCase: KernelCase = {
 export const sampleCodeCase: KernelCase = {
   name: 'sample_code (exact picks)',
   bound: 0,
+  ulps: 0,
   shapes: codeShapes,
   invariance: [codeInvariance],
 };
