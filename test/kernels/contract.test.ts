@@ -36,6 +36,7 @@ import {
 } from './support/moeCases.ts';
 import { quantizeE4m3Case } from './support/quantizeCases.ts';
 import { freshSeed, Random } from './support/random.ts';
+import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './support/recordsCases.ts';
 import {
   embeddingGatherCase,
   frameRowCase,
@@ -78,6 +79,11 @@ const kernelCases: readonly KernelCase[] = [
   deltaNetConvCase,
   deltaNetGatesCase,
   deltaNetRecurrenceCase,
+  embedRecordsCase,
+  gatherCodesCase,
+  slotRecordsCase,
+  addCase,
+  concatCase,
 ];
 
 const availability = cudaAvailability();

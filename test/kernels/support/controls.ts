@@ -8,6 +8,7 @@ import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmBf16Case } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import { moeDownFp8Case } from './moeCases.ts';
+import { embedRecordsCase } from './recordsCases.ts';
 import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
 import { sampleCodeCase, sampleMainCase } from './samplerCases.ts';
 
@@ -89,5 +90,10 @@ export const controls: readonly Control[] = [
     description: 'skipped last row: the delta-rule recurrence stops one row early',
     kernelCase: deltaNetRecurrenceCase,
     kernel: { family: 'delta_net_controls', name: 'control_delta_net_recurrence_skips_last_row' },
+  },
+  {
+    description: 'off-by-one column: record embedding reads the next codebook',
+    kernelCase: embedRecordsCase,
+    kernel: { family: 'records_controls', name: 'control_embed_records_next_codebook' },
   },
 ];
