@@ -1,5 +1,5 @@
 // Frames per second of the cpu speech model on a `tiny` synthetic checkpoint (or --model DIR): one lane, and lanes
-// batched into one frame step (aggregate frames/s over the batch), each the median of --runs runs, with the per-stage
+// batched into one frame step (aggregate frames/s over the batch), each the median of --runs interleaved runs, with the per-stage
 // split of the median batch-1 run and the prefill rate. Prints one table, then the numbers as JSON (to --json FILE
 // when given, else as the last line).
 // Usage: tsx bench/cpu-frames.ts [--model DIR] [--frames N] [--batches 1,8] [--runs 3] [--precision bf16|fp32|fp64]
@@ -81,11 +81,15 @@ function run(batch: number, frames: number): Run {
 
 const median = (list: Run[]) => [...list].sort((a, b) => a.framesPerSecond - b.framesPerSecond)[list.length >> 1]!;
 
-// Warm up the JIT on every batch size, then measure.
-for (const batch of batches) run(batch, 20);
+// Warm up the JIT on every batch size, twice, so that no function is re-optimised inside a measured run.
+for (let round = 0; round < 2; round++) for (const batch of batches) run(batch, 60);
 const load = loadavg()[0]!;
+// Runs of the batch sizes interleave, so that a change in the machine's load weighs on each size alike.
+const measured = new Map<number, Run[]>(batches.map((batch) => [batch, []]));
+for (let index = 0; index < runs; index++)
+  for (const batch of batches) measured.get(batch)!.push(run(batch, frameCount));
 const results = batches.map((batch) => {
-  const all = Array.from({ length: runs }, () => run(batch, frameCount));
+  const all = measured.get(batch)!;
   return { batch, median: median(all), all: all.map((item) => item.framesPerSecond) };
 });
 const report = {

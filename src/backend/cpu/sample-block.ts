@@ -79,7 +79,6 @@ export class BatchSampler {
       } else {
         chosen = this.drawFor(logits, offset, count, lanes, entry, NORMAL_DRAW);
         if (chosen < semanticCount && inWindow(window, windowStart, chosen)) {
-          this.key.column = 0;
           chosen = this.drawFor(logits, offset, count, lanes, entry, RAS_DRAW);
         }
       }
