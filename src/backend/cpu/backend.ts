@@ -25,6 +25,7 @@ import { type DeltaRuleForm, runDeltaNet } from './delta-net-block.ts';
 import { runLinear } from './linear-layer.ts';
 import { runMoe, runSwiGlu } from './moe-block.ts';
 import { embedRecords, gatherCodeRows } from './ops/embedding.ts';
+import { SUM_LANES } from './ops/sampling.ts';
 import { PRECISION_POLICIES, type PrecisionName, type PrecisionPolicy } from './precision.ts';
 import { BatchSampler } from './sample-block.ts';
 import { ScratchPool } from './scratch.ts';
@@ -68,9 +69,11 @@ export class CpuBackend implements Backend<CpuBuffer> {
     this.widened = new WidenedCache(options.widenedCacheBytes ?? DEFAULT_WIDENED_CACHE_BYTES);
     this.scratch = new ScratchPool(this.policy, this.widened);
     const words = new Uint32Array(4);
+    const partials = new Float64Array(SUM_LANES);
     this.sampler = new BatchSampler((count) => ({
       probabilities: this.scratch.doublesFor('sample.probabilities', count),
       order: this.scratch.integersFor('sample.order', count),
+      partials,
       words,
     }));
   }

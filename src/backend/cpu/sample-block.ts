@@ -1,8 +1,8 @@
 // The sampler op over a batch of lanes on the cpu: reads each lane's settings from the lane table, draws with
-// ops/sampler.ts, keeps the RAS window in its slot's slab row and writes the picks into the batch's frame records
+// ops/sampling.ts (the sampler kernel's reference), keeps the RAS window in its slot's slab row and writes the picks into the batch's frame records
 // [B, 1 + K] = (token, code[0..K−1]).
 //   main: a normal draw (draw 0); a semantic pick already in the slot's RAS window is redrawn (draw 1) at
-//   temperature 1.0, top-p 0.9 and the lane's top-k; a semantic pick goes to window entry frame mod 16. The record
+//   temperature 1.0, top-p 0.9 and the lane's top-k; a drawn semantic pick goes to window entry frame mod 16. The record
 //   gets (candidates[pick], pick) for a semantic pick, (candidates[pick], −1) otherwise (end of speech).
 //   code[column]: a normal draw at column `column`, written to records[b][1 + column].
 import { float32FromBits } from '../../numeric/dtypes.ts';
@@ -20,12 +20,9 @@ import {
   RAS_WINDOW,
   type SamplerState,
 } from '../types.ts';
-import { argmax, type DrawScratch, drawCandidate } from './ops/sampler.ts';
+import { argmaxLogits, type DrawScratch, drawFromLogits, RAS_SETTINGS } from './ops/sampling.ts';
 import type { CpuBuffer, CpuTensor } from './tensors.ts';
 
-/** The settings a repeated semantic token is redrawn with (top-k stays the lane's), as float32 like the lane table. */
-const RAS_TEMPERATURE = 1.0;
-const RAS_TOP_P = Math.fround(0.9);
 const NORMAL_DRAW = 0;
 const RAS_DRAW = 1;
 
@@ -38,8 +35,16 @@ interface MutableKey {
   draw: number;
 }
 
+/** Reusable draw settings, likewise. */
+interface MutableSettings {
+  temperature: number;
+  topP: number;
+  topK: number;
+}
+
 export class BatchSampler {
   private readonly key: MutableKey = { seedLow: 0, seedHigh: 0, frame: 0, column: 0, draw: 0 };
+  private readonly settings: MutableSettings = { temperature: 1, topP: 1, topK: 0 };
 
   constructor(private readonly scratch: (count: number) => DrawScratch) {}
 
@@ -49,10 +54,12 @@ export class BatchSampler {
     key.seedHigh = lanes[entry + LANE_SEED_HIGH]! >>> 0;
     key.frame = lanes[entry + LANE_FRAME]!;
     key.draw = draw;
-    const topK = lanes[entry + LANE_TOP_K]!;
-    const temperature = draw === RAS_DRAW ? RAS_TEMPERATURE : float32FromBits(lanes[entry + LANE_TEMPERATURE]!);
-    const topP = draw === RAS_DRAW ? RAS_TOP_P : float32FromBits(lanes[entry + LANE_TOP_P]!);
-    return drawCandidate(logits, offset, count, temperature, topP, topK, key, this.scratch(count));
+    const settings = this.settings;
+    settings.topK = lanes[entry + LANE_TOP_K]!;
+    settings.temperature =
+      draw === RAS_DRAW ? RAS_SETTINGS.temperature : float32FromBits(lanes[entry + LANE_TEMPERATURE]!);
+    settings.topP = draw === RAS_DRAW ? RAS_SETTINGS.topP : float32FromBits(lanes[entry + LANE_TOP_P]!);
+    return drawFromLogits(logits, offset, count, settings, key, this.scratch(count));
   }
 
   main(
@@ -73,9 +80,10 @@ export class BatchSampler {
       const entry = b * LANE_ENTRY;
       const offset = b * count;
       const windowStart = lanes[entry + LANE_SLOT]! * RAS_WINDOW;
+      const greedy = lanes[entry + LANE_GREEDY]! !== 0;
       let chosen: number;
-      if (lanes[entry + LANE_GREEDY]! !== 0) {
-        chosen = argmax(logits, count, offset);
+      if (greedy) {
+        chosen = argmaxLogits(logits, offset, count);
       } else {
         chosen = this.drawFor(logits, offset, count, lanes, entry, NORMAL_DRAW);
         if (chosen < semanticCount && inWindow(window, windowStart, chosen)) {
@@ -83,7 +91,8 @@ export class BatchSampler {
         }
       }
       const semantic = chosen < semanticCount;
-      if (semantic) window[windowStart + (lanes[entry + LANE_FRAME]! % RAS_WINDOW)] = chosen;
+      // As the kernel does: greedy lanes never read the window, so they leave it as it is.
+      if (semantic && !greedy) window[windowStart + (lanes[entry + LANE_FRAME]! % RAS_WINDOW)] = chosen;
       records[b * recordWidth] = ids[chosen]!;
       records[b * recordWidth + 1] = semantic ? chosen : -1;
     }
@@ -105,7 +114,7 @@ export class BatchSampler {
       this.key.column = column;
       records[b * recordWidth + 1 + column] =
         lanes[entry + LANE_GREEDY]! !== 0
-          ? argmax(logits, count, offset)
+          ? argmaxLogits(logits, offset, count)
           : this.drawFor(logits, offset, count, lanes, entry, NORMAL_DRAW);
     }
   }

@@ -1,30 +1,24 @@
 // The sampler: top-k and top-p cut-offs, the exponential race's frequencies, RAS redraws at window entry frame mod 16,
-// greedy; the per-draw function (ops/sampler.ts) and the batched op over a lane table (the backend's sampleMain).
+// greedy; the per-draw function (ops/sampling.ts) and the batched op over a lane table (the backend's sampleMain).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CpuBackend } from '../../../src/backend/cpu/backend.ts';
-import { argmax, type DrawScratch, drawCandidate } from '../../../src/backend/cpu/ops/sampler.ts';
+import { argmaxLogits, drawFromLogits, drawScratch } from '../../../src/backend/cpu/ops/sampling.ts';
 import { LANE_ENTRY, RAS_WINDOW } from '../../../src/backend/types.ts';
 import { float32Bits } from '../../../src/numeric/dtypes.ts';
 
 const logitsOf = (probabilities: number[]) => Float64Array.from(probabilities, Math.log);
-const scratch = (count: number): DrawScratch => ({
-  probabilities: new Float64Array(count),
-  order: new Int32Array(count),
-  words: new Uint32Array(4),
-});
 const key = (seed: number, frame: number, column: number) => ({ seedLow: seed, seedHigh: 0, frame, column, draw: 0 });
 
 function draw(logits: Float64Array, settings: { topK: number; topP: number }, seed: number, frame: number, column = 1) {
-  return drawCandidate(
+  const { topK, topP } = settings;
+  return drawFromLogits(
     logits,
     0,
     logits.length,
-    1,
-    settings.topP,
-    settings.topK,
+    { temperature: 1, topP, topK },
     key(seed, frame, column),
-    scratch(64),
+    drawScratch(64),
   );
 }
 
@@ -95,7 +89,8 @@ function mainDraws(logits: Float64Array, semantic: number, frames: number, greed
     const [token, code] = records.data as Int32Array;
     assert.equal(token, 100 + (code! < 0 ? count - 1 : code!));
     picks.push(code!);
-    if (frame < RAS_WINDOW && code! >= 0) assert.equal((rasWindow.data as Int32Array)[RAS_WINDOW + frame], code);
+    if (!greedy && frame < RAS_WINDOW && code! >= 0)
+      assert.equal((rasWindow.data as Int32Array)[RAS_WINDOW + frame], code);
   }
   assert.ok(
     (rasWindow.data as Int32Array).subarray(0, RAS_WINDOW).every((entry) => entry === -1),
@@ -118,7 +113,7 @@ test('RAS redraws a semantic token repeated within the window, never the end tok
 
 test('greedy takes the argmax (lowest index on ties) everywhere', () => {
   const logits = Float64Array.of(0.1, 0.7, 0.7, 0.2);
-  assert.equal(argmax(logits, 4), 1);
-  assert.equal(argmax(logits, 2, 2), 0);
+  assert.equal(argmaxLogits(logits, 0, 4), 1);
+  assert.equal(argmaxLogits(logits, 2, 2), 0);
   assert.ok(mainDraws(logits, 4, 20, true).every((code) => code === 1));
 });
