@@ -8,6 +8,14 @@ import type { BuiltPrompt, PromptRequest, TextFrontEnd } from './runtime.ts';
 const STRUCTURAL_TOKENS = ['<|im_start|>', '<|im_end|>', '<|voice|>', '<|text|>', '<|interleave|>', '<|semantic:'];
 const HEADER_ROWS = 8;
 
+/** Refuses text holding one of the null front end's structural tokens (as the real prompt builder refuses its own). */
+export function refuseNullStructuralTokens(value: string, param: string): void {
+  const token = STRUCTURAL_TOKENS.find((candidate) => value.includes(candidate));
+  if (token !== undefined) {
+    throw new DramaError('STRUCTURAL_TOKEN_IN_TEXT', `${param} contains the structural token ${token}`, { param });
+  }
+}
+
 export class NullTextFrontEnd implements TextFrontEnd {
   split(text: string, budget: number): string[] {
     const pieces: string[] = [];
@@ -35,12 +43,8 @@ export class NullTextFrontEnd implements TextFrontEnd {
     for (const [param, value] of [
       ['input', text],
       ['instructions', instructions ?? ''],
-    ] as const) {
-      const token = STRUCTURAL_TOKENS.find((candidate) => value.includes(candidate));
-      if (token !== undefined) {
-        throw new DramaError('STRUCTURAL_TOKEN_IN_TEXT', `${param} contains the structural token ${token}`, { param });
-      }
-    }
+    ] as const)
+      refuseNullStructuralTokens(value, param);
     const referenceRows = references.reduce(
       (sum, reference) => sum + [...reference.text].length + reference.frames.length,
       0,

@@ -3,6 +3,7 @@
 import type { Engine } from '../engine/engine.ts';
 import type { ReferenceInput } from '../engine/protocol.ts';
 import { DramaError } from '../errors.ts';
+import type { VoiceEncoder } from '../voices/encoder.ts';
 import type { AudioToolkit } from './audio-output.ts';
 import type { ServerMetrics } from './metrics.ts';
 
@@ -15,6 +16,10 @@ export interface ServerContext {
   readonly audio: AudioToolkit;
   readonly metrics: ServerMetrics;
   readonly resolveVoice: VoiceResolver;
+  /** Reference audio → frames off the engine thread; absent: one-off references are refused. */
+  readonly referenceEncoder: VoiceEncoder | undefined;
+  /** Bytes a streamed reply may have waiting for its client before it is cut off. */
+  readonly maxBufferedReplyBytes: number;
 }
 
 /** OpenAI's built-in voice names: clients send them, and they mean the default voice unless a catalog defines them. */

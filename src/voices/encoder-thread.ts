@@ -2,6 +2,7 @@
 // upload, answers matched by id. If the thread dies, the uploads in flight fail by name and the next one starts a
 // new thread. The thread does not keep the process alive.
 import type { Worker } from 'node:worker_threads';
+import type { RuntimeSpec } from '../engine/load-runtime.ts';
 import type { SerializedError } from '../engine/protocol.ts';
 import { deserializeError } from '../engine/serialize-error.ts';
 import { startTypeScriptWorker } from '../engine/threads.ts';
@@ -18,14 +19,14 @@ export class EncoderThread {
     { resolve: (upload: EncodedUpload) => void; reject: (error: Error) => void }
   >();
 
-  constructor(private readonly checkpointDir: string) {}
+  constructor(private readonly runtime: RuntimeSpec) {}
 
-  encode(audio: Uint8Array): Promise<EncodedUpload> {
+  encode(audio: Uint8Array, text: string): Promise<EncodedUpload> {
     const worker = this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      worker.postMessage({ id, audio });
+      worker.postMessage({ id, audio, text });
     });
   }
 
@@ -37,7 +38,7 @@ export class EncoderThread {
 
   private start(): Worker {
     if (this.worker !== undefined) return this.worker;
-    const worker = startTypeScriptWorker(new URL('./encoder-worker.ts', import.meta.url), { dir: this.checkpointDir });
+    const worker = startTypeScriptWorker(new URL('./encoder-worker.ts', import.meta.url), { spec: this.runtime });
     worker.unref();
     worker.on('message', (answer: Answer) => {
       const waiting = this.pending.get(answer.id);

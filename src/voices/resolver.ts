@@ -7,14 +7,12 @@ import type { VoiceResolver } from '../server/context.ts';
 import { defaultVoiceOnly } from '../server/context.ts';
 import type { Voice, VoiceCatalog } from './catalog.ts';
 
-/** Catalog references carry frames; their audio bytes are not needed by the engine. */
-const NO_AUDIO = new Uint8Array(0);
 /** How stale the resolver lets its view of the folder get (voices changed by the command line). */
 const REFRESH_MILLISECONDS = 1000;
 
 /** A catalog voice as a reference: its transcript and stored frames. */
 export function catalogReference(voice: Voice): ReferenceInput {
-  return { audio: NO_AUDIO, text: voice.text, frames: voice.frames, voice: voice.name };
+  return { text: voice.text, frames: voice.frames, voice: voice.name };
 }
 
 export function catalogResolver(catalog: VoiceCatalog): VoiceResolver {
