@@ -2,14 +2,14 @@
 // still be loading when the app starts listening (routes answer 503 until it is ready); it is closed with the app.
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Engine } from '../engine/engine.ts';
 import type { VoiceEncoder } from '../voices/encoder.ts';
 import type { AudioToolkit } from './audio-output.ts';
 import { apiKeyCheck } from './auth.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { defaultVoiceOnly, engineSlot, type ServerContext, type VoiceResolver } from './context.ts';
-import { errorHandler, frameworkErrorHandler, notFoundHandler, statusOf } from './errors.ts';
+import { errorHandler, notFoundHandler, statusOf } from './errors.ts';
 import { createMetrics, routeName } from './metrics.ts';
 import { watchReply } from './outcomes.ts';
 import { operationsRoutes } from './routes/operations.ts';
@@ -46,14 +46,19 @@ const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024;
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS;
+  // Both are set once the metrics exist; fastify takes its error handlers at construction.
   let countClientError = (_code: string, _status: number) => {};
+  let watch = (_request: FastifyRequest, _reply: FastifyReply) => {};
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
     requestTimeout: timeouts.requestMs,
     http: serverTimeouts(timeouts),
     // Errors before any route runs (bad URL encoding, over-long parameters, broken HTTP) take the envelope too.
-    frameworkErrors: frameworkErrorHandler,
+    frameworkErrors: (error, request, reply) => {
+      watch(request, reply);
+      return errorHandler(error, request, reply);
+    },
     clientErrorHandler: clientErrorHandler((error) => countClientError(error.code, statusOf(error))),
     // Wrong types and unknown fields are refused, never coerced or stripped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
@@ -85,11 +90,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   // First hook: every reply is counted once it closes, and a hang-up is seen from the moment the request arrives.
-  app.addHook('onRequest', async (request, reply) => {
+  watch = (request, reply) =>
     watchReply(reply.raw, (status, code) =>
-      context.metrics.requests.inc({ route: routeName(request.routeOptions.url), status, code }),
+      context.metrics.requests.inc({ route: routeName(request.routeOptions?.url), status, code }),
     );
-  });
+  app.addHook('onRequest', async (request, reply) => watch(request, reply));
   app.addHook('onRequest', apiKeyCheck(options.apiKeys ?? []));
   app.addHook('preParsing', bodyTimeoutHook(timeouts.bodyMs));
   await app.register(swagger, {

@@ -157,11 +157,6 @@ export function errorHandler(error: unknown, request: FastifyRequest, reply: Fas
   return sendError(reply, error);
 }
 
-/** Errors fastify raises before any route runs (bad URL encoding, over-long parameters) take the same path. */
-export function frameworkErrorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return errorHandler(error, request, reply);
-}
-
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const error = new DramaError('ROUTE_NOT_FOUND', `no route ${request.method} ${request.url}`, { kind: 'not_found' });
   return sendError(reply, error);
