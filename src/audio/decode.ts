@@ -6,6 +6,7 @@
 // decoder libraries print while decoding is captured: a corrupt upload gets one named error, not a flood on stderr.
 import decodeAudio from 'audio-decode';
 import { DramaError } from '../errors.ts';
+import { splitFlacFrames } from './flac-split.ts';
 import { type AudioLimits, UPLOAD_LIMITS } from './limits.ts';
 import { sniffUploadFormat, type UploadFormat } from './sniff.ts';
 import { readWav } from './wav.ts';
@@ -16,8 +17,10 @@ export interface DecodedAudio {
   readonly samples: Float32Array;
 }
 
-/** Small enough that one chunk of the densest FLAC (about 4096 samples a byte) stays a few seconds of audio. */
+/** Input chunk of the streaming decoders (mp3, ogg, aac): small, so one chunk never expands far past the limit. */
 const CHUNK_BYTES = 512;
+/** Samples in one run of whole FLAC frames fed at once (about a second; the FLAC decoder needs whole frames). */
+const FLAC_RUN_SAMPLES = 48000;
 const DECODERS = {
   mp3: decodeAudio.mp3,
   flac: decodeAudio.flac,
@@ -90,6 +93,18 @@ function capturingConsole(call: () => Promise<Decoded>, printed: string[]): Prom
   }
 }
 
+/** The decoder's input in pieces that expand to a bounded number of samples each. */
+function* inputChunks(format: Exclude<UploadFormat, 'wav'>, bytes: Uint8Array): Generator<Uint8Array> {
+  const native = format === 'flac' && String.fromCharCode(...bytes.subarray(0, 4)) !== 'OggS';
+  for (const run of native ? splitFlacFrames(bytes, FLAC_RUN_SAMPLES) : [{ bytes, samples: 0 }]) {
+    // Whole frames go in at once; bytes that did not parse as frames go in small pieces.
+    if (run.samples > 0) yield run.bytes;
+    else
+      for (let offset = 0; offset < run.bytes.length; offset += CHUNK_BYTES)
+        yield run.bytes.subarray(offset, offset + CHUNK_BYTES);
+  }
+}
+
 async function decodeCompressed(format: Exclude<UploadFormat, 'wav'>, bytes: Uint8Array, limits: AudioLimits) {
   const decoder = await DECODERS[format]();
   const parts: Float32Array[] = [];
@@ -106,9 +121,7 @@ async function decodeCompressed(format: Exclude<UploadFormat, 'wav'>, bytes: Uin
   const corrupt = (reason: string, cause?: unknown) =>
     new DramaError('AUDIO_CORRUPT', `could not decode the ${format} upload: ${reason}`, { param: 'audio', cause });
   try {
-    for (let offset = 0; offset < bytes.length; offset += CHUNK_BYTES) {
-      take(await capturingConsole(() => decoder(bytes.subarray(offset, offset + CHUNK_BYTES)), printed));
-    }
+    for (const chunk of inputChunks(format, bytes)) take(await capturingConsole(() => decoder(chunk), printed));
     take(await capturingConsole(() => decoder(), printed));
   } catch (error) {
     decoder.free();

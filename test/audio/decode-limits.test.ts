@@ -67,3 +67,15 @@ test('a corrupt mp3 is one named error, and the decoder prints nothing', async (
   }
   assert.deepEqual(printed, []);
 });
+
+test('a long FLAC fed in runs of whole frames decodes to every one of its samples', async () => {
+  const rate = 44100;
+  const tone = Float32Array.from(
+    { length: rate * 20 },
+    (_, index) => 0.3 * Math.sin(index / 7) * Math.sin(index / 5000),
+  );
+  const encoder = await createAudioEncoder('flac', { sampleRate: rate });
+  encoder.push(tone);
+  const decoded = await decodeUpload(encoder.finish());
+  assert.equal(decoded.samples.length, tone.length);
+});
