@@ -36,12 +36,14 @@ export function watchReply(raw: ServerResponse, onClosed: (status: number, code:
       onClosed(status, outcome?.code ?? (status < 400 ? 'ok' : 'UNNAMED_ERROR'));
       return;
     }
-    // Closed before the last byte: the server cut it (outcome named) or the client left.
+    // Closed before the last byte: the server cut it (outcome named) or the client left; what it held is let go
+    // before it is counted.
+    if (outcome === undefined) {
+      watch.gone = true;
+      for (const listener of watch.listeners) listener();
+      watch.listeners.clear();
+    }
     onClosed(outcome?.status ?? CLIENT_CLOSED_STATUS, outcome?.code ?? 'CLIENT_CLOSED');
-    if (outcome !== undefined) return;
-    watch.gone = true;
-    for (const listener of watch.listeners) listener();
-    watch.listeners.clear();
   });
 }
 

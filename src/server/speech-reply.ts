@@ -169,7 +169,11 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
       output.abort();
       throw error;
     }
-    onClientGone(reply, () => handle.cancel());
+    // The encoder is freed at once; the lane at the engine's next round.
+    onClientGone(reply, () => {
+      handle.cancel();
+      output.abort();
+    });
   });
 }
 

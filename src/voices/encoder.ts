@@ -12,7 +12,7 @@ import { REAL_CODEC_CONFIG } from '../codec/config.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
 import { hashedFrame, mix32 } from '../engine/null-model.ts';
 import { refuseNullStructuralTokens } from '../engine/null-text.ts';
-import { DramaError } from '../errors.ts';
+import { DramaError, isDramaError } from '../errors.ts';
 import type { Frame } from '../model/types.ts';
 import { EncoderThread } from './encoder-thread.ts';
 import { checkVoiceAudioSize, checkVoiceFrames, MAX_VOICE_FRAMES, voiceSeconds } from './names.ts';
@@ -56,7 +56,11 @@ const REFERENCE_AUDIO_LIMITS = { ...UPLOAD_LIMITS, maxDurationSeconds: voiceSeco
 export async function encodeUpload(audio: Uint8Array, text: string, codec: UploadCodec): Promise<EncodedUpload> {
   codec.checkTranscript(text);
   checkVoiceAudioSize(audio.length);
-  const decoded = await decodeUpload(audio, REFERENCE_AUDIO_LIMITS);
+  const decoded = await decodeUpload(audio, REFERENCE_AUDIO_LIMITS).catch((error: unknown) => {
+    if (!isDramaError(error) || error.code !== 'AUDIO_TOO_LONG') throw error;
+    const limit = `a reference is at most ${MAX_VOICE_FRAMES} frames (${voiceSeconds(MAX_VOICE_FRAMES).toFixed(1)} s)`;
+    throw new DramaError('VOICE_AUDIO_TOO_LONG', `${error.message}: ${limit}`, { param: 'audio', cause: error });
+  });
   // A recording too long to be a reference is refused before the expensive encode.
   const expectedFrames = Math.floor((decoded.samples.length * NATIVE_RATE) / decoded.sampleRate / FRAME_LENGTH);
   if (expectedFrames > MAX_VOICE_FRAMES) checkVoiceFrames(expectedFrames);
