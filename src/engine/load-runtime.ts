@@ -6,13 +6,13 @@ import { loadCheckpointCodec } from '../codec/reference.ts';
 import { DramaError } from '../errors.ts';
 import { loadSpeechModel } from '../model/load-model.ts';
 import { loadCheckpointRuntime } from './checkpoint-runtime.ts';
-import { NullCodec } from './null-codec.ts';
+import { NullCodec, type NullCodecOptions } from './null-codec.ts';
 import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
 import { NullTextFrontEnd } from './null-text.ts';
 import type { EngineCodec, SpeechRuntime } from './runtime.ts';
 
 export type RuntimeSpec =
-  | { readonly kind: 'null'; readonly model?: NullModelOptions }
+  | { readonly kind: 'null'; readonly model?: NullModelOptions; readonly codec?: NullCodecOptions }
   | { readonly kind: 'checkpoint'; readonly dir: string; readonly prefillChunk?: number };
 
 export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
@@ -20,7 +20,7 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
     return {
       modelId: 'drama3-null',
       model: new NullSpeechModel(spec.model),
-      codec: new NullCodec(),
+      codec: new NullCodec(spec.codec),
       text: new NullTextFrontEnd(),
     };
   }
@@ -39,7 +39,7 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
 
 /** The codec alone (for the decode thread): decode only, no reference encode. */
 export async function loadEngineCodec(spec: RuntimeSpec): Promise<EngineCodec> {
-  if (spec.kind === 'null') return new NullCodec();
+  if (spec.kind === 'null') return new NullCodec(spec.codec);
   const codec = await loadCheckpointCodec(spec.dir);
   return {
     sampleRate: codec.config.sampleRate,
