@@ -131,7 +131,8 @@ async function assertWholeOrNone(
 const FIRST = { text: 'The first recording.', audio: toneWav(6, 24000, 220) };
 const SECOND = { text: 'The second recording.', audio: toneWav(7, 24000, 330) };
 
-const TEMPORARY_FILE = (file: string) => String.raw`/\.tmp-[^/]+/` + file.replace('.', String.raw`\.`) + '$';
+/** A pattern for a file of that name inside a voice's temporary folder. */
+const TEMPORARY_FILE = (file: string) => String.raw`/\.tmp-[^/]+/${file.replace('.', '\\.')}$`;
 
 /** Kill points of a new voice's write, and what a restart must then find. */
 const NEW_VOICE_STEPS: { label: string; pause: Pause; outcome: string }[] = [
