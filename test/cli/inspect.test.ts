@@ -11,15 +11,11 @@ import { runInspect } from '../../src/cli/inspect.ts';
 
 const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
 
-/** `drama3 inspect DIR` as a process: status and both streams, killed if it runs past 60 s. */
-function inspectProcess(dir: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+/** `drama3 ARGS...` as a process: status and both streams, killed if it runs past 60 s. */
+function drama3(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', MAIN, 'inspect', dir],
-      { timeout: 60_000 },
-      (error, stdout, stderr) =>
-        resolve({ status: error === null ? 0 : (error.code as number | null), stdout, stderr }),
+    execFile(process.execPath, ['--import', 'tsx', MAIN, ...args], { timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({ status: error === null ? 0 : (error.code as number | null), stdout, stderr }),
     );
   });
 }
@@ -125,10 +121,14 @@ describe('drama3 inspect', () => {
         resolveRuntime({ model: dir, cacheDir: root, prefillChunk: 8 }),
         (error: Error & { code?: string }) => error.code === 'CHECKPOINT_NOT_REGULAR_FILE',
       );
-      const spawned = await inspectProcess(dir);
-      assert.equal(spawned.status, 1, spawned.stderr);
-      assert.match(spawned.stdout, /^CHECKPOINT_NOT_REGULAR_FILE: /);
-      assert.doesNotMatch(spawned.stderr, /\n\s+at /, 'no stack');
+      const inspected = await drama3(['inspect', dir]);
+      assert.equal(inspected.status, 1, inspected.stderr);
+      assert.match(inspected.stdout, /^CHECKPOINT_NOT_REGULAR_FILE: /);
+      assert.doesNotMatch(inspected.stderr, /\n\s+at /, 'no stack');
+      const served = await drama3(['serve', '--model', dir, '--port', '0', '--voices', join(root, 'voices')]);
+      assert.equal(served.status, 1, 'serve exits instead of waiting on the FIFO');
+      assert.match(served.stderr, /the model could not be loaded: CHECKPOINT_NOT_REGULAR_FILE: .* is a FIFO/);
+      assert.doesNotMatch(served.stderr, /\n\s+at /, 'no stack');
       await rm(join(dir, shard));
       await mkdir(join(dir, shard));
       const folder = await inspect(dir);
