@@ -28,15 +28,12 @@ function notRegular(path: string, info: Stats): DramaError {
 /** How an open that cannot find or read the file is refused (each format keeps its own code). */
 export type MissingFile = (path: string, reason: string) => DramaError;
 
-const defaultMissing: MissingFile = (path, reason) =>
-  new DramaError('CHECKPOINT_FILE_NOT_FOUND', `${path}: cannot open (${reason})`, { kind: 'not_found', param: path });
-
 function reasonOf(error: unknown): string {
   return (error as NodeJS.ErrnoException).code ?? (error as Error).message;
 }
 
 /** A read handle on `path`, which must be a regular file (a symlink to one is fine). */
-export async function openRegularFile(path: string, missing: MissingFile = defaultMissing): Promise<FileHandle> {
+export async function openRegularFile(path: string, missing: MissingFile): Promise<FileHandle> {
   let info: Stats;
   try {
     info = await stat(path);
@@ -61,9 +58,8 @@ export async function openRegularFile(path: string, missing: MissingFile = defau
 /** The whole text of a small regular file, decoded as UTF-8 (invalid bytes refused by `invalid`). */
 export async function readRegularText(
   path: string,
-  missing: MissingFile = defaultMissing,
-  invalid: (path: string, reason: string) => DramaError = (file, reason) =>
-    new DramaError('CHECKPOINT_FILE_NOT_UTF8', `${file}: ${reason}`, { kind: 'bad_checkpoint', param: file }),
+  missing: MissingFile,
+  invalid: (path: string, reason: string) => DramaError,
 ): Promise<string> {
   const handle = await openRegularFile(path, missing);
   let bytes: Buffer;
