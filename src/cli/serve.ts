@@ -4,6 +4,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Engine } from '../engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS, DEFAULT_MEMORY_ROWS_PER_LANE, type EngineSettings } from '../engine/engine-core.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
+import { isDramaError } from '../errors.ts';
 import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';
 import { buildApp } from '../server/app.ts';
 import { audioToolkit } from '../server/audio-toolkit.ts';
@@ -135,6 +136,8 @@ async function serve(flags: ServeFlags): Promise<void> {
       thread: 'worker',
     }),
   );
+  // A refusal can come before buildApp takes the promise; it is reported where the engine is awaited below.
+  engine.catch(() => {});
   const app = await buildApp({
     engine,
     audio: audioToolkit,
@@ -163,7 +166,8 @@ async function serve(flags: ServeFlags): Promise<void> {
       `Open ${address}/ for the playground, or: curl -s ${address}/v1/audio/speech -H 'content-type: application/json' -d '{"input":"Hello!","response_format":"wav"}' -o hello.wav`,
     );
   } catch (error) {
-    console.error(`drama3: the model could not be loaded: ${error instanceof Error ? error.message : String(error)}`);
+    const reason = isDramaError(error) ? `${error.code}: ${error.message}` : String(error);
+    console.error(`drama3: the model could not be loaded: ${reason}`);
     await app.close();
     process.exitCode = 1;
   }
