@@ -148,7 +148,9 @@ export const gemmFp32Case: KernelCase = {
   // No output rounding: only the fp32 accumulation (≈ √K · 2⁻²⁴ relative) separates it from the fp64 reference.
   bound: 2e-5,
   // fp32 output: fp32 accumulation over up to 12288 products.
-  ulps: 256,
+  // Measured on the H200: 1303 fp32 ulps at worst (seed 12345), where a dot product cancels far below its terms;
+  // the norm bound (2e-5) is the tight gate here.
+  ulps: 2048,
   shapes: [
     gemmShape('decode, candidate head', { rows: 1, inFeatures: 2048, outFeatures: 4097, output: 'f32' }),
     gemmShape('batch 64, candidate head', { rows: 64, inFeatures: 2048, outFeatures: 4097, output: 'f32' }),
