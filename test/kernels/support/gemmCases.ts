@@ -147,7 +147,6 @@ export const gemmFp32Case: KernelCase = {
   name: 'gemm bf16 → fp32 (own kernel, logits head)',
   // No output rounding: only the fp32 accumulation (≈ √K · 2⁻²⁴ relative) separates it from the fp64 reference.
   bound: 2e-5,
-  // fp32 output: fp32 accumulation over up to 12288 products.
   // Measured on the H200: 1303 fp32 ulps at worst (seed 12345), where a dot product cancels far below its terms;
   // the norm bound (2e-5) is the tight gate here.
   ulps: 2048,
