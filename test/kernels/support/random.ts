@@ -111,3 +111,14 @@ export function freshSeed(): number {
 export function streamOf(seed: number, index: number): Random {
   return new Random((seed + Math.imul(index + 1, 0x9e3779b9)) >>> 0);
 }
+
+const drawnForSeed = new Map<string, { seed: number; tensor: Bf16Tensor }>();
+
+/** `draw()` once per key and seed: an invariance case's weights and tables, the same at every row count. */
+export function drawnOnce(key: string, seed: number, draw: () => Bf16Tensor): Bf16Tensor {
+  const known = drawnForSeed.get(key);
+  if (known?.seed === seed) return known.tensor;
+  const tensor = draw();
+  drawnForSeed.set(key, { seed, tensor });
+  return tensor;
+}
