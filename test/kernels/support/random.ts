@@ -79,16 +79,31 @@ function normalTable(): Float64Array {
   return quantiles;
 }
 
-/** Normal values with the given scale (and offset), rounded to bf16; element i depends only on draw ⌊i/2⌋. */
-export function randomBf16(random: Random, count: number, scale = 1, offset = 0): Bf16Tensor {
+/** Normal values with the given scale (and offset) from the quantile table; element i depends only on draw ⌊i/2⌋. */
+function normalValues<T extends Float64Array | Float32Array>(
+  random: Random,
+  values: T,
+  scale: number,
+  offset: number,
+): T {
   const table = normalTable();
-  const values = new Float64Array(count);
+  const count = values.length;
   for (let index = 0; index < count; index += 2) {
     const word = random.next() * 4294967296;
     values[index] = offset + scale * table[word & 0xffff]!;
     if (index + 1 < count) values[index + 1] = offset + scale * table[word >>> 16]!;
   }
-  return bf16FromValues(values);
+  return values;
+}
+
+/** Normal values with the given scale (and offset), rounded to bf16. */
+export function randomBf16(random: Random, count: number, scale = 1, offset = 0): Bf16Tensor {
+  return bf16FromValues(normalValues(random, new Float64Array(count), scale, offset));
+}
+
+/** Normal values with the given scale, rounded to fp32 (an fp32 state). */
+export function randomFloat32(random: Random, count: number, scale = 1): Float32Array {
+  return normalValues(random, new Float32Array(count), scale, 0);
 }
 
 /** Writes `value` (NaN, ±Infinity) into both views of a bf16 tensor at `index`. */
