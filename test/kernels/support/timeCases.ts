@@ -1,6 +1,7 @@
 // Times the host side of every contract case (inputs, fp64 references, invariance and equivalence inputs), the
 // part of a contract run that is not the GPU: `node --import tsx test/kernels/support/timeCases.ts [name filter]`.
 import { performance } from 'node:perf_hooks';
+import { controls } from './controls.ts';
 import { kernelCases } from './kernelCases.ts';
 import { Random } from './random.ts';
 import { DEFAULT_ROW_COUNTS } from './schedules.ts';
@@ -44,9 +45,8 @@ for (const { what, seconds } of rows.slice(0, 40)) console.log(`${seconds.toFixe
 console.log('per case:');
 const sorted = [...totals].sort((a, b) => b[1] - a[1]);
 for (const [name, seconds] of sorted) console.log(`${seconds.toFixed(2).padStart(7)} s  ${name}`);
-console.log(
-  `${sorted
-    .reduce((sum, [, seconds]) => sum + seconds, 0)
-    .toFixed(2)
-    .padStart(7)} s  total`,
-);
+const total = sorted.reduce((sum, [, seconds]) => sum + seconds, 0);
+console.log(`${total.toFixed(2).padStart(7)} s  total`);
+// The contract runs each control's case once more.
+const withControls = controls.reduce((sum, control) => sum + (totals.get(control.kernelCase.name) ?? 0), total);
+if (filter === '') console.log(`${withControls.toFixed(2).padStart(7)} s  total with the controls' cases`);
