@@ -7,84 +7,11 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
-import {
-  attentionBackboneCase,
-  attentionOtherCase,
-  attentionPrepareBackboneCase,
-  attentionPrepareOtherCase,
-} from './support/attentionCases.ts';
-import { describeCase, type KernelCase, runCase } from './support/contract.ts';
+import { describeCase, runCase } from './support/contract.ts';
 import { controls } from './support/controls.ts';
-import { deltaNetConvCase, deltaNetGatesCase } from './support/deltaNetCases.ts';
-import { deltaNetRecurrenceCase } from './support/deltaNetRecurrenceCases.ts';
-import { gemmBf16Case, gemmFp32Case } from './support/gemmCases.ts';
-import {
-  gemmCase,
-  gemvCase,
-  gemvOtherTuningsCase,
-  releaseCublas,
-  routerCase,
-  swigluCase,
-} from './support/mathCases.ts';
-import { moeBlockBf16Case } from './support/moeBf16Cases.ts';
-import {
-  moeBlockFp8Case,
-  moeCombineCase,
-  moeDownFp8Case,
-  moeGateUpFp8Case,
-  moeGroupingCase,
-} from './support/moeCases.ts';
-import { quantizeE4m3Case } from './support/quantizeCases.ts';
+import { kernelCases } from './support/kernelCases.ts';
+import { releaseCublas } from './support/mathCases.ts';
 import { freshSeed, Random } from './support/random.ts';
-import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './support/recordsCases.ts';
-import {
-  embeddingGatherCase,
-  frameRowCase,
-  gatedRmsNormCase,
-  plainRmsNormCase,
-  ropeInterleavedCase,
-  ropeNeoxCase,
-  zeroCentredRmsNormCase,
-} from './support/rowCases.ts';
-import { sampleCodeCase, sampleMainCase } from './support/samplerCases.ts';
-
-const kernelCases: readonly KernelCase[] = [
-  zeroCentredRmsNormCase,
-  plainRmsNormCase,
-  gatedRmsNormCase,
-  embeddingGatherCase,
-  frameRowCase,
-  ropeNeoxCase,
-  ropeInterleavedCase,
-  swigluCase,
-  routerCase,
-  gemvCase,
-  gemvOtherTuningsCase,
-  gemmCase,
-  sampleMainCase,
-  sampleCodeCase,
-  attentionPrepareBackboneCase,
-  attentionPrepareOtherCase,
-  attentionBackboneCase,
-  attentionOtherCase,
-  moeGroupingCase,
-  moeGateUpFp8Case,
-  moeDownFp8Case,
-  moeCombineCase,
-  moeBlockFp8Case,
-  moeBlockBf16Case,
-  gemmBf16Case,
-  gemmFp32Case,
-  quantizeE4m3Case,
-  deltaNetConvCase,
-  deltaNetGatesCase,
-  deltaNetRecurrenceCase,
-  embedRecordsCase,
-  gatherCodesCase,
-  slotRecordsCase,
-  addCase,
-  concatCase,
-];
 
 const availability = cudaAvailability();
 const skip = availability.available ? false : `no CUDA device: ${availability.reason}`;

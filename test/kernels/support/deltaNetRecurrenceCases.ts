@@ -15,7 +15,7 @@ import {
   type ShapeCase,
 } from './contract.ts';
 import { chunkTable, copySlab, lanes, REAL, type Sequences, sequenceTable } from './deltaNetCases.ts';
-import { plant, type Random, randomBf16, streamOf } from './random.ts';
+import { plant, type Random, randomBf16, randomFloat32, streamOf } from './random.ts';
 
 const D = DELTA_NET_HEAD_DIM;
 const HEAD_STATE = D * D;
@@ -43,8 +43,7 @@ function recurrenceInputs(layout: RecurrenceLayout, rows: number, draw: (index: 
   const g = Float32Array.from({ length: rows * valueHeads }, () => -Math.exp(0.5 * decays.normal() - 1.5));
   const betas = draw(2);
   const beta = Float32Array.from({ length: rows * valueHeads }, () => 1 / (1 + Math.exp(-betas.normal())));
-  const states = draw(3);
-  const state = Float32Array.from({ length: slots * valueHeads * HEAD_STATE }, () => 0.1 * states.normal());
+  const state = randomFloat32(draw(3), slots * valueHeads * HEAD_STATE, 0.1);
   return { qkv, g, beta, state };
 }
 

@@ -15,7 +15,7 @@ import {
   type Prepared,
   type ShapeCase,
 } from './contract.ts';
-import { type Bf16Tensor, plant, Random, randomBf16 } from './random.ts';
+import { type Bf16Tensor, drawnOnce, plant, type Random, randomBf16, streamOf } from './random.ts';
 
 type Output = 'bf16' | 'f32';
 
@@ -68,14 +68,14 @@ function gemmShape(label: string, shape: GemmShape): ShapeCase {
   };
 }
 
-/** Draws the weights first, then the rows in order: the first r rows are the same for every row count ≥ r. */
+/** Weights once per seed from one stream, the rows in order from another: the first r rows agree for every count ≥ r. */
 function gemmInvariance(label: string, inFeatures: number, outFeatures: number, output: Output): InvarianceCase {
   return {
     label: `${label} ${inFeatures}→${outFeatures}, ${output} out`,
     prepare(seed: number, rows: number) {
-      const random = new Random(seed);
-      const w = randomBf16(random, outFeatures * inFeatures, 1 / Math.sqrt(inFeatures));
-      const x = randomBf16(random, rows * inFeatures, 1);
+      const drawWeights = () => randomBf16(streamOf(seed, 0), outFeatures * inFeatures, 1 / Math.sqrt(inFeatures));
+      const w = drawnOnce(`gemm ${inFeatures}→${outFeatures}`, seed, drawWeights);
+      const x = randomBf16(streamOf(seed, 1), rows * inFeatures, 1);
       return preparedGemm({ rows, inFeatures, outFeatures, output }, x, w);
     },
     elementsPerRow: { y: outFeatures },

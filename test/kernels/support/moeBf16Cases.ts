@@ -2,13 +2,14 @@
 // and combine as the FP8 block, with the grouped bf16 gate|up + SwiGLU and down GEMMs, against the fp64 reference of
 // src/backend/cpu/ops/linear.ts linearBf16 with the kernels' bf16 rounding points (gate, up, h and each expert's
 // output rounded to bf16). bf16 experts take 6 MiB each and the fp64 reference is slow, so the real dimensions run
-// over 32 experts (top-8) at 1 and 7 rows, the small geometry (8 experts, top-2) at 16; invariance holds a row alone
+// over 32 experts (top-8) at 1, 7 and 32 rows (about 8 pairs per expert: full and partial tiles), the small geometry
+// (8 experts, top-2) at 64; invariance holds a row alone
 // against calls of up to 257 rows. Tiles of many pairs are the grouping's, exercised by the FP8 cases.
 import { silu } from '../../../src/backend/cpu/ops/activations.ts';
 import { linearBf16 } from '../../../src/backend/cpu/ops/linear.ts';
 import { packDownBf16, packGateUpBf16 } from '../../../src/backend/cuda/moeWeights.ts';
 import { moeExpertsBf16 } from '../../../src/backend/cuda/ops/moe.ts';
-import { float32ToBf16Bits, roundToBf16 } from '../../../src/numeric/dtypes.ts';
+import { roundToBf16 } from '../../../src/numeric/dtypes.ts';
 import {
   BF16_ONE_ROUNDING_BOUND,
   type InvarianceCase,
@@ -28,7 +29,7 @@ import {
   rounded,
   type Scenario,
 } from './moeScenario.ts';
-import { Random } from './random.ts';
+import { Random, randomBf16 } from './random.ts';
 
 const POOL = 4;
 /** The real expert dimensions over 32 experts: bf16 experts take 6 MiB each. */
@@ -46,7 +47,7 @@ interface Bf16Experts {
 const cache = new Map<MoeGeometry, Bf16Experts>();
 
 function normalBits(random: Random, count: number, scale: number): Uint16Array {
-  return Uint16Array.from({ length: count }, () => float32ToBf16Bits(scale * random.normal()));
+  return randomBf16(random, count, scale).bits;
 }
 
 /** Expert e's weights: set e % POOL times 2^(e mod 3 − 1), exact in bf16, so every expert computes differently. */
@@ -83,24 +84,39 @@ function bf16ExpertsFor(geometry: MoeGeometry, random: Random): Bf16Experts {
   return made;
 }
 
+/** Each expert's pairs as one call of linearBf16 (its weights widened once): per element the same sums as pair by pair. */
 function referenceChain(experts: Bf16Experts, s: Scenario) {
-  const { hidden, intermediate, topK } = s.geometry;
+  const { hidden, intermediate, topK, experts: expertCount } = s.geometry;
   const pairs = s.rows * topK;
   const h = new Float64Array(pairs * intermediate);
   const y = new Float64Array(pairs * hidden);
-  const gate = new Float64Array(intermediate);
-  const up = new Float64Array(intermediate);
-  for (let slot = 0; slot < pairs; slot++) {
-    const e = s.ids[slot]!;
-    const row = Math.floor(slot / topK);
-    const x = s.xBf16.values.subarray(row * hidden, (row + 1) * hidden);
-    linearBf16(x, experts.gate[e]!, gate, 1, hidden, intermediate, 'fp64');
-    linearBf16(x, experts.up[e]!, up, 1, hidden, intermediate, 'fp64');
-    for (let j = 0; j < intermediate; j++)
-      h[slot * intermediate + j] = silu(roundToBf16(gate[j]!)) * roundToBf16(up[j]!);
-    const hRounded = rounded(h.subarray(slot * intermediate, (slot + 1) * intermediate));
-    const out = y.subarray(slot * hidden, (slot + 1) * hidden);
-    linearBf16(hRounded, experts.downBits[e]!, out, 1, intermediate, hidden, 'fp64');
+  for (let e = 0; e < expertCount; e++) {
+    const slots = [...s.ids.keys()].filter((slot) => s.ids[slot] === e);
+    if (slots.length === 0) continue;
+    const n = slots.length;
+    const x = new Float64Array(n * hidden);
+    slots.forEach((slot, index) => {
+      const row = Math.floor(slot / topK);
+      x.set(s.xBf16.values.subarray(row * hidden, (row + 1) * hidden), index * hidden);
+    });
+    const gate = new Float64Array(n * intermediate);
+    const up = new Float64Array(n * intermediate);
+    linearBf16(x, experts.gate[e]!, gate, n, hidden, intermediate, 'fp64');
+    linearBf16(x, experts.up[e]!, up, n, hidden, intermediate, 'fp64');
+    const hRounded = new Float64Array(n * intermediate);
+    slots.forEach((slot, index) => {
+      for (let j = 0; j < intermediate; j++) {
+        const k = index * intermediate + j;
+        const value = silu(roundToBf16(gate[k]!)) * roundToBf16(up[k]!);
+        h[slot * intermediate + j] = value;
+        hRounded[k] = roundToBf16(value);
+      }
+    });
+    const out = new Float64Array(n * hidden);
+    linearBf16(hRounded, experts.downBits[e]!, out, n, intermediate, hidden, 'fp64');
+    slots.forEach((slot, index) => {
+      y.set(out.subarray(index * hidden, (index + 1) * hidden), slot * hidden);
+    });
   }
   return { h, y };
 }
@@ -172,7 +188,7 @@ export const moeBlockBf16Case: KernelCase = {
   shapes: [
     bf16BlockShape(BF16_MOE, 1),
     bf16BlockShape(BF16_MOE, 7),
-    bf16BlockShape(BF16_MOE, 64),
+    bf16BlockShape(BF16_MOE, 32),
     bf16BlockShape(SMALL_MOE, 64),
   ],
 };

@@ -1,9 +1,9 @@
 // Contract cases for the MoE experts on the device (src/backend/cuda/ops/moe.ts): the grouping (integer outputs
 // exact), the grouped FP8 gate|up + SwiGLU, the down projection, the combine, and the whole routed-expert block from
-// the router's output, against the fp64 reference of moeReference.ts. Shapes: 1, 7, 64 and 257 rows at the real
-// geometry (H 2048, I 512, 256 experts, top-8), a small one (8 experts, top-2, 257 rows: many pairs per expert) and a
-// skewed routing (one expert in every row); the whole block at 257 rows is held to its result alone by the
-// invariance cases. Runs with NaN/±Inf planted use at most 8 rows (the fp64 reference is
+// the router's output, against the fp64 reference of moeReference.ts. Shapes: 1, 7, 16 (GEMMs; 64 and 257 for the
+// grouping and combine) rows at the real geometry (H 2048, I 512, 256 experts, top-8), a small one (8 experts, top-2,
+// 64 or 257 rows: many pairs per expert) and a skewed routing (one expert in every row); the whole block at 257 rows
+// is held to its result alone by the invariance cases. Runs with NaN/±Inf planted use at most 8 rows (the fp64 reference is
 // slow at full size); the intermediate buffers (grouping, h, expert outputs) are outputs too, checked the same way.
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
@@ -241,7 +241,9 @@ function blockShape(o: ShapeOptions): ShapeCase {
 
 const real = (rows: number, skewed = false): ShapeOptions => ({ geometry: REAL_MOE, rows, skewed });
 const small = (rows: number): ShapeOptions => ({ geometry: SMALL_MOE, rows });
-// 64 rows of the small geometry put about 16 pairs on each expert (two tiles); the skewed routing puts 64 on one.
+// 64 rows of the small geometry put about 16 pairs on each expert (two tiles); 16 real rows put 128 pairs on 256
+// experts (tiles of one to a few pairs, as 64 rows do, at a quarter of the fp64 reference's cost); the skewed routing
+// puts 24 on one (three full tiles). The grouping, the combine and the invariance cases keep 64 and 257 rows.
 
 export const moeGroupingCase: KernelCase = {
   name: 'moe grouping (pairs by expert, tile table)',
@@ -254,14 +256,14 @@ export const moeGateUpFp8Case: KernelCase = {
   name: 'moe gate|up fp8 + SwiGLU (grouped)',
   bound: BF16_ONE_ROUNDING_BOUND,
   ulps: 2,
-  shapes: [real(1), real(7), real(64), small(64)].map(gateUpShape),
+  shapes: [real(1), real(7), real(16), small(64)].map(gateUpShape),
 };
 
 export const moeDownFp8Case: KernelCase = {
   name: 'moe down fp8 (grouped, activations quantised inside)',
   bound: BF16_ONE_ROUNDING_BOUND,
   ulps: 2,
-  shapes: [real(1), real(7), real(64), small(64)].map(downShape),
+  shapes: [real(1), real(7), real(16), small(64)].map(downShape),
 };
 
 export const moeCombineCase: KernelCase = {
@@ -274,11 +276,10 @@ export const moeCombineCase: KernelCase = {
 export const moeBlockFp8Case: KernelCase = {
   name: 'moe block fp8 (router output → combined rows)',
   bound: BF16_ONE_ROUNDING_BOUND,
-  // The chain rounds gate/up, h, its e4m3 quantisation, the expert output and the combine.
-  // Eight expert rows and the shared expert cancel in the combine, so a few outputs are far smaller than the terms
+  // The chain rounds gate/up, h, its e4m3 quantisation, the expert output and the combine. Eight expert rows and the shared expert cancel in the combine, so a few outputs are far smaller than the terms
   // whose roundings they carry: measured on the H200 at 30.6 ulps at worst (seed 12345), the stages alone at ≤ 1.3.
   ulps: 64,
-  shapes: [real(1), real(7), real(64), real(64, true), small(64)].map(blockShape),
+  shapes: [real(1), real(7), real(16), real(24, true), small(64)].map(blockShape),
 };
 
 /** A row's outputs alone and inside calls of 2, 7, 64 and 257 rows (different neighbours each time). */

@@ -15,7 +15,7 @@ import {
   type Prepared,
   type ShapeCase,
 } from './contract.ts';
-import { type Bf16Tensor, plant, Random, randomBf16 } from './random.ts';
+import { type Bf16Tensor, drawnOnce, plant, type Random, randomBf16, streamOf } from './random.ts';
 
 const WIDTH = 11;
 
@@ -99,16 +99,16 @@ function embedShape(label: string, rows: number, cols: number, vocab: number): S
 const embedInvariance: InvarianceCase = {
   label: 'a record alone and beside others',
   prepare(seed, rows) {
-    const random = new Random(seed);
     const cols = 2048;
     const vocab = 3000;
     const codeRows = 4096 + 1024;
-    const tokenTable = randomBf16(random, vocab * cols);
-    const codeTable = randomBf16(random, codeRows * cols);
+    // The tables once per seed (the same at every row count), the records in order from their own stream.
+    const tokenTable = drawnOnce('record tokens', seed, () => randomBf16(streamOf(seed, 0), vocab * cols));
+    const codeTable = drawnOnce('record codes', seed, () => randomBf16(streamOf(seed, 1), codeRows * cols));
     return embedPrepare(
       tokenTable,
       codeTable,
-      records(random, rows, vocab, 1024),
+      records(streamOf(seed, 2), rows, vocab, 1024),
       rows,
       cols,
       vocab,

@@ -18,7 +18,7 @@ import {
   type Prepared,
   type ShapeCase,
 } from './contract.ts';
-import { plant, type Random, randomBf16, randomIntegers, streamOf } from './random.ts';
+import { drawnOnce, plant, type Random, randomBf16, randomIntegers, streamOf } from './random.ts';
 
 const EPS = 1e-6;
 
@@ -119,8 +119,11 @@ function gatherPrepared(
   vocab: number,
   draw: (index: number) => Random,
   nonFinite: boolean,
+  seed?: number,
 ): Prepared {
-  const table = randomBf16(draw(0), vocab * cols, 1);
+  const drawTable = () => randomBf16(draw(0), vocab * cols, 1);
+  // Invariance runs (a seed, nothing planted) draw the table once for every row count.
+  const table = seed === undefined ? drawTable() : drawnOnce(`gather ${vocab}×${cols}`, seed, drawTable);
   const ids = randomIntegers(draw(1), rows, vocab);
   if (nonFinite) {
     plant(table, ids[0]! * cols + 1, Number.NaN);
@@ -153,7 +156,7 @@ export const embeddingGatherCase: KernelCase = {
   invariance: [
     {
       label: 'rows of 2048 from 5000',
-      prepare: (seed, rows) => gatherPrepared(rows, 2048, 5000, (index) => streamOf(seed, index), false),
+      prepare: (seed, rows) => gatherPrepared(rows, 2048, 5000, (index) => streamOf(seed, index), false, seed),
       elementsPerRow: { out: 2048 },
     },
   ],
@@ -176,9 +179,13 @@ function frameRowPrepared(
   codebook: number,
   draw: (index: number) => Random,
   nonFinite: boolean,
+  seed?: number,
 ): Prepared {
-  const textTable = randomBf16(draw(0), textVocab * cols, 1);
-  const codeTable = randomBf16(draw(1), CODE_TABLE_ROWS * cols, 1);
+  const drawText = () => randomBf16(draw(0), textVocab * cols, 1);
+  const drawCodes = () => randomBf16(draw(1), CODE_TABLE_ROWS * cols, 1);
+  // Invariance runs (a seed, nothing planted) draw the tables once for every row count.
+  const textTable = seed === undefined ? drawText() : drawnOnce(`text ${textVocab}×${cols}`, seed, drawText);
+  const codeTable = seed === undefined ? drawCodes() : drawnOnce(`codes ×${cols}`, seed, drawCodes);
   const mainIds = randomIntegers(draw(2), rows, textVocab);
   const codes = randomIntegers(draw(3), rows * CODEBOOKS, 1024);
   const codeRow = (row: number) => codebookRow(codebook, codes[row * CODEBOOKS + codebook]!);
@@ -219,7 +226,7 @@ export const frameRowCase: KernelCase = {
   invariance: [
     {
       label: 'rows of 2048, codebook 1',
-      prepare: (seed, rows) => frameRowPrepared(rows, 2048, 4000, 1, (index) => streamOf(seed, index), false),
+      prepare: (seed, rows) => frameRowPrepared(rows, 2048, 4000, 1, (index) => streamOf(seed, index), false, seed),
       elementsPerRow: { out: 2048 },
     },
   ],
