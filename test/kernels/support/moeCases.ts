@@ -276,8 +276,9 @@ export const moeCombineCase: KernelCase = {
 export const moeBlockFp8Case: KernelCase = {
   name: 'moe block fp8 (router output → combined rows)',
   bound: BF16_ONE_ROUNDING_BOUND,
-  // The chain rounds gate/up, h, its e4m3 quantisation, the expert output and the combine. Eight expert rows and the shared expert cancel in the combine, so a few outputs are far smaller than the terms
-  // whose roundings they carry: measured on the H200 at 30.6 ulps at worst (seed 12345), the stages alone at ≤ 1.3.
+  // The chain rounds gate/up, h, its e4m3 quantisation, the expert output and the combine; eight expert rows and the
+  // shared expert cancel in the combine, so a few outputs are far smaller than the terms whose roundings they carry:
+  // measured on the H200 at 30.6 ulps at worst (seed 12345), the stages alone at ≤ 1.3.
   ulps: 64,
   shapes: [real(1), real(7), real(16), real(24, true), small(64)].map(blockShape),
 };
