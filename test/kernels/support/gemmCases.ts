@@ -36,7 +36,8 @@ function preparedGemm(shape: GemmShape, x: Bf16Tensor, w: Bf16Tensor): Prepared 
   if (workspaceBytes > 0) inputs.workspace = new Float32Array(workspaceBytes / 4);
   return {
     inputs,
-    outputs: [{ name: 'y', kind: output, count: rows * outFeatures }],
+    // An fp32 dot product carries the rounding of its terms' magnitude, not its own: ulps at no less than the RMS.
+    outputs: [{ name: 'y', kind: output, count: rows * outFeatures, ulpFloor: output === 'f32' ? 1 : undefined }],
     reference() {
       const y = new Float64Array(rows * outFeatures);
       linearBf16(x.values, w.bits, y, rows, inFeatures, outFeatures, 'fp64');
@@ -147,9 +148,9 @@ export const gemmFp32Case: KernelCase = {
   name: 'gemm bf16 → fp32 (own kernel, logits head)',
   // No output rounding: only the fp32 accumulation (≈ √K · 2⁻²⁴ relative) separates it from the fp64 reference.
   bound: 2e-5,
-  // Measured on the H200: 1303 fp32 ulps at worst (seed 12345), where a dot product cancels far below its terms;
-  // the norm bound (2e-5) is the tight gate here.
-  ulps: 2048,
+  // At the output's own magnitude a cancelling dot product measured 1303 and 2965 fp32 ulps on the H200 (two seeds):
+  // the output counts ulps at its RMS instead (ulpFloor 1), where the norm error (≈ 3e-7) predicts a few ulps.
+  ulps: 64,
   shapes: [
     gemmShape('decode, candidate head', { rows: 1, inFeatures: 2048, outFeatures: 4097, output: 'f32' }),
     gemmShape('batch 64, candidate head', { rows: 64, inFeatures: 2048, outFeatures: 4097, output: 'f32' }),
