@@ -147,10 +147,7 @@ export function soakChecks(report: SoakReport): { name: string; ok: boolean }[] 
     { name: 'some requests completed', ok: completed > 0 },
     { name: 'lanes busy at the end = 0', ok: report.lanesBusy === 0 },
     { name: 'requests in flight at the end = 0', ok: report.inFlight === 0 },
-    {
-      name: `RSS growth after warm-up <= ${RSS_GROWTH_BOUND_MIB} MiB`,
-      ok: end.rssMiB - warm.rssMiB <= RSS_GROWTH_BOUND_MIB,
-    },
+    ...memory,
     { name: `open fds growth after warm-up <= ${FD_GROWTH_BOUND}`, ok: end.fds - warm.fds <= FD_GROWTH_BOUND },
   ];
 }
