@@ -147,7 +147,7 @@ function badAudio(): HttpCase[] {
       'a WAV header alone',
       [...fields('fuzz-bad-11'), audio(Buffer.from(wav.subarray(0, 44)))],
       400,
-      'AUDIO_EMPTY',
+      'AUDIO_TRUNCATED',
       'audio',
     ),
     uploadRefused(
@@ -161,7 +161,7 @@ function badAudio(): HttpCase[] {
       'a WAV cut short in its data',
       [...fields('fuzz-bad-13'), audio(truncated)],
       400,
-      'VOICE_AUDIO_TOO_SHORT',
+      'AUDIO_TRUNCATED',
       'audio',
     ),
     uploadRefused(
