@@ -39,6 +39,16 @@ export interface SoakReport {
   readonly inFlight: number;
   readonly samples: { readonly start: Sample; readonly warm: Sample; readonly end: Sample };
   readonly failures: readonly string[];
+  /** The server's own request counter at the end, one line per label set: how it saw the same traffic. */
+  readonly serverCounts: readonly [string, number][];
+}
+
+/** `drama3_requests_total{route="speech",status="503",code="…"} 4` lines of a /metrics scrape. */
+function requestCounts(metrics: string): [string, number][] {
+  return [...metrics.matchAll(/^drama3_requests_total\{(.*)\} (\d+)$/gm)].map((match): [string, number] => [
+    match[1]!.replaceAll('"', ''),
+    Number(match[2]),
+  ]);
 }
 
 /** A small seeded generator (mulberry32), so that a soak can be replayed. */
@@ -109,6 +119,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const drainUntil = Date.now() + 5000;
     while ((server.engine.requestsInFlight > 0 || server.engine.stats.lanesBusy > 0) && Date.now() < drainUntil)
       await sleep(20);
+    const metrics = await send(server.url, { method: 'GET', path: '/metrics' });
     const end = await sample();
     return {
       options,
@@ -118,6 +129,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       inFlight: server.engine.requestsInFlight,
       samples: { start, warm: warm ?? start, end },
       failures,
+      serverCounts: requestCounts(metrics.body.toString()),
     };
   } finally {
     agent.destroy();
@@ -162,6 +174,7 @@ export function soakTable(report: SoakReport): string {
     ...[...report.outcomes.entries()]
       .sort((a, b) => b[1] - a[1])
       .map(([label, count]): [string, string] => [`  ${label}`, String(count)]),
+    ...report.serverCounts.map(([labels, count]): [string, string] => [`  server counted ${labels}`, String(count)]),
     ['lanes busy at the end', String(report.lanesBusy)],
     ['requests in flight at the end', String(report.inFlight)],
     ['RSS MiB start / warm / end', `${start.rssMiB.toFixed(1)} / ${warm.rssMiB.toFixed(1)} / ${end.rssMiB.toFixed(1)}`],
