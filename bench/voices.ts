@@ -37,7 +37,7 @@ function referenceWav(seconds: number, sampleRate = 24000): Uint8Array {
 }
 
 const encoder = voiceEncoderFor(spec);
-const encoded = await encoder.encode(referenceWav(Number(values.seconds)));
+const encoded = await encoder.encode(referenceWav(Number(values.seconds)), 'A gliding tone.');
 await encoder.close();
 
 function start(referenceCacheBytes: number): Promise<Engine> {
@@ -61,7 +61,7 @@ function measure(engine: Engine, transcript: string, frames: readonly Frame[]): 
   const job: SpeechJob = {
     text: 'The reference cache lets a known voice start speaking sooner.',
     instructions: undefined,
-    references: [{ audio: new Uint8Array(0), text: transcript, frames, voice: 'bench' }],
+    references: [{ text: transcript, frames, voice: 'bench' }],
     sampling: { ...DEFAULT_SAMPLING, seed: 1 },
     maxFrames: Number(values.frames),
     normalize: true,

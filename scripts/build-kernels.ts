@@ -7,41 +7,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { type KernelReport, kernelSources, parsePtxasReport } from './kernel-files.ts';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const sourceFolders = ['kernels/cuda', 'kernels/controls'];
 const outputFolder = path.join(root, 'build/kernels');
 const nvcc = process.env.NVCC ?? 'nvcc';
-
-interface KernelReport {
-  readonly name: string;
-  readonly registers: number;
-  readonly sharedBytes: number;
-  readonly stackBytes: number;
-  readonly spillBytes: number;
-}
-
-/** Reads ptxas -v output (the sm_90a pass) into one line per entry function. */
-export function parsePtxasReport(text: string): KernelReport[] {
-  const reports: KernelReport[] = [];
-  let current: { name: string; stackBytes: number; spillBytes: number } | undefined;
-  for (const line of text.split('\n')) {
-    const entry = /Compiling entry function '([^']+)' for 'sm_90a'/.exec(line);
-    if (entry) current = { name: entry[1]!, stackBytes: 0, spillBytes: 0 };
-    const frame = /(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads/.exec(line);
-    if (frame && current) {
-      current.stackBytes = Number(frame[1]);
-      current.spillBytes = Number(frame[2]) + Number(frame[3]);
-    }
-    const used = /Used (\d+) registers(?:.*?, (\d+) bytes smem)?/.exec(line);
-    if (used && current) {
-      reports.push({ ...current, registers: Number(used[1]), sharedBytes: Number(used[2] ?? 0) });
-      current = undefined;
-    }
-  }
-  return reports;
-}
 
 async function compile(source: string): Promise<{ name: string; reports: KernelReport[]; seconds: number }> {
   const name = path.basename(source, '.cu');
@@ -61,13 +32,7 @@ async function compile(source: string): Promise<{ name: string; reports: KernelR
 
 async function main(): Promise<void> {
   fs.mkdirSync(outputFolder, { recursive: true });
-  const sources = sourceFolders.flatMap((folder) =>
-    fs
-      .readdirSync(path.join(root, folder))
-      .filter((file) => file.endsWith('.cu'))
-      .sort()
-      .map((file) => path.join(root, folder, file)),
-  );
+  const sources = kernelSources(root);
   const queue = [...sources];
   const results: Awaited<ReturnType<typeof compile>>[] = [];
   const failures: string[] = [];

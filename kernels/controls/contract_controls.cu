@@ -4,6 +4,8 @@
 //   control_swiglu_skips_last        SwiGLU that never writes the last element      (poisoned-output gate)
 //   control_rms_norm_truncating      zero-centred RMSNorm rounding toward zero      (accuracy gate, tight bound)
 //   control_router_ties_high         router top-k sending ties to the higher index  (exact-index gate)
+//   control_swiglu_int_stride        SwiGLU declaring its int64 row stride as int   (argument-layout gate only)
+//   control_rms_norm_batched_path    RMSNorm rounding x·r to bf16 when rows > 1     (batch-invariance gate)
 #include "common.cuh"
 
 extern "C" __global__ void control_gather_off_by_one(bf16* out, const bf16* table, const int* ids, int rows, int cols,
@@ -74,4 +76,36 @@ extern "C" __global__ void control_router_ties_high(int* expert_ids, float* expe
     chosen_sum += best_probability;
   }
   for (int k = 0; k < top_k; k++) expert_weights[row * top_k + k] /= chosen_sum;
+}
+
+extern "C" __global__ void control_swiglu_int_stride(bf16* out, const bf16* gate, const bf16* up, int rows, int cols,
+                                                     int in_stride) {
+  // Right results (the driver copies the low half of the launcher's 8-byte value); the declared layout is wrong.
+  const long long total = (long long)rows * cols;
+  for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < total;
+       index += (long long)gridDim.x * blockDim.x) {
+    const long long row = index / cols;
+    const long long source = row * in_stride + (index - row * cols);
+    out[index] = to_bf16(silu(to_float(gate[source])) * to_float(up[source]));
+  }
+}
+
+extern "C" __global__ void control_rms_norm_batched_path(bf16* out, const bf16* x, const bf16* weight, int rows,
+                                                         int cols, float eps, int zero_centred) {
+  // A "batched" path taken only for calls of several rows, with an extra bf16 rounding inside.
+  __shared__ float scratch[32];
+  const long long row = blockIdx.x;
+  if (row >= rows) return;
+  float squares = 0.0f;
+  for (int column = threadIdx.x; column < cols; column += blockDim.x) {
+    const float value = to_float(x[row * cols + column]);
+    squares += value * value;
+  }
+  const float scale = rsqrtf(block_sum(squares, scratch) / (float)cols + eps);
+  for (int column = threadIdx.x; column < cols; column += blockDim.x) {
+    const float w = to_float(weight[column]);
+    float normalised = to_float(x[row * cols + column]) * scale;
+    if (rows > 1) normalised = to_float(to_bf16(normalised));
+    out[row * cols + column] = to_bf16(normalised * (zero_centred ? 1.0f + w : w));
+  }
 }

@@ -6,7 +6,7 @@
 //   sum reaches top-p; pick = argmax p / −portable_log((philox word + 0.5) / 2^32), earlier survivor on ties
 // Max, argmax and top-k selection are exact under any reduction order (a total order with index tie-breaks); the only
 // rounding sums (Z, the running top-p sum) have one fixed order. Logits: fp32 [B, count] with a row stride; lanes: the
-// lane table int32 [B, LANE_TABLE_STRIDE] (LAYOUT in src/backend/cuda/ops/sampler.ts); window: int32 [slots, 16],
+// lane table int32 [B, LANE_TABLE_STRIDE] (the LANE_* fields of src/backend/types.ts); window: int32 [slots, 16],
 // frame f's semantic code at entry f mod 16; out[b · out_stride + out_offset] = the chosen candidate index.
 #include <stdint.h>
 #include "portable_math.cuh"
@@ -26,7 +26,7 @@
 #define SAMPLE_CODE_ENTRY sample_code
 #endif
 
-#define LANE_TABLE_STRIDE 16
+#define LANE_TABLE_STRIDE 9  // LANE_ENTRY and the LANE_* fields of src/backend/types.ts
 #define LANE_SLOT 0
 #define LANE_FRAME 2
 #define LANE_SEED_LOW 3

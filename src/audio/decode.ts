@@ -1,9 +1,12 @@
 // Decoding of uploaded audio (reference voices): wav (own reader), mp3, flac, ogg vorbis/opus, aac (ADTS or
 // m4a) through audio-decode. Output: mono float32 at the file's own rate (channels averaged).
-// Compressed files are fed to the decoder in chunks so that duration and channel limits stop a long file
-// early instead of after decoding all of it.
+// Compressed files are fed to the decoder in small chunks and each chunk's samples are counted as they come, so the
+// duration limit stops a file as soon as its *decoded* length passes it: a small file that expands to hours (FLAC
+// silence packs thousands of samples into a byte) never grows in memory past the limit and one chunk. What the
+// decoder libraries print while decoding is captured: a corrupt upload gets one named error, not a flood on stderr.
 import decodeAudio from 'audio-decode';
 import { DramaError } from '../errors.ts';
+import { splitFlacFrames } from './flac-split.ts';
 import { type AudioLimits, UPLOAD_LIMITS } from './limits.ts';
 import { sniffUploadFormat, type UploadFormat } from './sniff.ts';
 import { readWav } from './wav.ts';
@@ -14,7 +17,10 @@ export interface DecodedAudio {
   readonly samples: Float32Array;
 }
 
-const CHUNK_BYTES = 256 * 1024;
+/** Input chunk of the streaming decoders (mp3, ogg, aac): small, so one chunk never expands far past the limit. */
+const CHUNK_BYTES = 512;
+/** Samples in one run of whole FLAC frames fed at once (about a second; the FLAC decoder needs whole frames). */
+const FLAC_RUN_SAMPLES = 48000;
 const DECODERS = {
   mp3: decodeAudio.mp3,
   flac: decodeAudio.flac,
@@ -73,31 +79,58 @@ function flacDeclaredFrames(bytes: Uint8Array): number {
   return (bytes[base + 13]! & 0x0f) * 2 ** 32 + new DataView(bytes.buffer, bytes.byteOffset).getUint32(base + 14);
 }
 
+type Decoded = { channelData: Float32Array[]; sampleRate: number };
+
+/** Starts one decoder call with the console captured: the libraries print from inside the call, synchronously. */
+function capturingConsole(call: () => Promise<Decoded>, printed: string[]): Promise<Decoded> {
+  const saved = { error: console.error, warn: console.warn, log: console.log };
+  const capture = (...items: unknown[]) => void printed.push(items.map(String).join(' '));
+  console.error = console.warn = console.log = capture;
+  try {
+    return call();
+  } finally {
+    Object.assign(console, saved);
+  }
+}
+
+/** The decoder's input in pieces that expand to a bounded number of samples each. */
+function* inputChunks(format: Exclude<UploadFormat, 'wav'>, bytes: Uint8Array): Generator<Uint8Array> {
+  const native = format === 'flac' && String.fromCharCode(...bytes.subarray(0, 4)) !== 'OggS';
+  for (const run of native ? splitFlacFrames(bytes, FLAC_RUN_SAMPLES) : [{ bytes, samples: 0 }]) {
+    // Whole frames go in at once; bytes that did not parse as frames go in small pieces.
+    if (run.samples > 0) yield run.bytes;
+    else
+      for (let offset = 0; offset < run.bytes.length; offset += CHUNK_BYTES)
+        yield run.bytes.subarray(offset, offset + CHUNK_BYTES);
+  }
+}
+
 async function decodeCompressed(format: Exclude<UploadFormat, 'wav'>, bytes: Uint8Array, limits: AudioLimits) {
   const decoder = await DECODERS[format]();
-  const parts: Float32Array[][] = [];
+  const parts: Float32Array[] = [];
+  const printed: string[] = [];
   let sampleRate = 0;
   let frames = 0;
-  const take = (result: { channelData: Float32Array[]; sampleRate: number }) => {
+  const take = (result: Decoded) => {
     if (result.channelData.length === 0 || result.channelData[0]!.length === 0) return;
     sampleRate = result.sampleRate;
     frames += result.channelData[0]!.length;
     checkStream(format, sampleRate, result.channelData.length, frames, limits);
-    parts.push(result.channelData);
+    parts.push(downmix(result.channelData));
   };
+  const corrupt = (reason: string, cause?: unknown) =>
+    new DramaError('AUDIO_CORRUPT', `could not decode the ${format} upload: ${reason}`, { param: 'audio', cause });
   try {
-    for (let offset = 0; offset < bytes.length; offset += CHUNK_BYTES) {
-      take(await decoder(bytes.subarray(offset, offset + CHUNK_BYTES)));
-    }
-    take(await decoder());
+    for (const chunk of inputChunks(format, bytes)) take(await capturingConsole(() => decoder(chunk), printed));
+    take(await capturingConsole(() => decoder(), printed));
   } catch (error) {
     decoder.free();
     if (error instanceof DramaError) throw error;
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new DramaError('AUDIO_CORRUPT', `could not decode the ${format} upload: ${reason}`, {
-      param: 'audio',
-      cause: error,
-    });
+    throw corrupt(error instanceof Error ? error.message : String(error), error);
+  }
+  if (printed.length > 0) {
+    const more = printed.length > 1 ? ` (and ${printed.length - 1} more decoder messages)` : '';
+    throw corrupt(`${printed[0]!.slice(0, 200)}${more}`);
   }
   if (frames === 0)
     throw new DramaError('AUDIO_EMPTY', `the ${format} upload holds no decodable audio`, { param: 'audio' });
@@ -109,9 +142,9 @@ async function decodeCompressed(format: Exclude<UploadFormat, 'wav'>, bytes: Uin
   }
   const mono = new Float32Array(frames);
   let offset = 0;
-  for (const channels of parts) {
-    mono.set(downmix(channels), offset);
-    offset += channels[0]!.length;
+  for (const part of parts) {
+    mono.set(part, offset);
+    offset += part.length;
   }
   return { sampleRate, samples: mono };
 }

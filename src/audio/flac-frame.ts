@@ -32,8 +32,13 @@ export function crc8(bytes: Uint8Array): number {
 
 export function crc16(bytes: Uint8Array): number {
   let crc = 0;
-  for (const byte of bytes) crc = ((crc << 8) ^ CRC16_TABLE[(crc >> 8) ^ byte]!) & 0xffff;
+  for (const byte of bytes) crc = crc16Step(crc, byte);
   return crc;
+}
+
+/** The CRC-16 after one more byte, for a frame's CRC kept while its end is searched for. */
+export function crc16Step(crc: number, byte: number): number {
+  return ((crc << 8) ^ CRC16_TABLE[(crc >> 8) ^ byte]!) & 0xffff;
 }
 
 /** Residuals of the fixed predictor of `order` for samples[order..]. */

@@ -1,19 +1,27 @@
-// The Backend interface: the coarse ops Drama 3 is written against (ARCHITECTURE.md). A backend owns its buffers
+// The Backend interface: the coarse ops Drama 3 is written against (ARCHITECTURE.md). A backend owns its storage
 // (`B`): typed arrays on the cpu, device allocations on cuda. The model only composes these ops; every op's arithmetic,
 // precision and rounding live in the backend.
-// Conventions: T rows (prompt rows or frames), H hidden width, activations [T, C] row-major with C contiguous;
-// linear weights [out, in] row-major (torch's nn.Linear layout), y = x · Wᵀ.
+// Conventions: T rows in one call, B lanes of a decode step, S lane slots, R rows of capacity per slot, H hidden
+// width; activations [T, C] row-major with C contiguous; linear weights [out, in] row-major (torch's nn.Linear
+// layout), y = x · Wᵀ. Slab and call-table layouts are those of docs/exactness.md ("Lane slots and call tables").
 
-/** A linear layer's weight: dense (bf16 values widened, or fp32), or FP8 e4m3 values with 128×128 block scales. */
-export interface LinearWeight<B> {
-  readonly outFeatures: number;
-  readonly inFeatures: number;
-  readonly format: 'dense' | 'fp8-block';
-  /** [out, in] values (for fp8-block: the e4m3 values, unscaled). */
-  readonly values: B;
-  /** fp8-block only: [ceil(out/128), ceil(in/128)] scales, true weight = value × scale. */
-  readonly scales?: B;
+/** Element types of tensors: weights keep their checkpoint dtype, activations are bf16, state bf16 or f32. */
+export type DType = 'bf16' | 'f16' | 'f32' | 'e4m3' | 'i32';
+
+/** A tensor: dtype, row-major shape and its storage. e4m3 weights carry f32 scales, one per 128×128 block. */
+export interface Tensor<B> {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly data: B;
+  /** e4m3 only: [ceil(out/128), ceil(in/128)] f32, true weight = value × scale of its block. */
+  readonly scales?: Tensor<B>;
 }
+
+/** Host arrays a tensor can be made from: 16-bit words (bf16, f16), bytes (e4m3), f32 or i32 elements. */
+export type HostElements = Uint16Array | Uint8Array | Float32Array | Int32Array;
+
+/** A linear layer's weight: a [out, in] tensor (bf16, f16, f32, or e4m3 with block scales). */
+export type LinearWeight<B> = Tensor<B>;
 
 /** A SwiGLU MLP: down(silu(gate(x)) · up(x)). */
 export interface SwiGluWeights<B> {
@@ -51,23 +59,23 @@ export interface AttentionWeights<B> extends AttentionGeometry {
   readonly vProj: LinearWeight<B>;
   readonly oProj: LinearWeight<B>;
   /** Zero-centred norms over the head dim. [hd] */
-  readonly qNorm: B;
-  readonly kNorm: B;
+  readonly qNorm: Tensor<B>;
+  readonly kNorm: Tensor<B>;
 }
 
-/** Gated DeltaNet (linear attention) weights; conv is [C, K] with C = 2·Kh·Kd + Vh·Vd. */
+/** Gated DeltaNet (linear attention) weights; conv is [C, 1, W] with C = 2·Kh·Kd + Vh·Vd. */
 export interface DeltaNetWeights<B> {
   readonly inProjQkv: LinearWeight<B>;
   readonly inProjZ: LinearWeight<B>;
   readonly inProjB: LinearWeight<B>;
   readonly inProjA: LinearWeight<B>;
   readonly outProj: LinearWeight<B>;
-  readonly conv: B;
+  readonly conv: Tensor<B>;
   /** [Vh] */
-  readonly aLog: B;
-  readonly dtBias: B;
+  readonly aLog: Tensor<B>;
+  readonly dtBias: Tensor<B>;
   /** Plain-weight gated output norm over the value head dim. [Vd] */
-  readonly norm: B;
+  readonly norm: Tensor<B>;
   readonly keyHeads: number;
   readonly valueHeads: number;
   readonly keyDim: number;
@@ -76,46 +84,133 @@ export interface DeltaNetWeights<B> {
   readonly eps: number;
 }
 
-/** One attention layer's K/V rows: [capacity, kvHeads, hd] each; rows [0, length) are filled. */
-export interface KeyValueCache<B> {
-  keys: B;
-  values: B;
-  length: number;
-  capacity: number;
+/** One attention layer's K/V for every slot: keys, values bf16 [S, R, Hkv, D]; row index = absolute position. */
+export interface KeyValueSlab<B> {
+  readonly keys: Tensor<B>;
+  readonly values: Tensor<B>;
 }
 
-/** One Gated DeltaNet layer's carried state: conv history [K−1, C] and recurrent state [Vh, Kd, Vd]. */
-export interface DeltaNetState<B> {
-  readonly conv: B;
-  readonly recurrent: B;
+/** One Gated DeltaNet layer's carried state for every slot: conv bf16 [S, W−1, C], recurrent f32 [S, Vh, Kd, Vd]. */
+export interface DeltaNetSlab<B> {
+  readonly conv: Tensor<B>;
+  readonly recurrent: Tensor<B>;
+}
+
+/** Width of one lane-table entry (LANE_* are its fields, int32; temperature and top-p as float32 bits). */
+export const LANE_ENTRY = 9;
+export const LANE_SLOT = 0;
+export const LANE_POSITION = 1;
+export const LANE_FRAME = 2;
+export const LANE_SEED_LOW = 3;
+export const LANE_SEED_HIGH = 4;
+export const LANE_TEMPERATURE = 5;
+export const LANE_TOP_P = 6;
+export const LANE_TOP_K = 7;
+export const LANE_GREEDY = 8;
+
+/** Width of a sequence-table entry: (slot, firstRow, rowCount, startPosition). */
+export const SEQUENCE_ENTRY = 4;
+/** Width of a row-table entry: (slot, position). */
+export const ROW_ENTRY = 2;
+/** Frames of semantic history in the RAS window; frame f's code goes to entry f mod RAS_WINDOW. */
+export const RAS_WINDOW = 16;
+
+/** The call tables of one backbone/tower pass (i32 device buffers written before the call). */
+export interface CallTables<B> {
+  /** [T, 2] (slot, position) per row. */
+  readonly rows: B;
+  /** [Q, 4] (slot, firstRow, rowCount, startPosition) per sequence. */
+  readonly sequences: B;
+  readonly sequenceCount: number;
+}
+
+/** What the sampler needs beside the logits: the lane table [B, 9] and the RAS window slab [S, 16]. */
+export interface SamplerState<B> {
+  readonly lanes: B;
+  readonly rasWindow: Tensor<B>;
 }
 
 export interface Backend<B> {
   readonly name: string;
-  /** A zeroed buffer of `count` elements. */
-  allocate(count: number): B;
-  /** A buffer holding these values (weights are exact in fp32: bf16 widened, e4m3 values, fp32 scales). */
-  fromHost(values: Float32Array): B;
-  /** A host copy of `count` elements from `offset`, as doubles. */
+  /** A zeroed tensor (i32 zeros, floats +0). Allocation belongs in load and plan, never in a step. */
+  allocate(dtype: DType, shape: readonly number[]): Tensor<B>;
+  /** A tensor holding host elements as stored (weights keep their checkpoint bits: bf16/f16 as 16-bit words, e4m3 as
+   *  bytes, f32, i32). The cpu backend keeps the array itself; cuda copies it to the device. */
+  fromHost(dtype: DType, shape: readonly number[], elements: HostElements): Tensor<B>;
+  /** Buffers allocated so far (allocate calls and scratch growth): a step after plan must not change it. */
+  readonly allocations: number;
+  /** Host int32 values → elements [offset, offset + values.length) of an i32 tensor (tables, prompt records). */
+  writeIntegers(target: Tensor<B>, offset: number, values: Int32Array): void;
+  /** Elements [offset, offset + target.length) of an i32 tensor → host (the step's one read back). */
+  readIntegers(source: Tensor<B>, offset: number, target: Int32Array): void;
+  /** A host copy of `count` elements from `offset`, as doubles (tests and debugging). */
   toHost(buffer: B, offset: number, count: number): Float64Array;
   /** Elements [offset, offset + count) as a buffer sharing storage. */
   view(buffer: B, offset: number, count: number): B;
-  copy(source: B, target: B, count: number): void;
+  /** Rows [first, first + count) (dimension 0) of a tensor, sharing storage. */
+  viewRows(tensor: Tensor<B>, first: number, count: number): Tensor<B>;
+  /** Sets every element of slot `slot` of a [S, …] tensor to `value`. */
+  fillSlot(tensor: Tensor<B>, slot: number, value: number): void;
+  /** Copies the first `rows` rows (dimension 1) of slot `fromSlot` of `source` to slot `toSlot` of `target`. */
+  copySlot(source: Tensor<B>, fromSlot: number, target: Tensor<B>, toSlot: number, rows: number): void;
   /** target += source over `count` elements (the residual add). */
   add(target: B, source: B, count: number): void;
-  /** out[t] = table[ids[t]]: [T, C]. */
-  embed(table: B, ids: Int32Array, out: B, rows: number, cols: number): void;
-  /** out row `row` = (textTable[main] + codeTable[codeRow]) / sqrt(2) (MODEL.md §1). */
-  frameRow(textTable: B, codeTable: B, main: number, codeRow: number, out: B, row: number, cols: number): void;
-  /** y = x · rsqrt(mean x² + eps) · (1 + w), rows of width cols. */
-  zeroCentredRmsNorm(x: B, weight: B, out: B, rows: number, cols: number, eps: number): void;
-  linear(x: B, weight: LinearWeight<B>, out: B, rows: number): void;
   /** out [T, a + b] = [a | b] row by row. */
   concatenateColumns(a: B, aCols: number, b: B, bCols: number, out: B, rows: number): void;
-  /** T rows at positions cache.length.. : appends their K/V to the cache, attends causally; out [T, H]. */
-  attention(weights: AttentionWeights<B>, x: B, cache: KeyValueCache<B>, out: B, rows: number): void;
-  /** T rows through Gated DeltaNet, carrying `state`; out [T, H]. Any split of rows into calls agrees. */
-  deltaNet(weights: DeltaNetWeights<B>, x: B, state: DeltaNetState<B>, out: B, rows: number): void;
+  /**
+   * Backbone input rows from frame records [T, 1 + K] = (token, code[0..K−1]): a record with code[0] < 0 is a text
+   * row, tokenTable[token]; else (tokenTable[token] + codeTable[codeFirstRow + code[codebook]]) / sqrt(2).
+   */
+  embedRecords(
+    tokenTable: Tensor<B>,
+    codeTable: Tensor<B>,
+    records: Tensor<B>,
+    codebook: number,
+    codeFirstRow: number,
+    out: B,
+    rows: number,
+  ): void;
+  /** out[t] = codeTable[codeFirstRow + code] with code = records[t][1 + codebook]; a zero row where code < 0. */
+  gatherCodes(
+    codeTable: Tensor<B>,
+    records: Tensor<B>,
+    codebook: number,
+    codeFirstRow: number,
+    out: B,
+    rows: number,
+  ): void;
+  /** records [B, 1 + K] ← slab [S, 1 + K] rows of each lane's slot (lane table), and the reverse. */
+  gatherSlotRecords(slab: Tensor<B>, lanes: B, out: Tensor<B>, batch: number): void;
+  scatterSlotRecords(records: Tensor<B>, lanes: B, slab: Tensor<B>, batch: number): void;
+  /** y = x · rsqrt(mean x² + eps) · (1 + w), rows of width cols. */
+  zeroCentredRmsNorm(x: B, weight: Tensor<B>, out: B, rows: number, cols: number, eps: number): void;
+  linear(x: B, weight: LinearWeight<B>, out: B, rows: number): void;
+  /** T rows at the (slot, position) of the row table: appends their K/V to their slot, attends causally; out [T, H]. */
+  attention(
+    weights: AttentionWeights<B>,
+    x: B,
+    slab: KeyValueSlab<B>,
+    tables: CallTables<B>,
+    out: B,
+    rows: number,
+  ): void;
+  /** T rows through Gated DeltaNet, each sequence carrying its slot's state; out [T, H]. */
+  deltaNet(weights: DeltaNetWeights<B>, x: B, slab: DeltaNetSlab<B>, tables: CallTables<B>, out: B, rows: number): void;
   moe(weights: MoeWeights<B>, x: B, out: B, rows: number): void;
   swiGlu(weights: SwiGluWeights<B>, x: B, out: B, rows: number): void;
+  /**
+   * Draws `main` for each of `batch` lanes from logits [B, N] (candidate ids [N]; indices < semanticCount are
+   * semantic): writes records[b] = (candidates[chosen], chosen or −1 for a non-semantic pick); RAS per lane.
+   */
+  sampleMain(
+    logits: B,
+    count: number,
+    semanticCount: number,
+    candidates: Tensor<B>,
+    state: SamplerState<B>,
+    records: Tensor<B>,
+    batch: number,
+  ): void;
+  /** Draws code[column] for each lane from logits [B, count] into records[b][1 + column]. */
+  sampleCode(logits: B, count: number, column: number, state: SamplerState<B>, records: Tensor<B>, batch: number): void;
 }

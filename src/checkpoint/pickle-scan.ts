@@ -39,16 +39,23 @@ export function scanPickle(bytes: Uint8Array, options: ScanOptions): Instruction
       fail('PICKLE_TRUNCATED', `${options.source}: pickle ends inside the opcode at byte ${position}`);
     }
   };
+  const decodeText = (text: Uint8Array, position: number): string => {
+    try {
+      return utf8.decode(text);
+    } catch {
+      return fail('PICKLE_BAD_UTF8', `${options.source}: the string at byte ${position} is not valid UTF-8`);
+    }
+  };
   const readLine = (position: number): string => {
     const end = bytes.indexOf(0x0a, cursor);
     if (end < 0) fail('PICKLE_TRUNCATED', `${options.source}: GLOBAL at byte ${position} has no line end`);
-    const text = utf8.decode(bytes.subarray(cursor, end));
+    const text = decodeText(bytes.subarray(cursor, end), position);
     cursor = end + 1;
     return text;
   };
   const readText = (length: number, position: number): string => {
     need(length, position);
-    const text = utf8.decode(bytes.subarray(cursor, cursor + length));
+    const text = decodeText(bytes.subarray(cursor, cursor + length), position);
     cursor += length;
     return text;
   };

@@ -1,9 +1,11 @@
 // The safetensors layout: an 8-byte little-endian header length N, N bytes of JSON, then the data region.
 // The JSON maps each tensor name to { dtype, shape, data_offsets: [begin, end] } (byte offsets into the data region)
 // plus an optional "__metadata__" of string → string. Parsing checks everything a reader relies on and refuses,
-// by name, whatever does not hold: truncation, a header past the end, bad JSON, unknown dtypes, offsets out of range
-// or overlapping, and byte spans that disagree with shape × dtype size.
+// by name, whatever does not hold: truncation, a header past the end, bad JSON, a name given twice, unknown dtypes,
+// byte spans that disagree with shape × dtype size, and offsets out of range, overlapping, or not tiling the data
+// region exactly (the reference library refuses gaps and trailing bytes too).
 import { DramaError } from '../errors.ts';
+import { firstDuplicateKey } from './json-keys.ts';
 import { type DType, dtypeByteSize, elementCount, isDType } from './tensor.ts';
 
 export const HEADER_LENGTH_BYTES = 8;
@@ -56,13 +58,19 @@ function isCount(value: unknown): value is number {
 /** Parses and checks the JSON header given the file's total size. */
 export function parseHeader(json: Uint8Array, fileSize: number, file: string): SafetensorsHeader {
   let parsed: unknown;
+  let text = '';
   try {
-    parsed = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(json));
+    text = new TextDecoder('utf-8', { fatal: true }).decode(json);
+    parsed = JSON.parse(text);
   } catch (error) {
     refuse('SAFETENSORS_BAD_JSON', file, `header is not valid UTF-8 JSON (${(error as Error).message})`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     refuse('SAFETENSORS_BAD_JSON', file, 'header JSON is not an object');
+  }
+  const repeated = firstDuplicateKey(text);
+  if (repeated !== undefined) {
+    refuse('SAFETENSORS_DUPLICATE_TENSOR', file, `the header gives ${repeated} more than once`);
   }
   const dataStart = HEADER_LENGTH_BYTES + json.byteLength;
   const dataLength = fileSize - dataStart;
@@ -128,40 +136,53 @@ export function parseHeader(json: Uint8Array, fileSize: number, file: string): S
   return { entries, metadata, dataStart };
 }
 
-/** Refuses overlaps; tells a cut-short file (a well-formed tiling that runs past the end) from a stray offset. */
+/** Refuses overlaps and gaps; tells a cut-short file (a tiling that runs past the end) from a stray offset. */
 function checkSpans(spans: { name: string; begin: number; end: number }[], dataLength: number, file: string): void {
   spans.sort((a, b) => a.begin - b.begin || a.end - b.end);
-  let tiled = true;
+  let gap: { before: string; after: string; at: number } | undefined;
   let previousEnd = 0;
   let previousName = '';
   for (const span of spans) {
-    if (span.begin < previousEnd && span.end > span.begin) {
+    // An empty tensor inside another's bytes counts too: the reference library refuses it as well.
+    if (span.begin < previousEnd) {
       refuse(
         'SAFETENSORS_OFFSETS_OVERLAP',
         file,
-        `tensors ${previousName} and ${span.name} overlap at byte ${span.begin}`,
+        `tensors ${previousName} and ${span.name} overlap at data byte ${span.begin}`,
       );
     }
-    if (span.begin !== previousEnd) tiled = false;
-    if (span.end > previousEnd) {
-      previousEnd = span.end;
-      previousName = span.name;
+    if (span.begin > previousEnd && gap === undefined) {
+      gap = { before: previousName, after: span.name, at: previousEnd };
     }
+    previousEnd = span.end;
+    previousName = span.name;
   }
-  if (previousEnd <= dataLength) return;
-  if (tiled) {
+  if (previousEnd > dataLength) {
+    if (gap === undefined) {
+      refuse(
+        'SAFETENSORS_TRUNCATED',
+        file,
+        `header describes ${previousEnd} data bytes but the file holds ${dataLength}: the file is cut short`,
+      );
+    }
+    const outside = spans.find((span) => span.end > dataLength)!;
     refuse(
-      'SAFETENSORS_TRUNCATED',
+      'SAFETENSORS_OFFSET_OUT_OF_RANGE',
       file,
-      `header describes ${previousEnd} data bytes but the file holds ${dataLength}: the file is cut short`,
+      `tensor ${outside.name} ends at data byte ${outside.end}, past the ${dataLength}-byte data region`,
     );
   }
-  const outside = spans.find((span) => span.end > dataLength)!;
-  refuse(
-    'SAFETENSORS_OFFSET_OUT_OF_RANGE',
-    file,
-    `tensor ${outside.name} ends at data byte ${outside.end}, past the ${dataLength}-byte data region`,
-  );
+  if (gap !== undefined) {
+    const between = gap.before === '' ? `before tensor ${gap.after}` : `between tensors ${gap.before} and ${gap.after}`;
+    refuse('SAFETENSORS_OFFSETS_GAP', file, `data bytes from ${gap.at} ${between} belong to no tensor`);
+  }
+  if (previousEnd < dataLength) {
+    refuse(
+      'SAFETENSORS_TRAILING_DATA',
+      file,
+      `the last ${dataLength - previousEnd} bytes of the data region belong to no tensor`,
+    );
+  }
 }
 
 /** The header bytes (length prefix + JSON padded with spaces to a multiple of 8) for tensors laid out in order. */

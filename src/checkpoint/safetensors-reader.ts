@@ -1,9 +1,11 @@
 // Opens one safetensors file or a sharded checkpoint (model.safetensors.index.json + shards) and reads tensors by
 // name with range reads of exactly their bytes: no view over a whole shard is ever built (Buffer caps at 4 GiB).
 // Only the headers are read at open; every shard stays open until close().
-import { type FileHandle, open, readFile, stat } from 'node:fs/promises';
+import { type FileHandle, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { DramaError } from '../errors.ts';
+import { firstDuplicateKey } from './json-keys.ts';
+import { type MissingFile, openRegularFile, readRegularText } from './regular-file.ts';
 import { HEADER_LENGTH_BYTES, parseHeader, parseHeaderLength, type SafetensorsEntry } from './safetensors-format.ts';
 import { type DType, type HostTensor, makeTensor, readFileRange } from './tensor.ts';
 
@@ -24,20 +26,13 @@ function refuse(
   throw new DramaError(code, `${path}: ${message}`, { kind, param: path });
 }
 
+const missingFile: MissingFile = (path, reason) =>
+  new DramaError('SAFETENSORS_FILE_NOT_FOUND', `${path}: cannot open (${reason})`, { kind: 'not_found', param: path });
+
 async function openShard(
   path: string,
 ): Promise<{ shard: Shard; entries: Map<string, SafetensorsEntry>; metadata: Record<string, string> }> {
-  let handle: FileHandle;
-  try {
-    handle = await open(path, 'r');
-  } catch (error) {
-    refuse(
-      'SAFETENSORS_FILE_NOT_FOUND',
-      path,
-      `cannot open (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
-      'not_found',
-    );
-  }
+  const handle = await openRegularFile(path, missingFile);
   try {
     const { size } = await handle.stat();
     const prefix = new Uint8Array(Math.min(HEADER_LENGTH_BYTES, size));
@@ -55,15 +50,23 @@ async function openShard(
 
 /** An index's weight_map (tensor name → shard file name in the same folder), after checking its shape. */
 async function readIndex(indexPath: string): Promise<Map<string, string>> {
+  const text = await readRegularText(indexPath, missingFile, (path, reason) =>
+    refuse('SAFETENSORS_INDEX_BAD_JSON', path, reason),
+  );
   let parsed: unknown;
   try {
-    parsed = JSON.parse(await readFile(indexPath, 'utf8'));
+    parsed = JSON.parse(text);
   } catch (error) {
     refuse('SAFETENSORS_INDEX_BAD_JSON', indexPath, `not valid JSON (${(error as Error).message})`);
   }
   const weightMap = (parsed as { weight_map?: unknown } | null)?.weight_map;
   if (typeof weightMap !== 'object' || weightMap === null || Array.isArray(weightMap)) {
     refuse('SAFETENSORS_INDEX_BAD_JSON', indexPath, 'has no weight_map object');
+  }
+  const repeated = firstDuplicateKey(text);
+  if (repeated !== undefined) refuse('SAFETENSORS_INDEX_BAD_JSON', indexPath, `gives ${repeated} more than once`);
+  if (Object.keys(weightMap as object).length === 0) {
+    refuse('SAFETENSORS_INDEX_EMPTY', indexPath, 'has an empty weight_map: it names no tensor');
   }
   const fileOf = new Map<string, string>();
   for (const [name, file] of Object.entries(weightMap as Record<string, unknown>)) {

@@ -1,5 +1,6 @@
 // Host tensors as checkpoints hold them: a dtype, a row-major shape and the raw little-endian bytes.
-// Widening to float32 is exact for every float dtype; narrowing rounds to nearest even (see numeric/dtypes.ts).
+// Elements are read as stored (tensorElements) or widened to float32 (exact for every float dtype); narrowing rounds
+// to nearest even (see dtypes.ts).
 import type { FileHandle } from 'node:fs/promises';
 import { endianness } from 'node:os';
 import { DramaError } from '../errors.ts';
@@ -72,6 +73,27 @@ function alignedView<T>(
   const length = data.byteLength / elementBytes;
   if (data.byteOffset % elementBytes === 0) return make(data.buffer, data.byteOffset, length);
   return make(data.slice().buffer, 0, length);
+}
+
+/** The elements as stored, without widening: bf16/f16 bits as Uint16Array, e4m3 bits as Uint8Array, F32 and I32 as
+ *  themselves (a view over the bytes when aligned). This is how weights stay in their checkpoint dtype in memory. */
+export function tensorElements(t: HostTensor): Float32Array | Uint16Array | Uint8Array | Int32Array {
+  switch (t.dtype) {
+    case 'F32':
+      return alignedView(t.data, 4, (b, o, n) => new Float32Array(b, o, n));
+    case 'BF16':
+    case 'F16':
+      return alignedView(t.data, 2, (b, o, n) => new Uint16Array(b, o, n));
+    case 'F8_E4M3':
+    case 'U8':
+      return t.data;
+    case 'I32':
+      return alignedView(t.data, 4, (b, o, n) => new Int32Array(b, o, n));
+    default:
+      throw new DramaError('TENSOR_NOT_STORABLE', `a ${t.dtype} tensor has no in-memory element form`, {
+        kind: 'internal',
+      });
+  }
 }
 
 export function tensorToFloat32(t: HostTensor): Float32Array {

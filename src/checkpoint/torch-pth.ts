@@ -3,10 +3,10 @@
 // Reading unpickles under the restricted reader, then range-reads each tensor's bytes from its storage entry in
 // place; a strided view becomes a contiguous copy.
 // Nested dicts are flattened with '.'; non-tensor leaves (version numbers, hyper-parameters) are skipped.
-import { open } from 'node:fs/promises';
 import { DramaError } from '../errors.ts';
 import { PickleDict, readPickle } from './pickle-reader.ts';
 import { PickleWriter } from './pickle-writer.ts';
+import { openRegularFile } from './regular-file.ts';
 import { dtypeByteSize, elementCount, type HostTensor, makeTensor } from './tensor.ts';
 import { DTYPE_NAME_OF, STORAGE_CLASS_OF, TensorView, torchUnpickling } from './torch-globals.ts';
 import { ZipReader } from './zip-reader.ts';
@@ -113,7 +113,11 @@ async function materialize(zip: ZipReader, prefix: string, name: string, view: T
 
 /** Refuses the pre-zip torch.save format (a bare pickle stream) by name rather than as a broken zip. */
 async function refuseLegacyFormat(path: string): Promise<void> {
-  const handle = await open(path, 'r');
+  const handle = await openRegularFile(
+    path,
+    (file, reason) =>
+      new DramaError('TORCH_FILE_NOT_FOUND', `${file}: cannot open (${reason})`, { kind: 'not_found', param: file }),
+  );
   try {
     const first = new Uint8Array(2);
     const { bytesRead } = await handle.read(first, 0, 2, 0);

@@ -1,8 +1,10 @@
 // Reads a zip archive's directory (yauzl) and its stored entries in place: a stored entry's bytes are read straight
 // from the file at its data offset, in ranges, so a multi-GiB archive never sits in one buffer.
-import { type FileHandle, open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import yauzl from 'yauzl';
 import { DramaError } from '../errors.ts';
+import { openRegularFile } from './regular-file.ts';
 import { readFileRange } from './tensor.ts';
 
 export interface ZipEntryInfo {
@@ -16,6 +18,37 @@ function badArchive(path: string, message: string, cause?: unknown): DramaError 
   return new DramaError('ZIP_BAD_ARCHIVE', `${path}: ${message}`, { kind: 'bad_checkpoint', param: path, cause });
 }
 
+const STREAM_CHUNK_BYTES = 1 << 16;
+
+/** yauzl reads the directory through the one handle the reader holds, so only a checked regular file is opened. */
+class HandleReader extends yauzl.RandomAccessReader {
+  constructor(private readonly handle: FileHandle) {
+    super();
+  }
+
+  override _readStreamForRange(start: number, end: number): Readable {
+    const handle = this.handle;
+    let position = start;
+    return new Readable({
+      async read() {
+        if (position >= end) {
+          this.push(null);
+          return;
+        }
+        const length = Math.min(STREAM_CHUNK_BYTES, end - position);
+        try {
+          const { bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(length), 0, length, position);
+          if (bytesRead === 0) throw new Error(`the file ends at byte ${position}`);
+          position += bytesRead;
+          this.push(buffer.subarray(0, bytesRead));
+        } catch (error) {
+          this.destroy(error as Error);
+        }
+      },
+    });
+  }
+}
+
 export class ZipReader {
   private readonly dataStarts = new Map<string, number>();
 
@@ -27,10 +60,16 @@ export class ZipReader {
   ) {}
 
   static async open(path: string): Promise<ZipReader> {
+    const handle = await openRegularFile(path, (file, reason) => badArchive(file, `cannot open (${reason})`));
     let zip: yauzl.ZipFile;
     try {
-      zip = await yauzl.openPromise(path, { lazyEntries: true, autoClose: false });
+      const { size } = await handle.stat();
+      zip = await yauzl.fromRandomAccessReaderPromise(new HandleReader(handle), size, {
+        lazyEntries: true,
+        autoClose: false,
+      });
     } catch (error) {
+      await handle.close();
       throw badArchive(path, `not a readable zip archive (${(error as Error).message})`, error);
     }
     const entries = new Map<string, yauzl.Entry>();
@@ -38,9 +77,10 @@ export class ZipReader {
       for await (const entry of zip.eachEntry()) entries.set(entry.fileName, entry);
     } catch (error) {
       zip.close();
+      await handle.close();
       throw badArchive(path, `broken zip directory (${(error as Error).message})`, error);
     }
-    return new ZipReader(path, zip, await open(path, 'r'), entries);
+    return new ZipReader(path, zip, handle, entries);
   }
 
   names(): string[] {

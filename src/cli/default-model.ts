@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { checkCheckpointFolder } from '../checkpoint/regular-file.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
 import { synthesizeCheckpoint } from '../synth/synthesize.ts';
 import { createProgress } from './progress.ts';
@@ -21,7 +22,10 @@ export interface RuntimeFlags {
 
 export async function resolveRuntime(flags: RuntimeFlags): Promise<RuntimeSpec> {
   if (flags.nullModel === true) return { kind: 'null' };
-  if (flags.model !== undefined) return { kind: 'checkpoint', dir: flags.model, prefillChunk: flags.prefillChunk };
+  if (flags.model !== undefined) {
+    await checkCheckpointFolder(flags.model);
+    return { kind: 'checkpoint', dir: flags.model, prefillChunk: flags.prefillChunk };
+  }
   return { kind: 'checkpoint', dir: await ensureTinyCheckpoint(flags.cacheDir), prefillChunk: flags.prefillChunk };
 }
 

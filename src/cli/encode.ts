@@ -4,6 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { decodeUpload } from '../audio/decode.ts';
+import { checkCheckpointFolder } from '../checkpoint/regular-file.ts';
 import { encodeReferenceAudio, loadCheckpointCodec } from '../codec/reference.ts';
 import type { Frame } from '../model/types.ts';
 import { DEFAULT_CACHE_DIR, ensureTinyCheckpoint } from './default-model.ts';
@@ -35,6 +36,7 @@ export function framesToNpy(frames: readonly Frame[], codebooks: number): Uint8A
 
 async function encode(flags: EncodeFlags): Promise<void> {
   const dir = flags.model ?? (await ensureTinyCheckpoint(flags.cacheDir));
+  await checkCheckpointFolder(dir);
   const codec = await loadCheckpointCodec(dir);
   const audio = await decodeUpload(new Uint8Array(await readFile(flags.audio)));
   const started = performance.now();

@@ -5,11 +5,12 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Command, Option } from 'commander';
+import { checkCheckpointFolder } from '../checkpoint/regular-file.ts';
 import { SafetensorsCheckpoint } from '../checkpoint/safetensors-reader.ts';
 import { readTorchCheckpoint } from '../checkpoint/torch-pth.ts';
 import { CODEC_FILE_NAME } from '../codec/codec.ts';
 import { loadCodecWeights } from '../codec/weights.ts';
-import { isDramaError } from '../errors.ts';
+import { DramaError, isDramaError } from '../errors.ts';
 import { type LoadedConfig, loadConfig, syntheticWeightsNotice } from '../model/config.ts';
 import { checkWeights, describeFindings, type WeightCheck } from '../model/weights-check.ts';
 
@@ -24,6 +25,18 @@ export interface InspectReport {
   readonly tokenizer: { readonly size: number | undefined; readonly problem: string | undefined };
 }
 
+/** A file-system failure (EIO, EACCES...) reading the folder is a finding about the checkpoint, not a crash. */
+function asRefusal(error: unknown, dir: string): DramaError | undefined {
+  if (isDramaError(error)) return error;
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (typeof code !== 'string' || !/^E[A-Z]+$/.test(code)) return undefined;
+  return new DramaError('CHECKPOINT_UNREADABLE', `${dir}: ${(error as Error).message}`, {
+    kind: 'bad_checkpoint',
+    param: dir,
+    cause: error,
+  });
+}
+
 async function checkCodec(dir: string, loaded: LoadedConfig): Promise<InspectReport['codec']> {
   const path = join(dir, CODEC_FILE_NAME);
   if (!existsSync(path)) return { tensors: 0, problem: `${CODEC_FILE_NAME} is missing` };
@@ -31,8 +44,9 @@ async function checkCodec(dir: string, loaded: LoadedConfig): Promise<InspectRep
     const state = await readTorchCheckpoint(path);
     loadCodecWeights(state, loaded.config.codec, CODEC_FILE_NAME);
     return { tensors: state.size, problem: undefined };
-  } catch (error) {
-    if (!isDramaError(error)) throw error;
+  } catch (thrown) {
+    const error = asRefusal(thrown, path);
+    if (error === undefined) throw thrown;
     return { tensors: 0, problem: `${error.code}: ${error.message}` };
   }
 }
@@ -54,6 +68,7 @@ async function checkTokenizer(dir: string, vocabSize: number): Promise<InspectRe
 
 /** Runs every check on `dir`; throws only when the folder cannot be read as a checkpoint at all. */
 async function inspectCheckpoint(dir: string): Promise<InspectReport> {
+  await checkCheckpointFolder(dir);
   const loaded = await loadConfig(dir);
   const checkpoint = await SafetensorsCheckpoint.open(dir);
   let weights: WeightCheck;
@@ -133,8 +148,9 @@ export async function runInspect(dir: string, flags: { json?: boolean }, print =
     if (flags.json === true) print(JSON.stringify(reportToJson(report), null, 2));
     else for (const line of formatReport(report)) print(line);
     return report.ok ? 0 : 1;
-  } catch (error) {
-    if (!isDramaError(error)) throw error;
+  } catch (thrown) {
+    const error = asRefusal(thrown, dir);
+    if (error === undefined) throw thrown;
     const refusal = { code: error.code, message: error.message, param: error.param };
     print(
       flags.json === true

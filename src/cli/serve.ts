@@ -4,10 +4,13 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Engine } from '../engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS, DEFAULT_MEMORY_ROWS_PER_LANE, type EngineSettings } from '../engine/engine-core.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
+import { isDramaError } from '../errors.ts';
 import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';
 import { buildApp } from '../server/app.ts';
 import { audioToolkit } from '../server/audio-toolkit.ts';
 import { loadApiKeys } from '../server/auth.ts';
+import { DEFAULT_MAX_BUFFERED_REPLY_BYTES } from '../server/speech-reply.ts';
+import { DEFAULT_TIMEOUTS } from '../server/timeouts.ts';
 import { DEFAULT_CACHE_DIR, resolveRuntime } from './default-model.ts';
 import { openVoices, referenceCacheOption, voicesOption } from './voices.ts';
 
@@ -111,6 +114,16 @@ interface ServeFlags extends EngineFlags {
   readonly apiKeyFile?: string;
   readonly log: boolean;
   readonly voices: string;
+  readonly requestTimeout: number;
+  readonly bodyTimeout: number;
+  readonly maxBufferedReply: number;
+}
+
+function milliseconds(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0)
+    throw new InvalidArgumentError(`expected milliseconds ≥ 0 (0: no limit), got '${value}'`);
+  return parsed;
 }
 
 async function serve(flags: ServeFlags): Promise<void> {
@@ -123,6 +136,8 @@ async function serve(flags: ServeFlags): Promise<void> {
       thread: 'worker',
     }),
   );
+  // A refusal can come before buildApp takes the promise; it is reported where the engine is awaited below.
+  engine.catch(() => {});
   const app = await buildApp({
     engine,
     audio: audioToolkit,
@@ -130,6 +145,8 @@ async function serve(flags: ServeFlags): Promise<void> {
     pagePath: new URL('../../web/index.html', import.meta.url),
     logger: flags.log,
     processMetrics: true,
+    timeouts: { requestMs: flags.requestTimeout, bodyMs: flags.bodyTimeout },
+    maxBufferedReplyBytes: flags.maxBufferedReply,
     ...(await openVoices(flags.voices, runtime)),
   });
   const address = await app.listen({ host: flags.host, port: flags.port });
@@ -149,7 +166,8 @@ async function serve(flags: ServeFlags): Promise<void> {
       `Open ${address}/ for the playground, or: curl -s ${address}/v1/audio/speech -H 'content-type: application/json' -d '{"input":"Hello!","response_format":"wav"}' -o hello.wav`,
     );
   } catch (error) {
-    console.error(`drama3: the model could not be loaded: ${error instanceof Error ? error.message : String(error)}`);
+    const reason = isDramaError(error) ? `${error.code}: ${error.message}` : String(error);
+    console.error(`drama3: the model could not be loaded: ${reason}`);
     await app.close();
     process.exitCode = 1;
   }
@@ -185,7 +203,28 @@ export function registerServe(program: Command): void {
         .argParser((value: string, previous: string[]) => [...previous, value]),
     )
     .addOption(new Option('--api-key-file <file>', 'file with one API key a line').env('DRAMA3_API_KEY_FILE'))
-    .addOption(new Option('--log', 'log each request (JSON lines)').env('DRAMA3_LOG').default(false));
+    .addOption(new Option('--log', 'log each request (JSON lines)').env('DRAMA3_LOG').default(false))
+    .addOption(
+      new Option('--request-timeout <ms>', 'most time to receive a whole request, headers and body (0: no limit)')
+        .env('DRAMA3_REQUEST_TIMEOUT')
+        .default(DEFAULT_TIMEOUTS.requestMs)
+        .argParser(milliseconds),
+    )
+    .addOption(
+      new Option('--body-timeout <ms>', 'most time from the end of the headers to the end of the body (0: no limit)')
+        .env('DRAMA3_BODY_TIMEOUT')
+        .default(DEFAULT_TIMEOUTS.bodyMs)
+        .argParser(milliseconds),
+    )
+    .addOption(
+      new Option(
+        '--max-buffered-reply <bytes>',
+        'unsent bytes a streamed reply may hold for a client that does not read',
+      )
+        .env('DRAMA3_MAX_BUFFERED_REPLY')
+        .default(DEFAULT_MAX_BUFFERED_REPLY_BYTES)
+        .argParser(positiveInteger),
+    );
   command.addOption(voicesOption()).addOption(referenceCacheOption());
   addEngineOptions(command).action((flags: ServeFlags) => serve(flags));
 }

@@ -39,8 +39,10 @@ export async function openVoices(dir: string, runtime: RuntimeSpec | Promise<Run
   const catalog = await VoiceCatalog.open(dir);
   for (const problem of catalog.problems)
     console.error(`drama3: skipped the voice folder '${problem.folder}' in ${dir}: ${problem.reason}`);
-  const voices: VoicesOptions = { catalog, encoder: voiceEncoderFor(runtime) };
-  return { voices, resolveVoice: catalogResolver(catalog) };
+  // One encoder thread serves catalog uploads and requests' one-off references.
+  const encoder = voiceEncoderFor(runtime);
+  const voices: VoicesOptions = { catalog, encoder };
+  return { voices, resolveVoice: catalogResolver(catalog), referenceEncoder: encoder };
 }
 
 interface VoicesFlags {
@@ -59,7 +61,7 @@ interface AddFlags extends VoicesFlags {
 async function add(name: string, flags: AddFlags): Promise<void> {
   const { voices } = await openVoices(flags.voices, resolveRuntime({ ...flags, prefillChunk: 1 }));
   const audio = new Uint8Array(await readFile(flags.audio));
-  const encoded = await voices.encoder.encode(audio).finally(() => voices.encoder.close());
+  const encoded = await voices.encoder.encode(audio, flags.text).finally(() => voices.encoder.close());
   const voice = await voices.catalog.add({
     name,
     text: flags.text,

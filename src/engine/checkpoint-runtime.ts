@@ -1,8 +1,7 @@
-// The runtime of a checkpoint folder on the cpu backend: the speech model, the codec (decode, and reference encode
-// from uploaded audio files), and the tokenizer-backed text front end (normalisation, splitting, reference prompt).
+// The runtime of a checkpoint folder on the cpu backend: the speech model, the codec (streamed decode; references
+// arrive encoded), and the tokenizer-backed text front end (normalisation, splitting, reference prompt).
 import { basename, resolve } from 'node:path';
-import { decodeUpload } from '../audio/decode.ts';
-import { encodeReferenceAudio, loadCheckpointCodec } from '../codec/reference.ts';
+import { loadCheckpointCodec } from '../codec/reference.ts';
 import type { SpeechModel } from '../model/types.ts';
 import { buildPrompt } from '../text/prompt.ts';
 import { splitLongText, withSpeakerTags } from '../text/split.ts';
@@ -40,10 +39,6 @@ export async function loadCheckpointRuntime(
       sampleRate: codec.config.sampleRate,
       frameLength: codec.config.frameLength,
       openStream: () => codec.openStream(),
-      async encodeReference(audio) {
-        const decoded = await decodeUpload(audio);
-        return encodeReferenceAudio(codec, [decoded.samples], decoded.sampleRate);
-      },
     },
     text: {
       split: (text, budget) => withSpeakerTags(splitLongText(text, { maxCodePoints: budget })),

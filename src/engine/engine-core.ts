@@ -7,7 +7,7 @@ import { checkInputLength, frameBudget } from './admission.ts';
 import { type FrameDecoder, InlineFrameDecoder } from './frame-decoder.ts';
 import type { EngineCommand, EngineEvent, EngineInfo, SpeechJob } from './protocol.ts';
 import { DEFAULT_REFERENCE_CACHE_BYTES, ReferenceCache } from './reference-cache.ts';
-import type { EncodedReference, SpeechRuntime } from './runtime.ts';
+import type { SpeechRuntime } from './runtime.ts';
 import { type PreparedRequest, Scheduler } from './scheduler.ts';
 
 export interface EngineSettings {
@@ -39,9 +39,6 @@ export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
 export class EngineCore {
   readonly info: EngineInfo;
   private readonly scheduler: Scheduler;
-  /** Requests still being prepared (references encoding) that were cancelled meanwhile. */
-  private readonly cancelledEarly = new Set<number>();
-  private readonly preparing = new Set<number>();
   private looping = false;
   private closed = false;
 
@@ -76,26 +73,19 @@ export class EngineCore {
   }
 
   handle(command: EngineCommand): void {
-    if (command.type === 'submit') void this.submit(command.id, command.job);
+    if (command.type === 'submit') this.submit(command.id, command.job);
     else if (command.type === 'cancel') this.cancel(command.id);
     else if (command.type === 'forget-voice') this.scheduler.forgetVoice(command.name);
     else this.shutdown();
   }
 
-  private async submit(id: number, job: SpeechJob): Promise<void> {
-    this.preparing.add(id);
+  /** Admits a request at once (its references arrive encoded: nothing here waits), or fails it by name. */
+  private submit(id: number, job: SpeechJob): void {
     let prepared: PreparedRequest;
     try {
-      prepared = await this.prepare(id, job);
+      prepared = this.prepare(id, job);
     } catch (error) {
-      this.preparing.delete(id);
-      if (this.cancelledEarly.delete(id)) this.emit({ type: 'cancelled', id, round: this.scheduler.rounds });
-      else this.emit({ type: 'failed', id, error: serializeError(error) });
-      return;
-    }
-    this.preparing.delete(id);
-    if (this.cancelledEarly.delete(id)) {
-      this.emit({ type: 'cancelled', id, round: this.scheduler.rounds });
+      this.emit({ type: 'failed', id, error: serializeError(error) });
       return;
     }
     this.emit({ type: 'admitted', id, admission: prepared.admission });
@@ -103,7 +93,7 @@ export class EngineCore {
     this.startLoop();
   }
 
-  private async prepare(id: number, job: SpeechJob): Promise<PreparedRequest> {
+  private prepare(id: number, job: SpeechJob): PreparedRequest {
     const limits = {
       contextRows: this.info.contextRows,
       maxFrames: this.info.maxFrames,
@@ -111,7 +101,7 @@ export class EngineCore {
       memoryRows: this.info.memoryRows,
     };
     checkInputLength(job.text, limits);
-    const references = await this.encodeReferences(job);
+    const references = job.references.map((reference) => ({ text: reference.text, frames: reference.frames }));
     const pieceLength = job.pieceLength ?? this.settings.pieceLength;
     const pieces = this.runtime.text
       .split(job.text, pieceLength)
@@ -131,29 +121,8 @@ export class EngineCore {
     };
   }
 
-  private async encodeReferences(job: SpeechJob): Promise<EncodedReference[]> {
-    if (job.references.length === 0) return [];
-    if (job.references.every((reference) => reference.frames !== undefined))
-      return job.references.map((reference) => ({ text: reference.text, frames: reference.frames! }));
-    const encode = this.runtime.codec.encodeReference?.bind(this.runtime.codec);
-    if (encode === undefined) {
-      throw new DramaError(
-        'REFERENCES_UNSUPPORTED',
-        'this server cannot encode reference audio (no codec encoder loaded)',
-        {
-          param: 'references',
-        },
-      );
-    }
-    const encoded: EncodedReference[] = [];
-    for (const reference of job.references)
-      encoded.push({ text: reference.text, frames: reference.frames ?? (await encode(reference.audio)) });
-    return encoded;
-  }
-
   private cancel(id: number): void {
-    if (this.preparing.has(id)) this.cancelledEarly.add(id);
-    else this.scheduler.cancel(id);
+    this.scheduler.cancel(id);
     this.startLoop();
   }
 

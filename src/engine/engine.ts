@@ -22,6 +22,18 @@ export interface EngineOptions {
 /** Events of one request, in order: admitted, audio…, then exactly one of finished, failed, cancelled. */
 export type RequestEvent = Extract<EngineEvent, { id: number }>;
 
+/** Where the requests holding admission are: what a 503 (lanes + queue full) is made of. */
+export interface EngineLoad {
+  /** Requests holding admission: not yet finished, failed or settled after cancel. */
+  readonly inFlight: number;
+  /** Waiting for a lane: being prepared (references, prompt) or admitted and queued. */
+  readonly queued: number;
+  /** On a lane, or done generating with frames still waiting for decode. */
+  readonly lanesBusy: number;
+  /** Done generating, frames still waiting for decode (part of lanesBusy). */
+  readonly decodeBacklog: number;
+}
+
 export interface RequestHandle {
   readonly id: number;
   cancel(): void;
@@ -80,6 +92,8 @@ function spawnWorker(
 
 export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
   private readonly requestListeners = new Map<number, (event: RequestEvent) => void>();
+  /** Requests in flight that passed admission (their 'admitted' event arrived). */
+  private readonly admitted = new Set<number>();
   private nextId = 1;
   private closed = false;
   /** Why new requests are refused after the engine thread stopped on its own and could not be restarted. */
@@ -104,7 +118,11 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     if (options.thread === 'inline') {
       const runtime = await loadRuntime(options.runtime);
       const core = new EngineCore(runtime, options.settings, onEvent);
-      const link = { send: (command: EngineCommand) => core.handle(command), stop: async () => {} };
+      // Commands run in order after the caller's turn, as they do across the worker boundary.
+      const link = {
+        send: (command: EngineCommand) => queueMicrotask(() => core.handle(command)),
+        stop: async () => {},
+      };
       engine = new Engine(core.info, options.queueLimit, link);
       return engine;
     }
@@ -123,6 +141,19 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
   /** Requests admitted or waiting (not yet finished, failed or settled after cancel). */
   get requestsInFlight(): number {
     return this.requestListeners.size;
+  }
+
+  /** Admission's view of the requests in flight, from the listener map and the scheduler's latest stats. */
+  get load(): EngineLoad {
+    const inFlight = this.requestListeners.size;
+    const waiting = Math.min(this.stats.waiting, this.admitted.size);
+    const onLanes = Math.min(this.stats.lanesBusy, this.admitted.size - waiting);
+    return {
+      inFlight,
+      queued: inFlight - this.admitted.size + waiting,
+      lanesBusy: this.admitted.size - waiting,
+      decodeBacklog: this.admitted.size - waiting - onLanes,
+    };
   }
 
   /** Sends a request; throws `ENGINE_OVERLOADED` when lanes and queue are full. */
@@ -195,8 +226,10 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     const listener = this.requestListeners.get(event.id);
     // Late events of a request that already ended (audio decoded after a cancel, a second failure) are dropped.
     if (listener === undefined) return;
+    if (event.type === 'admitted') this.admitted.add(event.id);
     if (event.type === 'finished' || event.type === 'failed' || event.type === 'cancelled') {
       this.requestListeners.delete(event.id);
+      this.admitted.delete(event.id);
     }
     listener(event);
   }

@@ -1,17 +1,18 @@
 // Builds the engine's runtime from a plain description (it crosses into the worker thread as workerData): the null
-// runtime for tests, or a checkpoint folder loaded on the cpu backend.
+// runtime for tests, or a checkpoint folder loaded on the cpu backend (the one place that picks it).
 
+import { CpuBackend } from '../backend/cpu/backend.ts';
 import { loadCheckpointCodec } from '../codec/reference.ts';
 import { DramaError } from '../errors.ts';
-import { loadSpeechModel } from '../model/speech-model.ts';
+import { loadSpeechModel } from '../model/load-model.ts';
 import { loadCheckpointRuntime } from './checkpoint-runtime.ts';
-import { NullCodec } from './null-codec.ts';
+import { NullCodec, type NullCodecOptions } from './null-codec.ts';
 import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
 import { NullTextFrontEnd } from './null-text.ts';
 import type { EngineCodec, SpeechRuntime } from './runtime.ts';
 
 export type RuntimeSpec =
-  | { readonly kind: 'null'; readonly model?: NullModelOptions }
+  | { readonly kind: 'null'; readonly model?: NullModelOptions; readonly codec?: NullCodecOptions }
   | { readonly kind: 'checkpoint'; readonly dir: string; readonly prefillChunk?: number };
 
 export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
@@ -19,12 +20,13 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
     return {
       modelId: 'drama3-null',
       model: new NullSpeechModel(spec.model),
-      codec: new NullCodec(),
+      codec: new NullCodec(spec.codec),
       text: new NullTextFrontEnd(),
     };
   }
   try {
-    return await loadCheckpointRuntime(spec.dir, spec.prefillChunk, loadSpeechModel);
+    const load = (dir: string, options: { prefillChunk?: number }) => loadSpeechModel(dir, new CpuBackend(), options);
+    return await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load);
   } catch (error) {
     if (error instanceof DramaError) throw error;
     throw new DramaError('CHECKPOINT_LOAD_FAILED', `could not load the checkpoint in ${spec.dir}: ${String(error)}`, {
@@ -37,7 +39,7 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
 
 /** The codec alone (for the decode thread): decode only, no reference encode. */
 export async function loadEngineCodec(spec: RuntimeSpec): Promise<EngineCodec> {
-  if (spec.kind === 'null') return new NullCodec();
+  if (spec.kind === 'null') return new NullCodec(spec.codec);
   const codec = await loadCheckpointCodec(spec.dir);
   return {
     sampleRate: codec.config.sampleRate,

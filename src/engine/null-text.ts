@@ -1,11 +1,10 @@
 // A text front end with no tokenizer, for scheduler and server tests: one prompt row per code point (the row's token
 // is the code point), a fixed 8-row header, and the same structural-token refusal as the real prompt builder. It
 // does not normalise text.
-import { DramaError } from '../errors.ts';
 import { CODES_PER_FRAME } from '../shared/frame.ts';
+import { refuseNullStructuralTokens } from '../text/null-structural.ts';
 import type { BuiltPrompt, PromptRequest, TextFrontEnd } from './runtime.ts';
 
-const STRUCTURAL_TOKENS = ['<|im_start|>', '<|im_end|>', '<|voice|>', '<|text|>', '<|interleave|>', '<|semantic:'];
 const HEADER_ROWS = 8;
 
 export class NullTextFrontEnd implements TextFrontEnd {
@@ -35,12 +34,8 @@ export class NullTextFrontEnd implements TextFrontEnd {
     for (const [param, value] of [
       ['input', text],
       ['instructions', instructions ?? ''],
-    ] as const) {
-      const token = STRUCTURAL_TOKENS.find((candidate) => value.includes(candidate));
-      if (token !== undefined) {
-        throw new DramaError('STRUCTURAL_TOKEN_IN_TEXT', `${param} contains the structural token ${token}`, { param });
-      }
-    }
+    ] as const)
+      refuseNullStructuralTokens(value, param);
     const referenceRows = references.reduce(
       (sum, reference) => sum + [...reference.text].length + reference.frames.length,
       0,

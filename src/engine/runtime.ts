@@ -30,13 +30,11 @@ export interface BuiltPrompt {
   readonly textTokens: number;
 }
 
-/** The codec as the engine uses it: streaming decode, and (when available) reference audio → frames. */
+/** The codec as the engine uses it: streaming decode (references arrive encoded). */
 export interface EngineCodec {
   readonly sampleRate: number;
   readonly frameLength: number;
   openStream(): CodecStream;
-  /** Uploaded audio file bytes → frames; absent when this codec cannot encode. */
-  encodeReference?(audio: Uint8Array): Promise<Frame[]>;
 }
 
 export interface SpeechRuntime {

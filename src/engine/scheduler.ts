@@ -80,6 +80,12 @@ export class Scheduler {
       });
     }
     this.referencePrefill = new ReferencePrefill(runtime.model, options.referenceCache);
+    // Every slot can hold any request admission lets in; the reservation below keeps the rows in use within memoryRows.
+    const contextRows = runtime.model.contextRows;
+    runtime.model.plan?.({
+      lanes: options.lanes,
+      rowsPerLane: Math.min(contextRows, options.memoryRows ?? contextRows),
+    });
   }
 
   get lanesBusy(): number {

@@ -5,35 +5,35 @@
 import type {
   AttentionWeights,
   Backend,
-  DeltaNetState,
+  CallTables,
+  DeltaNetSlab,
   DeltaNetWeights,
-  KeyValueCache,
+  KeyValueSlab,
   LinearWeight,
   MoeWeights,
+  Tensor,
 } from '../backend/types.ts';
 import { BufferPool } from './buffer-pool.ts';
 import type { LayerType, TextConfig } from './config.ts';
 import { loadAttention } from './layers/attention.ts';
 import { loadDeltaNet } from './layers/delta-net.ts';
 import { loadMoe } from './layers/moe.ts';
-import type { TensorSource } from './tensor-source.ts';
+import { gatherStoredRows, type TensorSource } from './tensor-source.ts';
 import { backboneNames } from './weights.ts';
 
 export interface BackboneLayer<B> {
   readonly type: LayerType;
-  readonly inputNorm: B;
-  readonly postNorm: B;
+  readonly inputNorm: Tensor<B>;
+  readonly postNorm: Tensor<B>;
   readonly attention: AttentionWeights<B> | undefined;
   readonly deltaNet: DeltaNetWeights<B> | undefined;
   readonly moe: MoeWeights<B>;
 }
 
-/** One sequence's backbone state: a KV cache per attention layer, conv + recurrent state per DeltaNet layer. */
-export interface BackboneState<B> {
-  readonly caches: (KeyValueCache<B> | undefined)[];
-  readonly deltaStates: (DeltaNetState<B> | undefined)[];
-  /** Rows consumed. */
-  position: number;
+/** Every slot's backbone state: K/V per attention layer, conv + recurrent state per DeltaNet layer (by layer index). */
+export interface BackboneSlabs<B> {
+  readonly keyValues: (KeyValueSlab<B> | undefined)[];
+  readonly deltaNets: (DeltaNetSlab<B> | undefined)[];
 }
 
 /** Called after each layer with the residual stream [T, H] (for layer-by-layer comparison with a reference). */
@@ -47,8 +47,8 @@ export class Backbone<B> {
     readonly text: TextConfig,
     readonly layers: readonly BackboneLayer<B>[],
     /** [V, H] */
-    readonly tokenEmbeddings: B,
-    readonly finalNorm: B,
+    readonly tokenEmbeddings: Tensor<B>,
+    public finalNorm: Tensor<B>,
     /** The lm_head rows of the candidate ids: [N, H]. */
     readonly candidateHead: LinearWeight<B>,
   ) {
@@ -63,19 +63,17 @@ export class Backbone<B> {
     candidates: Int32Array,
   ): Promise<Backbone<B>> {
     const names = backboneNames(prefix);
-    const hidden = text.hiddenSize;
     const layers: BackboneLayer<B>[] = [];
     for (let layer = 0; layer < text.layers; layer++) {
       const layerNames = names.layer(layer);
       const type = text.layerTypes[layer]!;
       layers.push({
         type,
-        inputNorm: await source.vector(layerNames.inputLayernorm, [hidden]),
-        postNorm: await source.vector(layerNames.postAttentionLayernorm, [hidden]),
+        inputNorm: await source.tensor(layerNames.inputLayernorm),
+        postNorm: await source.tensor(layerNames.postAttentionLayernorm),
         attention:
           type === 'full_attention'
             ? await loadAttention(source, layerNames.selfAttention, {
-                hidden,
                 heads: text.attentionHeads,
                 keyValueHeads: text.keyValueHeads,
                 headDim: text.headDim,
@@ -91,47 +89,48 @@ export class Backbone<B> {
         moe: await loadMoe(source, layerNames.mlp, text),
       });
     }
-    const embeddings = await source.float32(names.embedTokens, [text.vocabSize, hidden]);
-    const head = text.tieWordEmbeddings ? embeddings : await source.float32(names.lmHead, [text.vocabSize, hidden]);
-    const candidateRows = new Float32Array(candidates.length * hidden);
-    candidates.forEach((id, row) => {
-      candidateRows.set(head.subarray(id * hidden, (id + 1) * hidden), row * hidden);
-    });
+    const embeddings = await source.stored(names.embedTokens);
+    const head = text.tieWordEmbeddings ? embeddings : await source.stored(names.lmHead);
     return new Backbone(
       source.backend,
       text,
       layers,
-      source.backend.fromHost(embeddings),
-      await source.vector(names.norm, [hidden]),
-      source.denseFrom(candidateRows, candidates.length, hidden),
+      source.upload(embeddings),
+      await source.tensor(names.norm),
+      // Only the candidates' rows of the head are kept (in the head's dtype): the other logits are never needed.
+      source.upload(gatherStoredRows(head, candidates)),
     );
   }
 
-  newState(): BackboneState<B> {
+  /** Slabs for `slots` lanes of `rowsPerSlot` rows: K/V bf16 [S, R, Hkv, D], conv bf16 [S, W−1, C], state f32. */
+  allocateSlabs(slots: number, rowsPerSlot: number): BackboneSlabs<B> {
     const { backend, text } = this;
-    const kvWidth = text.keyValueHeads * text.headDim;
-    const convWidth = (text.linearConvKernel - 1) * text.linearConvChannels;
-    const recurrentWidth = text.linearValueHeads * text.linearKeyHeadDim * text.linearValueHeadDim;
+    const recurrent = [slots, text.linearValueHeads, text.linearKeyHeadDim, text.linearValueHeadDim];
     return {
-      caches: this.layers.map((layer) =>
+      keyValues: this.layers.map((layer) =>
         layer.type === 'full_attention'
-          ? { keys: backend.allocate(16 * kvWidth), values: backend.allocate(16 * kvWidth), length: 0, capacity: 16 }
+          ? {
+              keys: backend.allocate('bf16', [slots, rowsPerSlot, text.keyValueHeads, text.headDim]),
+              values: backend.allocate('bf16', [slots, rowsPerSlot, text.keyValueHeads, text.headDim]),
+            }
           : undefined,
       ),
-      deltaStates: this.layers.map((layer) =>
+      deltaNets: this.layers.map((layer) =>
         layer.type === 'linear_attention'
-          ? { conv: backend.allocate(convWidth), recurrent: backend.allocate(recurrentWidth) }
+          ? {
+              conv: backend.allocate('bf16', [slots, text.linearConvKernel - 1, text.linearConvChannels]),
+              recurrent: backend.allocate('f32', recurrent),
+            }
           : undefined,
       ),
-      position: 0,
     };
   }
 
   /**
-   * Runs `rows` input rows x [T, H] (the residual stream, overwritten) through every layer at the state's position
-   * and writes the final-norm rows into `normed` [T, H].
+   * Runs `rows` input rows x [T, H] (the residual stream, overwritten) through every layer, each row at the slot and
+   * position the call tables give, and writes the final-norm rows into `normed` [T, H].
    */
-  forward(state: BackboneState<B>, x: B, rows: number, normed: B, observe?: LayerObserver<B>): void {
+  forward(slabs: BackboneSlabs<B>, tables: CallTables<B>, x: B, rows: number, normed: B, observe?: LayerObserver<B>) {
     const { backend } = this;
     const hidden = this.text.hiddenSize;
     const eps = this.text.rmsNormEps;
@@ -141,8 +140,8 @@ export class Backbone<B> {
     this.layers.forEach((layer, index) => {
       backend.zeroCentredRmsNorm(x, layer.inputNorm, layerInput, rows, hidden, eps);
       if (layer.attention !== undefined)
-        backend.attention(layer.attention, layerInput, state.caches[index]!, layerOutput, rows);
-      else backend.deltaNet(layer.deltaNet!, layerInput, state.deltaStates[index]!, layerOutput, rows);
+        backend.attention(layer.attention, layerInput, slabs.keyValues[index]!, tables, layerOutput, rows);
+      else backend.deltaNet(layer.deltaNet!, layerInput, slabs.deltaNets[index]!, tables, layerOutput, rows);
       backend.add(x, layerOutput, count);
       backend.zeroCentredRmsNorm(x, layer.postNorm, layerInput, rows, hidden, eps);
       backend.moe(layer.moe, layerInput, layerOutput, rows);
@@ -150,7 +149,6 @@ export class Backbone<B> {
       observe?.(index, x);
     });
     backend.zeroCentredRmsNorm(x, this.finalNorm, normed, rows, hidden, eps);
-    state.position += rows;
   }
 
   /** Logits of the candidate ids for `rows` final-norm rows: [T, N]. */

@@ -1,4 +1,5 @@
-// Named backend buffers that grow and are reused across calls, so that a frame step allocates nothing.
+// Named backend buffers that grow and are reused across calls: the model's plan runs each bucket once so that they
+// reach their size, after which a step allocates nothing (every growth goes through backend.allocate and is counted).
 import type { Backend } from '../backend/types.ts';
 
 export class BufferPool<B> {
@@ -6,12 +7,12 @@ export class BufferPool<B> {
 
   constructor(private readonly backend: Backend<B>) {}
 
-  /** A buffer of at least `count` elements (contents undefined), viewed to exactly `count`. */
+  /** A bf16 activation buffer of at least `count` elements (contents undefined), viewed to exactly `count`. */
   get(name: string, count: number): B {
     let entry = this.buffers.get(name);
     if (entry === undefined || entry.capacity < count) {
       const capacity = Math.max(count, 2 * (entry?.capacity ?? 0));
-      entry = { buffer: this.backend.allocate(capacity), capacity };
+      entry = { buffer: this.backend.allocate('bf16', [capacity]).data, capacity };
       this.buffers.set(name, entry);
     }
     return this.backend.view(entry.buffer, 0, count);

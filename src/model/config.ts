@@ -1,7 +1,7 @@
 // The checkpoint's config.json as the model sees it: types (config-types.ts), parsing with named refusals
 // (config-json.ts, config-read.ts), the synth presets (config-presets.ts), and loading from a checkpoint folder.
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readRegularText } from '../checkpoint/regular-file.ts';
 import { DramaError } from '../errors.ts';
 import { parseConfig } from './config-json.ts';
 import type { Drama3Config } from './config-types.ts';
@@ -52,17 +52,15 @@ export interface LoadedConfig {
 /** Reads and parses `<checkpointDir>/config.json`. */
 export async function loadConfig(checkpointDir: string): Promise<LoadedConfig> {
   const path = join(checkpointDir, CONFIG_FILE);
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
-    throw new DramaError(
-      missing ? 'CONFIG_NOT_FOUND' : 'CONFIG_UNREADABLE',
-      missing ? `no ${CONFIG_FILE} in ${checkpointDir}` : `cannot read ${path}: ${(error as Error).message}`,
-      { kind: 'bad_checkpoint', cause: error },
-    );
-  }
+  // A regular file only: a FIFO in its place would block the read forever.
+  const text = await readRegularText(
+    path,
+    (file, reason) =>
+      reason === 'ENOENT'
+        ? new DramaError('CONFIG_NOT_FOUND', `no ${CONFIG_FILE} in ${checkpointDir}`, { kind: 'bad_checkpoint' })
+        : new DramaError('CONFIG_UNREADABLE', `cannot read ${file}: ${reason}`, { kind: 'bad_checkpoint' }),
+    (file, reason) => new DramaError('CONFIG_NOT_JSON', `${file} ${reason}`, { kind: 'bad_checkpoint' }),
+  );
   let json: unknown;
   try {
     json = JSON.parse(text);

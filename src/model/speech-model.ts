@@ -1,87 +1,50 @@
-// Drama 3 as the engine drives it (SpeechModel, src/model/types.ts) on the cpu backend: prompt rows → backbone prefill
-// (in pieces of at most prefillChunk rows) with the tower teacher-forced on the prompt's code rows → frame rounds.
-// A frame: candidate logits of the last backbone row → `main` → tower draws code[1..9] → the frame row goes into the
-// backbone at the next round. Each lane draws with its own settings keyed by (seed, frame, column), so a lane gives
-// the same frames alone or in a batch, and in any prefill chunking.
-import { CpuBackend } from '../backend/cpu/backend.ts';
-import type { PrecisionName } from '../backend/cpu/precision.ts';
-import type { KeyValueCache } from '../backend/types.ts';
-import { SafetensorsCheckpoint } from '../checkpoint/safetensors-reader.ts';
+// Drama 3 as the engine drives it (SpeechModel, src/model/types.ts), written once against the Backend interface.
+// Every lane owns a slot of the lane slabs (lane-slabs.ts), sized by plan. Prefill runs one lane × T rows; a frame
+// step is one pass over a batch of lanes: pending frame records → backbone (each row at its slot and position) →
+// candidate logits → the sampler op draws `main` → the tower draws code[1..9] (each code drawn on the backend feeds
+// the next layer) → the new records become the slots' pending rows, and only the B × 11 integers are read back.
+// Alignment: prefill runs the backbone and tower over prompt rows [0, P − 1) (tower row t with the codes of row
+// t + 1); the last prompt row is the first step's pending record, so every step runs the same ops at position
+// P − 1 + frames. Each lane draws with its own settings keyed by (seed, frame, column): a lane gives the same frames
+// alone or in a batch, and in any prefill chunking (docs/exactness.md).
+import type { Backend, Tensor } from '../backend/types.ts';
 import { DramaError } from '../errors.ts';
-import type { FloatArray } from '../numeric/float-array.ts';
-import { Backbone, type BackboneState } from './backbone.ts';
-import { type CandidateIds, candidateIds } from './candidates.ts';
-import { type Drama3Config, type LoadedConfig, loadConfig } from './config.ts';
-import { type InputEmbeddings, writeFrameRow, writePromptRows } from './input-rows.ts';
-import { FrameSampler } from './sampler.ts';
-import { TensorSource } from './tensor-source.ts';
-import { Tower } from './tower.ts';
-import type { FrameOutcome, Lane, PromptRows, SamplingSettings, SpeechModel } from './types.ts';
-import { backboneNames } from './weights.ts';
-import { assertWeightsMatch, checkWeights } from './weights-check.ts';
+import type { Backbone } from './backbone.ts';
+import { BufferPool } from './buffer-pool.ts';
+import { CallTableSet } from './call-tables.ts';
+import type { CandidateIds } from './candidates.ts';
+import { codebookEmbeddingRow, type Drama3Config, type LoadedConfig } from './config.ts';
+import { LaneSlabs, type LaneSnapshot } from './lane-slabs.ts';
+import type { Tower } from './tower.ts';
+import type { FrameOutcome, Lane, LaneCapacity, PromptRows, SamplingSettings, SpeechModel } from './types.ts';
 
-const DEFAULT_PREFILL_CHUNK = 256;
+/** Capacity planned at load when the caller plans none. */
+export const DEFAULT_LANE_CAPACITY: LaneCapacity = { lanes: 8, rowsPerLane: 4096 };
 
-export interface SpeechModelOptions {
-  /** Most prompt rows one backbone call takes. */
-  readonly prefillChunk?: number;
-  readonly backend?: 'cpu';
-  /** The cpu backend's precision policy (bf16 emulates the GPU; fp32/fp64 for checks). */
-  readonly precision?: PrecisionName;
-}
+export type { LaneSnapshot } from './lane-slabs.ts';
 
-/** A lane's whole state after a prefill (copies), to start other lanes from: the reference cache's entry. */
-export interface LaneSnapshot {
-  readonly promptRows: number;
-  readonly promptComplete: boolean;
-  readonly backbone: BackboneState<FloatArray>;
-  readonly towerCaches: KeyValueCache<FloatArray>[];
-  readonly lastHidden: FloatArray;
-}
-
-function copyCache(cache: KeyValueCache<FloatArray>): KeyValueCache<FloatArray> {
-  return { keys: cache.keys.slice(), values: cache.values.slice(), length: cache.length, capacity: cache.capacity };
-}
-
-function copyBackboneState(state: BackboneState<FloatArray>): BackboneState<FloatArray> {
-  return {
-    caches: state.caches.map((cache) => (cache === undefined ? undefined : copyCache(cache))),
-    deltaStates: state.deltaStates.map((delta) =>
-      delta === undefined ? undefined : { conv: delta.conv.slice(), recurrent: delta.recurrent.slice() },
-    ),
-    position: state.position,
-  };
-}
-
-class CpuLane implements Lane {
-  position = 0;
+class SlotLane implements Lane {
   promptRows = 0;
   promptComplete = false;
   framesGenerated = 0;
   released = false;
-  /** The final-norm backbone row whose logits give the next `main`. [D] */
-  readonly lastHidden: FloatArray;
-  /** The last frame's backbone input row, consumed at the start of the next step. [D] */
-  readonly pendingRow: FloatArray;
-  hasPendingRow = false;
-  /** Codes of the frame being drawn. [K] */
-  readonly frameCodes: Int32Array;
 
   constructor(
-    readonly sampler: FrameSampler,
-    readonly backbone: BackboneState<FloatArray>,
-    readonly towerCaches: KeyValueCache<FloatArray>[],
-    hiddenSize: number,
-    codebooks: number,
-    allocate: (count: number) => FloatArray,
-  ) {
-    this.lastHidden = allocate(hiddenSize);
-    this.pendingRow = allocate(hiddenSize);
-    this.frameCodes = new Int32Array(codebooks);
+    readonly slot: number,
+    readonly sampling: SamplingSettings,
+  ) {}
+
+  get position(): number {
+    return this.promptRows + this.framesGenerated;
+  }
+
+  /** The row the next step runs: the last prompt row, then one per frame. */
+  get stepPosition(): number {
+    return this.promptRows - 1 + this.framesGenerated;
   }
 }
 
-/** Milliseconds spent per stage since load (the bench reads them). */
+/** Milliseconds spent per stage since load (the bench reads them); sampler is the `main` draw, tower includes codes. */
 export interface StageTimes {
   prefill: number;
   backbone: number;
@@ -89,7 +52,21 @@ export interface StageTimes {
   sampler: number;
 }
 
-export class CpuSpeechModel implements SpeechModel {
+/** What the model holds once planned: slabs, call tables, record buffers and the read-back array. */
+interface Planned<B> {
+  readonly capacity: LaneCapacity;
+  readonly slabs: LaneSlabs<B>;
+  readonly tables: CallTableSet<B>;
+  /** int32 [chunk + 1, 1 + K]: a prefill chunk's records and the lookahead row. */
+  readonly promptRecords: Tensor<B>;
+  readonly stepInput: Tensor<B>;
+  readonly stepFrames: Tensor<B>;
+  readonly hostPrompt: Int32Array;
+  readonly readBack: Int32Array;
+  readonly freeSlots: number[];
+}
+
+export class SlotSpeechModel<B> implements SpeechModel {
   readonly config: Drama3Config;
   /** Key paths in config.json that nothing read: the caller reports them once (never fatal). */
   readonly unknownKeys: readonly string[];
@@ -98,44 +75,97 @@ export class CpuSpeechModel implements SpeechModel {
   readonly contextRows: number;
   readonly stageTimes: StageTimes = { prefill: 0, backbone: 0, tower: 0, sampler: 0 };
   readonly synthetic: boolean;
-  private readonly embeddings: InputEmbeddings<FloatArray>;
-  private readonly logits: FloatArray;
+  private readonly recordWidth: number;
+  private readonly pool: BufferPool<B>;
+  private readonly candidateTable: Tensor<B>;
+  /** Mutable state in one object, so that a wrapper made with Object.create shares it with the model. */
+  private readonly lanes: { planned: Planned<B> | undefined; live: number } = { planned: undefined, live: 0 };
 
   constructor(
     loaded: LoadedConfig,
-    readonly backend: CpuBackend,
-    readonly backbone: Backbone<FloatArray>,
-    readonly tower: Tower<FloatArray>,
-    codeEmbeddings: FloatArray,
+    readonly backend: Backend<B>,
+    readonly backbone: Backbone<B>,
+    readonly tower: Tower<B>,
+    readonly codeEmbeddings: Tensor<B>,
     readonly candidates: CandidateIds,
     readonly prefillChunk: number,
   ) {
-    const config = loaded.config;
-    this.config = config;
+    this.config = loaded.config;
     this.unknownKeys = loaded.unknownKeys;
     this.defaulted = loaded.defaulted;
-    this.contextRows = config.text.maxPositions;
-    this.synthetic = config.synthetic;
-    this.embeddings = {
-      backend,
-      audio: config.audio,
-      hiddenSize: config.text.hiddenSize,
-      tokenEmbeddings: backbone.tokenEmbeddings,
-      codeEmbeddings,
-    };
-    this.logits = backend.allocate(candidates.ids.length);
+    this.contextRows = this.config.text.maxPositions;
+    this.synthetic = this.config.synthetic;
+    this.recordWidth = 1 + this.config.audio.codebooks;
+    this.pool = new BufferPool(backend);
+    this.candidateTable = backend.fromHost('i32', [candidates.ids.length], candidates.ids);
   }
 
-  newLane(sampling: SamplingSettings): CpuLane {
-    const { text, audio } = this.config;
-    return new CpuLane(
-      new FrameSampler(sampling, this.candidates.ids.length),
-      this.backbone.newState(),
-      this.tower.newCaches(),
-      text.hiddenSize,
-      audio.codebooks,
-      (count) => this.backend.allocate(count),
-    );
+  get capacity(): LaneCapacity {
+    return this.lanes.planned?.capacity ?? DEFAULT_LANE_CAPACITY;
+  }
+
+  /** Sizes the slabs for `capacity` and every scratch buffer for a step of that many lanes and a prefill chunk. */
+  plan(capacity: LaneCapacity): void {
+    const current = this.lanes.planned?.capacity;
+    if (current?.lanes === capacity.lanes && current.rowsPerLane === capacity.rowsPerLane) return;
+    if (this.lanes.live > 0) {
+      throw new DramaError('PLAN_WITH_LIVE_LANES', `cannot re-plan while ${this.lanes.live} lanes are live`, {
+        kind: 'internal',
+      });
+    }
+    const { lanes, rowsPerLane } = capacity;
+    if (!Number.isInteger(lanes) || lanes < 1 || !Number.isInteger(rowsPerLane) || rowsPerLane < 2) {
+      throw new DramaError('LANE_CAPACITY_INVALID', `cannot plan ${lanes} lanes of ${rowsPerLane} rows`, {
+        kind: 'internal',
+      });
+    }
+    const { backend, recordWidth } = this;
+    this.lanes.planned = undefined;
+    const rowsPerSlot = Math.max(rowsPerLane, this.prefillChunk + 1);
+    const slabs = new LaneSlabs(backend, this.backbone, this.tower, lanes + 1, rowsPerSlot, recordWidth);
+    this.lanes.planned = {
+      capacity,
+      slabs,
+      tables: new CallTableSet(backend, Math.max(this.prefillChunk, lanes), lanes),
+      promptRecords: backend.allocate('i32', [this.prefillChunk + 1, recordWidth]),
+      stepInput: backend.allocate('i32', [lanes, recordWidth]),
+      stepFrames: backend.allocate('i32', [lanes, recordWidth]),
+      hostPrompt: new Int32Array((this.prefillChunk + 1) * recordWidth),
+      readBack: new Int32Array(lanes * recordWidth),
+      freeSlots: Array.from({ length: lanes }, (_, slot) => lanes - 1 - slot),
+    };
+    this.sizeScratch(lanes);
+  }
+
+  /** Runs a prefill chunk and a full step on the planning slot, so that every scratch buffer reaches its size. */
+  private sizeScratch(lanes: number): void {
+    const planned = this.lanes.planned!;
+    const slot = planned.slabs.slots - 1;
+    const rows = this.prefillChunk + 1;
+    const tokens = new Int32Array(rows).fill(this.candidates.semanticBegin);
+    const codes = new Int32Array(rows * (this.recordWidth - 1));
+    const probe = new SlotLane(slot, { seed: 0, temperature: 1, topP: 0.9, topK: 30, greedy: false });
+    this.prefillPiece(probe, { tokens, codes, referenceRows: 0 }, 0, rows);
+    this.runStep(Array.from({ length: lanes }, () => probe));
+    planned.slabs.reset(slot);
+  }
+
+  private ready(): Planned<B> {
+    if (this.lanes.planned === undefined) this.plan(DEFAULT_LANE_CAPACITY);
+    return this.lanes.planned!;
+  }
+
+  newLane(sampling: SamplingSettings): SlotLane {
+    const planned = this.ready();
+    const slot = planned.freeSlots.pop();
+    if (slot === undefined) {
+      throw new DramaError('LANES_EXHAUSTED', `all ${planned.capacity.lanes} planned lane slots are in use`, {
+        kind: 'internal',
+      });
+    }
+    planned.slabs.reset(slot);
+    this.lanes.live += 1;
+    return new SlotLane(slot, sampling);
   }
 
   prefill(lane: Lane, rows: PromptRows, from: number, to: number): void {
@@ -153,120 +183,146 @@ export class CpuSpeechModel implements SpeechModel {
         kind: 'invalid_input',
       });
     }
+    const started = performance.now();
     for (let start = from; start < to; start += this.prefillChunk)
       this.prefillPiece(state, rows, start, Math.min(to, start + this.prefillChunk));
-    state.promptComplete = to === total;
+    this.stageTimes.prefill += performance.now() - started;
   }
 
   /** Copies the state of a lane that has been prefilled and has drawn no frame yet. */
-  snapshot(lane: Lane): LaneSnapshot {
+  snapshot(lane: Lane): LaneSnapshot<B> {
     const state = this.own(lane);
     if (state.framesGenerated > 0) {
       throw new DramaError('SNAPSHOT_AFTER_FRAMES', 'a lane can be snapshot only before its first frame', {
         kind: 'internal',
       });
     }
-    return {
-      promptRows: state.promptRows,
-      promptComplete: state.promptComplete,
-      backbone: copyBackboneState(state.backbone),
-      towerCaches: state.towerCaches.map(copyCache),
-      lastHidden: state.lastHidden.slice(),
-    };
+    // The backbone and tower have run every prompt row but the last one of a complete prompt (its step runs it).
+    const rows = state.promptComplete ? state.promptRows - 1 : state.promptRows;
+    return this.ready().slabs.snapshot(state.slot, rows, state.promptRows, state.promptComplete);
   }
 
   /** A new lane holding a copy of the snapshot's state, drawing with `sampling`. */
-  restore(snapshot: LaneSnapshot, sampling: SamplingSettings): Lane {
-    const { text, audio } = this.config;
-    const lane = new CpuLane(
-      new FrameSampler(sampling, this.candidates.ids.length),
-      copyBackboneState(snapshot.backbone),
-      snapshot.towerCaches.map(copyCache),
-      text.hiddenSize,
-      audio.codebooks,
-      (count) => this.backend.allocate(count),
-    );
-    lane.lastHidden.set(snapshot.lastHidden);
+  restore(snapshot: LaneSnapshot<B>, sampling: SamplingSettings): Lane {
+    const lane = this.newLane(sampling);
+    this.ready().slabs.restore(snapshot, lane.slot);
     lane.promptRows = snapshot.promptRows;
     lane.promptComplete = snapshot.promptComplete;
-    lane.position = snapshot.promptRows;
     return lane;
   }
 
   step(lanes: readonly Lane[]): FrameOutcome[] {
-    return lanes.map((lane) => this.stepLane(this.own(lane)));
+    const states = lanes.map((lane) => this.own(lane));
+    for (const state of states) {
+      if (!state.promptComplete) {
+        throw new DramaError(
+          'STEP_BEFORE_PREFILL',
+          `step on a lane whose prompt is prefilled to row ${state.promptRows} only`,
+          { kind: 'internal' },
+        );
+      }
+    }
+    const codes = this.recordWidth - 1;
+    const readBack = this.runStep(states);
+    return states.map((state, b): FrameOutcome => {
+      const start = b * this.recordWidth + 1;
+      if (readBack[start]! < 0) return { end: true };
+      state.framesGenerated += 1;
+      return { end: false, frame: readBack.slice(start, start + codes) };
+    });
   }
 
   release(lane: Lane): void {
-    this.own(lane).released = true;
+    const state = this.own(lane);
+    state.released = true;
+    this.lanes.live -= 1;
+    this.lanes.planned!.freeSlots.push(state.slot);
   }
 
-  private prefillPiece(state: CpuLane, rows: PromptRows, from: number, to: number): void {
-    const { backend } = this;
+  /** Prompt rows [from, to): the backbone and tower run rows [from, min(to, P − 1)); row P − 1 becomes pending. */
+  private prefillPiece(state: SlotLane, rows: PromptRows, from: number, to: number): void {
+    const planned = this.lanes.planned!;
+    const { backend, recordWidth } = this;
     const hidden = this.config.text.hiddenSize;
-    const codebooks = this.config.audio.codebooks;
-    const count = to - from;
-    const x = backend.allocate(count * hidden);
-    writePromptRows(this.embeddings, rows, from, to, x);
-    const normed = backend.allocate(count * hidden);
-    this.backbone.forward(state.backbone, x, count, normed);
-    // Tower row t reads the codes of row t + 1; the last prompt row's tower row waits for the first frame.
-    const towerRows = Math.min(to, rows.tokens.length - 1) - from;
-    if (towerRows > 0) {
-      const codes = rows.codes.slice((from + 1) * codebooks, (from + 1 + towerRows) * codebooks);
-      this.tower.run(state.towerCaches, normed, codes, towerRows);
+    const last = rows.tokens.length - 1;
+    const count = Math.min(to, last) - from;
+    if (count > 0) {
+      writeRecords(planned.hostPrompt, rows, from, count + 1, recordWidth);
+      backend.writeIntegers(planned.promptRecords, 0, planned.hostPrompt.subarray(0, (count + 1) * recordWidth));
+      const tables = planned.tables.prefill(state.slot, from, count);
+      const x = this.pool.get('x', count * hidden);
+      const normed = this.pool.get('normed', count * hidden);
+      this.embed(backend.viewRows(planned.promptRecords, 0, count), x, count);
+      this.backbone.forward(planned.slabs.backbone, tables, x, count, normed);
+      // Tower row t reads the codes of row t + 1 (the next record).
+      this.tower.run(planned.slabs.tower, tables, normed, backend.viewRows(planned.promptRecords, 1, count), count);
     }
-    state.lastHidden.set(normed.subarray((count - 1) * hidden, count * hidden));
+    if (to === rows.tokens.length) {
+      writeRecords(planned.hostPrompt, rows, last, 1, recordWidth);
+      backend.writeIntegers(
+        planned.slabs.pending,
+        state.slot * recordWidth,
+        planned.hostPrompt.subarray(0, recordWidth),
+      );
+      state.promptComplete = true;
+    }
     state.promptRows = to;
-    state.position = to;
   }
 
-  private stepLane(state: CpuLane): FrameOutcome {
-    if (!state.promptComplete) {
+  /** One frame step over `lanes` (each at its slot): returns the read-back records [B, 1 + K]. */
+  private runStep(lanes: readonly SlotLane[]): Int32Array {
+    const planned = this.lanes.planned!;
+    const { backend, stageTimes } = this;
+    const batch = lanes.length;
+    if (batch > planned.capacity.lanes) {
       throw new DramaError(
-        'STEP_BEFORE_PREFILL',
-        `step on a lane whose prompt is prefilled to row ${state.promptRows} only`,
+        'BATCH_EXCEEDS_PLAN',
+        `a step of ${batch} lanes exceeds the planned ${planned.capacity.lanes}`,
         {
           kind: 'internal',
         },
       );
     }
-    const { candidates, stageTimes } = this;
+    const hidden = this.config.text.hiddenSize;
     const started = performance.now();
-    if (state.hasPendingRow) {
-      this.backbone.forward(state.backbone, state.pendingRow, 1, state.lastHidden);
-      state.hasPendingRow = false;
-    }
-    this.backbone.candidateLogits(state.lastHidden, 1, this.logits);
+    const tables = planned.tables.step(lanes);
+    const laneTable = planned.tables.laneTable.data;
+    const input = backend.viewRows(planned.stepInput, 0, batch);
+    const frames = backend.viewRows(planned.stepFrames, 0, batch);
+    backend.gatherSlotRecords(planned.slabs.pending, laneTable, input, batch);
+    const x = this.pool.get('x', batch * hidden);
+    const normed = this.pool.get('normed', batch * hidden);
+    this.embed(input, x, batch);
+    this.backbone.forward(planned.slabs.backbone, tables, x, batch, normed);
+    const count = this.candidates.ids.length;
+    const logits = this.pool.get('logits', batch * count);
+    this.backbone.candidateLogits(normed, batch, logits);
     const backboneDone = performance.now();
-    stageTimes.backbone += backboneDone - started;
+    const sampler = { lanes: laneTable, rasWindow: planned.slabs.rasWindow };
     const semanticCount = this.config.audio.semanticCodebookSize;
-    const frame = state.framesGenerated;
-    const chosen = state.sampler.drawMain(this.logits, candidates.ids.length, semanticCount, frame);
+    backend.sampleMain(logits, count, semanticCount, this.candidateTable, sampler, frames, batch);
     const mainDrawn = performance.now();
+    this.tower.run(planned.slabs.tower, tables, normed, frames, batch, { sampler, batch });
+    backend.scatterSlotRecords(frames, laneTable, planned.slabs.pending, batch);
+    const readBack = planned.readBack.subarray(0, batch * this.recordWidth);
+    backend.readIntegers(planned.stepFrames, 0, readBack);
+    const done = performance.now();
+    stageTimes.backbone += backboneDone - started;
     stageTimes.sampler += mainDrawn - backboneDone;
-    if (chosen >= semanticCount) return { end: true };
-    const codes = state.frameCodes;
-    codes.fill(-1);
-    codes[0] = chosen;
-    let drawing = 0;
-    this.tower.run(state.towerCaches, state.lastHidden, codes, 1, (logits, count, column) => {
-      const drawStarted = performance.now();
-      const code = state.sampler.drawCode(logits, count, frame, column);
-      drawing += performance.now() - drawStarted;
-      return code;
-    });
-    stageTimes.sampler += drawing;
-    stageTimes.tower += performance.now() - mainDrawn - drawing;
-    writeFrameRow(this.embeddings, candidates.semanticBegin + chosen, codes, state.pendingRow, 0);
-    state.hasPendingRow = true;
-    state.framesGenerated++;
-    state.position++;
-    return { end: false, frame: codes.slice() };
+    stageTimes.tower += done - mainDrawn;
+    return readBack;
   }
 
-  private own(lane: Lane): CpuLane {
-    if (!(lane instanceof CpuLane) || lane.released) {
+  private embed(records: Tensor<B>, out: B, rows: number): void {
+    const { audio } = this.config;
+    const codebook = audio.frameEmbeddingCodebook;
+    const firstRow = codebookEmbeddingRow(audio, codebook, 0);
+    const { backend } = this;
+    backend.embedRecords(this.backbone.tokenEmbeddings, this.codeEmbeddings, records, codebook, firstRow, out, rows);
+  }
+
+  private own(lane: Lane): SlotLane {
+    if (!(lane instanceof SlotLane) || lane.released) {
       throw new DramaError('LANE_NOT_LIVE', 'the lane was not made by this model or was released', {
         kind: 'internal',
       });
@@ -275,33 +331,11 @@ export class CpuSpeechModel implements SpeechModel {
   }
 }
 
-export async function loadSpeechModel(
-  checkpointDir: string,
-  options: SpeechModelOptions = {},
-): Promise<CpuSpeechModel> {
-  const loaded = await loadConfig(checkpointDir);
-  const config = loaded.config;
-  const prefillChunk = options.prefillChunk ?? DEFAULT_PREFILL_CHUNK;
-  if (!Number.isInteger(prefillChunk) || prefillChunk < 1) {
-    throw new DramaError('PREFILL_CHUNK_INVALID', `prefill chunk ${prefillChunk} must be a positive integer`, {
-      param: 'prefill-chunk',
-    });
-  }
-  const checkpoint = await SafetensorsCheckpoint.open(checkpointDir);
-  try {
-    const check = checkWeights(config, checkpoint);
-    assertWeightsMatch(check, checkpointDir);
-    const backend = new CpuBackend({ precision: options.precision ?? 'bf16' });
-    const source = new TensorSource(checkpoint, backend);
-    const candidates = await candidateIds(checkpointDir, config);
-    const backbone = await Backbone.load(source, config.text, check.prefix, candidates.ids);
-    const tower = await Tower.load(source, config.tower, config.audio, config.text);
-    const codeEmbeddings = await source.vector(backboneNames(check.prefix).codebookEmbeddings, [
-      config.audio.codebookEmbeddingRows,
-      config.text.hiddenSize,
-    ]);
-    return new CpuSpeechModel(loaded, backend, backbone, tower, codeEmbeddings, candidates, prefillChunk);
-  } finally {
-    await checkpoint.close();
+/** Host records [count, 1 + K] of prompt rows [from, from + count): (token, code[0..K−1]). */
+function writeRecords(target: Int32Array, rows: PromptRows, from: number, count: number, width: number): void {
+  const codebooks = width - 1;
+  for (let r = 0; r < count; r++) {
+    target[r * width] = rows.tokens[from + r]!;
+    target.set(rows.codes.subarray((from + r) * codebooks, (from + r + 1) * codebooks), r * width + 1);
   }
 }

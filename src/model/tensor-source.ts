@@ -1,61 +1,120 @@
-// Reads named tensors from an open checkpoint for the model loaders: shape-checked, widened to fp32 (exact for bf16,
-// f16 and e4m3), then handed to the backend. Linear weights become LinearWeight handles: dense, or FP8 e4m3 values
-// with their 128×128 block scales (`<name>_scale_inv`).
+// Reads named tensors from an open checkpoint for the model loaders. Each tensor's shape comes from the weight map
+// (weights.ts), the one place that declares it: the loader checks the file against it and hands the elements to the
+// backend as stored (bf16 and e4m3 stay bf16 and e4m3; nothing is widened). An e4m3 linear weight carries its
+// 128×128 block scales (`<name>_scale_inv`).
 
-import type { Backend, LinearWeight, SwiGluWeights } from '../backend/types.ts';
+import type { Backend, DType, HostElements, LinearWeight, SwiGluWeights, Tensor } from '../backend/types.ts';
 import type { SafetensorsCheckpoint } from '../checkpoint/safetensors-reader.ts';
-import { tensorToFloat32 } from '../checkpoint/tensor.ts';
+import { type DType as FileDType, tensorElements } from '../checkpoint/tensor.ts';
 import { DramaError } from '../errors.ts';
-import type { SwiGluNames } from './weights.ts';
+import type { SwiGluNames, TensorSpec } from './weights.ts';
+
+const BACKEND_DTYPES: Partial<Record<FileDType, DType>> = {
+  BF16: 'bf16',
+  F16: 'f16',
+  F32: 'f32',
+  F8_E4M3: 'e4m3',
+  I32: 'i32',
+};
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((value, index) => value === b[index]);
+}
+
+/** A host tensor in its stored form: the backend dtype, the declared shape and the elements. */
+export interface StoredTensor {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly elements: HostElements;
+}
 
 export class TensorSource<B> {
+  private readonly specs: ReadonlyMap<string, TensorSpec>;
+
   constructor(
     readonly checkpoint: SafetensorsCheckpoint,
     readonly backend: Backend<B>,
-  ) {}
+    specs: readonly TensorSpec[],
+  ) {
+    this.specs = new Map(specs.map((spec) => [spec.name, spec]));
+  }
 
   has(name: string): boolean {
     return this.checkpoint.has(name);
   }
 
-  /** The tensor's values in fp32 after checking its shape. */
-  async float32(name: string, shape: readonly number[]): Promise<Float32Array> {
+  /** The declared shape of a tensor of the weight map. */
+  shape(name: string): readonly number[] {
+    const spec = this.specs.get(name);
+    if (spec === undefined) {
+      throw new DramaError('TENSOR_NOT_DECLARED', `tensor ${name} is not in the weight map`, { kind: 'internal' });
+    }
+    return spec.shape;
+  }
+
+  /** The tensor's elements as stored, after checking its shape against the weight map. */
+  async stored(name: string): Promise<StoredTensor> {
+    const shape = this.shape(name);
     const tensor = await this.checkpoint.read(name);
-    const matches =
-      tensor.shape.length === shape.length && tensor.shape.every((value, index) => value === shape[index]);
-    if (!matches) {
+    if (!sameShape(tensor.shape, shape)) {
       throw new DramaError(
         'TENSOR_SHAPE_MISMATCH',
         `tensor ${name} has shape [${tensor.shape.join(', ')}], expected [${shape.join(', ')}]`,
         { kind: 'bad_checkpoint', param: name },
       );
     }
-    return tensorToFloat32(tensor);
+    const dtype = BACKEND_DTYPES[tensor.dtype];
+    if (dtype === undefined) {
+      throw new DramaError('TENSOR_DTYPE_UNSUPPORTED', `tensor ${name} is ${tensor.dtype}, not a weight dtype`, {
+        kind: 'bad_checkpoint',
+        param: name,
+      });
+    }
+    return { dtype, shape, elements: tensorElements(tensor) };
   }
 
-  async vector(name: string, shape: readonly number[]): Promise<B> {
-    return this.backend.fromHost(await this.float32(name, shape));
+  async tensor(name: string): Promise<Tensor<B>> {
+    return this.upload(await this.stored(name));
   }
 
-  /** A [out, in] linear weight; FP8 when the checkpoint stores it as F8_E4M3 beside a scale grid. */
-  async linear(name: string, outFeatures: number, inFeatures: number): Promise<LinearWeight<B>> {
-    const values = await this.vector(name, [outFeatures, inFeatures]);
-    if (this.checkpoint.info(name).dtype !== 'F8_E4M3') return { outFeatures, inFeatures, format: 'dense', values };
-    const scaleShape = [Math.ceil(outFeatures / 128), Math.ceil(inFeatures / 128)];
-    const scales = await this.vector(`${name}_scale_inv`, scaleShape);
-    return { outFeatures, inFeatures, format: 'fp8-block', values, scales };
+  upload(stored: StoredTensor): Tensor<B> {
+    return this.backend.fromHost(stored.dtype, stored.shape, stored.elements);
   }
 
-  /** A dense linear weight from rows already in memory. */
-  denseFrom(values: Float32Array, outFeatures: number, inFeatures: number): LinearWeight<B> {
-    return { outFeatures, inFeatures, format: 'dense', values: this.backend.fromHost(values) };
+  /** A [out, in] linear weight, with its block scales when the checkpoint stores it as e4m3. */
+  async linear(name: string): Promise<LinearWeight<B>> {
+    const stored = await this.stored(name);
+    if (stored.dtype !== 'e4m3') return this.upload(stored);
+    const scales = await this.tensor(`${name}_scale_inv`);
+    return { ...this.upload(stored), scales };
   }
 
-  async swiGlu(names: SwiGluNames, intermediate: number, hidden: number): Promise<SwiGluWeights<B>> {
+  async swiGlu(names: SwiGluNames): Promise<SwiGluWeights<B>> {
     return {
-      gate: await this.linear(names.gateProj, intermediate, hidden),
-      up: await this.linear(names.upProj, intermediate, hidden),
-      down: await this.linear(names.downProj, hidden, intermediate),
+      gate: await this.linear(names.gateProj),
+      up: await this.linear(names.upProj),
+      down: await this.linear(names.downProj),
     };
   }
+}
+
+/** Rows [first, first + count) of a stored [rows, …] tensor, sharing its elements. */
+export function storedRows(stored: StoredTensor, first: number, count: number): StoredTensor {
+  const width = stored.shape.slice(1).reduce((product, size) => product * size, 1);
+  return {
+    dtype: stored.dtype,
+    shape: [count, ...stored.shape.slice(1)],
+    elements: stored.elements.subarray(first * width, (first + count) * width),
+  };
+}
+
+/** The rows `ids` of a stored [rows, cols] tensor, copied in that order (a table's selected rows, still as stored). */
+export function gatherStoredRows(stored: StoredTensor, ids: Int32Array): StoredTensor {
+  const cols = stored.shape[1]!;
+  const Constructor = stored.elements.constructor as new (length: number) => HostElements;
+  const elements = new Constructor(ids.length * cols);
+  ids.forEach((id, row) => {
+    elements.set(stored.elements.subarray(id * cols, (id + 1) * cols) as never, row * cols);
+  });
+  return { dtype: stored.dtype, shape: [ids.length, cols], elements };
 }

@@ -3,8 +3,19 @@
 // with zero-centred norms and interleaved partial RoPE. Shared layers embed code[0] (layer 0 reads the backbone's
 // final-norm row, the others the previous output); per-codebook layer k embeds code[k] and its head gives the logits
 // of code[k+1]. Tower row t reads backbone row t with the codes of the frame at row t+1; a code of −1 is masked (a zero
-// embedding). Shapes: T rows, d tower hidden, D text hidden, K codebooks.
-import type { AttentionWeights, Backend, KeyValueCache, LinearWeight, SwiGluWeights } from '../backend/types.ts';
+// embedding). Codes come from frame records [T, 1 + K] (token, code[0..K−1]) in a backend buffer; when the tower draws
+// (a frame step), each head's logits go to the backend's sampler, which writes code[k + 1] into the records before
+// layer k + 1 reads it, so no code leaves the backend. Shapes: T rows, d tower hidden, D text hidden, K codebooks.
+import type {
+  AttentionWeights,
+  Backend,
+  CallTables,
+  KeyValueSlab,
+  LinearWeight,
+  SamplerState,
+  SwiGluWeights,
+  Tensor,
+} from '../backend/types.ts';
 import { BufferPool } from './buffer-pool.ts';
 import type { AudioConfig, TextConfig, TowerConfig } from './config.ts';
 import { codebookEmbeddingRow } from './config.ts';
@@ -17,20 +28,23 @@ export interface TowerLayer<B> {
   readonly inputWidth: number;
   /** The codebook whose code this layer embeds. */
   readonly codebook: number;
-  readonly enorm: B;
-  readonly hnorm: B;
+  readonly enorm: Tensor<B>;
+  readonly hnorm: Tensor<B>;
   readonly ehProj: LinearWeight<B>;
-  readonly inputNorm: B;
+  readonly inputNorm: Tensor<B>;
   readonly attention: AttentionWeights<B>;
-  readonly postNorm: B;
+  readonly postNorm: Tensor<B>;
   readonly mlp: SwiGluWeights<B>;
-  readonly outNorm: B;
+  readonly outNorm: Tensor<B>;
   /** Per-codebook layers: logits of code[codebook + 1], [codebook size, d]. */
   readonly head: LinearWeight<B> | undefined;
 }
 
-/** Picks code[column] of a frame from its logits (count entries); the tower calls it between layers. */
-export type CodeDrawer<B> = (logits: B, count: number, column: number) => number;
+/** A frame step's drawing: the sampler's lane table and RAS slab, over `batch` lanes. */
+export interface TowerDraw<B> {
+  readonly sampler: SamplerState<B>;
+  readonly batch: number;
+}
 
 export class Tower<B> {
   private readonly pool: BufferPool<B>;
@@ -41,7 +55,7 @@ export class Tower<B> {
     readonly audio: AudioConfig,
     readonly layers: readonly TowerLayer<B>[],
     /** [semantic + residual rows, d] */
-    readonly codeEmbeddings: B,
+    readonly codeEmbeddings: Tensor<B>,
   ) {
     this.pool = new BufferPool(backend);
   }
@@ -53,19 +67,17 @@ export class Tower<B> {
     text: TextConfig,
   ): Promise<Tower<B>> {
     const names = towerNames();
-    const d = config.hiddenSize;
     const layers: TowerLayer<B>[] = [];
     const add = async (layerNames: TowerLayerNames, codebook: number) => {
-      const inputWidth = layers.length === 0 ? text.hiddenSize : d;
+      const inputWidth = layers.length === 0 ? text.hiddenSize : config.hiddenSize;
       layers.push({
         inputWidth,
         codebook,
-        enorm: await source.vector(layerNames.enorm, [d]),
-        hnorm: await source.vector(layerNames.hnorm, [inputWidth]),
-        ehProj: await source.linear(layerNames.ehProj, d, d + inputWidth),
-        inputNorm: await source.vector(layerNames.inputLayernorm, [d]),
+        enorm: await source.tensor(layerNames.enorm),
+        hnorm: await source.tensor(layerNames.hnorm),
+        ehProj: await source.linear(layerNames.ehProj),
+        inputNorm: await source.tensor(layerNames.inputLayernorm),
         attention: await loadAttention(source, layerNames.selfAttention, {
-          hidden: d,
           heads: config.attentionHeads,
           keyValueHeads: config.keyValueHeads,
           headDim: config.headDim,
@@ -75,51 +87,46 @@ export class Tower<B> {
           outputGate: false,
           eps: config.rmsNormEps,
         }),
-        postNorm: await source.vector(layerNames.postAttentionLayernorm, [d]),
-        mlp: await source.swiGlu(layerNames.mlp, config.intermediate, d),
-        outNorm: await source.vector(layerNames.outNorm, [d]),
-        head: layerNames.head === undefined ? undefined : await source.linear(layerNames.head, audio.codebookSize, d),
+        postNorm: await source.tensor(layerNames.postAttentionLayernorm),
+        mlp: await source.swiGlu(layerNames.mlp),
+        outNorm: await source.tensor(layerNames.outNorm),
+        head: layerNames.head === undefined ? undefined : await source.linear(layerNames.head),
       });
     };
     for (let layer = 0; layer < config.sharedLayers; layer++) await add(names.sharedLayer(layer), 0);
     for (let layer = 0; layer < config.codebookLayers; layer++) await add(names.codebookLayer(layer), layer);
-    const codeEmbeddings = await source.vector(names.codebookEmbeddings, [audio.codebookEmbeddingRows, d]);
+    const codeEmbeddings = await source.tensor(names.codebookEmbeddings);
     return new Tower(source.backend, config, audio, layers, codeEmbeddings);
   }
 
-  newCaches(): KeyValueCache<B>[] {
-    const width = this.config.keyValueHeads * this.config.headDim;
-    return this.layers.map(() => ({
-      keys: this.backend.allocate(16 * width),
-      values: this.backend.allocate(16 * width),
-      length: 0,
-      capacity: 16,
-    }));
+  /** K/V slabs for `slots` lanes of `rowsPerSlot` rows, one per layer: bf16 [S, R, Hkv, D]. */
+  allocateSlabs(slots: number, rowsPerSlot: number): KeyValueSlab<B>[] {
+    const { backend, config } = this;
+    const shape = [slots, rowsPerSlot, config.keyValueHeads, config.headDim];
+    return this.layers.map(() => ({ keys: backend.allocate('bf16', shape), values: backend.allocate('bf16', shape) }));
   }
 
   /**
-   * Runs `rows` tower rows: backbone rows `hidden` [T, D] with the frame codes `codes` [T, K] (−1 masked). When
-   * `drawCode` is given (one row: a frame being generated), each per-codebook layer's head is evaluated and the drawn
-   * code is written into codes[codebook + 1] before the next layer runs.
+   * Runs `rows` tower rows at the call tables' slots and positions: backbone rows `hidden` [T, D] with the codes of
+   * `records` [T, 1 + K] (−1 masked). With `draw` (a frame step), each per-codebook layer's head is sampled into
+   * records[b][1 + codebook + 1] before the next layer reads it.
    */
-  run(caches: KeyValueCache<B>[], hidden: B, codes: Int32Array, rows: number, drawCode?: CodeDrawer<B>): void {
+  run(
+    slabs: readonly KeyValueSlab<B>[],
+    tables: CallTables<B>,
+    hidden: B,
+    records: Tensor<B>,
+    rows: number,
+    draw?: TowerDraw<B>,
+  ): void {
     const { backend, audio } = this;
     const d = this.config.hiddenSize;
     const eps = this.config.rmsNormEps;
-    const codebooks = audio.codebooks;
     let input = hidden;
     this.layers.forEach((layer, index) => {
       const embedded = this.pool.get('embedded', rows * d);
-      for (let t = 0; t < rows; t++) {
-        const code = codes[t * codebooks + layer.codebook]!;
-        if (code < 0) backend.copy(this.pool.get('zeros', d), backend.view(embedded, t * d, d), d);
-        else
-          backend.copy(
-            backend.view(this.codeEmbeddings, codebookEmbeddingRow(audio, layer.codebook, code) * d, d),
-            backend.view(embedded, t * d, d),
-            d,
-          );
-      }
+      const firstRow = codebookEmbeddingRow(audio, layer.codebook, 0);
+      backend.gatherCodes(this.codeEmbeddings, records, layer.codebook, firstRow, embedded, rows);
       const normedCode = this.pool.get('normedCode', rows * d);
       const normedInput = this.pool.get('normedInput', rows * layer.inputWidth);
       backend.zeroCentredRmsNorm(embedded, layer.enorm, normedCode, rows, d, eps);
@@ -131,7 +138,7 @@ export class Tower<B> {
       const normed = this.pool.get('normed', rows * d);
       const branch = this.pool.get('branch', rows * d);
       backend.zeroCentredRmsNorm(x, layer.inputNorm, normed, rows, d, eps);
-      backend.attention(layer.attention, normed, caches[index]!, branch, rows);
+      backend.attention(layer.attention, normed, slabs[index]!, tables, branch, rows);
       backend.add(x, branch, rows * d);
       backend.zeroCentredRmsNorm(x, layer.postNorm, normed, rows, d, eps);
       backend.swiGlu(layer.mlp, normed, branch, rows);
@@ -139,10 +146,10 @@ export class Tower<B> {
       const output = this.pool.get(index % 2 === 0 ? 'outputEven' : 'outputOdd', rows * d);
       backend.zeroCentredRmsNorm(x, layer.outNorm, output, rows, d, eps);
       input = output;
-      if (drawCode !== undefined && layer.head !== undefined) {
-        const logits = this.pool.get('logits', audio.codebookSize);
-        backend.linear(output, layer.head, logits, 1);
-        codes[layer.codebook + 1] = drawCode(logits, audio.codebookSize, layer.codebook + 1);
+      if (draw !== undefined && layer.head !== undefined) {
+        const logits = this.pool.get('logits', rows * audio.codebookSize);
+        backend.linear(output, layer.head, logits, rows);
+        backend.sampleCode(logits, audio.codebookSize, layer.codebook + 1, draw.sampler, records, draw.batch);
       }
     });
   }

@@ -39,6 +39,13 @@ export interface Lane {
   readonly position: number;
 }
 
+/** What a model plans its lane state for: this many lanes (slots) of this many rows each. */
+export interface LaneCapacity {
+  readonly lanes: number;
+  /** Rows one lane may hold: prompt rows + frames + 1. */
+  readonly rowsPerLane: number;
+}
+
 /**
  * The model as the engine drives it (implemented in src/model/; the cpu and cuda backends sit underneath).
  * A frame round calls `step` once over every active lane; new requests are prefilled in chunks between rounds.
@@ -48,6 +55,8 @@ export interface SpeechModel {
   readonly contextRows: number;
   /** Whether the weights are synthetic (random): then it speaks noise, and every surface says so. */
   readonly synthetic: boolean;
+  /** Sizes every lane's state and the step's scratch once (no lane may be live); a model without one needs none. */
+  plan?(capacity: LaneCapacity): void;
   newLane(sampling: SamplingSettings): Lane;
   /** Prefill prompt rows [from, to) into the lane; callers cut long prompts into chunks. */
   prefill(lane: Lane, rows: PromptRows, from: number, to: number): void;

@@ -3,7 +3,7 @@
 // [ceil(rows/128), ceil(cols/128)] F32 (value = fp8 × scale per 128×128 block). H text hidden, V vocab, E experts,
 // I expert width, d tower hidden. Names come from weights-names.ts.
 import type { DType } from '../checkpoint/tensor.ts';
-import type { Drama3Config } from './config.ts';
+import type { Drama3Config, TextConfig } from './config.ts';
 import {
   backboneNames,
   type ExpertFormat,
@@ -92,8 +92,8 @@ function swiGlu(list: SpecList, names: SwiGluNames, inner: number, outer: number
   list.add(names.downProj, role, [outer, inner], { residual: true });
 }
 
-function expertSpecs(list: SpecList, config: Drama3Config, prefix: string, layer: number, format: ExpertFormat): void {
-  const { hiddenSize: hidden, expertIntermediate: inner, experts } = config.text;
+function expertSpecs(list: SpecList, text: TextConfig, prefix: string, layer: number, format: ExpertFormat): void {
+  const { hiddenSize: hidden, expertIntermediate: inner, experts } = text;
   const mlp = backboneNames(prefix).layer(layer).mlp;
   if (format === 'fused') {
     list.add(mlp.fusedGateUpProj, 'expert', [experts, 2 * inner, hidden]);
@@ -120,8 +120,7 @@ function expertSpecs(list: SpecList, config: Drama3Config, prefix: string, layer
   }
 }
 
-function backboneLayerSpecs(list: SpecList, config: Drama3Config, options: WeightMapOptions, layer: number): void {
-  const text = config.text;
+function backboneLayerSpecs(list: SpecList, text: TextConfig, options: WeightMapOptions, layer: number): void {
   const hidden = text.hiddenSize;
   const names = backboneNames(options.prefix).layer(layer);
   list.add(names.inputLayernorm, 'norm', [hidden]);
@@ -148,7 +147,7 @@ function backboneLayerSpecs(list: SpecList, config: Drama3Config, options: Weigh
   }
   list.add(names.postAttentionLayernorm, 'norm', [hidden]);
   list.add(names.mlp.router, 'router', [text.experts, hidden]);
-  expertSpecs(list, config, options.prefix, layer, options.experts);
+  expertSpecs(list, text, options.prefix, layer, options.experts);
   swiGlu(list, names.mlp.sharedExpert, text.sharedExpertIntermediate, hidden, 'linear');
   list.add(names.mlp.sharedExpertGate, 'linear', [1, hidden]);
 }
@@ -173,15 +172,27 @@ function towerLayerSpecs(list: SpecList, config: Drama3Config, names: TowerLayer
   if (names.head !== undefined) list.add(names.head, 'output_head', [config.audio.codebookSize, d]);
 }
 
+function backboneSpecs(root: SpecList, text: TextConfig, options: WeightMapOptions): void {
+  const backbone = backboneNames(options.prefix);
+  root.add(backbone.embedTokens, 'token_embedding', [text.vocabSize, text.hiddenSize]);
+  for (let layer = 0; layer < text.layers; layer++) backboneLayerSpecs(root.at({ layer }), text, options, layer);
+  root.add(backbone.norm, 'norm', [text.hiddenSize]);
+  if (!text.tieWordEmbeddings) root.add(backbone.lmHead, 'output_head', [text.vocabSize, text.hiddenSize]);
+}
+
+/** The backbone's tensors alone (a Qwen3.5-MoE checkpoint without Drama's tower). */
+export function backboneTensors(text: TextConfig, options: WeightMapOptions): TensorSpec[] {
+  const root = new SpecList();
+  backboneSpecs(root, text, options);
+  return root.specs;
+}
+
 /** Every tensor the checkpoint must hold, in a stable order (backbone, frame-row embedding, tower). */
 export function expectedTensors(config: Drama3Config, options: WeightMapOptions): TensorSpec[] {
   const { text, audio, tower } = config;
   const root = new SpecList();
   const backbone = backboneNames(options.prefix);
-  root.add(backbone.embedTokens, 'token_embedding', [text.vocabSize, text.hiddenSize]);
-  for (let layer = 0; layer < text.layers; layer++) backboneLayerSpecs(root.at({ layer }), config, options, layer);
-  root.add(backbone.norm, 'norm', [text.hiddenSize]);
-  if (!text.tieWordEmbeddings) root.add(backbone.lmHead, 'output_head', [text.vocabSize, text.hiddenSize]);
+  backboneSpecs(root, text, options);
   root.add(backbone.codebookEmbeddings, 'codebook_embedding', [audio.codebookEmbeddingRows, text.hiddenSize]);
   const towerNameMap = towerNames();
   const towerList = root.inPart('tower');

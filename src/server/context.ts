@@ -2,6 +2,7 @@
 
 import type { Engine } from '../engine/engine.ts';
 import { DramaError } from '../errors.ts';
+import type { VoiceEncoder } from '../voices/encoder.ts';
 import type { VoiceResolver } from '../voices/resolver.ts';
 import type { AudioToolkit } from './audio-output.ts';
 import type { ServerMetrics } from './metrics.ts';
@@ -12,6 +13,10 @@ export interface ServerContext {
   readonly audio: AudioToolkit;
   readonly metrics: ServerMetrics;
   readonly resolveVoice: VoiceResolver;
+  /** Reference audio → frames off the engine thread; absent: one-off references are refused. */
+  readonly referenceEncoder: VoiceEncoder | undefined;
+  /** Bytes a streamed reply may have waiting for its client before it is cut off. */
+  readonly maxBufferedReplyBytes: number;
 }
 
 export function engineSlot(): { get: () => Engine; set: (engine: Engine) => void; current: () => Engine | undefined } {

@@ -3,6 +3,7 @@
 // translated here too, so a client never sees another shape.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { DramaError, type ErrorKind, isDramaError } from '../errors.ts';
+import { recordOutcome } from './outcomes.ts';
 
 const STATUS_BY_KIND: Record<ErrorKind, number> = {
   invalid_input: 400,
@@ -16,13 +17,25 @@ const STATUS_BY_KIND: Record<ErrorKind, number> = {
   internal: 500,
 };
 
+/** Codes whose status is not their kind's: HTTP has a more precise one for them. */
+const STATUS_BY_CODE: Record<string, number> = {
+  UNSUPPORTED_CONTENT_TYPE: 415,
+  PATH_PARAMETER_TOO_LONG: 414,
+  REQUEST_TIMEOUT: 408,
+  BODY_TIMEOUT: 408,
+  HEADERS_TOO_LARGE: 431,
+};
+
 const TYPE_BY_STATUS: Record<number, string> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
   404: 'not_found_error',
+  408: 'invalid_request_error',
   409: 'conflict_error',
   413: 'invalid_request_error',
+  414: 'invalid_request_error',
   415: 'invalid_request_error',
+  431: 'invalid_request_error',
   503: 'server_overloaded',
 };
 
@@ -39,7 +52,7 @@ export interface ErrorEnvelope {
 }
 
 export function statusOf(error: DramaError): number {
-  return STATUS_BY_KIND[error.kind];
+  return STATUS_BY_CODE[error.code] ?? STATUS_BY_KIND[error.kind];
 }
 
 export function envelope(status: number, error: DramaError): ErrorEnvelope {
@@ -106,6 +119,14 @@ export function toDramaError(error: unknown): DramaError {
       return new DramaError('UNSUPPORTED_CONTENT_TYPE', fastifyError.message ?? 'unsupported content type');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new DramaError('INVALID_CONTENT_LENGTH', fastifyError.message ?? 'invalid content length');
+    case 'FST_ERR_BAD_URL':
+      return new DramaError('INVALID_URL_ENCODING', `the path is not valid URL encoding: ${fastifyError.message}`, {
+        param: 'path',
+      });
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new DramaError('PATH_PARAMETER_TOO_LONG', `a path parameter is too long: ${fastifyError.message}`, {
+        param: 'path',
+      });
   }
   if (fastifyError.statusCode !== undefined && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
     return new DramaError(fastifyError.code ?? 'BAD_REQUEST', fastifyError.message ?? 'bad request');
@@ -114,13 +135,19 @@ export function toDramaError(error: unknown): DramaError {
   return new DramaError('INTERNAL_ERROR', `internal error: ${message}`, { kind: 'internal', cause: error });
 }
 
-/** Sends the envelope; 503 carries Retry-After. Unsupported media type keeps its own 415 status. */
+/** The headers an error reply carries besides its body: when to retry a 503, how to authenticate after a 401. */
+export function errorHeaders(status: number): Record<string, string> {
+  if (status === 503) return { 'Retry-After': String(RETRY_AFTER_SECONDS) };
+  if (status === 401) return { 'WWW-Authenticate': 'Bearer' };
+  return {};
+}
+
+/** Sends the envelope, and records its code for the request counter. */
 export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
   const dramaError = toDramaError(error);
-  const raw = error as Partial<FastifyError>;
-  const status = raw.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 415 : statusOf(dramaError);
-  if (status === 503) void reply.header('Retry-After', String(RETRY_AFTER_SECONDS));
-  return reply.code(status).type('application/json').send(envelope(status, dramaError));
+  const status = statusOf(dramaError);
+  recordOutcome(reply, { status, code: dramaError.code });
+  return reply.code(status).headers(errorHeaders(status)).type('application/json').send(envelope(status, dramaError));
 }
 
 export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {

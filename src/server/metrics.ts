@@ -1,51 +1,69 @@
-// Prometheus metrics for one app (its own registry, so tests may build many apps): requests by route and status,
-// time to first audio, frames generated, queue depth and lanes busy (read from the engine at scrape time).
+// Prometheus metrics for one app (its own registry, so tests may build many apps): every response by route, status
+// and code; time to first audio; frames generated; and what admission holds, read from the engine at scrape time:
+// requests in flight, queue depth, lanes busy (frames still waiting for decode included) and the decode backlog, so
+// that a 503 can be explained from /metrics alone.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { EngineStats } from '../engine/protocol.ts';
+import type { EngineLoad } from '../engine/engine.ts';
 
 export interface ServerMetrics {
   readonly registry: Registry;
-  readonly requests: Counter<'route' | 'status'>;
+  readonly requests: Counter<'route' | 'status' | 'code'>;
   readonly timeToFirstAudio: Histogram<'route'>;
   readonly framesGenerated: Counter;
 }
 
-export function createMetrics(readStats: () => EngineStats | undefined, withProcessMetrics: boolean): ServerMetrics {
+/** Route patterns → the short names the counter uses; anything else (an unknown path) is `unmatched`. */
+const ROUTE_NAMES: Record<string, string> = {
+  '/v1/audio/speech': 'speech',
+  '/v1/tts': 'tts',
+  '/v1/audio/voices': 'voices',
+  '/v1/audio/voices/:id': 'voice',
+  '/v1/models': 'models',
+  '/health': 'health',
+  '/metrics': 'metrics',
+  '/openapi.json': 'openapi',
+  '/': 'page',
+};
+
+export function routeName(pattern: string | undefined): string {
+  return (pattern !== undefined && ROUTE_NAMES[pattern]) || 'unmatched';
+}
+
+export function createMetrics(readLoad: () => EngineLoad | undefined, withProcessMetrics: boolean): ServerMetrics {
   const registry = new Registry();
+  const registers = [registry];
   if (withProcessMetrics) collectDefaultMetrics({ register: registry, prefix: 'drama3_' });
   const requests = new Counter({
     name: 'drama3_requests_total',
-    help: 'Speech requests by route and final HTTP status',
-    labelNames: ['route', 'status'],
-    registers: [registry],
+    help: 'Responses by route, final HTTP status and code (ok, an error code, CLIENT_CLOSED, ...)',
+    labelNames: ['route', 'status', 'code'],
+    registers,
   });
   const timeToFirstAudio = new Histogram({
     name: 'drama3_time_to_first_audio_seconds',
     help: 'Seconds from request arrival to its first audio bytes',
     labelNames: ['route'],
     buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
-    registers: [registry],
+    registers,
   });
   const framesGenerated = new Counter({
     name: 'drama3_frames_total',
     help: 'Audio frames generated (rate = frames per second)',
-    registers: [registry],
+    registers,
   });
-  new Gauge({
-    name: 'drama3_queue_depth',
-    help: 'Admitted requests waiting for a lane',
-    registers: [registry],
-    collect() {
-      this.set(readStats()?.waiting ?? 0);
-    },
-  });
-  new Gauge({
-    name: 'drama3_lanes_busy',
-    help: 'Lanes holding a request',
-    registers: [registry],
-    collect() {
-      this.set(readStats()?.lanesBusy ?? 0);
-    },
-  });
+  const gauge = (name: string, help: string, read: (load: EngineLoad) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        const load = readLoad();
+        this.set(load === undefined ? 0 : read(load));
+      },
+    });
+  gauge('drama3_requests_in_flight', 'Requests holding admission (lanes + queue: beyond that, 503)', (l) => l.inFlight);
+  gauge('drama3_queue_depth', 'Requests waiting for a lane (being prepared or queued)', (l) => l.queued);
+  gauge('drama3_lanes_busy', 'Requests on a lane or with frames still waiting for decode', (l) => l.lanesBusy);
+  gauge('drama3_decode_backlog', 'Requests done generating whose frames still wait for decode', (l) => l.decodeBacklog);
   return { registry, requests, timeToFirstAudio, framesGenerated };
 }

@@ -1,12 +1,14 @@
 // Request bodies as TypeBox schemas (validation, OpenAPI and types from one source). Every object refuses unknown
 // fields, so a client's misspelled or unsupported option is named in a 400 instead of silently ignored.
 import { Type } from '@fastify/type-provider-typebox';
+import { MAX_REFERENCES } from './request-fields.ts';
 
 export const SPEECH_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;
 export type SpeechFormat = (typeof SPEECH_FORMATS)[number];
 
 const Reference = Type.Object(
   {
+    // msgpack bodies carry these bytes raw; they arrive here as base64 text like JSON's.
     audio: Type.String({ minLength: 1, description: 'base64 or a data URL of a wav/mp3/flac/ogg/aac file' }),
     text: Type.String({ description: 'transcript of the reference audio' }),
   },
@@ -44,7 +46,7 @@ export const SpeechBody = Type.Object(
     top_p: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1 })),
     top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: 4097 })),
     max_frames: Type.Optional(Type.Integer({ minimum: 1 })),
-    references: Type.Optional(Type.Array(Reference, { maxItems: 8 })),
+    references: Type.Optional(Type.Array(Reference, { maxItems: MAX_REFERENCES })),
     stream: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
@@ -53,7 +55,7 @@ export const SpeechBody = Type.Object(
 export const TtsBody = Type.Object(
   {
     text: Type.String({ minLength: 1 }),
-    references: Type.Optional(Type.Array(Reference, { maxItems: 8 })),
+    references: Type.Optional(Type.Array(Reference, { maxItems: MAX_REFERENCES })),
     reference_id: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
     format: Type.Optional(
       Type.Union([Type.Literal('wav'), Type.Literal('pcm'), Type.Literal('mp3'), Type.Literal('opus')]),

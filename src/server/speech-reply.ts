@@ -1,7 +1,9 @@
 // One speech request from admission to the last byte, in one of three shapes: the whole file; a chunked audio stream
 // whose finish reason is an HTTP trailer; or server-sent events. Errors before the first byte are ordinary error
 // replies; a chunked stream that fails later is cut off without its terminating chunk, so it never looks complete.
-// A reply that ends any other way than its engine's `finished` aborts its audio output, freeing the encoder.
+// A reply that ends any other way than its engine's `finished` aborts its audio output, freeing the encoder. A client
+// that hung up at any point before submission is never submitted; one that hangs up later cancels. A streamed reply
+// whose client does not read is cut off once its unsent bytes pass a bound, instead of buffering every frame.
 import type { FastifyReply } from 'fastify';
 import type { RequestEvent, RequestHandle } from '../engine/engine.ts';
 import type { SpeechJob } from '../engine/protocol.ts';
@@ -10,6 +12,7 @@ import { deserializeError } from '../threads/serialize-error.ts';
 import { type AudioOutput, completeWholeFile, openAudioOutput } from './audio-output.ts';
 import type { ServerContext } from './context.ts';
 import { envelope, sendError, statusOf } from './errors.ts';
+import { CLIENT_CLOSED_STATUS, clientGone, onClientGone, recordOutcome } from './outcomes.ts';
 import type { SpeechFormat } from './schemas.ts';
 
 export type ReplyMode = 'whole' | 'audio' | 'sse';
@@ -32,6 +35,9 @@ export interface SpeechPlan {
   readonly ignoredFields?: readonly string[];
 }
 
+/** Unsent bytes a streamed reply may hold for a client that does not read (many seconds of any format). */
+export const DEFAULT_MAX_BUFFERED_REPLY_BYTES = 8 * 1024 * 1024;
+
 function sseEvent(payload: object): string {
   return `data: ${JSON.stringify(payload)}\n\n`;
 }
@@ -39,6 +45,7 @@ function sseEvent(payload: object): string {
 /** Resolves once the reply is sent, cut off or abandoned by the client. */
 export async function replySpeech(context: ServerContext, reply: FastifyReply, plan: SpeechPlan): Promise<void> {
   const engine = context.engine();
+  if (clientGone(reply)) return abandon(reply);
   const output = await openAudioOutput(context.audio, engine.info.sampleRate, plan);
   const arrived = performance.now();
   const raw = reply.raw;
@@ -47,7 +54,6 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
   let firstAudio = true;
   let inputTokens = 0;
 
-  const count = (status: number) => context.metrics.requests.inc({ route: plan.route, status: String(status) });
   const headers = (): Record<string, string> => ({
     'X-Input-Tokens': String(inputTokens),
     'X-Sample-Rate': String(output.sampleRate),
@@ -56,8 +62,9 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
       ? { 'X-Ignored-Fields': plan.ignoredFields.join(', ') }
       : {}),
   });
-  const write = (bytes: Uint8Array) => {
-    if (bytes.length === 0) return;
+  /** Writes the next bytes; false when the client has left more unsent than the bound allows. */
+  const write = (bytes: Uint8Array): boolean => {
+    if (bytes.length === 0) return true;
     if (firstAudio) {
       firstAudio = false;
       context.metrics.timeToFirstAudio.observe({ route: plan.route }, (performance.now() - arrived) / 1000);
@@ -66,6 +73,7 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
       raw.write(sseEvent({ type: 'speech.audio.delta', audio: Buffer.from(bytes).toString('base64') }));
     else if (plan.mode === 'audio') raw.write(bytes);
     else pieces.push(bytes);
+    return raw.writableLength <= context.maxBufferedReplyBytes;
   };
 
   return new Promise<void>((resolve) => {
@@ -87,7 +95,7 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
             return;
           case 'audio':
             context.metrics.framesGenerated.inc(event.frames);
-            write(output.push(event.pcm));
+            if (!write(output.push(event.pcm))) cutOff();
             return;
           case 'finished': {
             write(output.finish());
@@ -110,7 +118,6 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
               };
               raw.end(sseEvent(done));
             }
-            count(200);
             settle();
             return;
           }
@@ -122,7 +129,6 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
             if (!started) reply.hijack();
             raw.destroy();
             output.abort();
-            count(499);
             settle();
             return;
         }
@@ -136,13 +142,26 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
       output.abort();
       const dramaError = inRouteTerms(error, plan.fieldNames);
       const status = statusOf(dramaError);
-      count(started ? 500 : status);
       if (!started) void sendError(reply, dramaError);
-      else if (plan.mode === 'sse') raw.end(sseEvent({ type: 'speech.audio.error', ...envelope(status, dramaError) }));
-      else raw.destroy(dramaError);
+      else {
+        recordOutcome(reply, { status: 500, code: dramaError.code });
+        if (plan.mode === 'sse') raw.end(sseEvent({ type: 'speech.audio.error', ...envelope(status, dramaError) }));
+        else raw.destroy(dramaError);
+      }
       settle();
     };
 
+    // The client does not read: its request is cancelled and the reply cut off, named in the request counter.
+    const cutOff = () => {
+      recordOutcome(reply, { status: CLIENT_CLOSED_STATUS, code: 'CLIENT_NOT_READING' });
+      handle.cancel();
+      output.abort();
+      raw.destroy();
+      settle();
+    };
+
+    // A hang-up before this point (while the body, voice or references were read) was caught above; from here on
+    // the watch that started with the request reports it, even one that happened a moment ago.
     try {
       handle = context.engine().submit(plan.job, onEvent);
     } catch (error) {
@@ -150,10 +169,18 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
       output.abort();
       throw error;
     }
-    raw.on('close', () => {
-      if (!raw.writableFinished) handle.cancel();
+    // The encoder is freed at once; the lane at the engine's next round.
+    onClientGone(reply, () => {
+      handle.cancel();
+      output.abort();
     });
   });
+}
+
+/** The client left before its request was submitted: nothing is generated, and fastify does not wait for a reply. */
+function abandon(reply: FastifyReply): void {
+  reply.hijack();
+  reply.raw.destroy();
 }
 
 function startStream(

@@ -1,41 +1,25 @@
-// The voice catalog: one folder per voice under the catalog folder (layout in manifest.ts). A voice is written into
-// a hidden temporary folder, each file fsynced, then renamed into place and the parent fsynced, so a crash leaves the
-// whole voice or none of it. Replacing a voice first moves the old folder aside (`.old-…`), and start-up restores it
-// when its voice is missing; a removal renames to `.del-…` first. Start-up removes every other leftover. A corrupt
-// folder is reported by name and skipped.
-import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+// The voice catalog: one folder per voice under the catalog folder (layout in manifest.ts), each written and
+// removed as a unit (voice-folder.ts). Start-up restores a replaced voice's old folder (`.old-…`) when its voice is
+// missing and removes every other leftover. A corrupt folder is reported by name and skipped. Every file-system
+// call goes through the catalog's CatalogFileSystem (node:fs unless one is given).
 import { join } from 'node:path';
 import { DramaError } from '../errors.ts';
 import type { Frame } from '../model/types.ts';
-import {
-  bytesToFrames,
-  CODES_FILE,
-  framesToBytes,
-  MANIFEST_FILE,
-  MANIFEST_FORMAT,
-  parseManifest,
-  sha256,
-  TRANSCRIPT_FILE,
-  type VoiceManifest,
-} from './manifest.ts';
+import { CODES_FILE, framesToBytes, MANIFEST_FORMAT, sha256, type VoiceManifest } from './manifest.ts';
 import { checkVoiceAudioSize, checkVoiceFrames, checkVoiceName, checkVoiceText } from './names.ts';
-import { syncFolder, writeFileSynced } from './synced-files.ts';
+import { type CatalogFileSystem, nodeFileSystem } from './synced-files.ts';
+import {
+  ASIDE_PREFIX,
+  loadVoice,
+  REMOVED_PREFIX,
+  removeVoiceFolder,
+  TEMPORARY_PREFIX,
+  toVoice,
+  type Voice,
+  writeVoiceFolder,
+} from './voice-folder.ts';
 
-const TEMPORARY_PREFIX = '.tmp-';
-const ASIDE_PREFIX = '.old-';
-const REMOVED_PREFIX = '.del-';
-
-export interface Voice {
-  /** The name is the id. */
-  readonly name: string;
-  readonly createdAt: string;
-  readonly text: string;
-  /** Encoded reference frames, [F] of [K]. */
-  readonly frames: readonly Frame[];
-  readonly audioFile: string;
-  readonly audioBytes: number;
-}
+export type { Voice } from './voice-folder.ts';
 
 export interface NewVoice {
   readonly name: string;
@@ -68,37 +52,39 @@ export class VoiceCatalog {
   private constructor(
     readonly dir: string,
     readonly problems: readonly CatalogProblem[],
+    private readonly files: CatalogFileSystem,
   ) {}
 
   /** Opens (creating when absent) the catalog folder and loads every voice in it. */
-  static async open(dir: string): Promise<VoiceCatalog> {
-    await mkdir(dir, { recursive: true });
-    const entries = await readdir(dir, { withFileTypes: true });
+  static async open(dir: string, options: { files?: CatalogFileSystem } = {}): Promise<VoiceCatalog> {
+    const files = options.files ?? nodeFileSystem;
+    await files.mkdir(dir, { recursive: true });
+    const entries = await files.readdir(dir);
     const names = new Set(entries.filter((entry) => !entry.name.startsWith('.')).map((entry) => entry.name));
     for (const entry of entries) {
       if (entry.name.startsWith(TEMPORARY_PREFIX) || entry.name.startsWith(REMOVED_PREFIX))
-        await rm(join(dir, entry.name), { recursive: true, force: true });
+        await files.remove(join(dir, entry.name));
       else if (entry.name.startsWith(ASIDE_PREFIX)) {
         // `.old-NAME-XXXXXXXX`: a replacement interrupted between its two renames.
         const name = entry.name.slice(ASIDE_PREFIX.length, -9);
         if (!names.has(name) && entry.isDirectory()) {
-          await rename(join(dir, entry.name), join(dir, name));
+          await files.rename(join(dir, entry.name), join(dir, name));
           names.add(name);
-        } else await rm(join(dir, entry.name), { recursive: true, force: true });
+        } else await files.remove(join(dir, entry.name));
       }
     }
     const problems: CatalogProblem[] = [];
     const loaded: Voice[] = [];
     for (const name of [...names].sort()) {
       try {
-        loaded.push(await loadVoice(dir, name));
+        loaded.push(await loadVoice(files, dir, name));
       } catch (error) {
         problems.push({ folder: name, reason: error instanceof Error ? error.message : String(error) });
       }
     }
-    const catalog = new VoiceCatalog(dir, problems);
+    const catalog = new VoiceCatalog(dir, problems, files);
     for (const voice of loaded) catalog.voices.set(voice.name, voice);
-    for (const name of names) catalog.inodes.set(name, await folderInode(join(dir, name)));
+    for (const name of names) catalog.inodes.set(name, (await files.stat(join(dir, name))).ino);
     catalog.scannedAt = Date.now();
     return catalog;
   }
@@ -137,12 +123,9 @@ export class VoiceCatalog {
       checkVoiceName(name);
       await this.scan();
       if (!this.voices.has(name)) throw notFound(name);
-      const removed = join(this.dir, `${REMOVED_PREFIX}${name}-${randomBytes(4).toString('hex')}`);
-      await rename(join(this.dir, name), removed);
-      await syncFolder(this.dir);
+      await removeVoiceFolder(this.files, this.dir, name);
       this.voices.delete(name);
       this.inodes.delete(name);
-      await rm(removed, { recursive: true, force: true });
       this.notify({ type: 'removed', name });
     });
   }
@@ -178,36 +161,19 @@ export class VoiceCatalog {
       audio: { file: audioFile, bytes: voice.audio.length, sha256: sha256(voice.audio) },
       codes: { file: CODES_FILE, bytes: codes.length, sha256: sha256(codes) },
     };
-    const suffix = randomBytes(4).toString('hex');
-    const temporary = join(this.dir, `${TEMPORARY_PREFIX}${name}-${suffix}`);
-    await mkdir(temporary);
-    try {
-      await writeFileSynced(join(temporary, audioFile), voice.audio);
-      await writeFileSynced(join(temporary, TRANSCRIPT_FILE), text);
-      await writeFileSynced(join(temporary, CODES_FILE), codes);
-      await writeFileSynced(join(temporary, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
-      await syncFolder(temporary);
-      const aside = join(this.dir, `${ASIDE_PREFIX}${name}-${suffix}`);
-      if (replacing) await rename(join(this.dir, name), aside);
-      await rename(temporary, join(this.dir, name));
-      await syncFolder(this.dir);
-      if (replacing) await rm(aside, { recursive: true, force: true });
-    } catch (error) {
-      await rm(temporary, { recursive: true, force: true });
-      throw error;
-    }
+    await writeVoiceFolder(this.files, this.dir, { manifest, audio: voice.audio, codes }, replacing);
     const stored = toVoice(manifest, voice.frames);
     this.voices.set(name, stored);
-    this.inodes.set(name, await folderInode(join(this.dir, name)));
+    this.inodes.set(name, (await this.files.stat(join(this.dir, name))).ino);
     this.notify({ type: replacing ? 'replaced' : 'added', name });
     return stored;
   }
 
   private async scan(): Promise<void> {
     const present = new Map<string, number>();
-    for (const entry of await readdir(this.dir, { withFileTypes: true })) {
+    for (const entry of await this.files.readdir(this.dir)) {
       if (!entry.name.startsWith('.') && entry.isDirectory())
-        present.set(entry.name, await folderInode(join(this.dir, entry.name)));
+        present.set(entry.name, (await this.files.stat(join(this.dir, entry.name))).ino);
     }
     this.scannedAt = Date.now();
     for (const name of [...this.voices.keys()]) {
@@ -221,7 +187,7 @@ export class VoiceCatalog {
       this.inodes.set(name, inode);
       const replacing = this.voices.delete(name);
       try {
-        this.voices.set(name, await loadVoice(this.dir, name));
+        this.voices.set(name, await loadVoice(this.files, this.dir, name));
       } catch {
         // A corrupt folder is skipped here as at start-up (where it is reported); a later rename retries it.
         if (replacing) this.notify({ type: 'removed', name });
@@ -245,39 +211,4 @@ export function voiceExists(name: string): DramaError {
     kind: 'conflict',
     param: 'name',
   });
-}
-
-async function folderInode(path: string): Promise<number> {
-  return (await stat(path)).ino;
-}
-
-function toVoice(manifest: VoiceManifest, frames: readonly Frame[]): Voice {
-  return {
-    name: manifest.name,
-    createdAt: manifest.created_at,
-    text: manifest.ref_text,
-    frames,
-    audioFile: manifest.audio.file,
-    audioBytes: manifest.audio.bytes,
-  };
-}
-
-/** Loads and checks one folder: names, sizes and digests must all agree with the manifest. */
-async function loadVoice(dir: string, folder: string): Promise<Voice> {
-  checkVoiceName(folder, 'folder');
-  const path = join(dir, folder);
-  const manifest = parseManifest(await readFile(join(path, MANIFEST_FILE), 'utf8'));
-  const corrupt = (reason: string) => new DramaError('VOICE_CORRUPT', reason, { kind: 'internal' });
-  if (manifest.name !== folder) throw corrupt(`manifest name '${manifest.name}' differs from the folder name`);
-  const codes = new Uint8Array(await readFile(join(path, manifest.codes.file)));
-  if (codes.length !== manifest.codes.bytes || sha256(codes) !== manifest.codes.sha256) {
-    throw corrupt(`${manifest.codes.file} does not match its size or digest in the manifest`);
-  }
-  const audioSize = (await stat(join(path, manifest.audio.file))).size;
-  if (audioSize !== manifest.audio.bytes) {
-    throw corrupt(`${manifest.audio.file} is ${audioSize} bytes; the manifest says ${manifest.audio.bytes}`);
-  }
-  const transcript = await readFile(join(path, TRANSCRIPT_FILE), 'utf8');
-  if (transcript !== manifest.ref_text) throw corrupt(`${TRANSCRIPT_FILE} differs from the manifest's ref_text`);
-  return toVoice(manifest, bytesToFrames(codes));
 }

@@ -4,11 +4,12 @@
 import type { Worker } from 'node:worker_threads';
 import { DramaError } from '../errors.ts';
 import type { Frame } from '../model/types.ts';
-import type { SerializedError } from '../threads/serialize-error.ts';
-import { deserializeError } from '../threads/serialize-error.ts';
+import { deserializeError, type SerializedError } from '../threads/serialize-error.ts';
 import { startTypeScriptWorker } from '../threads/start-worker.ts';
 
-/** An upload's frames, as the encoder (in its thread or not) returns them. */
+/** Where a runtime's frames come from, as the voice encoder needs it: the null runtime, or a checkpoint folder. */
+export type VoiceEncoderSource = { readonly kind: 'null' } | { readonly kind: 'checkpoint'; readonly dir: string };
+
 export interface EncodedUpload {
   readonly frames: Frame[];
   /** Extension for the stored file, from its sniffed format. */
@@ -25,14 +26,14 @@ export class EncoderThread {
     { resolve: (upload: EncodedUpload) => void; reject: (error: Error) => void }
   >();
 
-  constructor(private readonly checkpointDir: string) {}
+  constructor(private readonly runtime: VoiceEncoderSource) {}
 
-  encode(audio: Uint8Array): Promise<EncodedUpload> {
+  encode(audio: Uint8Array, text: string): Promise<EncodedUpload> {
     const worker = this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      worker.postMessage({ id, audio });
+      worker.postMessage({ id, audio, text });
     });
   }
 
@@ -44,7 +45,7 @@ export class EncoderThread {
 
   private start(): Worker {
     if (this.worker !== undefined) return this.worker;
-    const worker = startTypeScriptWorker(new URL('./encoder-worker.ts', import.meta.url), { dir: this.checkpointDir });
+    const worker = startTypeScriptWorker(new URL('./encoder-worker.ts', import.meta.url), { spec: this.runtime });
     worker.unref();
     worker.on('message', (answer: Answer) => {
       const waiting = this.pending.get(answer.id);

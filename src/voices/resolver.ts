@@ -7,9 +7,6 @@ import type { Voice, VoiceCatalog } from './catalog.ts';
 
 /** Named voices → their references; `undefined` when the name is unknown. The default voice has none. */
 export type VoiceResolver = (name: string) => Promise<readonly ReferenceInput[] | undefined>;
-
-/** Catalog references carry frames; their audio bytes are not needed by the engine. */
-const NO_AUDIO = new Uint8Array(0);
 /** How stale the resolver lets its view of the folder get (voices changed by the command line). */
 const REFRESH_MILLISECONDS = 1000;
 
@@ -36,7 +33,7 @@ export const defaultVoiceOnly: VoiceResolver = async (name) =>
 
 /** A catalog voice as a reference: its transcript and stored frames. */
 export function catalogReference(voice: Voice): ReferenceInput {
-  return { audio: NO_AUDIO, text: voice.text, frames: voice.frames, voice: voice.name };
+  return { text: voice.text, frames: voice.frames, voice: voice.name };
 }
 
 export function catalogResolver(catalog: VoiceCatalog): VoiceResolver {

@@ -1,10 +1,24 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, open, readdir, rename, rm } from 'node:fs/promises';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, open, readdir, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { ZipWriter } from '../../src/checkpoint/zip-writer.ts';
+import { resolveRuntime } from '../../src/cli/default-model.ts';
 import { runInspect } from '../../src/cli/inspect.ts';
 import { synthesizeCheckpoint } from '../../src/synth/synthesize.ts';
+
+const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+
+/** `drama3 ARGS...` as a process: status and both streams, killed if it runs past 60 s. */
+function drama3(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', MAIN, ...args], { timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({ status: error === null ? 0 : (error.code as number | null), stdout, stderr }),
+    );
+  });
+}
 
 const TARGET = 'model.layers.0.linear_attn.in_proj_qkv.weight';
 
@@ -93,5 +107,51 @@ describe('drama3 inspect', () => {
     assert.match(output, /^CONFIG_NOT_FOUND: /);
     const json = JSON.parse((await inspect(join(root, 'absent'), true)).output);
     assert.equal(json.error.code, 'CONFIG_NOT_FOUND');
+  });
+
+  test('a shard that is a FIFO or a folder is refused by name, at once, by inspect and by serve', async () => {
+    const shard = (await readdir(dir)).find((entry) => entry.endsWith('.safetensors'))!;
+    await rename(join(dir, shard), join(root, shard));
+    try {
+      execFileSync('mkfifo', [join(dir, shard)]);
+      const { status, output } = await inspect(dir);
+      assert.equal(status, 1);
+      assert.match(output, /^CHECKPOINT_NOT_REGULAR_FILE: .* is a FIFO, not a regular file$/);
+      await assert.rejects(
+        resolveRuntime({ model: dir, cacheDir: root, prefillChunk: 8 }),
+        (error: Error & { code?: string }) => error.code === 'CHECKPOINT_NOT_REGULAR_FILE',
+      );
+      const inspected = await drama3(['inspect', dir]);
+      assert.equal(inspected.status, 1, inspected.stderr);
+      assert.match(inspected.stdout, /^CHECKPOINT_NOT_REGULAR_FILE: /);
+      assert.doesNotMatch(inspected.stderr, /\n\s+at /, 'no stack');
+      const served = await drama3(['serve', '--model', dir, '--port', '0', '--voices', join(root, 'voices')]);
+      assert.equal(served.status, 1, 'serve exits instead of waiting on the FIFO');
+      assert.match(served.stderr, /the model could not be loaded: CHECKPOINT_NOT_REGULAR_FILE: .* is a FIFO/);
+      assert.doesNotMatch(served.stderr, /\n\s+at /, 'no stack');
+      await rm(join(dir, shard));
+      await mkdir(join(dir, shard));
+      const folder = await inspect(dir);
+      assert.equal(folder.status, 1);
+      assert.match(folder.output, /^CHECKPOINT_NOT_REGULAR_FILE: .* is a folder, not a regular file$/);
+    } finally {
+      await rm(join(dir, shard), { recursive: true, force: true });
+      await rename(join(root, shard), join(dir, shard));
+    }
+    assert.equal((await inspect(dir)).status, 0);
+  });
+
+  test('a codec.pth whose pickle holds invalid UTF-8 is a named finding, not a crash', async () => {
+    await rename(join(dir, 'codec.pth'), join(root, 'codec.pth'));
+    try {
+      const zip = await ZipWriter.create(join(dir, 'codec.pth'));
+      await zip.add('archive/data.pkl', [Uint8Array.from([0x80, 0x02, 0x58, 2, 0, 0, 0, 0xff, 0xfe, 0x2e])]);
+      await zip.finish();
+      const { status, output } = await inspect(dir);
+      assert.equal(status, 1);
+      assert.match(output, /codec: PICKLE_BAD_UTF8: .*not valid UTF-8/);
+    } finally {
+      await rename(join(root, 'codec.pth'), join(dir, 'codec.pth'));
+    }
   });
 });

@@ -4,19 +4,22 @@
 // before its reference boundary leaves no entry. Plus the cache's own bookkeeping (LRU by bytes, voices, exact keys).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { CpuBackend } from '../../src/backend/cpu/backend.ts';
 import { loadCheckpointRuntime } from '../../src/engine/checkpoint-runtime.ts';
 import type { EngineEvent } from '../../src/engine/protocol.ts';
 import { ReferenceCache, snapshotBytes, snapshotRow } from '../../src/engine/reference-cache.ts';
 import type { EncodedReference, SpeechRuntime } from '../../src/engine/runtime.ts';
 import { Scheduler } from '../../src/engine/scheduler.ts';
-import { loadSpeechModel } from '../../src/model/speech-model.ts';
+import { loadSpeechModel } from '../../src/model/load-model.ts';
 import { DEFAULT_SAMPLING, type Frame, type Lane, type PromptRows } from '../../src/model/types.ts';
 import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
 import { tinyCheckpointDir } from '../model/tiny-checkpoint.ts';
 
 const CHUNK = 16;
 const FRAMES = 5;
-const base = await loadCheckpointRuntime(await tinyCheckpointDir(), CHUNK, loadSpeechModel);
+const base = await loadCheckpointRuntime(await tinyCheckpointDir(), CHUNK, (dir, options) =>
+  loadSpeechModel(dir, new CpuBackend(), options),
+);
 
 /** The runtime with every prefill call recorded as [from, to). */
 function recording(): { runtime: SpeechRuntime; cuts: [number, number][] } {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import koffi from 'koffi';
-import { parsePtxasReport } from '../../scripts/build-kernels.ts';
+import { parsePtxasReport } from '../../scripts/kernel-files.ts';
 import { KernelArguments } from '../../src/backend/cuda/kernelArguments.ts';
 
 test('each argument sits in its own slot, where the address table points', () => {
@@ -18,6 +18,7 @@ test('each argument sits in its own slot, where the address table points', () =>
   assert.equal(koffi.decode(table[1]!, 'int32_t'), -5);
   assert.equal(koffi.decode(table[2]!, 'float'), 1.5);
   assert.equal(BigInt(koffi.decode(table[3]!, 'int64_t') as number | bigint), BigInt(2 ** 40 + 3));
+  assert.deepEqual(args.sizes, [8, 4, 4, 8], 'the byte size of each argument, for the layout check');
   assert.throws(() => args.int32(1), /more than 4 kernel arguments/);
 });
 

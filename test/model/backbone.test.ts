@@ -3,6 +3,7 @@
 // mode against transformers' bf16 GPU run; as one prefill, in chunks of 1, 7 and 64 rows, and as prefill + decode.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { readFloats, wideRow } from '../../src/backend/cpu/tensors.ts';
 import {
   type BackboneRun,
   loadFixtureBackbone,
@@ -65,8 +66,11 @@ test('backbone with the 64-row chunked delta rule matches transformers fp32', as
 
 test('a wrong norm form is caught: the fixture tells (1 + w) from w', async () => {
   const backbone = await loadFixtureBackbone('fp64');
-  const norm = backbone.finalNorm;
-  for (let i = 0; i < norm.length; i++) norm[i] = norm[i]! + 1;
+  const { shape } = backbone.finalNorm;
+  const shifted = new Float32Array(shape[0]!);
+  readFloats(backbone.finalNorm, 0, shifted.length, shifted, 0, wideRow(shifted.length));
+  for (let i = 0; i < shifted.length; i++) shifted[i] = shifted[i]! + 1;
+  backbone.finalNorm = backbone.backend.fromHost('f32', shape, shifted);
   const run = runInChunks(backbone, reference32.inputIds, () => rows);
   assert.ok(relativeError(run.logits, reference32.logits) > 1e-2);
 });

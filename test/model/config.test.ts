@@ -474,7 +474,7 @@ describe('loadConfig', () => {
     await assert.rejects(loadConfig(empty), { code: 'CONFIG_NOT_FOUND' });
     const unreadable = await folder();
     await mkdir(join(unreadable, 'config.json'));
-    await assert.rejects(loadConfig(unreadable), { code: 'CONFIG_UNREADABLE' });
+    await assert.rejects(loadConfig(unreadable), { code: 'CHECKPOINT_NOT_REGULAR_FILE' });
     const garbled = await folder();
     await writeFile(join(garbled, 'config.json'), '{"text_config": ');
     await assert.rejects(loadConfig(garbled), { code: 'CONFIG_NOT_JSON' });

@@ -7,8 +7,9 @@ import { mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/prom
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { CpuBackend } from '../../src/backend/cpu/backend.ts';
 import { generateFrames } from '../../src/model/generate.ts';
-import { loadSpeechModel } from '../../src/model/speech-model.ts';
+import { loadSpeechModel } from '../../src/model/load-model.ts';
 import { DEFAULT_SAMPLING, type Frame, type SamplingSettings } from '../../src/model/types.ts';
 import { loadTinyModel, samplePrompt, tinyCheckpointDir } from './tiny-checkpoint.ts';
 
@@ -78,14 +79,13 @@ test('a frame budget reached without end of speech returns the frames with finis
   assert.equal(result.frames.length, 5);
 });
 
-test('the tower caches cover every row: prompt rows then one per frame', () => {
+test('the lane runs prompt rows then one row per frame; a released lane is refused', () => {
   const lane = model.newLane({ ...DEFAULT_SAMPLING, seed: 8 });
   model.prefill(lane, prompt, 0, prompt.tokens.length);
-  const caches = (lane as unknown as { towerCaches: { length: number }[] }).towerCaches;
-  assert.ok(caches.every((cache) => cache.length === prompt.tokens.length - 1));
+  // The backbone and tower have run every prompt row but the last; the first step runs it.
+  assert.equal(model.snapshot(lane).rows, prompt.tokens.length - 1);
   model.step([lane]);
   model.step([lane]);
-  assert.ok(caches.every((cache) => cache.length === prompt.tokens.length + 1));
   assert.equal(lane.position, prompt.tokens.length + 2);
   model.release(lane);
   assert.throws(() => model.step([lane]), { code: 'LANE_NOT_LIVE' });
@@ -132,7 +132,7 @@ test('the loaded model carries the config keys nothing read and the sections fil
   json.text_config.future_knob = 1;
   delete json.codec_config;
   await writeFile(join(dir, 'config.json'), JSON.stringify(json));
-  const noted = await loadSpeechModel(dir);
+  const noted = await loadSpeechModel(dir, new CpuBackend());
   assert.deepEqual([...noted.unknownKeys].sort(), ['release_notes', 'text_config.future_knob']);
   assert.deepEqual(noted.defaulted, ['codec_config']);
 });

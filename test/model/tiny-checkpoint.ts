@@ -4,7 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
-import { type CpuSpeechModel, loadSpeechModel, type SpeechModelOptions } from '../../src/model/speech-model.ts';
+import { CpuBackend, type CpuBackendOptions } from '../../src/backend/cpu/backend.ts';
+import type { CpuBuffer } from '../../src/backend/cpu/tensors.ts';
+import { loadSpeechModel, type SpeechModelOptions } from '../../src/model/load-model.ts';
+import type { SlotSpeechModel } from '../../src/model/speech-model.ts';
 import type { PromptRows } from '../../src/model/types.ts';
 import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
 import { synthesizeCheckpoint } from '../../src/synth/synthesize.ts';
@@ -21,8 +24,10 @@ export function tinyCheckpointDir(): Promise<string> {
   return directory;
 }
 
-export async function loadTinyModel(options: SpeechModelOptions = {}): Promise<CpuSpeechModel> {
-  return loadSpeechModel(await tinyCheckpointDir(), options);
+export type CpuSpeechModel = SlotSpeechModel<CpuBuffer>;
+
+export async function loadTinyModel(options: SpeechModelOptions & CpuBackendOptions = {}): Promise<CpuSpeechModel> {
+  return loadSpeechModel(await tinyCheckpointDir(), new CpuBackend(options), options);
 }
 
 /** 30 text rows, then 40 reference code rows, then 10 text rows (the generation prompt's tail). */

@@ -4,13 +4,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CpuBackend } from '../../src/backend/cpu/backend.ts';
 import type { PrecisionName } from '../../src/backend/cpu/precision.ts';
+import type { CpuBuffer } from '../../src/backend/cpu/tensors.ts';
 import { SafetensorsCheckpoint } from '../../src/checkpoint/safetensors-reader.ts';
 import { tensorToFloat32, tensorToInt32 } from '../../src/checkpoint/tensor.ts';
 import { Backbone } from '../../src/model/backbone.ts';
 import { type LayerType, makeTextConfig, type TextConfig } from '../../src/model/config.ts';
 import { TensorSource } from '../../src/model/tensor-source.ts';
-import { detectBackbonePrefix } from '../../src/model/weights.ts';
-import type { FloatArray } from '../../src/numeric/float-array.ts';
+import { backboneTensors, detectBackbonePrefix, detectExpertFormat } from '../../src/model/weights.ts';
 
 const FIXTURE_DIR = join(import.meta.dirname, '../fixtures/model/qwen35-moe-tiny');
 
@@ -70,13 +70,15 @@ export async function readReference(precision: 'fp32' | 'bf16'): Promise<Referen
 export async function loadFixtureBackbone(
   precision: PrecisionName,
   deltaRule: 'recurrent' | 'chunked' = 'recurrent',
-): Promise<Backbone<FloatArray>> {
+): Promise<Backbone<CpuBuffer>> {
   const text = fixtureTextConfig();
   const checkpoint = await SafetensorsCheckpoint.open(join(FIXTURE_DIR, 'checkpoint'));
   try {
-    const source = new TensorSource(checkpoint, new CpuBackend({ precision, deltaRule }));
+    const prefix = detectBackbonePrefix(checkpoint.names());
+    const specs = backboneTensors(text, { prefix, experts: detectExpertFormat(checkpoint.names(), prefix) });
+    const source = new TensorSource(checkpoint, new CpuBackend({ precision, deltaRule }), specs);
     const candidates = Int32Array.from({ length: text.vocabSize }, (_, id) => id);
-    return await Backbone.load(source, text, detectBackbonePrefix(checkpoint.names()), candidates);
+    return await Backbone.load(source, text, prefix, candidates);
   } finally {
     await checkpoint.close();
   }
@@ -87,29 +89,38 @@ export interface BackboneRun {
   readonly logits: Float64Array;
 }
 
-/** Runs the fixture input through the backbone, cut into consecutive calls of the given row counts. */
+/** Runs the fixture input through the backbone (one lane slot), cut into consecutive calls of the given row counts. */
 export function runInChunks(
-  backbone: Backbone<FloatArray>,
+  backbone: Backbone<CpuBuffer>,
   inputIds: Int32Array,
   chunkRows: (start: number) => number,
 ): BackboneRun {
   const { backend } = backbone;
   const hiddenSize = backbone.text.hiddenSize;
   const rows = inputIds.length;
-  const state = backbone.newState();
+  const heads = backbone.candidateHead.shape[0]!;
+  const slabs = backbone.allocateSlabs(1, rows);
   const hidden = backbone.layers.map(() => new Float64Array(rows * hiddenSize));
-  const logits = new Float64Array(rows * backbone.candidateHead.outFeatures);
+  const logits = new Float64Array(rows * heads);
   for (let start = 0; start < rows; ) {
     const count = Math.min(chunkRows(start), rows - start);
-    const x = backend.allocate(count * hiddenSize);
-    backend.embed(backbone.tokenEmbeddings, inputIds.subarray(start, start + count), x, count, hiddenSize);
-    const normed = backend.allocate(count * hiddenSize);
-    backbone.forward(state, x, count, normed, (layer, values) => {
+    // Text records: (token, −1): the token table's rows.
+    const records = backend.allocate('i32', [count, 2]);
+    const values = new Int32Array(count * 2).fill(-1);
+    for (let t = 0; t < count; t++) values[2 * t] = inputIds[start + t]!;
+    backend.writeIntegers(records, 0, values);
+    const rowTable = Int32Array.from({ length: count * 2 }, (_, i) => (i % 2 === 0 ? 0 : start + (i - 1) / 2));
+    const tables = { rows: rowTable, sequences: Int32Array.of(0, 0, count, start), sequenceCount: 1 };
+    const x = backend.allocate('bf16', [count, hiddenSize]).data;
+    const table = backbone.tokenEmbeddings;
+    backend.embedRecords(table, table, records, 0, 0, x, count);
+    const normed = backend.allocate('bf16', [count, hiddenSize]).data;
+    backbone.forward(slabs, tables, x, count, normed, (layer, values) => {
       hidden[layer]!.set(backend.toHost(values, 0, count * hiddenSize), start * hiddenSize);
     });
-    const out = backend.allocate(count * backbone.candidateHead.outFeatures);
+    const out = backend.allocate('f32', [count, heads]).data;
     backbone.candidateLogits(normed, count, out);
-    logits.set(backend.toHost(out, 0, out.length), start * backbone.candidateHead.outFeatures);
+    logits.set(backend.toHost(out, 0, out.length), start * heads);
     start += count;
   }
   return { hidden, logits };

@@ -115,7 +115,7 @@ test('a client that disconnects mid-stream frees its lane within one frame round
     assert.equal(server.engine.requestsInFlight, 0);
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     assert.match(metrics, /drama3_lanes_busy 0/);
-    assert.match(metrics, /drama3_requests_total\{route="speech",status="499"\} 1/);
+    assert.match(metrics, /drama3_requests_total\{route="speech",status="499",code="CLIENT_CLOSED"\} 1/);
   } finally {
     await server.close();
   }
@@ -186,7 +186,7 @@ test('a client that gives up on a whole-file reply cancels its request too', asy
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     const metrics = (await server.app.inject({ method: 'GET', url: '/metrics' })).body;
-    assert.match(metrics, /drama3_requests_total\{route="speech",status="499"\} 1/);
+    assert.match(metrics, /drama3_requests_total\{route="speech",status="499",code="CLIENT_CLOSED"\} 1/);
   } finally {
     await server.close();
   }

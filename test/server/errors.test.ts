@@ -321,6 +321,7 @@ test('API keys: missing or wrong key is 401 in the envelope; the right key passe
     const missing = await keyed.app.inject({ method: 'POST', url: '/v1/audio/speech', payload: GOOD });
     assert.equal(missing.statusCode, 401);
     assert.equal(missing.json().error.code, 'INVALID_API_KEY');
+    assert.equal(missing.headers['www-authenticate'], 'Bearer');
     const wrong = await keyed.app.inject({
       method: 'GET',
       url: '/v1/models',

@@ -76,7 +76,7 @@ test('/metrics counts requests, frames and time to first audio', async () => {
       payload: { input: 'count me', response_format: 'pcm', max_frames: 7 },
     });
     const text = (await server.app.inject({ method: 'GET', url: '/metrics' })).body;
-    assert.match(text, /drama3_requests_total\{route="speech",status="200"\} 1/);
+    assert.match(text, /drama3_requests_total\{route="speech",status="200",code="ok"\} 1/);
     assert.match(text, /drama3_frames_total 7/);
     assert.match(text, /drama3_time_to_first_audio_seconds_count\{route="speech"\} 1/);
     assert.match(text, /drama3_queue_depth 0/);

@@ -38,7 +38,10 @@ test('a client that hangs up mid-stream on an aac reply leaves no AAC job open',
     await waitFor(framesSent, 'audio reached the encoder');
     assert.equal(await openAacJobs(), 1, 'the running reply holds one AAC job');
     request.destroy();
-    await waitFor(async () => /status="499"\} 1/.test(await metrics(server)), 'the request was cancelled');
+    await waitFor(
+      async () => /status="499",code="CLIENT_CLOSED"\} 1/.test(await metrics(server)),
+      'the request was cancelled',
+    );
     assert.equal(await openAacJobs(), 0);
   } finally {
     await server.close();

@@ -1,10 +1,12 @@
-// Catalog durability: the real server process (`drama3 serve --null-model --voices DIR`) is killed with SIGKILL while
-// it writes an uploaded voice (the moment its temporary folder appears), and once after the upload answered. After
-// each kill the catalog, opened again, holds the whole voice (its transcript, every frame, the exact audio bytes) or
-// none of it — for a new voice and for a replacement of an existing one — and no temporary folder is left.
+// Catalog durability: the real server process (`drama3 serve --null-model --voices DIR`) is killed with SIGKILL at
+// each step of writing an uploaded voice, and once after the upload answered. The server itself says when it reached
+// the step (pause-catalog-write.ts holds the chosen file call and prints a line), so the kill lands exactly there
+// however slow the machine is. After each kill the catalog, opened again, holds exactly the expected version of the
+// voice, whole (its transcript, every frame, the exact audio bytes), or none of it — for a new voice and for a
+// replacement of an existing one — and no temporary folder is left.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -12,7 +14,7 @@ import { VoiceCatalog } from '../../src/voices/catalog.ts';
 import { toneWav } from './wav-fixture.ts';
 
 const root = await mkdtemp(join(tmpdir(), 'drama3-durability-'));
-const dir = join(root, 'voices');
+let catalogs = 0;
 /** Every server started, so that one a failed test left running is killed and cannot keep the run alive. */
 const children: ChildProcess[] = [];
 after(async () => {
@@ -20,26 +22,53 @@ after(async () => {
   await rm(root, { recursive: true, force: true });
 });
 const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+const PAUSE = new URL('./pause-catalog-write.ts', import.meta.url).pathname;
+/** A bound on start-up plus one upload, so that a broken server fails the test instead of hanging it. */
+const SIGNAL_LIMIT_MILLISECONDS = 240_000;
 
-/** Starts the server; resolves with the process and its address once it listens. */
-function startServer(): Promise<{ child: ChildProcess; url: string }> {
+interface Pause {
+  readonly operation: 'open' | 'rename' | 'rm';
+  /** A regular expression the call's (first) path must match. */
+  readonly path: string;
+}
+
+interface Server {
+  readonly child: ChildProcess;
+  readonly url: string;
+  /** Resolves with the server's "catalog write paused before ..." line. */
+  readonly paused: Promise<string>;
+}
+
+/** Starts the server on `dir` (pausing the catalog write where `pause` says); resolves once it listens. */
+function startServer(dir: string, pause?: Pause): Promise<Server> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', MAIN, 'serve', '--null-model', '--voices', dir, '--port', '0'],
+    ['--import', 'tsx', '--import', PAUSE, MAIN, 'serve', '--null-model', '--voices', dir, '--port', '0'],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
+      env: pause === undefined ? process.env : { ...process.env, PAUSE_CATALOG_WRITE: JSON.stringify(pause) },
     },
   );
   children.push(child);
-  return new Promise((resolve, reject) => {
-    let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match !== null) resolve({ child, url: match[1]! });
+  let output = '';
+  const lines = (pattern: RegExp) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const look = () => {
+        const match = pattern.exec(output);
+        if (match !== null) resolve(match);
+      };
+      child.stdout!.on('data', look);
+      child.once('exit', (code, signal) =>
+        reject(new Error(`the server exited (${code ?? signal}) before printing ${pattern}: ${output}`)),
+      );
+      look();
     });
-    child.on('exit', (code) => reject(new Error(`the server exited with ${code} before listening: ${output}`)));
+  child.stdout!.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
   });
+  const paused = lines(/catalog write paused before .*/).then((match) => match[0]);
+  paused.catch(() => {});
+  return lines(/listening on (http:\/\/\S+)/).then((match) => ({ child, url: match[1]!, paused }));
 }
 
 function killed(child: ChildProcess): Promise<void> {
@@ -49,15 +78,20 @@ function killed(child: ChildProcess): Promise<void> {
   });
 }
 
-/** Polls the catalog folder until a temporary voice folder appears (the write has begun). */
-async function temporaryFolderAppears(limitMilliseconds: number): Promise<boolean> {
-  const end = performance.now() + limitMilliseconds;
-  while (performance.now() < end) {
-    const entries = await readdir(dir).catch(() => [] as string[]);
-    if (entries.some((entry) => entry.startsWith('.tmp-'))) return true;
-    await new Promise((resolve) => setImmediate(resolve));
+/** Waits for the server's own signal that the write reached the paused step; an upload that ends first fails. */
+async function pausedAt(server: Server, request: Promise<Response | undefined>): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('no pause signal within the limit')), SIGNAL_LIMIT_MILLISECONDS);
+  });
+  const answered = request.then((response) => {
+    throw new Error(`the upload answered ${response?.status} without reaching the paused step`);
+  });
+  try {
+    return await Promise.race([server.paused, answered, limit]);
+  } finally {
+    clearTimeout(timer);
   }
-  return false;
 }
 
 function upload(url: string, name: string, text: string, audio: Uint8Array, overwrite = false): Promise<Response> {
@@ -70,7 +104,11 @@ function upload(url: string, name: string, text: string, audio: Uint8Array, over
 }
 
 /** The voice is absent, or whole: one of the expected (transcript, audio) versions with all its frames. */
-async function assertWholeOrNone(name: string, versions: { text: string; audio: Uint8Array }[]): Promise<string> {
+async function assertWholeOrNone(
+  dir: string,
+  name: string,
+  versions: { text: string; audio: Uint8Array }[],
+): Promise<string> {
   const catalog = await VoiceCatalog.open(dir);
   assert.deepEqual(catalog.problems, []);
   assert.ok(
@@ -90,29 +128,83 @@ async function assertWholeOrNone(name: string, versions: { text: string; audio: 
   return `version ${version}`;
 }
 
-const FIRST = { text: 'The first recording.', audio: toneWav(60, 24000, 220) };
-const SECOND = { text: 'The second recording.', audio: toneWav(70, 24000, 330) };
+const FIRST = { text: 'The first recording.', audio: toneWav(6, 24000, 220) };
+const SECOND = { text: 'The second recording.', audio: toneWav(7, 24000, 330) };
 
-test('SIGKILL while a new voice is written leaves all of it or none of it', async () => {
-  const { child, url } = await startServer();
-  const request = upload(url, 'alice', FIRST.text, FIRST.audio).catch(() => undefined);
-  assert.ok(await temporaryFolderAppears(20000), 'the write began');
-  await killed(child);
-  await request;
-  const outcome = await assertWholeOrNone('alice', [FIRST]);
-  assert.ok(['none', 'version 0'].includes(outcome));
-});
+/** A pattern for a file of that name inside a voice's temporary folder. */
+const TEMPORARY_FILE = (file: string) => String.raw`/\.tmp-[^/]+/${file.replace('.', '\\.')}$`;
 
-test('SIGKILL while a voice is replaced leaves the old or the new one whole', async () => {
-  let { child, url } = await startServer();
+/** Kill points of a new voice's write, and what a restart must then find. */
+const NEW_VOICE_STEPS: { label: string; pause: Pause; outcome: string }[] = [
+  {
+    label: 'before the audio is written',
+    pause: { operation: 'open', path: TEMPORARY_FILE('audio.wav') },
+    outcome: 'none',
+  },
+  {
+    label: 'before the rename into place',
+    pause: { operation: 'rename', path: String.raw`/\.tmp-[^/]+$` },
+    outcome: 'none',
+  },
+  {
+    label: 'before the catalog folder is fsynced',
+    pause: { operation: 'open', path: '/voices$' },
+    outcome: 'version 0',
+  },
+];
+
+/** Kill points of a replacement of version 0 by version 1. */
+const REPLACEMENT_STEPS: { label: string; pause: Pause; outcome: string }[] = [
+  {
+    label: 'before the old voice is moved aside',
+    pause: { operation: 'rename', path: '/voices/bob$' },
+    outcome: 'version 0',
+  },
+  {
+    label: 'between the two renames',
+    pause: { operation: 'rename', path: String.raw`/\.tmp-[^/]+$` },
+    outcome: 'version 0',
+  },
+  {
+    label: 'before the old folder is deleted',
+    pause: { operation: 'rm', path: String.raw`/\.old-bob-` },
+    outcome: 'version 1',
+  },
+];
+
+const freshCatalog = () => join(root, `catalog-${catalogs++}`, 'voices');
+
+for (const step of NEW_VOICE_STEPS) {
+  test(`SIGKILL ${step.label} of a new voice leaves ${step.outcome === 'none' ? 'none' : 'all'} of it`, async (t) => {
+    const dir = freshCatalog();
+    const server = await startServer(dir, step.pause);
+    const request = upload(server.url, 'alice', FIRST.text, FIRST.audio).catch(() => undefined);
+    t.diagnostic(await pausedAt(server, request));
+    await killed(server.child);
+    await request;
+    assert.equal(await assertWholeOrNone(dir, 'alice', [FIRST]), step.outcome);
+  });
+}
+
+const seeded = freshCatalog();
+
+test('an answered upload survives SIGKILL', async () => {
+  const { child, url } = await startServer(seeded);
   const settled = await upload(url, 'bob', FIRST.text, FIRST.audio);
   assert.equal(settled.status, 201);
   await killed(child);
-  assert.equal(await assertWholeOrNone('bob', [FIRST]), 'version 0', 'an answered upload survives SIGKILL');
-  ({ child, url } = await startServer());
-  const request = upload(url, 'bob', SECOND.text, SECOND.audio, true).catch(() => undefined);
-  assert.ok(await temporaryFolderAppears(20000), 'the replacement began');
-  await killed(child);
-  await request;
-  assert.ok(['version 0', 'version 1'].includes(await assertWholeOrNone('bob', [FIRST, SECOND])));
+  assert.equal(await assertWholeOrNone(seeded, 'bob', [FIRST]), 'version 0');
 });
+
+for (const step of REPLACEMENT_STEPS) {
+  test(`SIGKILL ${step.label} of a replacement leaves ${step.outcome} whole`, async (t) => {
+    const dir = freshCatalog();
+    await cp(seeded, dir, { recursive: true });
+    const server = await startServer(dir, step.pause);
+    const request = upload(server.url, 'bob', SECOND.text, SECOND.audio, true).catch(() => undefined);
+    t.diagnostic(await pausedAt(server, request));
+    await killed(server.child);
+    await request;
+    assert.equal(await assertWholeOrNone(dir, 'bob', [FIRST, SECOND]), step.outcome);
+  });
+}

@@ -38,7 +38,7 @@ test('the playground speaks: audio element duration > 0, sample rate and TTFA sh
     text: 'A voice from the catalog.',
     audio: toneWav(0.5),
     audioExtension: 'wav',
-    frames: (await voices.voices.encoder.encode(toneWav(0.5))).frames,
+    frames: (await voices.voices.encoder.encode(toneWav(0.5), 'A voice from the catalog.')).frames,
   });
   const server = await startTestServer({
     app: { ...voices, pagePath: new URL('../../web/index.html', import.meta.url) },

@@ -1,29 +1,39 @@
-// Runs a LinearWeight on the cpu: dense weights directly, FP8 block weights after quantising the activations per row
-// per 128 columns (MODEL.md §2). The result is rounded as the policy says.
+// Runs a linear weight on the cpu: bf16/f16/f32 weights directly (from the widened cache, or each row widened per use),
+// e4m3 block weights after quantising the activations per row per 128 columns (MODEL.md §2). The result is rounded as
+// the policy says.
 
 import type { FloatArray } from '../../numeric/float-array.ts';
 import type { LinearWeight } from '../types.ts';
-import { linearFp8Block, quantizeActivationsE4m3 } from './ops/fp8.ts';
-import { linear } from './ops/linear.ts';
+import { linearFp8Block, linearFp8BlockTensor, quantizeActivationsE4m3 } from './ops/fp8.ts';
+import { linear, linearTensor } from './ops/linear.ts';
 import type { PrecisionPolicy } from './precision.ts';
 import type { ScratchPool } from './scratch.ts';
+import type { CpuBuffer } from './tensors.ts';
 
 export function runLinear(
   policy: PrecisionPolicy,
   scratch: ScratchPool,
   x: FloatArray,
-  weight: LinearWeight<FloatArray>,
+  weight: LinearWeight<CpuBuffer>,
   out: FloatArray,
   rows: number,
 ): void {
-  const { inFeatures, outFeatures } = weight;
-  if (weight.format === 'dense') {
-    linear(x, weight.values, out, rows, inFeatures, outFeatures);
-  } else {
+  const [outFeatures, inFeatures] = weight.shape as [number, number];
+  const row = scratch.rowFor('linear.row', inFeatures);
+  const data = weight.data;
+  const values = data instanceof Float32Array || data instanceof Float64Array ? data : scratch.widened.get(weight);
+  if (weight.dtype === 'e4m3') {
     const quantized = scratch.floatsFor('fp8.quantized', rows * inFeatures);
     const scales = scratch.floatsFor('fp8.scales', rows * Math.ceil(inFeatures / 128));
     quantizeActivationsE4m3(x, rows, inFeatures, quantized, scales);
-    linearFp8Block(quantized, scales, weight.values, weight.scales!, out, rows, inFeatures, outFeatures);
+    const weightScales = weight.scales!.data as Float32Array;
+    if (values !== undefined)
+      linearFp8Block(quantized, scales, values, weightScales, out, rows, inFeatures, outFeatures);
+    else linearFp8BlockTensor(quantized, scales, weight, weightScales, out, rows, inFeatures, outFeatures, row);
+  } else if (values !== undefined) {
+    linear(x, values, out, rows, inFeatures, outFeatures);
+  } else {
+    linearTensor(x, weight, out, rows, inFeatures, outFeatures, row);
   }
   policy.roundActivations(out, rows * outFeatures);
 }

@@ -10,16 +10,17 @@ import { sigmoid, swiglu } from './ops/activations.ts';
 import { routerTopK } from './ops/router.ts';
 import type { PrecisionPolicy } from './precision.ts';
 import type { ScratchPool } from './scratch.ts';
+import type { CpuBuffer } from './tensors.ts';
 
 export function runSwiGlu(
   policy: PrecisionPolicy,
   scratch: ScratchPool,
-  weights: SwiGluWeights<FloatArray>,
+  weights: SwiGluWeights<CpuBuffer>,
   x: FloatArray,
   out: FloatArray,
   rows: number,
 ): void {
-  const width = weights.gate.outFeatures;
+  const width = weights.gate.shape[0]!;
   const gate = scratch.floatsFor('swiGlu.gate', rows * width);
   const up = scratch.floatsFor('swiGlu.up', rows * width);
   runLinear(policy, scratch, x, weights.gate, gate, rows);
@@ -32,19 +33,19 @@ export function runSwiGlu(
 export function runMoe(
   policy: PrecisionPolicy,
   scratch: ScratchPool,
-  weights: MoeWeights<FloatArray>,
+  weights: MoeWeights<CpuBuffer>,
   x: FloatArray,
   out: FloatArray,
   rows: number,
 ): void {
-  const hidden = weights.router.inFeatures;
+  const hidden = weights.router.shape[1]!;
   const experts = weights.experts.length;
   const { topK } = weights;
   const logits = scratch.floatsFor('moe.logits', rows * experts);
   runLinear(policy, scratch, x, weights.router, logits, rows);
   const chosen = scratch.integersFor('moe.chosen', rows * topK);
   const routing = scratch.doublesFor('moe.routing', rows * topK);
-  routerTopK(logits, rows, experts, topK, chosen, routing);
+  routerTopK(logits, rows, experts, topK, chosen, routing, scratch.doublesFor('moe.probabilities', experts));
   const routingWeights = scratch.floatsFor('moe.routingWeights', rows * topK);
   routingWeights.set(routing);
   policy.roundActivations(routingWeights, routingWeights.length);

@@ -88,6 +88,7 @@ const SIGNATURES: Signatures = {
   cuModuleUnload: ['int', ['void*']],
   cuModuleGetFunction: ['int', ['_Out_ void**', 'void*', 'str']],
   cuFuncSetAttribute: ['int', ['void*', 'int', 'int']],
+  cuFuncGetParamInfo: ['int', ['void*', 'size_t', '_Out_ size_t*', '_Out_ size_t*']],
   cuLaunchKernel: ['int', ['void*', 'uint', 'uint', 'uint', 'uint', 'uint', 'uint', 'uint', 'void*', 'void*', 'void*']],
   cuLaunchKernelEx: ['int', ['void*', 'void*', 'void*', 'void*']],
   cuStreamBeginCapture_v2: ['int', ['void*', 'int']],
@@ -334,6 +335,23 @@ export class CudaDriver {
       FUNCTION_ATTRIBUTE_PREFERRED_SHARED_CARVEOUT,
       percent,
     );
+  }
+
+  /** Offset and byte size of each of the kernel's parameters, in order (cuFuncGetParamInfo, CUDA 12.4 and later). */
+  parameterLayout(kernel: Handle): { offset: number; size: number }[] {
+    const CUDA_ERROR_INVALID_VALUE = 1;
+    const MAXIMUM_PARAMETERS = 256;
+    const layout: { offset: number; size: number }[] = [];
+    for (let index = 0; index < MAXIMUM_PARAMETERS; index++) {
+      const offset = [0];
+      const size = [0];
+      const result = this.native.cuFuncGetParamInfo!(kernel, index, offset, size);
+      // The first index past the last parameter is refused as an invalid value.
+      if (result === CUDA_ERROR_INVALID_VALUE) break;
+      this.check(result, `cuFuncGetParamInfo(${index})`);
+      layout.push({ offset: Number(offset[0]), size: Number(size[0]) });
+    }
+    return layout;
   }
 
   /** `parameters` holds one address per kernel argument, each pointing at that argument's value. */

@@ -1,5 +1,5 @@
 // Loads a Gated DeltaNet block's weights (transformers qwen3_5_moe names): projections, the depthwise conv
-// [C, 1, K] (kept as [C, K]), A_log and dt_bias per value head, and the plain-weight gated output norm.
+// [C, 1, W], A_log and dt_bias per value head, and the plain-weight gated output norm. Shapes come from the weight map.
 import type { DeltaNetWeights } from '../../backend/types.ts';
 import type { TextConfig } from '../config.ts';
 import type { TensorSource } from '../tensor-source.ts';
@@ -10,25 +10,21 @@ export async function loadDeltaNet<B>(
   names: LinearAttentionNames,
   text: TextConfig,
 ): Promise<DeltaNetWeights<B>> {
-  const hidden = text.hiddenSize;
-  const channels = text.linearConvChannels;
-  const kernel = text.linearConvKernel;
-  const conv = await source.float32(names.conv1d, [channels, 1, kernel]);
   return {
-    inProjQkv: await source.linear(names.inProjQkv, channels, hidden),
-    inProjZ: await source.linear(names.inProjZ, text.linearValueDim, hidden),
-    inProjB: await source.linear(names.inProjB, text.linearValueHeads, hidden),
-    inProjA: await source.linear(names.inProjA, text.linearValueHeads, hidden),
-    outProj: await source.linear(names.outProj, hidden, text.linearValueDim),
-    conv: source.backend.fromHost(conv),
-    aLog: await source.vector(names.aLog, [text.linearValueHeads]),
-    dtBias: await source.vector(names.dtBias, [text.linearValueHeads]),
-    norm: await source.vector(names.norm, [text.linearValueHeadDim]),
+    inProjQkv: await source.linear(names.inProjQkv),
+    inProjZ: await source.linear(names.inProjZ),
+    inProjB: await source.linear(names.inProjB),
+    inProjA: await source.linear(names.inProjA),
+    outProj: await source.linear(names.outProj),
+    conv: await source.tensor(names.conv1d),
+    aLog: await source.tensor(names.aLog),
+    dtBias: await source.tensor(names.dtBias),
+    norm: await source.tensor(names.norm),
     keyHeads: text.linearKeyHeads,
     valueHeads: text.linearValueHeads,
     keyDim: text.linearKeyHeadDim,
     valueDim: text.linearValueHeadDim,
-    convKernel: kernel,
+    convKernel: text.linearConvKernel,
     eps: text.rmsNormEps,
   };
 }

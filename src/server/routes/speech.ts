@@ -1,17 +1,25 @@
 // POST /v1/audio/speech: OpenAI's speech API with drama3's extensions (API.md). Whole file, chunked audio stream or
 // server-sent events; `speed` stretches time with the pitch kept (WSOLA).
 import type { FastifyPluginAsyncTypebox, Static } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
 import { NATIVE_SAMPLE_RATE, PCM_DEFAULT_SAMPLE_RATE } from '../../audio/formats.ts';
 import { DEFAULT_SAMPLING } from '../../model/types.ts';
 import type { ServerContext } from '../context.ts';
-import { decodeReferences, seedOrRandom, voiceReferences } from '../request-fields.ts';
+import { clientGone } from '../outcomes.ts';
+import { encodeReferences, seedOrRandom, voiceReferences } from '../request-fields.ts';
 import { SpeechBody } from '../schemas.ts';
 import { replySpeech, type SpeechPlan } from '../speech-reply.ts';
 
-async function planSpeech(context: ServerContext, body: Static<typeof SpeechBody>): Promise<SpeechPlan> {
+async function planSpeech(
+  context: ServerContext,
+  body: Static<typeof SpeechBody>,
+  reply: FastifyReply,
+): Promise<SpeechPlan> {
   const voiceName = typeof body.voice === 'object' ? body.voice.id : (body.voice ?? 'default');
   const voice = await voiceReferences(context.resolveVoice, voiceName, 'voice');
-  const references = [...voice, ...decodeReferences(body.references, 'references')];
+  const gone = () => clientGone(reply);
+  const oneOff = await encodeReferences(context.referenceEncoder, body.references, voice.length, 'references', gone);
+  const references = [...voice, ...oneOff];
   const format = body.response_format ?? 'mp3';
   return {
     route: 'speech',
@@ -45,7 +53,7 @@ export function speechRoute(context: ServerContext): FastifyPluginAsyncTypebox {
       '/v1/audio/speech',
       { schema: { body: SpeechBody, summary: 'Speak text (OpenAI-compatible)', tags: ['speech'] } },
       async (request, reply) => {
-        await replySpeech(context, reply, await planSpeech(context, request.body));
+        await replySpeech(context, reply, await planSpeech(context, request.body, reply));
         return reply;
       },
     );

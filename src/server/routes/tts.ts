@@ -4,19 +4,30 @@
 
 import type { FastifyPluginAsyncTypebox, Static } from '@fastify/type-provider-typebox';
 import { decode } from '@msgpack/msgpack';
+import type { FastifyReply } from 'fastify';
 import { DramaError } from '../../errors.ts';
 import { DEFAULT_SAMPLING } from '../../model/types.ts';
 import type { ServerContext } from '../context.ts';
-import { decodeReferences, seedOrRandom, voiceReferences } from '../request-fields.ts';
+import { clientGone } from '../outcomes.ts';
+import { encodeReferences, seedOrRandom, voiceReferences } from '../request-fields.ts';
 import { TtsBody } from '../schemas.ts';
 import { replySpeech, type SpeechPlan } from '../speech-reply.ts';
 
-/** msgpack carries reference audio as raw bytes; the schema (shared with JSON) takes base64 text. */
-function bytesToBase64(value: unknown): unknown {
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
-  if (Array.isArray(value)) return value.map(bytesToBase64);
+/** msgpack carries reference audio as raw bytes; the schema (shared with JSON) takes base64 text there. Binary
+ * anywhere else is refused by name, never turned into text and spoken. */
+function bytesWhereAudio(value: unknown, path: string): unknown {
+  if (value instanceof Uint8Array) {
+    if (/^references\[\d+\]\.audio$/.test(path)) return Buffer.from(value).toString('base64');
+    const field = path === '' ? 'body' : path;
+    throw new DramaError('BINARY_NOT_ALLOWED', `'${field}' is binary; only references[].audio may be bytes`, {
+      param: field,
+    });
+  }
+  if (Array.isArray(value)) return value.map((item, index) => bytesWhereAudio(item, `${path}[${index}]`));
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, bytesToBase64(item)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, bytesWhereAudio(item, path === '' ? key : `${path}.${key}`)]),
+    );
   }
   return value;
 }
@@ -29,9 +40,11 @@ function bitrateOf(body: Static<typeof TtsBody>): number | undefined {
   return undefined;
 }
 
-async function planTts(context: ServerContext, body: Static<typeof TtsBody>): Promise<SpeechPlan> {
+async function planTts(context: ServerContext, body: Static<typeof TtsBody>, reply: FastifyReply): Promise<SpeechPlan> {
   const voice =
     body.reference_id == null ? [] : await voiceReferences(context.resolveVoice, body.reference_id, 'reference_id');
+  const gone = () => clientGone(reply);
+  const oneOff = await encodeReferences(context.referenceEncoder, body.references, voice.length, 'references', gone);
   return {
     route: 'tts',
     fieldNames: { input: 'text', max_frames: 'max_new_tokens' },
@@ -45,7 +58,7 @@ async function planTts(context: ServerContext, body: Static<typeof TtsBody>): Pr
     job: {
       text: body.text,
       instructions: undefined,
-      references: [...voice, ...decodeReferences(body.references, 'references')],
+      references: [...voice, ...oneOff],
       sampling: {
         ...DEFAULT_SAMPLING,
         seed: seedOrRandom(body.seed),
@@ -62,17 +75,24 @@ async function planTts(context: ServerContext, body: Static<typeof TtsBody>): Pr
 export function ttsRoute(context: ServerContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.addContentTypeParser('application/msgpack', { parseAs: 'buffer' }, (_request, body, done) => {
+      let decoded: unknown;
       try {
-        done(null, bytesToBase64(decode(body as Buffer)));
+        decoded = decode(body as Buffer);
       } catch (error) {
         done(new DramaError('MALFORMED_MSGPACK', `the body is not valid msgpack: ${String(error)}`, { param: 'body' }));
+        return;
+      }
+      try {
+        done(null, bytesWhereAudio(decoded, ''));
+      } catch (error) {
+        done(error as Error);
       }
     });
     app.post(
       '/v1/tts',
       { schema: { body: TtsBody, summary: 'Speak text (Fish Speech-compatible)', tags: ['speech'] } },
       async (request, reply) => {
-        await replySpeech(context, reply, await planTts(context, request.body));
+        await replySpeech(context, reply, await planTts(context, request.body, reply));
         return reply;
       },
     );

@@ -1,16 +1,19 @@
 // The voice catalog over HTTP (API.md "Voices"): GET/POST /v1/audio/voices, GET/DELETE /v1/audio/voices/{id}.
 // An upload is multipart (`name`, `text`, optional `overwrite`, one `audio` file ≤ 10 MB); it is decoded and encoded
-// once, then stored atomically. Deleting or replacing a voice drops its reference cache entries in the engine.
+// once, then stored atomically. A malformed multipart body is a 400 with a code, never a 500; a transcript holding
+// structural tokens is refused at upload rather than stored and refused with every later request. Deleting or
+// replacing a voice drops its reference cache entries in the engine.
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Engine } from '../../engine/engine.ts';
-import { DramaError } from '../../errors.ts';
+import { DramaError, isDramaError } from '../../errors.ts';
 import { notFound, type Voice, type VoiceCatalog, voiceExists } from '../../voices/catalog.ts';
 import type { VoiceEncoder } from '../../voices/encoder.ts';
 import { checkVoiceName, checkVoiceText, MAX_VOICE_AUDIO_BYTES } from '../../voices/names.ts';
 import type { ServerContext } from '../context.ts';
+import { withinBodyTimeout } from '../timeouts.ts';
 import { registerVoiceMetrics } from './voices-metrics.ts';
 
 export interface VoicesOptions {
@@ -51,30 +54,43 @@ function uploadError(error: unknown): unknown {
       param: 'body',
     });
   }
-  if (typeof code === 'string' && code.startsWith('FST_')) {
-    return new DramaError('VOICE_UPLOAD_MALFORMED', `the voice upload is malformed: ${(error as Error).message}`, {
+  if (code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT' || code === 'FST_PARTS_LIMIT') {
+    return new DramaError('VOICE_UPLOAD_TOO_MANY_PARTS', `the voice upload has too many parts: ${messageOf(error)}`, {
       param: 'body',
     });
   }
-  return error;
+  if (isDramaError(error)) return error;
+  // Anything else the multipart parser throws (a missing boundary, a broken part header, a body cut short) is the
+  // client's malformed body, never a server fault.
+  return new DramaError('VOICE_UPLOAD_MALFORMED', `the voice upload is malformed multipart: ${messageOf(error)}`, {
+    param: 'body',
+  });
 }
 
-async function readUpload(request: FastifyRequest): Promise<Upload> {
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+async function readParts(request: FastifyRequest): Promise<Upload> {
   const upload: Upload = {};
-  try {
-    for await (const part of request.parts()) {
-      if (part.type === 'file') {
-        if (part.fieldname !== 'audio') throw unknownField(part.fieldname);
-        upload.audio = await part.toBuffer();
-      } else {
-        if (!UPLOAD_FIELDS.includes(part.fieldname)) throw unknownField(part.fieldname);
-        (upload as Record<string, unknown>)[part.fieldname] = String(part.value);
-      }
+  for await (const part of request.parts()) {
+    if (part.type === 'file') {
+      if (part.fieldname !== 'audio') throw unknownField(part.fieldname);
+      upload.audio = await part.toBuffer();
+    } else {
+      if (!UPLOAD_FIELDS.includes(part.fieldname)) throw unknownField(part.fieldname);
+      (upload as Record<string, unknown>)[part.fieldname] = String(part.value);
     }
+  }
+  return upload;
+}
+
+async function readUpload(request: FastifyRequest, reply: FastifyReply): Promise<Upload> {
+  try {
+    return await withinBodyTimeout(request, reply, readParts(request));
   } catch (error) {
     throw uploadError(error);
   }
-  return upload;
 }
 
 function unknownField(name: string): DramaError {
@@ -149,7 +165,7 @@ export function voicesRoutes(
       },
       async (request, reply) => {
         const target = catalog();
-        const upload = await readUpload(request);
+        const upload = await readUpload(request, reply);
         if (upload.name === undefined) throw missing('name');
         const name = checkVoiceName(upload.name);
         if (upload.text === undefined) throw missing('text');
@@ -164,7 +180,8 @@ export function voicesRoutes(
         if (!overwrite && target.get(name) !== undefined) throw voiceExists(name);
         if (upload.audio === undefined) throw missing('audio');
         const audio = new Uint8Array(upload.audio.buffer, upload.audio.byteOffset, upload.audio.length);
-        const encoded = await voices!.encoder.encode(audio);
+        // The encoder refuses a transcript with structural tokens as input text is refused, before any decoding.
+        const encoded = await voices!.encoder.encode(audio, text);
         const voice = await target.add({
           name,
           text,

@@ -1,7 +1,7 @@
 // The cpu reference ops against hand-computed values and against each other (chunked vs recurrent forms).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { causalAttention } from '../../../src/backend/cpu/ops/attention.ts';
+import { slotAttention } from '../../../src/backend/cpu/ops/attention.ts';
 import { causalConv1dSilu } from '../../../src/backend/cpu/ops/conv.ts';
 import { gatedDeltaChunked, gatedDeltaRecurrent } from '../../../src/backend/cpu/ops/delta-rule.ts';
 import { codebookRow, frameRow } from '../../../src/backend/cpu/ops/embedding.ts';
@@ -215,12 +215,14 @@ test('delta rule: the chunked form equals the recurrent form, across calls', () 
   assert.ok(maxAbsDifference(recurrentOut, new Float64Array(rows * 24)) > 0.01);
 });
 
-test('attention: one row over a cache by hand, GQA head mapping', () => {
+test('attention: one row over its own slot by hand, GQA head mapping', () => {
   const q = Float64Array.of(1, 0, 0, 1);
-  const keys = Float64Array.of(1, 0, 0, 1);
-  const values = Float64Array.of(2, 3, 5, 7);
+  // Slabs [2 slots, 2 rows, 1 head, 2]: slot 0 holds other values that the row at slot 1 must not see.
+  const keys = Float64Array.of(9, 9, 9, 9, 1, 0, 0, 1);
+  const values = Float64Array.of(-1, -1, -1, -1, 2, 3, 5, 7);
   const out = new Float64Array(4);
-  causalAttention(q, keys, values, out, 1, 1, 2, 1, 2, 1, new Float64Array(2));
+  const rowTable = Int32Array.of(1, 1);
+  slotAttention(q, keys, values, 2, rowTable, out, 1, 2, 1, 2, 1, new Float64Array(2), new Float64Array(2));
   const e = Math.E;
   const p0 = e / (e + 1);
   assert.ok(

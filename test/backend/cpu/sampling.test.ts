@@ -3,9 +3,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  DrawScratch,
   drawFromLogits,
   drawMain,
+  drawScratch,
   fixedOrderSum,
   laneSampling,
   RAS_WINDOW,
@@ -16,7 +16,7 @@ const key = { seedLow: 7, seedHigh: 0, frame: 3, column: 1, draw: 0 };
 const open = { temperature: 1, topP: 1, topK: 0 };
 
 test('a NaN logit is never drawn; all −Inf draws 0; a +Inf logit draws the first +Inf', () => {
-  const scratch = new DrawScratch(8);
+  const scratch = drawScratch(8);
   const withNaN = Float32Array.of(Number.NaN, 0, 0, 0);
   for (let frame = 0; frame < 200; frame++) {
     assert.notEqual(drawFromLogits(withNaN, 0, 4, open, { ...key, frame }, scratch), 0);
@@ -36,7 +36,7 @@ test('temperature and top-p are held as float32, as the lane table holds them', 
 });
 
 test('frame f writes its semantic pick into RAS window entry f mod 16; end of speech writes nothing', () => {
-  const scratch = new DrawScratch(3);
+  const scratch = drawScratch(3);
   const lane = laneSampling({ seed: 1, temperature: 1, topP: 1, topK: 1, greedy: false });
   const window = new Int32Array(2 * RAS_WINDOW).fill(-1);
   const picksOne = Float32Array.of(0, 5, 0);

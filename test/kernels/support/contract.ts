@@ -1,16 +1,24 @@
 // The kernel contract (ARCHITECTURE.md, contract 6): every kernel, on fresh random inputs at each of its shapes, is
-// held to four gates against the cpu backend's fp64 reference:
+// held to these gates against the cpu backend's fp64 reference:
 //   accuracy   ‖out − ref‖₂ / ‖ref‖₂ within the kernel's stated bound (integer outputs: exactly equal)
+//   ulps       every element within the case's bound in ulps of the output dtype (ulps.ts); the first few
+//              elements over it are printed
 //   written    outputs are poisoned with a NaN payload no kernel produces before every run; none may survive
 //   repeat     five runs give bit-identical outputs
+//   graph      the same launches captured in a CUDA graph and replayed give the direct launch's bytes
+//   layout     every launched kernel's parameters (cuFuncGetParamInfo) have the sizes its launcher passed
 //   non-finite with NaN/±Inf planted in the inputs, each output element is NaN, +Inf, −Inf or finite exactly where
 //              the reference's is (integer outputs: exactly equal)
+//   invariance rows alone and inside larger calls give the same bytes (schedules.ts)
+//   equivalence every named launch schedule of the same work gives the same bytes as the first (schedules.ts)
 // Controls (deliberately wrong kernels with the same signatures) run through the same gates and must be caught.
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
-import type { Allocation } from '../../../src/backend/cuda/memory.ts';
-import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
-import { bf16BitsToFloat32 } from '../../../src/numeric/dtypes.ts';
+import type { Handle } from '../../../src/backend/cuda/driver.ts';
+import { type KernelName, observeLaunches } from '../../../src/backend/cuda/ops/launch.ts';
+import { decode, execute, poisonedCount } from './execution.ts';
 import type { Bf16Tensor, Random } from './random.ts';
+import { runEquivalence, runInvariance, type ScheduleResult } from './schedules.ts';
+import { compareUlps } from './ulps.ts';
 
 export type OutputKind = 'bf16' | 'f32' | 'i32';
 export type HostInput = Bf16Tensor | Int32Array | Float32Array;
@@ -19,6 +27,12 @@ export interface OutputSpec {
   readonly name: string;
   readonly kind: OutputKind;
   readonly count: number;
+  /** This output's own norm bound (else it counts toward the case's `bound` with the other float outputs). */
+  readonly bound?: number;
+  /** This output's own ulp bound (else the case's `ulps`). */
+  readonly ulps?: number;
+  /** Below this fraction of the output's RMS, ulps are counted at that magnitude (ulps.ts; default 2⁻⁸). */
+  readonly ulpFloor?: number;
 }
 
 /** One shape's inputs, its reference and how to launch the kernel on them. */
@@ -73,6 +87,8 @@ export interface KernelCase {
   readonly name: string;
   /** Bound on ‖out − ref‖₂ / ‖ref‖₂ over the float outputs. */
   readonly bound: number;
+  /** Per-element bound in ulps of the output dtype: 1 for one rounding of an fp32 result, more for long fp32 chains. */
+  readonly ulps: number;
   readonly shapes: readonly ShapeCase[];
   readonly invariance?: readonly InvarianceCase[];
   readonly equivalences?: readonly EquivalenceCase[];
@@ -81,16 +97,24 @@ export interface KernelCase {
 export interface ShapeResult {
   readonly label: string;
   readonly error: number;
+  readonly worstUlps: number;
   readonly integerMismatches: number;
   readonly unwritten: number;
   readonly repeatable: boolean;
+  readonly graphIdentical: boolean;
   readonly nonFiniteMismatches: number;
+  /** Elements over the ulp bound, graph differences: the first few, for the failure message. */
+  readonly details: readonly string[];
 }
 
 export interface CaseResult {
   readonly name: string;
   readonly bound: number;
+  readonly ulps: number;
   readonly shapes: readonly ShapeResult[];
+  readonly schedules: readonly ScheduleResult[];
+  /** Kernels whose parameter sizes differ from what their launcher passed, one line each. */
+  readonly layoutMismatches: readonly string[];
   readonly failedGates: readonly string[];
 }
 
@@ -98,86 +122,12 @@ export interface CaseResult {
 export const BF16_ONE_ROUNDING_BOUND = 2.2e-3;
 
 const REPEATS = 5;
-const POISON_BF16_PAIR = 0x7fa57fa5;
-const POISON_WORD = 0x7fa5a5a5;
-const ELEMENT_BYTES: Record<OutputKind, number> = { bf16: 2, f32: 4, i32: 4 };
-
-function isBf16(input: HostInput): input is Bf16Tensor {
-  return 'bits' in input;
-}
-
-function hostBytes(input: HostInput): ArrayBufferView {
-  return isBf16(input) ? input.bits : input;
-}
-
-function poisonedCount(kind: OutputKind, bytes: Uint8Array, count: number): number {
-  let poisoned = 0;
-  if (kind === 'bf16') {
-    const bits = new Uint16Array(bytes.buffer, bytes.byteOffset, count);
-    for (const word of bits) if (word === (POISON_BF16_PAIR & 0xffff)) poisoned++;
-  } else {
-    const words = new Uint32Array(bytes.buffer, bytes.byteOffset, count);
-    for (const word of words) if (word === POISON_WORD) poisoned++;
-  }
-  return poisoned;
-}
-
-function decode(kind: OutputKind, bytes: Uint8Array, count: number): Float64Array | Int32Array {
-  if (kind === 'i32') return new Int32Array(bytes.buffer, bytes.byteOffset, count).slice();
-  if (kind === 'f32') return Float64Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, count));
-  const bits = new Uint16Array(bytes.buffer, bytes.byteOffset, count);
-  const values = new Float64Array(count);
-  for (let index = 0; index < count; index++) values[index] = bf16BitsToFloat32(bits[index]!);
-  return values;
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return Buffer.compare(a, b) === 0;
-}
 
 function classify(value: number): number {
   if (Number.isNaN(value)) return 0;
   if (value === Number.POSITIVE_INFINITY) return 1;
   if (value === Number.NEGATIVE_INFINITY) return 2;
   return 3;
-}
-
-/** Uploads, runs `repeats` times (poisoning before each), returns each run's raw output bytes. */
-function execute(
-  cuda: CudaContext,
-  prepared: Prepared,
-  kernel: KernelName | undefined,
-  repeats: number,
-): Uint8Array[][] {
-  const allocations: Allocation[] = [];
-  try {
-    const pointers: Record<string, bigint> = {};
-    for (const [name, input] of Object.entries(prepared.inputs)) {
-      const allocation = cuda.upload(hostBytes(input), `contract input ${name}`);
-      allocations.push(allocation);
-      pointers[name] = allocation.pointer;
-    }
-    const outputs = prepared.outputs.map((spec) => {
-      const bytes = Math.ceil((spec.count * ELEMENT_BYTES[spec.kind]) / 4) * 4;
-      const allocation = cuda.allocate(bytes, `contract output ${spec.name}`);
-      allocations.push(allocation);
-      pointers[spec.name] = allocation.pointer;
-      return { spec, allocation, bytes };
-    });
-    const runs: Uint8Array[][] = [];
-    for (let run = 0; run < repeats; run++) {
-      for (const { spec, allocation, bytes } of outputs) {
-        const pattern = spec.kind === 'bf16' ? POISON_BF16_PAIR : POISON_WORD;
-        cuda.driver.fillWords(allocation.pointer, pattern, bytes / 4, cuda.stream);
-      }
-      prepared.run(cuda, pointers, kernel);
-      cuda.synchronize();
-      runs.push(outputs.map(({ allocation, bytes }) => cuda.download(allocation.pointer, new Uint8Array(bytes))));
-    }
-    return runs;
-  } finally {
-    for (const allocation of allocations) allocation.free();
-  }
 }
 
 /** Each output of one run beside its reference: decoded values and how many elements still hold the poison. */
@@ -191,25 +141,55 @@ function besideReference(prepared: Prepared, run: Uint8Array[]) {
   }));
 }
 
-function compareAccuracy(prepared: Prepared, run: Uint8Array[]) {
-  let squaredError = 0;
-  let squaredReference = 0;
+function compareAccuracy(kernelCase: KernelCase, prepared: Prepared, run: Uint8Array[]) {
+  // Norm errors per group: outputs with their own bound alone, the rest together against the case's bound.
+  const groups = new Map<string, { bound: number; squaredError: number; squaredReference: number }>();
   let integerMismatches = 0;
   let unwritten = 0;
+  let worstUlps = 0;
+  const details: string[] = [];
+  let ulpsFailed = false;
   for (const { spec, poisoned, actual, expected } of besideReference(prepared, run)) {
     unwritten += poisoned;
-    for (let element = 0; element < spec.count; element++) {
-      if (spec.kind === 'i32') {
+    if (spec.kind === 'i32') {
+      for (let element = 0; element < spec.count; element++)
         if (actual[element] !== expected[element]) integerMismatches++;
-        continue;
-      }
+      continue;
+    }
+    const key = spec.bound === undefined ? '' : spec.name;
+    const group = groups.get(key) ?? { bound: spec.bound ?? kernelCase.bound, squaredError: 0, squaredReference: 0 };
+    groups.set(key, group);
+    for (let element = 0; element < spec.count; element++) {
       const difference = actual[element]! - expected[element]!;
-      squaredError += Number.isNaN(difference) ? Number.POSITIVE_INFINITY : difference * difference;
-      squaredReference += expected[element]! * expected[element]!;
+      group.squaredError += Number.isNaN(difference) ? Number.POSITIVE_INFINITY : difference * difference;
+      group.squaredReference += expected[element]! * expected[element]!;
+    }
+    const ulpBound = spec.ulps ?? kernelCase.ulps;
+    const ulps = compareUlps(
+      spec.name,
+      spec.kind,
+      actual as Float64Array,
+      expected as Float64Array,
+      ulpBound,
+      spec.ulpFloor,
+    );
+    worstUlps = Math.max(worstUlps, ulps.worst);
+    if (ulps.over > 0) {
+      ulpsFailed = true;
+      details.push(`${ulps.over} elements of ${spec.name} over ${ulpBound} ulps, first: ${ulps.examples.join('; ')}`);
     }
   }
-  const error = squaredReference > 0 ? Math.sqrt(squaredError / squaredReference) : Math.sqrt(squaredError);
-  return { error, integerMismatches, unwritten };
+  let error = 0;
+  let normFailed = false;
+  for (const group of groups.values()) {
+    const relative =
+      group.squaredReference > 0
+        ? Math.sqrt(group.squaredError / group.squaredReference)
+        : Math.sqrt(group.squaredError);
+    error = Math.max(error, relative);
+    if (!(relative <= group.bound)) normFailed = true;
+  }
+  return { error, normFailed, worstUlps, ulpsFailed, integerMismatches, unwritten, details };
 }
 
 function compareNonFinite(prepared: Prepared, run: Uint8Array[]): { mismatches: number; unwritten: number } {
@@ -228,6 +208,36 @@ function compareNonFinite(prepared: Prepared, run: Uint8Array[]): { mismatches: 
   return { mismatches, unwritten };
 }
 
+function sameRun(a: readonly Uint8Array[], b: readonly Uint8Array[]): boolean {
+  return a.every((bytes, index) => Buffer.compare(bytes, b[index]!) === 0);
+}
+
+/** Records the argument sizes of every launch while `work` runs; checks each kernel once against its parameters. */
+function checkLayouts(cuda: CudaContext, work: () => void): string[] {
+  const seen = new Map<string, { handle: Handle; sizes: readonly number[] }>();
+  const mismatches = new Set<string>();
+  const previous = observeLaunches((kernel, handle, args) => {
+    const key = `${kernel.family}/${kernel.name}`;
+    const known = seen.get(key);
+    if (known === undefined) seen.set(key, { handle, sizes: [...args.sizes] });
+    else if (known.sizes.join(',') !== args.sizes.join(',')) {
+      mismatches.add(`${key} launched with argument sizes [${known.sizes}] and [${args.sizes}]`);
+    }
+  });
+  try {
+    work();
+  } finally {
+    observeLaunches(previous);
+  }
+  for (const [key, { handle, sizes }] of seen) {
+    const parameters = cuda.driver.parameterLayout(handle).map((parameter) => parameter.size);
+    if (parameters.join(',') !== sizes.join(',')) {
+      mismatches.add(`${key} takes parameters of [${parameters}] bytes but its launcher passed [${sizes}]`);
+    }
+  }
+  return [...mismatches];
+}
+
 export function runCase(
   cuda: CudaContext,
   kernelCase: KernelCase,
@@ -235,40 +245,84 @@ export function runCase(
   kernel: KernelName | undefined = undefined,
 ): CaseResult {
   const shapes: ShapeResult[] = [];
+  const schedules: ScheduleResult[] = [];
   const failed = new Set<string>();
-  for (const shape of kernelCase.shapes) {
-    const prepared = shape.prepare(random, false);
-    const runs = execute(cuda, prepared, kernel, REPEATS);
-    const repeatable = runs.every((run) => run.every((bytes, index) => sameBytes(bytes, runs[0]![index]!)));
-    const accuracy = compareAccuracy(prepared, runs[0]!);
-    const planted = shape.prepare(random, true);
-    const nonFinite = compareNonFinite(planted, execute(cuda, planted, kernel, 1)[0]!);
-    const result: ShapeResult = {
-      label: shape.label,
-      error: accuracy.error,
-      integerMismatches: accuracy.integerMismatches,
-      unwritten: accuracy.unwritten + nonFinite.unwritten,
-      repeatable,
-      nonFiniteMismatches: nonFinite.mismatches,
-    };
-    if (!(result.error <= kernelCase.bound) || result.integerMismatches > 0) failed.add('accuracy');
-    if (result.unwritten > 0) failed.add('written');
-    if (!result.repeatable) failed.add('repeat');
-    if (result.nonFiniteMismatches > 0) failed.add('non-finite');
-    shapes.push(result);
-  }
-  return { name: kernelCase.name, bound: kernelCase.bound, shapes, failedGates: [...failed] };
+  const layoutMismatches = checkLayouts(cuda, () => {
+    for (const shape of kernelCase.shapes) {
+      const prepared = shape.prepare(random, false);
+      const runs = execute(cuda, prepared, kernel, REPEATS);
+      const repeatable = runs.every((run) => sameRun(run, runs[0]!));
+      const replayed = execute(cuda, prepared, kernel, 2, 'graph');
+      const graphIdentical = replayed.every((run) => sameRun(run, runs[0]!));
+      const accuracy = compareAccuracy(kernelCase, prepared, runs[0]!);
+      const planted = shape.prepare(random, true);
+      const nonFinite = compareNonFinite(planted, execute(cuda, planted, kernel, 1)[0]!);
+      const details = [...accuracy.details];
+      if (!graphIdentical) details.push('the graph replay wrote other bytes than the direct launch');
+      const result: ShapeResult = {
+        label: shape.label,
+        error: accuracy.error,
+        worstUlps: accuracy.worstUlps,
+        integerMismatches: accuracy.integerMismatches,
+        unwritten: accuracy.unwritten + nonFinite.unwritten,
+        repeatable,
+        graphIdentical,
+        nonFiniteMismatches: nonFinite.mismatches,
+        details,
+      };
+      if (accuracy.normFailed || result.integerMismatches > 0) failed.add('accuracy');
+      if (accuracy.ulpsFailed) failed.add('ulps');
+      if (result.unwritten > 0) failed.add('written');
+      if (!result.repeatable) failed.add('repeat');
+      if (!graphIdentical) failed.add('graph');
+      if (result.nonFiniteMismatches > 0) failed.add('non-finite');
+      shapes.push(result);
+    }
+    for (const invariance of kernelCase.invariance ?? []) {
+      const result = runInvariance(cuda, invariance, random.integer(2 ** 32), kernel);
+      if (!result.identical || result.unwritten > 0) failed.add('invariance');
+      schedules.push(result);
+    }
+    for (const equivalence of kernelCase.equivalences ?? []) {
+      const result = runEquivalence(cuda, equivalence, random, kernel);
+      if (!result.identical || result.unwritten > 0) failed.add('equivalence');
+      schedules.push(result);
+    }
+  });
+  if (layoutMismatches.length > 0) failed.add('layout');
+  return {
+    name: kernelCase.name,
+    bound: kernelCase.bound,
+    ulps: kernelCase.ulps,
+    shapes,
+    schedules,
+    layoutMismatches,
+    failedGates: [...failed],
+  };
 }
 
 export function describeCase(result: CaseResult): string {
   const verdict = result.failedGates.length === 0 ? 'PASS' : `FAIL (${result.failedGates.join(', ')})`;
   const worst = Math.max(...result.shapes.map((shape) => shape.error));
-  const lines = [`${verdict.padEnd(6)} ${result.name}: worst error ${worst.toExponential(2)} (bound ${result.bound})`];
+  const worstUlps = Math.max(...result.shapes.map((shape) => shape.worstUlps));
+  const lines = [
+    `${verdict.padEnd(6)} ${result.name}: worst error ${worst.toExponential(2)} (bound ${result.bound}), ` +
+      `worst ${worstUlps.toFixed(2)} ulps (bound ${result.ulps})`,
+  ];
   for (const shape of result.shapes) {
     lines.push(
-      `         ${shape.label}: error ${shape.error.toExponential(2)}, id mismatches ${shape.integerMismatches}, ` +
-        `unwritten ${shape.unwritten}, repeatable ${shape.repeatable}, non-finite mismatches ${shape.nonFiniteMismatches}`,
+      `         ${shape.label}: error ${shape.error.toExponential(2)}, ${shape.worstUlps.toFixed(2)} ulps, ` +
+        `id mismatches ${shape.integerMismatches}, unwritten ${shape.unwritten}, repeatable ${shape.repeatable}, ` +
+        `graph identical ${shape.graphIdentical}, non-finite mismatches ${shape.nonFiniteMismatches}`,
     );
+    for (const detail of shape.details) lines.push(`           ${detail}`);
   }
+  for (const schedule of result.schedules) {
+    lines.push(
+      `         ${schedule.identical && schedule.unwritten === 0 ? 'identical' : 'DIFFER'}: ${schedule.label}`,
+    );
+    for (const detail of schedule.details) lines.push(`           ${detail}`);
+  }
+  for (const mismatch of result.layoutMismatches) lines.push(`         layout: ${mismatch}`);
   return lines.join('\n');
 }

@@ -1,8 +1,14 @@
 // The contract's controls: deliberately wrong kernels (kernels/controls/contract_controls.cu) run in place of a real
 // one through the same case and gates. A control is caught when at least one gate fails on at least one shape.
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
+import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
 import type { KernelCase } from './contract.ts';
+import { deltaNetConvCase } from './deltaNetCases.ts';
+import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
+import { gemmBf16Case } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
+import { moeDownFp8Case } from './moeCases.ts';
+import { embedRecordsCase } from './recordsCases.ts';
 import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
 import { sampleCodeCase, sampleMainCase } from './samplerCases.ts';
 
@@ -44,5 +50,50 @@ export const controls: readonly Control[] = [
     description: 'wrong cut-off: the sampler keeps top-k + 1 candidates for a code',
     kernelCase: sampleCodeCase,
     kernel: { family: 'sampler_controls', name: 'control_sample_code_top_k_plus_one' },
+  },
+  {
+    description: 'off-by-one position: attention prepare writes K one row past its position',
+    kernelCase: attentionPrepareBackboneCase,
+    kernel: { family: 'attention_controls', name: 'control_attention_prepare_key_row_off_by_one' },
+  },
+  {
+    description: 'off-by-one position: attention attends one key too few',
+    kernelCase: attentionBackboneCase,
+    kernel: { family: 'attention_controls', name: 'control_attention_short_by_one_d256' },
+  },
+  {
+    description: "skipped pair: the grouped down GEMM never writes a tile's last pair",
+    kernelCase: moeDownFp8Case,
+    kernel: { family: 'moe_controls', name: 'control_moe_down_skips_last_pair' },
+  },
+  {
+    description: 'batch-dependent order: GEMM walks each K tile backwards when the call has more than one row',
+    kernelCase: gemmBf16Case,
+    kernel: { family: 'gemm_controls', name: 'control_gemm_k_reversed_with_rows' },
+  },
+  {
+    description: 'wrong layout: SwiGLU declares its 8-byte row stride as a 4-byte int',
+    kernelCase: swigluCase,
+    kernel: { family, name: 'control_swiglu_int_stride' },
+  },
+  {
+    description: 'batch-dependent path: RMSNorm rounds x·r to bf16 when the call has several rows',
+    kernelCase: zeroCentredRmsNormCase,
+    kernel: { family, name: 'control_rms_norm_batched_path' },
+  },
+  {
+    description: 'off-by-one conv history: the window reaches one row further back',
+    kernelCase: deltaNetConvCase,
+    kernel: { family: 'delta_net_controls', name: 'control_delta_net_conv_history_off_by_one' },
+  },
+  {
+    description: 'skipped last row: the delta-rule recurrence stops one row early',
+    kernelCase: deltaNetRecurrenceCase,
+    kernel: { family: 'delta_net_controls', name: 'control_delta_net_recurrence_skips_last_row' },
+  },
+  {
+    description: 'off-by-one column: record embedding reads the next codebook',
+    kernelCase: embedRecordsCase,
+    kernel: { family: 'records_controls', name: 'control_embed_records_next_codebook' },
   },
 ];

@@ -2,9 +2,9 @@
 // cpu sampler's (integer outputs), for `main` with RAS against each lane's window and for codebook columns, over
 // lanes with mixed settings (greedy, top-k 0/1/2/30/100, temperatures, top-p 1) so that every path of the kernel runs.
 import {
-  DrawScratch,
   drawCode,
   drawMain,
+  drawScratch,
   type LaneSampling,
   laneSampling,
   RAS_WINDOW,
@@ -86,7 +86,7 @@ function prepareMain(lanes: readonly LaneDraw[]): Prepared {
       { name: 'windows', kind: 'i32', count: windows.length },
     ],
     reference() {
-      const scratch = new DrawScratch(count);
+      const scratch = drawScratch(count);
       const chosen = new Int32Array(lanes.length);
       const after = windows.slice();
       lanes.forEach((lane, b) => {
@@ -133,7 +133,7 @@ function prepareCode(lanes: readonly LaneDraw[], column: number): Prepared {
     inputs: { logits: concatenate(lanes.map((lane) => lane.logits)) as Float32Array, laneTable: laneTable(lanes) },
     outputs: [{ name: 'codes', kind: 'i32', count: lanes.length * stride }],
     reference() {
-      const scratch = new DrawScratch(count);
+      const scratch = drawScratch(count);
       const codes = new Int32Array(lanes.length * stride);
       lanes.forEach((lane, b) => {
         codes[b * stride + column] = drawCode(lane.logits, 0, count, lane.sampling, lane.frame, column, scratch);
@@ -200,6 +200,7 @@ const codeInvariance: InvarianceCase = {
 export const sampleMainCase: KernelCase = {
   name: 'sample_main (exact picks, RAS)',
   bound: 0,
+  ulps: 0,
   shapes: mainShapes,
   invariance: [mainInvariance],
 };
@@ -207,6 +208,7 @@ export const sampleMainCase: KernelCase = {
 export const sampleCodeCase: KernelCase = {
   name: 'sample_code (exact picks)',
   bound: 0,
+  ulps: 0,
   shapes: codeShapes,
   invariance: [codeInvariance],
 };

@@ -33,6 +33,23 @@ function normalizedHead(
   for (let d = 0; d < dim; d++) target[d] = x[start + d]! * factor;
 }
 
+/** The recurrent form's working rows: q and k heads [Kd], the delta [Vd] and one head's state [Kd·Vd], in double. */
+export interface DeltaRuleScratch {
+  readonly query: Float64Array;
+  readonly key: Float64Array;
+  readonly delta: Float64Array;
+  readonly state: Float64Array;
+}
+
+export function deltaRuleScratch(shape: DeltaRuleShape): DeltaRuleScratch {
+  return {
+    query: new Float64Array(shape.keyDim),
+    key: new Float64Array(shape.keyDim),
+    delta: new Float64Array(shape.valueDim),
+    state: new Float64Array(shape.keyDim * shape.valueDim),
+  };
+}
+
 export function gatedDeltaRecurrent(
   q: FloatArray,
   k: FloatArray,
@@ -43,14 +60,12 @@ export function gatedDeltaRecurrent(
   out: FloatArray,
   rows: number,
   shape: DeltaRuleShape,
+  scratch: DeltaRuleScratch = deltaRuleScratch(shape),
 ): void {
   const { keyHeads, valueHeads, keyDim, valueDim } = shape;
   const group = valueHeads / keyHeads;
   const queryScale = 1 / Math.sqrt(keyDim);
-  const query = new Float64Array(keyDim);
-  const key = new Float64Array(keyDim);
-  const delta = new Float64Array(valueDim);
-  const s = new Float64Array(keyDim * valueDim);
+  const { query, key, delta, state: s } = scratch;
   for (let h = 0; h < valueHeads; h++) {
     const keyHead = Math.floor(h / group);
     const stateStart = h * keyDim * valueDim;

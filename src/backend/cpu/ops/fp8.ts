@@ -1,5 +1,5 @@
 // FP8 (e4m3) block-scaled linear as the release's experts run it (MODEL.md §2).
-//   weight: [Out, In] e4m3 values (already widened from bits), scales: [ceil(Out/128), ceil(In/128)] fp32,
+//   weight: [Out, In] e4m3 values (widened from bits one row at a time), scales: [ceil(Out/128), ceil(In/128)] fp32,
 //           true weight = value × scale of its 128×128 block
 //   activation quantisation (dynamic, per row per 128 columns): s = amax/448 (fp32), q = e4m3(x / s)
 //   y[t, o] = Σ_blocks b  s_x[t, b] · s_w[o/128, b] · Σ_{i in b} q_x[t, i] · w[o, i]
@@ -7,6 +7,7 @@
 // quantises to zeros (scale floored at 1e-10 so nothing divides by zero).
 import { e4m3ValueTable, float32ToE4m3Bits } from '../../../numeric/dtypes.ts';
 import type { FloatArray } from '../../../numeric/float-array.ts';
+import { type CpuTensor, type WideRow, widenToRow } from '../tensors.ts';
 
 export const FP8_BLOCK = 128;
 const E4M3_MAX = 448;
@@ -35,7 +36,30 @@ export function quantizeActivationsE4m3(
   }
 }
 
-/** y = dequant(q_x) · dequant(W)ᵀ with both block scales applied per 128-column block. */
+/** Σ over 128-column blocks b of s_x[t, b] · s_w[o/128, b] · Σ_{i in b} q_x[t, i] · w[i], blocks in ascending order. */
+function blockDot(
+  quantized: FloatArray,
+  activationScales: FloatArray,
+  weightRow: FloatArray,
+  weightScales: FloatArray,
+  t: number,
+  o: number,
+  inFeatures: number,
+): number {
+  const blocks = Math.ceil(inFeatures / FP8_BLOCK);
+  const scaleRow = Math.floor(o / FP8_BLOCK) * blocks;
+  let total = 0;
+  for (let b = 0; b < blocks; b++) {
+    const begin = b * FP8_BLOCK;
+    const end = Math.min(inFeatures, begin + FP8_BLOCK);
+    let partial = 0;
+    for (let i = begin; i < end; i++) partial += quantized[t * inFeatures + i]! * weightRow[i]!;
+    total += partial * activationScales[t * blocks + b]! * weightScales[scaleRow + b]!;
+  }
+  return total;
+}
+
+/** y = dequant(q_x) · dequant(W)ᵀ with both block scales applied per 128-column block; W as e4m3 values. */
 export function linearFp8Block(
   quantized: FloatArray,
   activationScales: FloatArray,
@@ -46,19 +70,28 @@ export function linearFp8Block(
   inFeatures: number,
   outFeatures: number,
 ): void {
-  const blocks = Math.ceil(inFeatures / FP8_BLOCK);
-  for (let t = 0; t < rows; t++) {
-    for (let o = 0; o < outFeatures; o++) {
-      const scaleRow = Math.floor(o / FP8_BLOCK) * blocks;
-      let total = 0;
-      for (let b = 0; b < blocks; b++) {
-        const begin = b * FP8_BLOCK;
-        const end = Math.min(inFeatures, begin + FP8_BLOCK);
-        let partial = 0;
-        for (let i = begin; i < end; i++) partial += quantized[t * inFeatures + i]! * weight[o * inFeatures + i]!;
-        total += partial * activationScales[t * blocks + b]! * weightScales[scaleRow + b]!;
-      }
-      out[t * outFeatures + o] = total;
-    }
+  for (let o = 0; o < outFeatures; o++) {
+    const weightRow = weight.subarray(o * inFeatures, (o + 1) * inFeatures);
+    for (let t = 0; t < rows; t++)
+      out[t * outFeatures + o] = blockDot(quantized, activationScales, weightRow, weightScales, t, o, inFeatures);
+  }
+}
+
+/** linearFp8Block over an e4m3 tensor (bits), one weight row widened at a time. */
+export function linearFp8BlockTensor(
+  quantized: FloatArray,
+  activationScales: FloatArray,
+  weight: CpuTensor,
+  weightScales: FloatArray,
+  out: FloatArray,
+  rows: number,
+  inFeatures: number,
+  outFeatures: number,
+  row: WideRow,
+): void {
+  for (let o = 0; o < outFeatures; o++) {
+    const weightRow = widenToRow(weight, o * inFeatures, inFeatures, row);
+    for (let t = 0; t < rows; t++)
+      out[t * outFeatures + o] = blockDot(quantized, activationScales, weightRow, weightScales, t, o, inFeatures);
   }
 }

@@ -19,6 +19,13 @@ export function ropeInverseFrequencies(rotaryDim: number, theta: number, exactAn
   return result;
 }
 
+/** Preallocated inverse frequencies (ropeInverseFrequencies of the same arguments) and cos/sin rows of rotaryDim/2. */
+export interface RopeScratch {
+  readonly inverseFrequencies: Float64Array;
+  readonly cos: Float64Array;
+  readonly sin: Float64Array;
+}
+
 export function applyRope(
   x: FloatArray,
   rows: number,
@@ -29,11 +36,12 @@ export function applyRope(
   theta: number,
   style: RopeStyle,
   exactAngles = false,
+  scratch?: RopeScratch,
 ): void {
   const half = rotaryDim / 2;
-  const inverseFrequencies = ropeInverseFrequencies(rotaryDim, theta, exactAngles);
-  const cos = new Float64Array(half);
-  const sin = new Float64Array(half);
+  const inverseFrequencies = scratch?.inverseFrequencies ?? ropeInverseFrequencies(rotaryDim, theta, exactAngles);
+  const cos = scratch?.cos ?? new Float64Array(half);
+  const sin = scratch?.sin ?? new Float64Array(half);
   for (let t = 0; t < rows; t++) {
     const position = positions[t]!;
     for (let i = 0; i < half; i++) {

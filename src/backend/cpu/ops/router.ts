@@ -11,8 +11,8 @@ export function routerTopK(
   topK: number,
   indices: Int32Array,
   weights: FloatArray,
+  probabilities: Float64Array = new Float64Array(experts),
 ): void {
-  const probabilities = new Float64Array(experts);
   for (let t = 0; t < rows; t++) {
     const start = t * experts;
     let maximum = Number.NEGATIVE_INFINITY;

@@ -37,16 +37,22 @@ export interface DrawKey {
   readonly draw: number;
 }
 
-/** Reusable buffers for draws of up to `capacity` candidates. */
-export class DrawScratch {
+/** The working arrays of one draw: p and the candidate order [count], the normaliser's partials, Philox's words. */
+export interface DrawScratch {
   readonly probabilities: Float64Array;
   readonly order: Int32Array;
-  readonly partials = new Float64Array(SUM_LANES);
-  readonly words = new Uint32Array(4);
-  constructor(readonly capacity: number) {
-    this.probabilities = new Float64Array(capacity);
-    this.order = new Int32Array(capacity);
-  }
+  readonly partials: Float64Array;
+  readonly words: Uint32Array;
+}
+
+/** Fresh working arrays for draws of up to `capacity` candidates. */
+export function drawScratch(capacity: number): DrawScratch {
+  return {
+    probabilities: new Float64Array(capacity),
+    order: new Int32Array(capacity),
+    partials: new Float64Array(SUM_LANES),
+    words: new Uint32Array(4),
+  };
 }
 
 function logitAt(logits: ArrayLike<number>, index: number): number {

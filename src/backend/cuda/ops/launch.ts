@@ -18,6 +18,18 @@ export interface LaunchOptions {
   readonly kernel?: KernelName;
 }
 
+/** Sees every launch made through `launch` (the kernel contract checks argument layouts with it); null: none. */
+export type LaunchObserver = (kernel: KernelName, handle: Handle, args: KernelArguments) => void;
+
+let observer: LaunchObserver | null = null;
+
+/** Installs (or with null removes) the one launch observer; returns the one it replaces. */
+export function observeLaunches(next: LaunchObserver | null): LaunchObserver | null {
+  const previous = observer;
+  observer = next;
+  return previous;
+}
+
 export function launch(
   cuda: CudaContext,
   kernel: KernelName,
@@ -29,6 +41,7 @@ export function launch(
   const chosen = options.kernel ?? kernel;
   const handle = cuda.kernels.kernel(chosen.family, chosen.name);
   const stream = options.stream ?? cuda.stream;
+  observer?.(chosen, handle, args);
   if (attributes) cuda.driver.launchEx(handle, shape, stream, args.parameters, attributes, chosen.name);
   else cuda.driver.launch(handle, shape, stream, args.parameters, chosen.name);
 }

@@ -1,27 +1,30 @@
 // Launchers for kernels/cuda/sampler.cu (the cpu reference is src/backend/cpu/ops/sampling.ts) and the lane table it
-// reads: int32 [B, LANE_TABLE_STRIDE] per decode-step batch row b.
+// reads: int32 [B, LANE_ENTRY] per decode-step batch row b, with the fields of src/backend/types.ts (LANE_*):
 //   slot, position, frame (frames drawn so far), seed low word, seed high word, temperature (float32 bits),
-//   top-p (float32 bits), top-k, greedy (0/1); the remaining entries are reserved (zero)
+//   top-p (float32 bits), top-k, greedy (0/1)
 // sampleMain writes out[b · outStride + outOffset] = the candidate index of `main` and keeps each lane's RAS window
 // (int32 [slots, 16]); sampleCode does the same for code[column] of a codebook.
+import { float32Bits } from '../../../numeric/dtypes.ts';
 import type { LaneSampling } from '../../cpu/ops/sampling.ts';
+import {
+  LANE_ENTRY,
+  LANE_FRAME,
+  LANE_GREEDY,
+  LANE_POSITION,
+  LANE_SEED_HIGH,
+  LANE_SEED_LOW,
+  LANE_SLOT,
+  LANE_TEMPERATURE,
+  LANE_TOP_K,
+  LANE_TOP_P,
+} from '../../types.ts';
 import type { CudaContext } from '../context.ts';
 import type { CudaDriver, DevicePointer, Handle } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
-export const LANE_TABLE_STRIDE = 16;
-export const LaneField = {
-  slot: 0,
-  position: 1,
-  frame: 2,
-  seedLow: 3,
-  seedHigh: 4,
-  temperature: 5,
-  topP: 6,
-  topK: 7,
-  greedy: 8,
-} as const;
+/** Entries per lane in the lane table (the kernel's LANE_TABLE_STRIDE). */
+export const LANE_TABLE_STRIDE = LANE_ENTRY;
 
 const SAMPLE_MAIN: KernelName = { family: 'sampler', name: 'sample_main' };
 const SAMPLE_CODE: KernelName = { family: 'sampler', name: 'sample_code' };
@@ -48,12 +51,6 @@ function launchSampler(
   launch(cuda, name, { grid: [lanes, 1, 1], block: [THREADS, 1, 1], sharedBytes: SORT_BYTES }, args, options);
 }
 
-const floatBits = new DataView(new ArrayBuffer(4));
-function float32Bits(value: number): number {
-  floatBits.setFloat32(0, value);
-  return floatBits.getInt32(0);
-}
-
 /** Writes batch row b of a lane table. */
 export function writeLaneEntry(
   table: Int32Array,
@@ -61,17 +58,16 @@ export function writeLaneEntry(
   entry: { readonly slot: number; readonly position: number; readonly frame: number; readonly sampling: LaneSampling },
 ): void {
   const base = b * LANE_TABLE_STRIDE;
-  table.fill(0, base, base + LANE_TABLE_STRIDE);
   const { sampling } = entry;
-  table[base + LaneField.slot] = entry.slot;
-  table[base + LaneField.position] = entry.position;
-  table[base + LaneField.frame] = entry.frame;
-  table[base + LaneField.seedLow] = sampling.seedLow | 0;
-  table[base + LaneField.seedHigh] = sampling.seedHigh | 0;
-  table[base + LaneField.temperature] = float32Bits(sampling.settings.temperature);
-  table[base + LaneField.topP] = float32Bits(sampling.settings.topP);
-  table[base + LaneField.topK] = sampling.settings.topK;
-  table[base + LaneField.greedy] = sampling.greedy ? 1 : 0;
+  table[base + LANE_SLOT] = entry.slot;
+  table[base + LANE_POSITION] = entry.position;
+  table[base + LANE_FRAME] = entry.frame;
+  table[base + LANE_SEED_LOW] = sampling.seedLow | 0;
+  table[base + LANE_SEED_HIGH] = sampling.seedHigh | 0;
+  table[base + LANE_TEMPERATURE] = float32Bits(sampling.settings.temperature);
+  table[base + LANE_TOP_P] = float32Bits(sampling.settings.topP);
+  table[base + LANE_TOP_K] = sampling.settings.topK;
+  table[base + LANE_GREEDY] = sampling.greedy ? 1 : 0;
 }
 
 interface SampleCommon {

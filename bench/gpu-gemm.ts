@@ -1,0 +1,240 @@
+// The batch-invariant bf16 GEMM (kernels/cuda/gemm.cu) at every projection of the frame step, at 1, 8, 64 and 4096
+// rows, beside cuBLASLt (its heuristic's algorithm, not batch-invariant) at the same shapes and the per-op anchors
+// measured on the H200 (ECOSYSTEM.md). Each figure is the median of 21 replays of a captured graph of back-to-back
+// launches, the weights rotated through more memory than four L2s, so a launch pays what a decode step pays.
+// GB/s counts weight bytes; "copy" is the device-to-device copy bandwidth measured in the same run.
+// Prints one table; writes gpu-gemm.json to the output directory.
+// Usage: tsx bench/gpu-gemm.ts [output directory]
+import fs from 'node:fs';
+import path from 'node:path';
+import { CudaContext } from '../src/backend/cuda/context.ts';
+import { CublasLt } from '../src/backend/cuda/cublaslt.ts';
+import { cudaAvailability } from '../src/backend/cuda/driver.ts';
+import { CapturedGraph } from '../src/backend/cuda/graph.ts';
+import type { Allocation } from '../src/backend/cuda/memory.ts';
+import { gemm, gemmChunks, gemmTilesFor, gemmWorkspaceBytes } from '../src/backend/cuda/ops/gemm.ts';
+import { float32ToBf16Bits } from '../src/numeric/dtypes.ts';
+
+const MiB = 1024 * 1024;
+const availability = cudaAvailability();
+if (!availability.available) {
+  console.log(`gpu-gemm needs a CUDA device: ${availability.reason}`);
+  process.exit(0);
+}
+const cuda = new CudaContext();
+
+interface Shape {
+  readonly name: string;
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+  readonly output: 'bf16' | 'f32';
+  /** What the best libraries reach there (ECOSYSTEM.md, docs/gpu.md), for the reader to compare. */
+  readonly anchor: string;
+}
+
+const SHAPES: readonly Shape[] = [
+  {
+    name: 'GDN input q|k|v|z|b|a',
+    inFeatures: 2048,
+    outFeatures: 12352,
+    output: 'bf16',
+    anchor: 'cuBLAS: 1 row 16.4 µs, 3.08 TB/s (73%); 4096 rows 679 TFLOP/s',
+  },
+  {
+    name: 'attention q+gate',
+    inFeatures: 2048,
+    outFeatures: 8192,
+    output: 'bf16',
+    anchor: 'our GEMV: 1 row 9.47 µs (83% of copy)',
+  },
+  { name: 'attention k or v', inFeatures: 2048, outFeatures: 512, output: 'bf16', anchor: '' },
+  {
+    name: 'output projection, eh_proj',
+    inFeatures: 4096,
+    outFeatures: 2048,
+    output: 'bf16',
+    anchor: 'cuBLAS: 1 row 10.2 µs, 1.65 TB/s (39%); our GEMV 6.19 µs (64%)',
+  },
+  { name: 'shared expert gate|up, tower heads', inFeatures: 2048, outFeatures: 1024, output: 'bf16', anchor: '' },
+  { name: 'shared expert down', inFeatures: 512, outFeatures: 2048, output: 'bf16', anchor: '' },
+  { name: 'router', inFeatures: 2048, outFeatures: 256, output: 'bf16', anchor: '' },
+  {
+    name: 'candidate head (fp32 out)',
+    inFeatures: 2048,
+    outFeatures: 4097,
+    output: 'f32',
+    anchor: 'our GEMV (bf16 out): 1 row 5.73 µs (69%)',
+  },
+  { name: 'tower SwiGLU gate|up', inFeatures: 2048, outFeatures: 12288, output: 'bf16', anchor: '' },
+  { name: 'tower SwiGLU down', inFeatures: 6144, outFeatures: 2048, output: 'bf16', anchor: '' },
+];
+const ROWS = [1, 8, 64, 4096] as const;
+const REPLAYS = 21;
+
+const randomBlock = new Uint16Array(8 * MiB).map(() =>
+  float32ToBf16Bits(Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random()) * 0.03),
+);
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+/** Milliseconds per call of `work`: the median of `trials` event-timed calls after two warm-ups. */
+function time(work: () => void, trials = REPLAYS): number {
+  const start = cuda.driver.createEvent();
+  const end = cuda.driver.createEvent();
+  work();
+  work();
+  const samples: number[] = [];
+  for (let trial = 0; trial < trials; trial++) {
+    cuda.driver.recordEvent(start, cuda.stream);
+    work();
+    cuda.driver.recordEvent(end, cuda.stream);
+    cuda.driver.synchronizeEvent(end);
+    samples.push(cuda.driver.elapsedMilliseconds(start, end));
+  }
+  cuda.driver.destroyEvent(start);
+  cuda.driver.destroyEvent(end);
+  return median(samples);
+}
+
+/** A device buffer of small random bf16 values: one 16 MiB random block tiled over it. */
+function randomBuffer(bytes: number, label: string): Allocation {
+  const block = randomBlock.subarray(0, Math.min(bytes / 2, randomBlock.length));
+  const allocation = cuda.allocate(bytes, label);
+  cuda.driver.copyHostToDevice(allocation.pointer, block, block.byteLength, cuda.stream);
+  for (let offset = block.byteLength; offset < bytes; offset += block.byteLength) {
+    const chunk = Math.min(block.byteLength, bytes - offset);
+    cuda.driver.copyDeviceToDevice(allocation.pointer + BigInt(offset), allocation.pointer, chunk, cuda.stream);
+  }
+  cuda.synchronize();
+  return allocation;
+}
+
+function measureCopy(): number {
+  const bytes = 1024 * MiB;
+  const source = randomBuffer(bytes, 'copy source');
+  const target = cuda.allocate(bytes, 'copy target');
+  const milliseconds = time(() => cuda.driver.copyDeviceToDevice(target.pointer, source.pointer, bytes, cuda.stream));
+  source.free();
+  target.free();
+  return (2 * bytes) / milliseconds / 1e6;
+}
+
+/** Milliseconds per launch: one graph of `launches` back-to-back launches, each on the next weight set. */
+function perLaunch(sets: readonly Allocation[], launches: number, enqueue: (w: bigint) => void): number {
+  const graph = CapturedGraph.capture(cuda.driver, cuda.stream, () => {
+    for (let index = 0; index < launches; index++) enqueue(sets[index % sets.length]!.pointer);
+  });
+  const milliseconds = time(() => graph.launch(cuda.stream)) / launches;
+  graph.destroy();
+  return milliseconds;
+}
+
+const outputDirectory = path.resolve(process.argv[2] ?? '.');
+const blas = new CublasLt(cuda);
+const copyGigabytesPerSecond = measureCopy();
+const results = [];
+for (const shape of SHAPES) {
+  const { inFeatures, outFeatures } = shape;
+  const weightBytes = inFeatures * outFeatures * 2;
+  const sets = Array.from(
+    { length: Math.max(2, Math.ceil((4 * cuda.properties.l2CacheBytes) / weightBytes)) },
+    (_, i) => randomBuffer(weightBytes, `gemm w${i}`),
+  );
+  for (const rows of ROWS) {
+    const x = randomBuffer(rows * inFeatures * 2, 'gemm x');
+    const y = cuda.allocate(rows * outFeatures * 4, 'gemm y');
+    const workspaceBytes = gemmWorkspaceBytes(rows, outFeatures, inFeatures);
+    const workspace = workspaceBytes > 0 ? cuda.allocate(workspaceBytes, 'gemm workspace') : undefined;
+    if (workspace) cuda.driver.fillWords(workspace.pointer, 0, workspaceBytes / 4, cuda.stream);
+    const launches = rows >= 4096 ? Math.max(4, sets.length) : sets.length * 4;
+    const ours = perLaunch(sets, launches, (w) =>
+      gemm(cuda, {
+        y: y.pointer,
+        x: x.pointer,
+        w,
+        workspace: workspace?.pointer,
+        rows,
+        outFeatures,
+        inFeatures,
+        output: shape.output,
+      }),
+    );
+    // The split's other combine: the last block of each tile adds the partials (one launch instead of two).
+    const lastBlock = workspace
+      ? perLaunch(sets, launches, (w) =>
+          gemm(
+            cuda,
+            {
+              y: y.pointer,
+              x: x.pointer,
+              w,
+              workspace: workspace.pointer,
+              rows,
+              outFeatures,
+              inFeatures,
+              output: shape.output,
+            },
+            { combine: 'last-block' },
+          ),
+        )
+      : undefined;
+    blas.matmul(y.pointer, x.pointer, sets[0]!.pointer, rows, outFeatures, inFeatures);
+    cuda.synchronize();
+    const cublas = perLaunch(sets, launches, (w) =>
+      blas.matmul(y.pointer, x.pointer, w, rows, outFeatures, inFeatures),
+    );
+    const flops = 2 * rows * inFeatures * outFeatures;
+    const gigabytesPerSecond = weightBytes / ours / 1e6;
+    results.push({
+      shape: shape.name,
+      inFeatures,
+      outFeatures,
+      output: shape.output,
+      rows,
+      tiles: gemmTilesFor(rows),
+      chunks: gemmChunks(outFeatures, inFeatures),
+      microseconds: ours * 1000,
+      lastBlockMicroseconds: lastBlock === undefined ? undefined : lastBlock * 1000,
+      lastBlockShareOfCopy:
+        lastBlock === undefined ? undefined : weightBytes / lastBlock / 1e6 / copyGigabytesPerSecond,
+      weightGigabytesPerSecond: gigabytesPerSecond,
+      shareOfCopy: gigabytesPerSecond / copyGigabytesPerSecond,
+      teraflops: flops / ours / 1e9,
+      cublasMicroseconds: cublas * 1000,
+      cublasShareOfCopy: weightBytes / cublas / 1e6 / copyGigabytesPerSecond,
+      cublasTeraflops: flops / cublas / 1e9,
+      anchor: shape.anchor,
+    });
+    for (const allocation of [x, y, workspace]) allocation?.free();
+  }
+  for (const allocation of sets) allocation.free();
+}
+blas.destroy();
+
+const p = cuda.properties;
+const percent = (share: number) => `${(100 * share).toFixed(1)}%`;
+const lines = [
+  `bf16 GEMM on ${p.name} (${p.multiprocessors} SMs, L2 ${p.l2CacheBytes / MiB} MiB); copy ${copyGigabytesPerSecond.toFixed(0)} GB/s (read + written)`,
+  '| projection | K→N | rows | tiles, chunks | ours µs | weight GB/s | % of copy | TFLOP/s | last-block combine µs, % of copy | cuBLASLt µs | % of copy | TFLOP/s | anchor |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ...results.map(
+    (r) =>
+      `| ${r.shape} | ${r.inFeatures}→${r.outFeatures} | ${r.rows} | ${r.tiles}, ${r.chunks} | ${r.microseconds.toFixed(2)} | ` +
+      `${r.weightGigabytesPerSecond.toFixed(0)} | ${percent(r.shareOfCopy)} | ${r.teraflops.toFixed(1)} | ` +
+      `${r.lastBlockMicroseconds === undefined ? '—' : `${r.lastBlockMicroseconds.toFixed(2)}, ${percent(r.lastBlockShareOfCopy!)}`} | ` +
+      `${r.cublasMicroseconds.toFixed(2)} | ${percent(r.cublasShareOfCopy)} | ${r.cublasTeraflops.toFixed(1)} | ${r.anchor} |`,
+  ),
+];
+console.log(lines.join('\n'));
+const decodeLarge = results.filter((r) => r.rows === 1 && r.inFeatures * r.outFeatures >= 2048 * 4096);
+const worst = Math.min(...decodeLarge.map((r) => r.shareOfCopy));
+console.log(
+  `one row at ≥ 70% of copy for N·K ≥ 2048·4096: ${worst >= 0.7 ? 'met' : 'NOT met'} (worst ${percent(worst)})`,
+);
+fs.mkdirSync(outputDirectory, { recursive: true });
+const report = { device: p, copyGigabytesPerSecond, results, cublasLtVersion: blas.version };
+fs.writeFileSync(path.join(outputDirectory, 'gpu-gemm.json'), `${JSON.stringify(report, null, 2)}\n`);
+cuda.close();

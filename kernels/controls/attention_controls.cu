@@ -1,0 +1,30 @@
+// Deliberately wrong attention kernels for the kernel contract's controls, with the real kernels' signatures
+// (kernels/cuda/attention.cu). Never launched by the backend.
+//   control_attention_prepare_key_row_off_by_one  writes K one row past its position         (accuracy gate)
+//   control_attention_short_by_one_d256           attends keys 0..position − 1                (accuracy gate)
+//   control_attention_tiles_from_call_d256        cuts the first tile of each split at the call's first position
+//                                                  instead of a multiple of 64: the tile walk then depends on the
+//                                                  chunking and on the row's place in the call (equivalence gate)
+#include "attention.cuh"
+
+extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
+    bf16* q_out, bf16* keys, bf16* values, const bf16* q_proj, const bf16* k_proj, const bf16* v_proj,
+    const bf16* q_norm, const bf16* k_norm, const int* row_table, int rows, int query_heads, int kv_heads,
+    int head_dim, int rotary_dims, float theta, int interleaved, int gated, int slots, int capacity, float eps) {
+  attention_prepare<PREPARE_KEY_ROW_OFF_BY_ONE>(q_out, keys, values, q_proj, k_proj, v_proj, q_norm, k_norm,
+                                                row_table, rows, query_heads, kv_heads, head_dim, rotary_dims, theta,
+                                                interleaved, gated, slots, capacity, eps);
+}
+
+#define CONTROL_ENTRY(NAME, VARIANT)                                                                             \
+  extern "C" __global__ void NAME(bf16* out, float* workspace, const bf16* q, const bf16* gate,                  \
+                                  long long gate_row_stride, long long gate_head_stride, const bf16* keys,        \
+                                  const bf16* values, const int* row_table, int rows, int query_heads,           \
+                                  int kv_heads, int slots, int capacity, int max_splits, float scale, int fold) { \
+    attention_rows<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,       \
+                                 row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale,     \
+                                 fold);                                                                          \
+  }
+
+CONTROL_ENTRY(control_attention_short_by_one_d256, ATTENTION_SHORT_BY_ONE)
+CONTROL_ENTRY(control_attention_tiles_from_call_d256, ATTENTION_TILES_FROM_CALL)

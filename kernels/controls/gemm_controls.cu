@@ -1,0 +1,11 @@
+// Deliberately wrong GEMM for the kernel contract's batch-invariance gate: gemm_rows16_bf16's signature and geometry,
+// but with more than one row it walks the four 16-wide steps of every K tile in reverse. Accurate (the accuracy gate
+// passes), repeatable, yet a row's bits change with the row count: only the invariance gate can catch it.
+#include "gemm_tiles.cuh"
+
+extern "C" __global__ void __launch_bounds__(128, 4)
+    control_gemm_k_reversed_with_rows(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M,
+                                      int N, int K, int chunk_tiles, int output_fp32) {
+  gemm_allow_dependent_launch();
+  gemm_tiles<16, 64, 1, 4, 4, false, true>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
+}

@@ -1,0 +1,54 @@
+// Deliberately wrong MoE kernels for the kernel contract's controls (test/kernels/): each has a real kernel's
+// signature and one planted bug that a gate must catch. Never launched by the backend.
+//   control_moe_down_skips_last_pair   down GEMM that never writes a tile's last pair (an off-by-one pair count;
+//                                      every pair of a one-pair expert)               (poisoned-output gate)
+//   control_moe_combine_batched_order  combine that, when the call has more than one row, sums the ranks in rank
+//                                      order in fp32 (a batched fast path): accurate, but a row's bits then depend
+//                                      on the call it is in                            (batch-invariance gate)
+#include "common.cuh"
+#include "moe_fp8.cuh"
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+    control_moe_down_skips_last_pair(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
+                                     const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
+                                     int intermediate) {
+  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS - 1);
+}
+
+extern "C" __global__ void control_moe_combine_batched_order(bf16* out, const bf16* y, const int* expert_ids,
+                                                             const float* expert_weights, const bf16* shared,
+                                                             const bf16* shared_gate, int rows, int top_k,
+                                                             int hidden, int experts) {
+  const long long row = blockIdx.x;
+  if (row >= rows) return;
+  const double scale = 1.0 / (1.0 + exp(-(double)to_float(shared_gate[row])));
+  for (int column = threadIdx.x; column < hidden; column += blockDim.x) {
+    double total;
+    if (rows > 1) {
+      float sum = 0.0f;
+      for (int k = 0; k < top_k; k++) {
+        sum += to_float(to_bf16(expert_weights[row * top_k + k])) * to_float(y[(row * top_k + k) * hidden + column]);
+      }
+      total = (double)sum;
+    } else {
+      // One row: ascending expert id in fp64, as the real kernel.
+      total = 0.0;
+      int previous = -1;
+      int previous_rank = -1;
+      for (int j = 0; j < top_k; j++) {
+        int best = -1;
+        for (int k = 0; k < top_k; k++) {
+          const int e = expert_ids[row * top_k + k];
+          const bool after = e > previous || (e == previous && k > previous_rank);
+          if (after && (best < 0 || e < expert_ids[row * top_k + best])) best = k;
+        }
+        previous = expert_ids[row * top_k + best];
+        previous_rank = best;
+        total += (double)to_float(to_bf16(expert_weights[row * top_k + best])) *
+                 (double)to_float(y[(row * top_k + best) * hidden + column]);
+      }
+    }
+    total += scale * (double)to_float(shared[row * hidden + column]);
+    out[row * hidden + column] = to_bf16(__double2float_rn(total));
+  }
+}

@@ -1,0 +1,54 @@
+// Softmax attention over lane-slot KV slabs: the backbone's gated attention and the tower's plain attention.
+//   row_table: [T, 2] int32 = (slot, position); keys, values: [slots, capacity, Hkv, D] bf16, the row index is the
+//   absolute position in the lane; K is stored normed and rotated, V as projected
+// attention_prepare_bf16, one block per (row, head) over the Hq query heads then the Hkv key heads:
+//   q_proj: [T, Hq, 2D] (per head [query D | gate D]) when gated, else [T, Hq, D]; k_proj, v_proj: [T, Hkv, D]
+//   q = rope(norm_q(query)), k = rope(norm_k(k)): zero-centred RMSNorm over D (x·rsqrt(mean(x²)+eps)·(1+w), fp32),
+//   then partial RoPE of the first rotary_dims at the row's position (NeoX or interleaved pairs; inv_freq and the
+//   angle in fp32 as torch forms them, cos/sin and the rotation in fp64, as rope_bf16)
+//   q_out: [T, Hq, D]; k and v are written to keys/values[slot, position]
+//   rounding points (the cpu bf16 path rounds at both): the normed q/k to bf16, then the rotated q/k to bf16
+// attention_bf16_d{64,128,256}, grid (T, Hkv, splits or 1), block 32·(Hq/Hkv), warp w = query head kv·group + w:
+//   out[t, h] = softmax(q·kᵀ · scale) · V over keys 0..position of the row's slot (causal), GQA by kv = h / group
+//   fixed order: keys cut into splits at multiples of 1024 absolute positions, each split walked in 64-key tiles
+//   from its start with an online softmax in fp32 (max, sum, accumulator; dot products lane-partial then a fixed
+//   butterfly), the splits' states folded in split order from the empty state; the same walk and fold whether one
+//   block folds every split of its row (fold = 1) or split z goes to block z and attention_combine folds (fold = 0),
+//   so a row's bits depend only on its slot's keys and its position: not on T, the other rows or the chunking
+//   probabilities stay fp32 (the cpu bf16 path rounds normalised probabilities to bf16, which a streaming softmax
+//   cannot reproduce); rounding points: the attended row to bf16, then (gated) the row × sigmoid(gate) to bf16,
+//   as the cpu bf16 path rounds; gate[t, h, d] at gate + t·gate_row_stride + h·gate_head_stride + d (null: none)
+//   workspace (fold = 0): fp32 [T, Hq, max_splits, D] accumulators then [T, Hq, max_splits, 2] (max, sum)
+// A row whose slot or position lies outside the slabs writes NaN outputs and no slab rows.
+#include "attention.cuh"
+
+extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16* values, const bf16* q_proj,
+                                                  const bf16* k_proj, const bf16* v_proj, const bf16* q_norm,
+                                                  const bf16* k_norm, const int* row_table, int rows,
+                                                  int query_heads, int kv_heads, int head_dim, int rotary_dims,
+                                                  float theta, int interleaved, int gated, int slots, int capacity,
+                                                  float eps) {
+  attention_prepare<PREPARE_EXACT>(q_out, keys, values, q_proj, k_proj, v_proj, q_norm, k_norm, row_table, rows,
+                                   query_heads, kv_heads, head_dim, rotary_dims, theta, interleaved, gated, slots,
+                                   capacity, eps);
+}
+
+#define ATTENTION_ENTRIES(D)                                                                                      \
+  extern "C" __global__ void attention_bf16_d##D(                                                                 \
+      bf16* out, float* workspace, const bf16* q, const bf16* gate, long long gate_row_stride,                    \
+      long long gate_head_stride, const bf16* keys, const bf16* values, const int* row_table, int rows,           \
+      int query_heads, int kv_heads, int slots, int capacity, int max_splits, float scale, int fold) {            \
+    attention_rows<D, ATTENTION_EXACT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,  \
+                                       row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale, \
+                                       fold);                                                                     \
+  }                                                                                                               \
+  extern "C" __global__ void attention_combine_bf16_d##D(                                                         \
+      bf16* out, const float* workspace, const bf16* gate, long long gate_row_stride, long long gate_head_stride,  \
+      const int* row_table, int rows, int query_heads, int kv_heads, int slots, int capacity, int max_splits) {   \
+    attention_combine<D, ATTENTION_EXACT>(out, workspace, gate, gate_row_stride, gate_head_stride, row_table,     \
+                                          rows, query_heads, kv_heads, slots, capacity, max_splits);              \
+  }
+
+ATTENTION_ENTRIES(64)
+ATTENTION_ENTRIES(128)
+ATTENTION_ENTRIES(256)

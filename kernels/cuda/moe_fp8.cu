@@ -1,0 +1,34 @@
+// Grouped FP8 (e4m3) block-scaled expert GEMMs of the sparse MoE block, walking moe_group_pairs' tile table.
+//   y[p, o] = Σ_{blocks b ascending} (S_b · s_x[p, b]) · s_w[o/128, b],  S_b = Σ_{i ∈ b} q_x[p, i] · w[o, i]
+// as src/backend/cpu/ops/fp8.ts linearFp8Block defines it. e4m3 values are widened exactly to f16 and S_b is summed
+// by mma.sync m16n8k16 (f16 inputs, fp32 accumulator) over the block's 8 k-steps, from zero for every block; the
+// 16 scaled block values are then added in ascending b in fp32, by one thread per output.
+//
+// moe_gate_up_fp8: h[slot, j] = bf16(silu(bf16(gate_j)) · bf16(up_j)) (the cpu's bf16 rounding points)
+//   q_x: [rows, hidden] e4m3 bytes, s_x: [rows, hidden/128] fp32 (the row's token activations, quantised)
+//   w:   [experts, 2I/16 row groups, hidden/128 blocks, 2048 bytes] in fragment order (moeWeights.ts): row group r
+//        holds gate rows 8r..8r+7 then up rows 8r..8r+7
+//   w_scales: [experts, 2I/128, hidden/128] fp32: the gate's 128×128 block scales, then the up projection's
+//   h:   [rows · top_k, I] bf16, by slot
+// moe_down_fp8: y[slot, o] = bf16(...) with the activations h quantised here per row per 128 columns, exactly as
+//   quantizeActivationsE4m3 does (scale = max(amax, 1e-10)/448 in fp32, q = e4m3_rn_satfinite(h / scale))
+//   w: [experts, hidden/16 row groups, I/128 blocks, 2048 bytes] fragment order (rows 16r..16r+15)
+//   w_scales: [experts, hidden/128, I/128] fp32; y: [rows · top_k, hidden] bf16 by slot (bf16: the cpu rounds every
+//   expert's output to bf16 before the combine, and half the bytes of fp32)
+// Grid: x = tile (the worst-case count; tiles past tile_count exit), y = 16-row weight group; 4 warps split the
+// K blocks (each warp a fixed range); partials meet in shared memory and are summed in block order, so a pair's
+// result depends only on its own row and the expert's weights, never on the tile's other pairs (padding is zero).
+#include "moe_fp8.cuh"
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+    moe_gate_up_fp8(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w, const float* w_scales,
+                    const int* pair_slots, const int* tiles, const int* tile_count, int hidden, int intermediate,
+                    int top_k) {
+  gate_up_fp8(h, q_x, s_x, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, top_k);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+    moe_down_fp8(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales, const int* pair_slots,
+                 const int* tiles, const int* tile_count, int hidden, int intermediate) {
+  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS);
+}

@@ -1,0 +1,229 @@
+// The bodies of the grouped FP8 expert GEMMs (kernels/cuda/moe_fp8.cu says what they compute), shared with the
+// contract's controls.
+#pragma once
+#include <cuda_fp8.h>
+#include "common.cuh"
+
+#define TILE_PAIRS 8
+#define WARPS 4
+#define THREADS (WARPS * 32)
+#define MAX_BLOCKS_PER_WARP 4
+#define BLOCK_BYTES 2048
+#define ROW_PAD 16
+
+// Two e4m3 bytes (low byte first) to an f16x2 register, exactly (NaN stays NaN).
+__device__ __forceinline__ unsigned e4m3x2_to_f16x2(unsigned short pair) {
+  const __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
+  return (unsigned)raw.x | ((unsigned)raw.y << 16);
+}
+
+__device__ __forceinline__ void mma_f16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                        unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+struct Tile {
+  int expert;
+  int first;
+  int pairs;
+};
+
+__device__ __forceinline__ Tile read_tile(const int* tiles, int index) {
+  const int4 entry = reinterpret_cast<const int4*>(tiles)[index];
+  return {entry.x, entry.y, entry.z};
+}
+
+// Issues this warp's weight loads for its blocks (16 B × 4 per lane per block), before anything else waits.
+__device__ __forceinline__ void load_weights(uint4 (&w)[MAX_BLOCKS_PER_WARP][4], const uint8_t* group, int first_block,
+                                             int blocks, int lane) {
+#pragma unroll
+  for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
+    if (i < blocks) {
+      const uint4* block = reinterpret_cast<const uint4*>(group + (long long)(first_block + i) * BLOCK_BYTES);
+#pragma unroll
+      for (int c = 0; c < 4; c++) w[i][c] = __ldg(block + c * 32 + lane);
+    }
+  }
+}
+
+// One block's 16×8 sums S_b by mma, scaled, stored as partials[b][m][n] (m: weight row of the group, n: pair).
+//   x: the tile's quantised rows in shared memory (row stride x_stride bytes); x_scales: [TILE_PAIRS][blocks]
+__device__ __forceinline__ void block_partials(float* partials, const uint4 (&w)[4], const uint8_t* x, int x_stride,
+                                               const float* x_scales, int blocks, int b, float scale_low,
+                                               float scale_high, int lane) {
+  const int group = lane >> 2;
+  const int thread_in_group = lane & 3;
+  const uint4* x_row = reinterpret_cast<const uint4*>(x + group * x_stride + b * 128 + thread_in_group * 32);
+  const uint4 x_chunks[2] = {x_row[0], x_row[1]};
+  const unsigned* x_words = reinterpret_cast<const unsigned*>(x_chunks);
+  const unsigned* w_words = reinterpret_cast<const unsigned*>(w);
+  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int step = 0; step < 8; step++) {
+    const unsigned low_row = w_words[2 * step];       // weight row `group`
+    const unsigned high_row = w_words[2 * step + 1];  // weight row `group + 8`
+    const unsigned x_word = x_words[step];
+    mma_f16(d, e4m3x2_to_f16x2(low_row & 0xffff), e4m3x2_to_f16x2(high_row & 0xffff), e4m3x2_to_f16x2(low_row >> 16),
+            e4m3x2_to_f16x2(high_row >> 16), e4m3x2_to_f16x2(x_word & 0xffff), e4m3x2_to_f16x2(x_word >> 16));
+  }
+  const int pair = thread_in_group * 2;
+  float* out = partials + b * 128;
+  out[group * 8 + pair] = __fmul_rn(__fmul_rn(d[0], x_scales[pair * blocks + b]), scale_low);
+  out[group * 8 + pair + 1] = __fmul_rn(__fmul_rn(d[1], x_scales[(pair + 1) * blocks + b]), scale_low);
+  out[(group + 8) * 8 + pair] = __fmul_rn(__fmul_rn(d[2], x_scales[pair * blocks + b]), scale_high);
+  out[(group + 8) * 8 + pair + 1] = __fmul_rn(__fmul_rn(d[3], x_scales[(pair + 1) * blocks + b]), scale_high);
+}
+
+// Σ_b partials[b][m][n] in ascending b, from zero (as the reference's total).
+__device__ __forceinline__ float sum_blocks(const float* partials, int blocks, int m, int n) {
+  float total = 0.0f;
+  for (int b = 0; b < blocks; b++) total = __fadd_rn(total, partials[b * 128 + m * 8 + n]);
+  return total;
+}
+
+// NaN-propagating maximum of magnitudes (quantizeActivationsE4m3's Math.max keeps a NaN).
+__device__ __forceinline__ float max_magnitude(float a, float b) {
+  b = fabsf(b);
+  return (b > a || b != b) ? b : a;
+}
+
+__device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w, const float* w_scales,
+                    const int* pair_slots, const int* tiles, const int* tile_count, int hidden, int intermediate,
+                    int top_k) {
+  if ((int)blockIdx.x >= *tile_count) return;
+  extern __shared__ uint4 shared_words[];
+  const Tile tile = read_tile(tiles, blockIdx.x);
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int blocks = hidden / 128;
+  const int per_warp = blocks / WARPS;
+  const int group_index = blockIdx.y;
+  const int groups = 2 * intermediate / 16;
+  const uint8_t* group = w + ((long long)tile.expert * groups + group_index) * blocks * BLOCK_BYTES;
+  uint4 weights[MAX_BLOCKS_PER_WARP][4];
+  load_weights(weights, group, warp * per_warp, per_warp, lane);
+  const int x_stride = hidden + ROW_PAD;
+  uint8_t* x = reinterpret_cast<uint8_t*>(shared_words);
+  float* x_scales = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
+  float* partials = x_scales + TILE_PAIRS * blocks;
+  __shared__ int slots[TILE_PAIRS];
+  if (threadIdx.x < TILE_PAIRS) {
+    slots[threadIdx.x] = threadIdx.x < tile.pairs ? pair_slots[tile.first + threadIdx.x] : -1;
+  }
+  __syncthreads();
+  const int chunks = hidden / 16;
+  for (int index = threadIdx.x; index < TILE_PAIRS * chunks; index += THREADS) {
+    const int pair = index / chunks;
+    const int chunk = index - pair * chunks;
+    const int slot = slots[pair];
+    uint4 value = make_uint4(0, 0, 0, 0);
+    if (slot >= 0) value = reinterpret_cast<const uint4*>(q_x + (long long)(slot / top_k) * hidden)[chunk];
+    reinterpret_cast<uint4*>(x + pair * x_stride)[chunk] = value;
+  }
+  for (int index = threadIdx.x; index < TILE_PAIRS * blocks; index += THREADS) {
+    const int pair = index / blocks;
+    const int slot = slots[pair];
+    x_scales[index] = slot >= 0 ? s_x[(long long)(slot / top_k) * blocks + index - pair * blocks] : 0.0f;
+  }
+  __syncthreads();
+  // Gate rows 8r.. lie in scale row r/16 of the gate's scales, up rows in the same row of the up's.
+  const float* gate_scales = w_scales + ((long long)tile.expert * (2 * intermediate / 128) + group_index / 16) * blocks;
+  const float* up_scales = gate_scales + (intermediate / 128) * blocks;
+#pragma unroll
+  for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
+    if (i < per_warp) {
+      const int b = warp * per_warp + i;
+      block_partials(partials, weights[i], x, x_stride, x_scales, blocks, b, gate_scales[b], up_scales[b], lane);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < 64) {
+    const int column = threadIdx.x >> 3;
+    const int pair = threadIdx.x & 7;
+    const int slot = slots[pair];
+    if (slot >= 0) {
+      const float gate = to_float(to_bf16(sum_blocks(partials, blocks, column, pair)));
+      const float up = to_float(to_bf16(sum_blocks(partials, blocks, column + 8, pair)));
+      h[(long long)slot * intermediate + group_index * 8 + column] = to_bf16(silu(gate) * up);
+    }
+  }
+}
+
+// `written_pairs` below TILE_PAIRS leaves a tile's last pairs unwritten: only the contract's control asks for that.
+__device__ __forceinline__ void down_fp8(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
+                                         const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
+                                         int intermediate, int written_pairs) {
+  if ((int)blockIdx.x >= *tile_count) return;
+  extern __shared__ uint4 shared_words[];
+  const Tile tile = read_tile(tiles, blockIdx.x);
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int blocks = intermediate / 128;
+  const int per_warp = blocks / WARPS;
+  const int group_index = blockIdx.y;
+  const int groups = hidden / 16;
+  const uint8_t* group = w + ((long long)tile.expert * groups + group_index) * blocks * BLOCK_BYTES;
+  uint4 weights[MAX_BLOCKS_PER_WARP][4];
+  load_weights(weights, group, warp * per_warp, per_warp, lane);
+  const int x_stride = intermediate + ROW_PAD;
+  uint8_t* x = reinterpret_cast<uint8_t*>(shared_words);
+  float* x_scales = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
+  float* partials = x_scales + TILE_PAIRS * blocks;
+  __shared__ int slots[TILE_PAIRS];
+  if (threadIdx.x < TILE_PAIRS) {
+    slots[threadIdx.x] = threadIdx.x < tile.pairs ? pair_slots[tile.first + threadIdx.x] : -1;
+  }
+  __syncthreads();
+  // Quantise the tile's rows of h: one warp per (pair, block), each lane 4 of the block's 128 values.
+  for (int job = warp; job < TILE_PAIRS * blocks; job += WARPS) {
+    const int pair = job / blocks;
+    const int b = job - pair * blocks;
+    const int slot = slots[pair];
+    float values[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (slot >= 0) {
+      const uint2 packed = *reinterpret_cast<const uint2*>(h + (long long)slot * intermediate + b * 128 + lane * 4);
+      const bf16* pair_values = reinterpret_cast<const bf16*>(&packed);
+#pragma unroll
+      for (int i = 0; i < 4; i++) values[i] = to_float(pair_values[i]);
+    }
+    float amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) amax = max_magnitude(amax, values[i]);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      amax = max_magnitude(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+    }
+    // The floor as the reference forms it: fp32(1e-10 / 448), the division in fp64.
+    const float scale = ((double)amax > 1e-10 || amax != amax) ? __fdiv_rn(amax, 448.0f) : (float)(1e-10 / 448.0);
+    unsigned packed_q = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const unsigned q = __nv_cvt_float_to_fp8(__fdiv_rn(values[i], scale), __NV_SATFINITE, __NV_E4M3);
+      packed_q |= (q & 0xffu) << (8 * i);
+    }
+    *reinterpret_cast<unsigned*>(x + pair * x_stride + b * 128 + lane * 4) = packed_q;
+    if (lane == 0) x_scales[pair * blocks + b] = scale;
+  }
+  __syncthreads();
+  // Rows 16r..16r+15 share one 128-row scale block (r/8).
+  const float* scales = w_scales + ((long long)tile.expert * (hidden / 128) + group_index / 8) * blocks;
+#pragma unroll
+  for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
+    if (i < per_warp) {
+      const int b = warp * per_warp + i;
+      block_partials(partials, weights[i], x, x_stride, x_scales, blocks, b, scales[b], scales[b], lane);
+    }
+  }
+  __syncthreads();
+  const int row = threadIdx.x >> 3;
+  const int pair = threadIdx.x & 7;
+  const int slot = slots[pair];
+  const int last = tile.pairs - TILE_PAIRS + written_pairs;
+  if (slot >= 0 && pair < last) {
+    y[(long long)slot * hidden + group_index * 16 + row] = to_bf16(sum_blocks(partials, blocks, row, pair));
+  }
+}

@@ -1,0 +1,191 @@
+// MoE routing on the device: group each row's top-k choices by expert, and combine the experts' outputs per row.
+// A "slot" is one (row, rank) choice: slot = row · top_k + rank; expert_ids and expert_weights are [rows, top_k].
+//
+// moe_group_pairs (one block of 1024 threads; experts <= 256):
+//   pair_slots:     [rows · top_k] int32, the slots grouped by expert (ascending expert), ascending slot within an
+//                   expert (= ascending row, then rank): a deterministic order, whatever the call's other rows
+//   expert_offsets: [experts + 1] int32, expert e's slots are pair_slots[offsets[e] .. offsets[e+1])
+//   tiles:          [max_tiles, 4] int32 = (expert, first pair, pairs, 0), at most tile_pairs pairs each, experts
+//                   in ascending order; unused entries are (−1, 0, 0, 0); pair_slots past the grouped ones are −1
+//   tile_count:     [1] int32, the number of tiles used (sizes come from the device, the grid is the worst case)
+//   Counting uses shared-memory integer atomics (exact in any order); each slot's position is its expert's offset
+//   plus the number of equal-expert slots before it (per warp by __match_any_sync, across warps by a fixed scan).
+//   An expert id outside [0, experts) is left out of every list (moe_combine makes that row NaN).
+//
+// moe_combine (one block per row, 256 threads, 8 columns per thread):
+//   out[r, c] = bf16(fp32( Σ_{ranks in ascending expert id, then rank} bf16(w_k) · y[r·top_k + k, c]
+//                          + sigmoid(g_r) · shared[r, c] ))
+//   y: [rows · top_k, hidden] bf16 expert outputs by slot; shared: [rows, hidden] bf16; g: [rows] bf16 logit.
+//   The sum runs in fp64 in the cpu reference's order (src/backend/cpu/moe-block.ts: ascending expert id, weights
+//   rounded to bf16, products of bf16 values exact in fp64), then rounds fp64 → fp32 → bf16 as the cpu's bf16 mode
+//   stores it. A row with an expert id out of range is NaN. No atomics: each output element is one thread's sum.
+#include "common.cuh"
+
+#define GROUP_THREADS 1024
+#define GROUP_WARPS (GROUP_THREADS / 32)
+#define MAX_EXPERTS 256
+#define MAX_TOP_K 16
+
+extern "C" __global__ void __launch_bounds__(GROUP_THREADS)
+    moe_group_pairs(int* pair_slots, int* expert_offsets, int* tiles, int* tile_count, const int* expert_ids,
+                    int rows, int top_k, int experts, int tile_pairs, int max_tiles) {
+  __shared__ int counts[MAX_EXPERTS];
+  __shared__ int cursor[MAX_EXPERTS];
+  __shared__ int first_tile[MAX_EXPERTS + 1];
+  __shared__ int warp_counts[GROUP_WARPS][MAX_EXPERTS];
+  const int thread = threadIdx.x;
+  const int lane = thread & 31;
+  const int warp = thread >> 5;
+  const int pairs = rows * top_k;
+  for (int e = thread; e < MAX_EXPERTS; e += GROUP_THREADS) counts[e] = 0;
+  for (int index = thread; index < GROUP_WARPS * MAX_EXPERTS; index += GROUP_THREADS) {
+    (&warp_counts[0][0])[index] = 0;
+  }
+  __syncthreads();
+  for (int slot = thread; slot < pairs; slot += GROUP_THREADS) {
+    const int e = expert_ids[slot];
+    if (e >= 0 && e < experts) atomicAdd(&counts[e], 1);
+  }
+  __syncthreads();
+  // Exclusive scans of the counts and of the tiles per expert: warp 0, eight experts per lane.
+  if (warp == 0) {
+    int local_pairs = 0;
+    int local_tiles = 0;
+    for (int j = 0; j < MAX_EXPERTS / 32; j++) {
+      const int count = counts[lane * (MAX_EXPERTS / 32) + j];
+      local_pairs += count;
+      local_tiles += (count + tile_pairs - 1) / tile_pairs;
+    }
+    int pair_prefix = local_pairs;
+    int tile_prefix = local_tiles;
+    for (int offset = 1; offset < 32; offset <<= 1) {
+      const int p = __shfl_up_sync(0xffffffffu, pair_prefix, offset);
+      const int t = __shfl_up_sync(0xffffffffu, tile_prefix, offset);
+      if (lane >= offset) {
+        pair_prefix += p;
+        tile_prefix += t;
+      }
+    }
+    pair_prefix -= local_pairs;
+    tile_prefix -= local_tiles;
+    for (int j = 0; j < MAX_EXPERTS / 32; j++) {
+      const int e = lane * (MAX_EXPERTS / 32) + j;
+      const int count = counts[e];
+      cursor[e] = pair_prefix;
+      first_tile[e] = tile_prefix;
+      if (e < experts) expert_offsets[e] = pair_prefix;
+      pair_prefix += count;
+      tile_prefix += (count + tile_pairs - 1) / tile_pairs;
+    }
+    if (lane == 31) {
+      first_tile[MAX_EXPERTS] = tile_prefix;
+      expert_offsets[experts] = pair_prefix;
+      *tile_count = min(tile_prefix, max_tiles);
+    }
+  }
+  __syncthreads();
+  // Slots left out (an expert id out of range) leave the list's tail: mark it so every entry is written.
+  for (int index = cursor[MAX_EXPERTS - 1] + counts[MAX_EXPERTS - 1] + thread; index < pairs; index += GROUP_THREADS) {
+    pair_slots[index] = -1;
+  }
+  // The tile table: each tile finds its expert by binary search over the tile prefix.
+  const int total_tiles = first_tile[MAX_EXPERTS];
+  for (int tile = thread; tile < max_tiles; tile += GROUP_THREADS) {
+    int4 entry = make_int4(-1, 0, 0, 0);
+    if (tile < total_tiles) {
+      int low = 0;
+      int high = MAX_EXPERTS - 1;
+      while (low < high) {  // the last expert whose first tile is <= tile
+        const int middle = (low + high + 1) >> 1;
+        if (first_tile[middle] <= tile) low = middle;
+        else high = middle - 1;
+      }
+      const int within = (tile - first_tile[low]) * tile_pairs;
+      entry = make_int4(low, cursor[low] + within, min(tile_pairs, counts[low] - within), 0);
+    }
+    reinterpret_cast<int4*>(tiles)[tile] = entry;
+  }
+  __syncthreads();
+  // Positions, 1024 slots at a time in slot order.
+  const unsigned lanes_below = (1u << lane) - 1u;
+  for (int base = 0; base < pairs; base += GROUP_THREADS) {
+    const int slot = base + thread;
+    const int e = slot < pairs ? expert_ids[slot] : -1;
+    const bool valid = e >= 0 && e < experts;
+    const unsigned peers = __match_any_sync(0xffffffffu, valid ? e : -1);
+    const int rank_in_warp = __popc(peers & lanes_below);
+    if (valid && rank_in_warp == 0) warp_counts[warp][e] = __popc(peers);
+    __syncthreads();
+    if (valid) {
+      int position = cursor[e] + rank_in_warp;
+      for (int w = 0; w < warp; w++) position += warp_counts[w][e];
+      pair_slots[position] = slot;
+    }
+    __syncthreads();
+    for (int expert = thread; expert < MAX_EXPERTS; expert += GROUP_THREADS) {
+      int added = 0;
+      for (int w = 0; w < GROUP_WARPS; w++) {
+        added += warp_counts[w][expert];
+        warp_counts[w][expert] = 0;
+      }
+      cursor[expert] += added;
+    }
+    __syncthreads();
+  }
+}
+
+#define COMBINE_THREADS 256
+
+extern "C" __global__ void __launch_bounds__(COMBINE_THREADS)
+    moe_combine(bf16* out, const bf16* y, const int* expert_ids, const float* expert_weights, const bf16* shared,
+                const bf16* shared_gate, int rows, int top_k, int hidden, int experts) {
+  const long long row = blockIdx.x;
+  if (row >= rows) return;
+  // The ranks in ascending expert id (ties by rank), sorted once per row by thread 0 into shared memory.
+  __shared__ int order[MAX_TOP_K];
+  __shared__ int row_valid;
+  if (threadIdx.x == 0) {
+    int ids[MAX_TOP_K];
+    bool valid = true;
+#pragma unroll
+    for (int k = 0; k < MAX_TOP_K; k++) ids[k] = k < top_k ? expert_ids[row * top_k + k] : 0;
+#pragma unroll
+    for (int k = 0; k < MAX_TOP_K; k++) {
+      if (k < top_k) {
+        int position = 0;
+#pragma unroll
+        for (int other = 0; other < MAX_TOP_K; other++) {
+          if (other < top_k && (ids[other] < ids[k] || (ids[other] == ids[k] && other < k))) position++;
+        }
+        valid = valid && ids[k] >= 0 && ids[k] < experts;
+        order[position] = k;
+      }
+    }
+    row_valid = valid;
+  }
+  __syncthreads();
+  const bool valid = row_valid != 0;
+  const double gate = (double)to_float(shared_gate[row]);
+  const double scale = 1.0 / (1.0 + exp(-gate));
+  for (int column = threadIdx.x * 8; column < hidden; column += COMBINE_THREADS * 8) {
+    double sums[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (int j = 0; j < top_k; j++) {
+      const int k = order[j];
+      const double weight = (double)to_float(to_bf16(expert_weights[row * top_k + k]));
+      const uint4 chunk = *reinterpret_cast<const uint4*>(y + (row * top_k + k) * hidden + column);
+      const bf16* values = reinterpret_cast<const bf16*>(&chunk);
+#pragma unroll
+      for (int i = 0; i < 8; i++) sums[i] += weight * (double)to_float(values[i]);
+    }
+    const uint4 shared_chunk = *reinterpret_cast<const uint4*>(shared + row * hidden + column);
+    const bf16* shared_values = reinterpret_cast<const bf16*>(&shared_chunk);
+    uint4 result;
+    bf16* result_values = reinterpret_cast<bf16*>(&result);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      const double total = valid ? sums[i] + scale * (double)to_float(shared_values[i]) : (double)NAN;
+      result_values[i] = to_bf16(__double2float_rn(total));
+    }
+    *reinterpret_cast<uint4*>(out + row * hidden + column) = result;
+  }
+}

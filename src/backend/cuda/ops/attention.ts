@@ -1,0 +1,181 @@
+// Launchers for kernels/cuda/attention.cu (its header has the formulas, layouts, rounding points and the fixed
+// reduction order). rowTable: [rows, 2] int32 (slot, position) on the device; keys, values: [slots, capacity,
+// kvHeads, headDim] bf16 slabs.
+import { DramaError } from '../../../errors.ts';
+import type { CudaContext } from '../context.ts';
+import type { DevicePointer } from '../driver.ts';
+import { KernelArguments } from '../kernelArguments.ts';
+import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
+
+/** Keys per split (kernels/cuda/attention.cuh ATTENTION_SPLIT_KEYS): split points are these absolute positions. */
+export const ATTENTION_SPLIT_KEYS = 1024;
+/** Calls of at most this many rows spread a row's splits over blocks and fold them in a second kernel. */
+const MOST_ROWS_SPREAD = 64;
+const HEAD_DIMS = [64, 128, 256] as const;
+
+const PREPARE_KERNEL: KernelName = { family: 'attention', name: 'attention_prepare_bf16' };
+
+export interface AttentionGeometryArguments {
+  readonly queryHeads: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
+  readonly slots: number;
+  readonly capacity: number;
+}
+
+export interface AttentionPrepareArguments extends AttentionGeometryArguments {
+  readonly qOut: DevicePointer;
+  readonly keys: DevicePointer;
+  readonly values: DevicePointer;
+  /** [rows, queryHeads, 2·headDim] per head [query | gate] when gated, else [rows, queryHeads, headDim]. */
+  readonly qProj: DevicePointer;
+  readonly kProj: DevicePointer;
+  readonly vProj: DevicePointer;
+  readonly qNorm: DevicePointer;
+  readonly kNorm: DevicePointer;
+  readonly rowTable: DevicePointer;
+  readonly rows: number;
+  readonly rotaryDims: number;
+  readonly theta: number;
+  readonly style: 'neox' | 'interleaved';
+  readonly gated: boolean;
+  readonly eps: number;
+}
+
+export interface AttentionArguments extends AttentionGeometryArguments {
+  readonly out: DevicePointer;
+  readonly q: DevicePointer;
+  /** The gate of head h of row t at gate + t·gateRowStride + h·gateHeadStride (elements); undefined: no gate. */
+  readonly gate?: DevicePointer;
+  readonly gateRowStride?: number;
+  readonly gateHeadStride?: number;
+  readonly keys: DevicePointer;
+  readonly values: DevicePointer;
+  readonly rowTable: DevicePointer;
+  readonly rows: number;
+  /** At least attentionWorkspaceBytes(...) bytes; used by calls of at most 64 rows. */
+  readonly workspace: DevicePointer;
+}
+
+function checkGeometry(a: AttentionGeometryArguments): void {
+  requireCount(a.kvHeads, 'kvHeads');
+  requireCount(a.queryHeads, 'queryHeads', a.kvHeads);
+  const group = a.queryHeads / a.kvHeads;
+  if (!Number.isInteger(group) || group > 32) requireCount(group, 'queryHeads / kvHeads (an integer ≤ 32)', 1, 32);
+  requireCount(a.slots, 'slots');
+  requireCount(a.capacity, 'capacity');
+  requireCount(a.slots * a.capacity * a.kvHeads * a.headDim, 'slab elements', 1, 2 ** 53);
+}
+
+function splitsFor(capacity: number): number {
+  return Math.ceil(capacity / ATTENTION_SPLIT_KEYS);
+}
+
+/** Bytes of fp32 partial states a call of `rows` rows needs (0 when its rows fold on chip). */
+export function attentionWorkspaceBytes(rows: number, a: AttentionGeometryArguments): number {
+  if (rows > MOST_ROWS_SPREAD) return 0;
+  return rows * a.queryHeads * splitsFor(a.capacity) * (a.headDim + 2) * 4;
+}
+
+export function attentionPrepare(cuda: CudaContext, a: AttentionPrepareArguments, options: LaunchOptions = {}): void {
+  checkGeometry(a);
+  requireCount(a.rows, 'rows');
+  requireCount(a.headDim, 'headDim', 2, 256);
+  requireCount(a.rotaryDims, 'rotaryDims', 2, a.headDim);
+  if (a.rotaryDims % 2 !== 0) requireCount(a.rotaryDims, 'rotaryDims (even)', a.rotaryDims + 1);
+  requireCount(a.rows * (a.queryHeads + a.kvHeads), 'rows·heads');
+  const args = new KernelArguments(20)
+    .pointer(a.qOut)
+    .pointer(a.keys)
+    .pointer(a.values)
+    .pointer(a.qProj)
+    .pointer(a.kProj)
+    .pointer(a.vProj)
+    .pointer(a.qNorm)
+    .pointer(a.kNorm)
+    .pointer(a.rowTable)
+    .int32(a.rows)
+    .int32(a.queryHeads)
+    .int32(a.kvHeads)
+    .int32(a.headDim)
+    .int32(a.rotaryDims)
+    .float32(a.theta)
+    .int32(a.style === 'interleaved' ? 1 : 0)
+    .int32(a.gated ? 1 : 0)
+    .int32(a.slots)
+    .int32(a.capacity)
+    .float32(a.eps);
+  // The block size of rms_norm_bf16 over headDim columns, so the norm sums in its order.
+  const threads = roundUpToWarp(Math.ceil(a.headDim / 4));
+  launch(
+    cuda,
+    PREPARE_KERNEL,
+    { grid: [a.rows * (a.queryHeads + a.kvHeads), 1, 1], block: [threads, 1, 1] },
+    args,
+    options,
+  );
+}
+
+/**
+ * Causal GQA attention of each row over its slot's keys 0..position. Calls of at most 64 rows spread each row's
+ * splits over blocks and fold them with attention_combine (options.kernel replaces the first kernel); larger calls
+ * fold on chip. Both give the same bits.
+ */
+export function attention(cuda: CudaContext, a: AttentionArguments, options: LaunchOptions = {}): void {
+  checkGeometry(a);
+  requireCount(a.rows, 'rows', 1, 2 ** 31 - 1);
+  if (!(HEAD_DIMS as readonly number[]).includes(a.headDim))
+    requireCount(a.headDim, 'headDim (64, 128 or 256)', 256, 256);
+  const gated = a.gate !== undefined;
+  const gateHeadStride = a.gateHeadStride ?? a.headDim;
+  const gateRowStride = a.gateRowStride ?? a.queryHeads * gateHeadStride;
+  const maxSplits = splitsFor(a.capacity);
+  requireCount(maxSplits, 'capacity / 1024 (splits in a grid dimension)', 1, 65535);
+  const spread = a.rows <= MOST_ROWS_SPREAD;
+  if (spread && a.workspace === 0n) {
+    throw new DramaError('KERNEL_ARGUMENT_INVALID', `a call of ${a.rows} rows needs a workspace`, {
+      kind: 'internal',
+      param: 'workspace',
+    });
+  }
+  const group = a.queryHeads / a.kvHeads;
+  const block: [number, number, number] = [32 * group, 1, 1];
+  const args = new KernelArguments(17)
+    .pointer(a.out)
+    .pointer(a.workspace)
+    .pointer(a.q)
+    .pointer(a.gate ?? 0n)
+    .int64(gated ? gateRowStride : 0)
+    .int64(gated ? gateHeadStride : 0)
+    .pointer(a.keys)
+    .pointer(a.values)
+    .pointer(a.rowTable)
+    .int32(a.rows)
+    .int32(a.queryHeads)
+    .int32(a.kvHeads)
+    .int32(a.slots)
+    .int32(a.capacity)
+    .int32(maxSplits)
+    .float32(1 / Math.sqrt(a.headDim))
+    .int32(spread ? 0 : 1);
+  const main: KernelName = { family: 'attention', name: `attention_bf16_d${a.headDim}` };
+  launch(cuda, main, { grid: [a.rows, a.kvHeads, spread ? maxSplits : 1], block }, args, options);
+  if (!spread) return;
+  const combineArgs = new KernelArguments(12)
+    .pointer(a.out)
+    .pointer(a.workspace)
+    .pointer(a.gate ?? 0n)
+    .int64(gated ? gateRowStride : 0)
+    .int64(gated ? gateHeadStride : 0)
+    .pointer(a.rowTable)
+    .int32(a.rows)
+    .int32(a.queryHeads)
+    .int32(a.kvHeads)
+    .int32(a.slots)
+    .int32(a.capacity)
+    .int32(maxSplits);
+  const combine: KernelName = { family: 'attention', name: `attention_combine_bf16_d${a.headDim}` };
+  launch(cuda, combine, { grid: [a.rows, a.kvHeads, 1], block }, combineArgs, {
+    ...(options.stream === undefined ? {} : { stream: options.stream }),
+  });
+}

@@ -1,0 +1,239 @@
+// Launcher for kernels/cuda/gemm.cu: y[rows, outFeatures] = x[rows, inFeatures] · w[outFeatures, inFeatures]ᵀ, bf16
+// in, fp32 accumulation on tensor cores, one rounding to bf16 out (or fp32 out). One kernel family for every row
+// count: the K chunks depend on (outFeatures, inFeatures) only, so a row's bits never depend on how many rows share
+// the call. The row count picks only the tile configuration and whether chunks run on separate blocks (fp32
+// partials in `workspace`, added in order by gemm_combine) or in one block's registers: the same additions either way.
+import { DramaError } from '../../../errors.ts';
+import type { CudaContext } from '../context.ts';
+import type { CudaDriver, DevicePointer, Handle } from '../driver.ts';
+import { KernelArguments } from '../kernelArguments.ts';
+import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
+
+const FAMILY = 'gemm';
+const COMBINE_KERNEL: KernelName = { family: FAMILY, name: 'gemm_combine' };
+
+/** K elements per staged tile (GEMM_BK) and the padded shared-memory row (GEMM_ROW_ELEMENTS). */
+const K_TILE = 64;
+const SHARED_ROW_ELEMENTS = K_TILE + 8;
+
+export type GemmTiles = 'rows16' | 'rows64' | 'rows96';
+
+interface TileConfiguration {
+  readonly kernel: KernelName;
+  readonly blockRows: number;
+  readonly blockColumns: number;
+  readonly threads: number;
+  readonly stages: number;
+  /** Chunks of K on separate blocks (partials) rather than summed in one block's registers. */
+  readonly splitK: boolean;
+  /** grid.x walks row tiles and grid.y column tiles (the kernel's ROWS_FASTEST); otherwise the reverse. */
+  readonly rowsFastest: boolean;
+}
+
+const CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>> = {
+  rows16: {
+    kernel: { family: FAMILY, name: 'gemm_rows16_bf16' },
+    blockRows: 16,
+    blockColumns: 64,
+    threads: 128,
+    stages: 4,
+    splitK: true,
+    rowsFastest: false,
+  },
+  rows64: {
+    kernel: { family: FAMILY, name: 'gemm_rows64_bf16' },
+    blockRows: 64,
+    blockColumns: 64,
+    threads: 128,
+    stages: 4,
+    splitK: true,
+    rowsFastest: false,
+  },
+  rows96: {
+    kernel: { family: FAMILY, name: 'gemm_rows96_bf16' },
+    blockRows: 96,
+    blockColumns: 128,
+    threads: 384,
+    stages: 3,
+    splitK: false,
+    rowsFastest: true,
+  },
+};
+
+/**
+ * At most this many blocks when one row streams the weights: one wave at four rows16 blocks per multiprocessor of an
+ * H200 (528), so no second wave of a few blocks streams alone at the end.
+ */
+const CHUNK_TARGET_BLOCKS = 512;
+const MAX_CHUNKS = 16;
+/** A chunk is at least two K tiles (128 elements), so a split never makes blocks that only fill the pipeline. */
+const MIN_CHUNK_TILES = 2;
+const COMBINE_THREADS = 256;
+const COMBINE_MAX_BLOCKS = 4096;
+
+/** K tiles per chunk: a function of (outFeatures, inFeatures) alone, never of the row count. */
+export function gemmChunkTiles(outFeatures: number, inFeatures: number): number {
+  const kTiles = Math.ceil(inFeatures / K_TILE);
+  const columnTiles = Math.ceil(outFeatures / CONFIGURATIONS.rows16.blockColumns);
+  const wanted = Math.max(
+    1,
+    Math.min(MAX_CHUNKS, Math.floor(CHUNK_TARGET_BLOCKS / columnTiles), Math.floor(kTiles / MIN_CHUNK_TILES)),
+  );
+  return Math.ceil(kTiles / wanted);
+}
+
+export function gemmChunks(outFeatures: number, inFeatures: number): number {
+  return Math.ceil(Math.ceil(inFeatures / K_TILE) / gemmChunkTiles(outFeatures, inFeatures));
+}
+
+/** The configuration the launcher picks for `rows` (bench and tests may force another: the bits are the same). */
+export function gemmTilesFor(rows: number): GemmTiles {
+  if (rows <= 16) return 'rows16';
+  if (rows <= 64) return 'rows64';
+  return 'rows96';
+}
+
+function splits(tiles: GemmTiles, outFeatures: number, inFeatures: number): number {
+  return CONFIGURATIONS[tiles].splitK ? gemmChunks(outFeatures, inFeatures) : 1;
+}
+
+function partialBytes(rows: number, outFeatures: number, chunks: number): number {
+  return chunks * rows * outFeatures * 4;
+}
+
+/**
+ * Bytes the launch needs in `workspace` (0: none): fp32 partials [chunks, rows, outFeatures], then one int32 counter
+ * per block tile (as many as rows16 makes, the most of any split configuration). Zero it once when allocated: every
+ * launch leaves the counters at zero.
+ */
+export function gemmWorkspaceBytes(
+  rows: number,
+  outFeatures: number,
+  inFeatures: number,
+  tiles: GemmTiles = gemmTilesFor(rows),
+): number {
+  const chunks = splits(tiles, outFeatures, inFeatures);
+  if (chunks === 1) return 0;
+  const rows16 = CONFIGURATIONS.rows16;
+  const counters = Math.ceil(rows / rows16.blockRows) * Math.ceil(outFeatures / rows16.blockColumns);
+  return partialBytes(rows, outFeatures, chunks) + counters * 4;
+}
+
+export interface GemmOptions extends LaunchOptions {
+  /** Programmatic dependent launch (default on): the first weight tiles are requested before the previous kernel ends. */
+  readonly dependentLaunch?: boolean;
+  /**
+   * Tuning: force a tile configuration instead of the one for the row count. A replacement `kernel` (the contract's
+   * controls) always runs with rows16's geometry.
+   */
+  readonly tiles?: GemmTiles;
+  /**
+   * How split partials are added (same order, same bits): by gemm_combine, a second kernel (default), or by the last
+   * block of each tile to finish, ordered by a counter in the workspace (one kernel, no second launch).
+   */
+  readonly combine?: 'kernel' | 'last-block';
+}
+
+export interface GemmArguments {
+  readonly y: DevicePointer;
+  readonly x: DevicePointer;
+  readonly w: DevicePointer;
+  /** fp32 scratch of gemmWorkspaceBytes(...) bytes, 16-byte aligned; needed only when that is not 0. */
+  readonly workspace?: DevicePointer;
+  readonly rows: number;
+  readonly outFeatures: number;
+  readonly inFeatures: number;
+  /** bf16 (default): one rounding; f32: the fp32 sum itself (the logits head). */
+  readonly output?: 'bf16' | 'f32';
+}
+
+function invalid(param: string, message: string): DramaError {
+  return new DramaError('KERNEL_ARGUMENT_INVALID', message, { kind: 'internal', param });
+}
+
+function requireAligned(pointer: DevicePointer, bytes: number, name: string): void {
+  if (pointer % BigInt(bytes) !== 0n)
+    throw invalid(name, `${name} must be ${bytes}-byte aligned, got 0x${pointer.toString(16)}`);
+}
+
+export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions = {}): void {
+  requireCount(a.rows, 'rows', 1, 1 << 22);
+  requireCount(a.outFeatures, 'outFeatures', 1, 1 << 24);
+  requireCount(a.inFeatures, 'inFeatures', 8, 1 << 20);
+  if (a.inFeatures % 8 !== 0) throw invalid('inFeatures', `inFeatures must be a multiple of 8, got ${a.inFeatures}`);
+  if (a.rows * a.outFeatures > 2 ** 31 - 1) {
+    throw invalid('rows', `rows × outFeatures must stay below 2^31, got ${a.rows} × ${a.outFeatures}`);
+  }
+  const output = a.output ?? 'bf16';
+  if (output !== 'bf16' && output !== 'f32')
+    throw invalid('output', `output must be bf16 or f32, got ${String(output)}`);
+  requireAligned(a.x, 16, 'x');
+  requireAligned(a.w, 16, 'w');
+  requireAligned(a.y, 8, 'y');
+  const tiles = options.tiles ?? gemmTilesFor(a.rows);
+  if (!(tiles in CONFIGURATIONS))
+    throw invalid('tiles', `tiles must be rows16, rows64 or rows96, got ${String(tiles)}`);
+  // A replacement kernel keeps the split the picked configuration would make (so the workspace fits) on rows16's geometry.
+  const configuration = CONFIGURATIONS[options.kernel ? 'rows16' : tiles];
+  const chunkTiles = gemmChunkTiles(a.outFeatures, a.inFeatures);
+  const chunks = splits(tiles, a.outFeatures, a.inFeatures);
+  const workspace = a.workspace ?? 0n;
+  if (chunks > 1) {
+    if (workspace === 0n) {
+      const bytes = gemmWorkspaceBytes(a.rows, a.outFeatures, a.inFeatures, tiles);
+      throw invalid('workspace', `this launch splits K into ${chunks} chunks and needs a ${bytes}-byte workspace`);
+    }
+    requireAligned(workspace, 16, 'workspace');
+  }
+  const chosen = options.kernel ?? configuration.kernel;
+  const sharedBytes =
+    configuration.stages * (configuration.blockRows + configuration.blockColumns) * SHARED_ROW_ELEMENTS * 2;
+  cuda.kernels.prepareOnce(cuda.kernels.kernel(chosen.family, chosen.name), (driver, kernel) =>
+    raiseSharedLimit(driver, kernel, sharedBytes),
+  );
+  const combine = options.combine ?? 'kernel';
+  if (combine !== 'kernel' && combine !== 'last-block') {
+    throw invalid('combine', `combine must be kernel or last-block, got ${String(combine)}`);
+  }
+  const counters =
+    chunks > 1 && combine === 'last-block' ? workspace + BigInt(partialBytes(a.rows, a.outFeatures, chunks)) : 0n;
+  const outputFp32 = output === 'f32' ? 1 : 0;
+  const args = new KernelArguments()
+    .pointer(a.y)
+    .pointer(a.x)
+    .pointer(a.w)
+    .pointer(workspace)
+    .pointer(counters)
+    .int32(a.rows)
+    .int32(a.outFeatures)
+    .int32(a.inFeatures)
+    .int32(chunkTiles)
+    .int32(outputFp32);
+  const rowTiles = Math.ceil(a.rows / configuration.blockRows);
+  const columnTiles = Math.ceil(a.outFeatures / configuration.blockColumns);
+  const grid = configuration.rowsFastest
+    ? ([rowTiles, columnTiles, chunks] as const)
+    : ([columnTiles, rowTiles, chunks] as const);
+  if (grid[1] > 65535) throw invalid('rows', `${a.rows} rows × ${a.outFeatures} columns need a grid.y over 65535`);
+  const shape = { grid, block: [configuration.threads, 1, 1], sharedBytes } as const;
+  const attributes = (options.dependentLaunch ?? true) ? { programmaticStreamSerialization: true } : undefined;
+  launch(cuda, configuration.kernel, shape, args, options, attributes);
+  if (chunks === 1 || counters !== 0n) return;
+  const elements = a.rows * a.outFeatures;
+  const combineArgs = new KernelArguments()
+    .pointer(a.y)
+    .pointer(workspace)
+    .int32(a.rows)
+    .int32(a.outFeatures)
+    .int32(chunks)
+    .int32(outputFp32);
+  const blocks = Math.min(COMBINE_MAX_BLOCKS, Math.ceil(elements / COMBINE_THREADS));
+  const combineShape = { grid: [blocks, 1, 1], block: [COMBINE_THREADS, 1, 1] } as const;
+  launch(cuda, COMBINE_KERNEL, combineShape, combineArgs, { stream: options.stream }, attributes);
+}
+
+function raiseSharedLimit(driver: CudaDriver, kernel: Handle, bytes: number): void {
+  driver.setMaxDynamicSharedBytes(kernel, bytes);
+  // All of L1 as shared memory, so that several blocks' stages fit a multiprocessor at once.
+  driver.setPreferredSharedCarveout(kernel, 100);
+}

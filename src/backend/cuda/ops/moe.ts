@@ -1,0 +1,347 @@
+// Launchers for the sparse MoE block's experts on the device (kernels/cuda/moe_route.cu, moe_fp8.cu): group the
+// router's top-k choices by expert, the grouped FP8 gate|up + SwiGLU and down GEMMs over the tile table, and the
+// fixed-order combine with the shared expert. Nothing here reads a device value: every grid is the worst case for
+// the call's row count, so the whole sequence can be captured in a CUDA graph. Weight layout: ../moeWeights.ts.
+import { DramaError } from '../../../errors.ts';
+import type { CudaContext } from '../context.ts';
+import type { DevicePointer } from '../driver.ts';
+import { KernelArguments } from '../kernelArguments.ts';
+import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
+
+export const MOE_GROUP_KERNEL: KernelName = { family: 'moe_route', name: 'moe_group_pairs' };
+export const MOE_COMBINE_KERNEL: KernelName = { family: 'moe_route', name: 'moe_combine' };
+export const MOE_GATE_UP_FP8_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_gate_up_fp8' };
+export const MOE_DOWN_FP8_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_down_fp8' };
+export const MOE_GATE_UP_BF16_KERNEL: KernelName = { family: 'moe_bf16', name: 'moe_gate_up_bf16' };
+export const MOE_DOWN_BF16_KERNEL: KernelName = { family: 'moe_bf16', name: 'moe_down_bf16' };
+
+/** Pairs per tile of the grouped GEMMs (the mma's n = 8). */
+export const MOE_TILE_PAIRS = 8;
+const MAX_EXPERTS = 256;
+const MAX_TOP_K = 16;
+const GROUP_THREADS = 1024;
+const GEMM_THREADS = 128;
+const GEMM_WARPS = 4;
+const ROW_PAD = 16;
+const COMBINE_THREADS = 256;
+/** Each of the 4 warps sums 1 to 4 of the 128-column blocks: dimensions 512, 1024, 1536, 2048. */
+const FP8_MAX_DIMENSION = 2048;
+
+/** Tiles the worst routing of `pairs` pairs over `experts` experts can need: ⌈pairs/8⌉ + one partial per expert. */
+export function moeMaxTiles(pairs: number, experts: number): number {
+  return Math.ceil(pairs / MOE_TILE_PAIRS) + Math.min(experts, pairs);
+}
+
+/** Device buffers the grouping writes and the GEMMs read; moeGroupingBytes gives their sizes. */
+export interface MoeGrouping {
+  /** [rows · topK] int32 */
+  readonly pairSlots: DevicePointer;
+  /** [experts + 1] int32 */
+  readonly expertOffsets: DevicePointer;
+  /** [moeMaxTiles, 4] int32 */
+  readonly tiles: DevicePointer;
+  /** [1] int32 */
+  readonly tileCount: DevicePointer;
+}
+
+export function moeGroupingBytes(rows: number, topK: number, experts: number) {
+  return {
+    pairSlots: rows * topK * 4,
+    expertOffsets: (experts + 1) * 4,
+    tiles: moeMaxTiles(rows * topK, experts) * 16,
+    tileCount: 4,
+  };
+}
+
+function requireRouting(rows: number, topK: number, experts: number): void {
+  requireCount(rows, 'rows');
+  requireCount(experts, 'experts', 1, MAX_EXPERTS);
+  requireCount(topK, 'topK', 1, Math.min(MAX_TOP_K, experts));
+  requireCount(rows * topK, 'rows · topK');
+}
+
+function requireMultiple(value: number, multiple: number, name: string): void {
+  if (value % multiple !== 0) {
+    throw new DramaError('KERNEL_ARGUMENT_INVALID', `${name} must be a multiple of ${multiple}, got ${value}`, {
+      kind: 'internal',
+      param: name,
+    });
+  }
+}
+
+function requireFp8Dimension(value: number, name: string): void {
+  requireCount(value, name, GEMM_WARPS * 128, FP8_MAX_DIMENSION);
+  requireMultiple(value, GEMM_WARPS * 128, name);
+}
+
+export function moeGroupPairs(
+  cuda: CudaContext,
+  a: MoeGrouping & { expertIds: DevicePointer; rows: number; topK: number; experts: number },
+  options: LaunchOptions = {},
+): void {
+  requireRouting(a.rows, a.topK, a.experts);
+  const args = new KernelArguments()
+    .pointer(a.pairSlots)
+    .pointer(a.expertOffsets)
+    .pointer(a.tiles)
+    .pointer(a.tileCount)
+    .pointer(a.expertIds)
+    .int32(a.rows)
+    .int32(a.topK)
+    .int32(a.experts)
+    .int32(MOE_TILE_PAIRS)
+    .int32(moeMaxTiles(a.rows * a.topK, a.experts));
+  launch(cuda, MOE_GROUP_KERNEL, { grid: [1, 1, 1], block: [GROUP_THREADS, 1, 1] }, args, options);
+}
+
+/** FP8 experts in the moeWeights.ts layout. */
+export interface MoeFp8Weights {
+  readonly gateUp: DevicePointer;
+  readonly gateUpScales: DevicePointer;
+  readonly down: DevicePointer;
+  readonly downScales: DevicePointer;
+}
+
+export function moeGateUpFp8(
+  cuda: CudaContext,
+  a: MoeGrouping & {
+    h: DevicePointer;
+    quantized: DevicePointer;
+    scales: DevicePointer;
+    weights: MoeFp8Weights;
+    rows: number;
+    topK: number;
+    experts: number;
+    hidden: number;
+    intermediate: number;
+  },
+  options: LaunchOptions = {},
+): void {
+  requireRouting(a.rows, a.topK, a.experts);
+  requireFp8Dimension(a.hidden, 'hidden');
+  requireFp8Dimension(a.intermediate, 'intermediate');
+  const blocks = a.hidden / 128;
+  const sharedBytes = MOE_TILE_PAIRS * (a.hidden + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4 + blocks * 128 * 4;
+  const args = new KernelArguments()
+    .pointer(a.h)
+    .pointer(a.quantized)
+    .pointer(a.scales)
+    .pointer(a.weights.gateUp)
+    .pointer(a.weights.gateUpScales)
+    .pointer(a.pairSlots)
+    .pointer(a.tiles)
+    .pointer(a.tileCount)
+    .int32(a.hidden)
+    .int32(a.intermediate)
+    .int32(a.topK);
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), (2 * a.intermediate) / 16, 1] as const;
+  launch(cuda, MOE_GATE_UP_FP8_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
+}
+
+export function moeDownFp8(
+  cuda: CudaContext,
+  a: MoeGrouping & {
+    y: DevicePointer;
+    h: DevicePointer;
+    weights: MoeFp8Weights;
+    rows: number;
+    topK: number;
+    experts: number;
+    hidden: number;
+    intermediate: number;
+  },
+  options: LaunchOptions = {},
+): void {
+  requireRouting(a.rows, a.topK, a.experts);
+  requireFp8Dimension(a.hidden, 'hidden');
+  requireFp8Dimension(a.intermediate, 'intermediate');
+  const blocks = a.intermediate / 128;
+  const sharedBytes = MOE_TILE_PAIRS * (a.intermediate + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4 + blocks * 128 * 4;
+  const args = new KernelArguments()
+    .pointer(a.y)
+    .pointer(a.h)
+    .pointer(a.weights.down)
+    .pointer(a.weights.downScales)
+    .pointer(a.pairSlots)
+    .pointer(a.tiles)
+    .pointer(a.tileCount)
+    .int32(a.hidden)
+    .int32(a.intermediate);
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), a.hidden / 16, 1] as const;
+  launch(cuda, MOE_DOWN_FP8_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
+}
+
+export function moeCombine(
+  cuda: CudaContext,
+  a: {
+    out: DevicePointer;
+    expertOut: DevicePointer;
+    expertIds: DevicePointer;
+    expertWeights: DevicePointer;
+    sharedOut: DevicePointer;
+    sharedGate: DevicePointer;
+    rows: number;
+    topK: number;
+    experts: number;
+    hidden: number;
+  },
+  options: LaunchOptions = {},
+): void {
+  requireRouting(a.rows, a.topK, a.experts);
+  requireCount(a.hidden, 'hidden', 8);
+  requireMultiple(a.hidden, 8, 'hidden');
+  const args = new KernelArguments()
+    .pointer(a.out)
+    .pointer(a.expertOut)
+    .pointer(a.expertIds)
+    .pointer(a.expertWeights)
+    .pointer(a.sharedOut)
+    .pointer(a.sharedGate)
+    .int32(a.rows)
+    .int32(a.topK)
+    .int32(a.hidden)
+    .int32(a.experts);
+  launch(cuda, MOE_COMBINE_KERNEL, { grid: [a.rows, 1, 1], block: [COMBINE_THREADS, 1, 1] }, args, options);
+}
+
+/** Each warp sums a quarter of K in 64-column steps; rows of the tile in shared memory stay under 48 KiB. */
+function requireBf16Dimension(value: number, name: string): void {
+  requireCount(value, name, GEMM_WARPS * 64, FP8_MAX_DIMENSION);
+  requireMultiple(value, GEMM_WARPS * 64, name);
+}
+
+/** bf16 experts in the moeWeights.ts layout (gate|up and down, bf16 fragment order). */
+export interface MoeBf16Weights {
+  readonly gateUp: DevicePointer;
+  readonly down: DevicePointer;
+}
+
+export function moeGateUpBf16(
+  cuda: CudaContext,
+  a: MoeGrouping & {
+    h: DevicePointer;
+    x: DevicePointer;
+    weights: MoeBf16Weights;
+    rows: number;
+    topK: number;
+    experts: number;
+    hidden: number;
+    intermediate: number;
+  },
+  options: LaunchOptions = {},
+): void {
+  requireRouting(a.rows, a.topK, a.experts);
+  requireBf16Dimension(a.hidden, 'hidden');
+  requireBf16Dimension(a.intermediate, 'intermediate');
+  const sharedBytes = MOE_TILE_PAIRS * (2 * a.hidden + ROW_PAD) + GEMM_WARPS * 128 * 4;
+  const args = new KernelArguments()
+    .pointer(a.h)
+    .pointer(a.x)
+    .pointer(a.weights.gateUp)
+    .pointer(a.pairSlots)
+    .pointer(a.tiles)
+    .pointer(a.tileCount)
+    .int32(a.hidden)
+    .int32(a.intermediate)
+    .int32(a.topK);
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), (2 * a.intermediate) / 16, 1] as const;
+  launch(cuda, MOE_GATE_UP_BF16_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
+}
+
+export function moeDownBf16(
+  cuda: CudaContext,
+  a: MoeGrouping & {
+    y: DevicePointer;
+    h: DevicePointer;
+    weights: MoeBf16Weights;
+    rows: number;
+    topK: number;
+    experts: number;
+    hidden: number;
+    intermediate: number;
+  },
+  options: LaunchOptions = {},
+): void {
+  requireRouting(a.rows, a.topK, a.experts);
+  requireBf16Dimension(a.hidden, 'hidden');
+  requireBf16Dimension(a.intermediate, 'intermediate');
+  const sharedBytes = MOE_TILE_PAIRS * (2 * a.intermediate + ROW_PAD) + GEMM_WARPS * 128 * 4;
+  const args = new KernelArguments()
+    .pointer(a.y)
+    .pointer(a.h)
+    .pointer(a.weights.down)
+    .pointer(a.pairSlots)
+    .pointer(a.tiles)
+    .pointer(a.tileCount)
+    .int32(a.hidden)
+    .int32(a.intermediate);
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), a.hidden / 16, 1] as const;
+  launch(cuda, MOE_DOWN_BF16_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
+}
+
+/** The routed-expert part of the MoE block with bf16 experts: grouping, gate|up + SwiGLU, down, combine. */
+export function moeExpertsBf16(
+  cuda: CudaContext,
+  a: MoeGrouping & {
+    out: DevicePointer;
+    h: DevicePointer;
+    expertOut: DevicePointer;
+    x: DevicePointer;
+    expertIds: DevicePointer;
+    expertWeights: DevicePointer;
+    sharedOut: DevicePointer;
+    sharedGate: DevicePointer;
+    weights: MoeBf16Weights;
+    rows: number;
+    topK: number;
+    experts: number;
+    hidden: number;
+    intermediate: number;
+  },
+  options: LaunchOptions = {},
+): void {
+  moeGroupPairs(cuda, a, options);
+  moeGateUpBf16(cuda, a, options);
+  moeDownBf16(cuda, { ...a, y: a.expertOut }, options);
+  moeCombine(cuda, a, options);
+}
+
+/** Overrides for the contract's controls, one per step. */
+export interface MoeKernels {
+  readonly group?: KernelName;
+  readonly gateUp?: KernelName;
+  readonly down?: KernelName;
+  readonly combine?: KernelName;
+}
+
+/**
+ * The whole routed-expert part of the MoE block on one stream: grouping, gate|up + SwiGLU, down, combine. `h`
+ * ([rows · topK, I] bf16) and `expertOut` ([rows · topK, H] bf16) are scratch the caller owns.
+ */
+export function moeExpertsFp8(
+  cuda: CudaContext,
+  a: MoeGrouping & {
+    out: DevicePointer;
+    h: DevicePointer;
+    expertOut: DevicePointer;
+    quantized: DevicePointer;
+    scales: DevicePointer;
+    expertIds: DevicePointer;
+    expertWeights: DevicePointer;
+    sharedOut: DevicePointer;
+    sharedGate: DevicePointer;
+    weights: MoeFp8Weights;
+    rows: number;
+    topK: number;
+    experts: number;
+    hidden: number;
+    intermediate: number;
+  },
+  kernels: MoeKernels = {},
+  options: LaunchOptions = {},
+): void {
+  moeGroupPairs(cuda, a, { ...options, kernel: kernels.group });
+  moeGateUpFp8(cuda, a, { ...options, kernel: kernels.gateUp });
+  moeDownFp8(cuda, { ...a, y: a.expertOut }, { ...options, kernel: kernels.down });
+  moeCombine(cuda, a, { ...options, kernel: kernels.combine });
+}

@@ -1,0 +1,106 @@
+// The attention launchers' host side, without a GPU: argument checks that name the bad value, the grid and block
+// each call gets, the kernel arguments in the order kernels/cuda/attention.cu declares them, and where a call of
+// at most 64 rows spreads its splits (attention + combine) while a larger one folds on chip.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import koffi from 'koffi';
+import type { CudaContext } from '../../src/backend/cuda/context.ts';
+import type { LaunchShape } from '../../src/backend/cuda/driver.ts';
+import { attention, attentionPrepare, attentionWorkspaceBytes } from '../../src/backend/cuda/ops/attention.ts';
+
+interface Launched {
+  readonly name: string;
+  readonly shape: LaunchShape;
+  readonly parameters: BigUint64Array;
+}
+
+function recordingContext(): { cuda: CudaContext; launched: Launched[] } {
+  const launched: Launched[] = [];
+  const cuda = {
+    stream: 0n,
+    kernels: { kernel: (family: string, name: string) => `${family}/${name}` },
+    driver: {
+      launch: (_handle: unknown, shape: LaunchShape, _stream: unknown, parameters: BigUint64Array, name: string) => {
+        launched.push({ name, shape, parameters: parameters.slice() });
+      },
+    },
+  } as unknown as CudaContext;
+  return { cuda, launched };
+}
+
+const int32At = (launch: Launched, index: number) => koffi.decode(launch.parameters[index]!, 'int32_t') as number;
+const floatAt = (launch: Launched, index: number) => koffi.decode(launch.parameters[index]!, 'float') as number;
+
+const geometry = { queryHeads: 16, kvHeads: 2, headDim: 256, slots: 3, capacity: 5000 };
+const buffers = { out: 1n, q: 2n, keys: 3n, values: 4n, rowTable: 5n, workspace: 6n };
+
+test('a call of at most 64 rows spreads its splits over blocks and folds them in the combine kernel', () => {
+  const { cuda, launched } = recordingContext();
+  attention(cuda, { ...geometry, ...buffers, rows: 64, gate: 7n, gateRowStride: 8192, gateHeadStride: 512 });
+  assert.deepEqual(
+    launched.map((launch) => launch.name),
+    ['attention_bf16_d256', 'attention_combine_bf16_d256'],
+  );
+  assert.deepEqual(launched[0]!.shape, { grid: [64, 2, 5], block: [256, 1, 1] });
+  assert.deepEqual(launched[1]!.shape, { grid: [64, 2, 1], block: [256, 1, 1] });
+  assert.equal(int32At(launched[0]!, 14), 5, 'max splits = ceil(5000 / 1024)');
+  assert.equal(floatAt(launched[0]!, 15), 1 / 16, 'scale 1/sqrt(256)');
+  assert.equal(int32At(launched[0]!, 16), 0, 'fold off');
+  assert.equal(attentionWorkspaceBytes(64, geometry), 64 * 16 * 5 * 258 * 4);
+});
+
+test('a larger call folds every split of a row in one block and needs no workspace', () => {
+  const { cuda, launched } = recordingContext();
+  attention(cuda, { ...geometry, ...buffers, workspace: 0n, rows: 65, headDim: 64, queryHeads: 6, kvHeads: 3 });
+  assert.deepEqual(
+    launched.map((launch) => launch.name),
+    ['attention_bf16_d64'],
+  );
+  assert.deepEqual(launched[0]!.shape, { grid: [65, 3, 1], block: [64, 1, 1] });
+  assert.equal(int32At(launched[0]!, 16), 1, 'fold on');
+  assert.equal(attentionWorkspaceBytes(65, geometry), 0);
+});
+
+test('the prepare kernel runs one block per (row, head) with the block size rms_norm_bf16 would use', () => {
+  const { cuda, launched } = recordingContext();
+  const pointers = { qOut: 1n, keys: 2n, values: 3n, qProj: 4n, kProj: 5n, vProj: 6n, qNorm: 7n, kNorm: 8n };
+  const a = { ...geometry, ...pointers, rowTable: 9n, rows: 7, rotaryDims: 64, theta: 1e7, eps: 1e-6 };
+  attentionPrepare(cuda, { ...a, style: 'interleaved', gated: true });
+  assert.deepEqual(launched[0]!.shape, { grid: [7 * 18, 1, 1], block: [64, 1, 1] });
+  assert.equal(int32At(launched[0]!, 15), 1, 'interleaved');
+  assert.equal(int32At(launched[0]!, 16), 1, 'gated');
+  assert.equal(int32At(launched[0]!, 18), 5000, 'capacity');
+});
+
+test('bad sizes are refused with KERNEL_ARGUMENT_INVALID naming the value, before any launch', () => {
+  const { cuda, launched } = recordingContext();
+  const refused = (param: string) => ({ code: 'KERNEL_ARGUMENT_INVALID', param });
+  assert.throws(
+    () => attention(cuda, { ...geometry, ...buffers, rows: 1, headDim: 96 }),
+    refused('headDim (64, 128 or 256)'),
+  );
+  assert.throws(
+    () => attention(cuda, { ...geometry, ...buffers, rows: 1, queryHeads: 15 }),
+    refused('queryHeads / kvHeads (an integer ≤ 32)'),
+  );
+  assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 0 }), refused('rows'));
+  assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 2, workspace: 0n }), refused('workspace'));
+  assert.throws(
+    () => attention(cuda, { ...geometry, ...buffers, rows: 1, capacity: 1024 * 65536 + 1 }),
+    refused('capacity / 1024 (splits in a grid dimension)'),
+  );
+  const pointers = { qOut: 1n, keys: 2n, values: 3n, qProj: 4n, kProj: 5n, vProj: 6n, qNorm: 7n, kNorm: 8n };
+  const a = {
+    ...geometry,
+    ...pointers,
+    rowTable: 9n,
+    rows: 7,
+    theta: 1e7,
+    eps: 1e-6,
+    style: 'neox',
+    gated: true,
+  } as const;
+  assert.throws(() => attentionPrepare(cuda, { ...a, rotaryDims: 63 }), refused('rotaryDims (even)'));
+  assert.throws(() => attentionPrepare(cuda, { ...a, headDim: 512, rotaryDims: 64 }), refused('headDim'));
+  assert.equal(launched.length, 0);
+});

@@ -1,0 +1,258 @@
+// Contract cases for the attention family (kernels/cuda/attention.cu): the prepare kernel (q/k norm, RoPE, KV
+// append into the slabs) and the attention kernel (causal GQA over a slot's keys, gate fused), each at the backbone
+// and tower geometries and at odd ones (D 64, 128), for decode steps of 1, 7 and 64 lanes at different slots and
+// positions (short, ~1000, ~5000 keys, past two split points) and prefill sequences of 1, 7, 64 and 257 rows from
+// position 0 and of 1, 7, 64 and 65 rows from a nonzero position (65: the on-chip fold past a split point). attentionSchedules.ts holds the invariance and equivalence cases.
+import { attention, attentionPrepare, attentionWorkspaceBytes } from '../../../src/backend/cuda/ops/attention.ts';
+import {
+  ATTENTION_EPS,
+  ATTENTION_THETA,
+  type AttentionGeometry,
+  attentionReference,
+  BACKBONE,
+  type CallRows,
+  filledRows,
+  historySlab,
+  ODD_D64,
+  ODD_D128,
+  preparedHeads,
+  rowTable,
+  sequenceRows,
+  TOWER,
+  zerosBf16,
+} from './attentionReference.ts';
+import { BF16_ONE_ROUNDING_BOUND, type KernelCase, type ShapeCase } from './contract.ts';
+import { plant, type Random, randomBf16 } from './random.ts';
+
+/** A call's rows and the slab they live in. */
+interface Scenario {
+  readonly label: string;
+  readonly slots: number;
+  readonly capacity: number;
+  rows(random: Random): CallRows;
+}
+
+function lanes(label: string, positions: readonly number[], capacity: number): Scenario {
+  return {
+    label: `decode, ${positions.length} lane${positions.length > 1 ? 's' : ''}, ${label}`,
+    slots: positions.length + 1,
+    capacity,
+    rows: () => ({
+      slots: Int32Array.from(positions, (_, lane) => positions.length - lane),
+      positions: Int32Array.from(positions),
+    }),
+  };
+}
+
+function randomLanes(label: string, count: number, below: number): Scenario {
+  return {
+    label: `decode, ${count} lanes, ${label}`,
+    slots: count,
+    capacity: below,
+    rows: (random) => ({
+      slots: Int32Array.from({ length: count }, (_, lane) => (lane * 37) % count),
+      positions: Int32Array.from({ length: count }, () => random.integer(below)),
+    }),
+  };
+}
+
+function prefill(count: number, start: number): Scenario {
+  return {
+    label: `prefill ${count} rows from position ${start}`,
+    slots: 2,
+    capacity: start + count + 3,
+    rows: () => sequenceRows(1, start, count),
+  };
+}
+
+const DECODE_SCENARIOS: readonly Scenario[] = [
+  lanes('short', [5], 16),
+  lanes('short to ~5000 keys, one past two split points', [0, 63, 64, 999, 1024, 2100, 5000], 5008),
+  randomLanes('short', 64, 300),
+];
+
+const PREFILL_SCENARIOS: readonly Scenario[] = [
+  prefill(1, 0),
+  prefill(7, 0),
+  prefill(64, 0),
+  prefill(257, 0),
+  prefill(1, 700),
+  prefill(7, 1020),
+  prefill(64, 1000),
+  // Past 64 rows the splits fold on chip: 65 rows across the split point at 1024 take that path at a quarter of the
+  // fp64 reference's cost of 257 (each row is its own block); 257 rows run from 0 here and past 1024 in the schedules.
+  prefill(65, 1000),
+];
+
+function queryWidth(g: AttentionGeometry): number {
+  return g.queryHeads * g.headDim * (g.gated ? 2 : 1);
+}
+
+function prepareShape(g: AttentionGeometry, scenario: Scenario): ShapeCase {
+  const { slots, capacity } = scenario;
+  const { queryHeads: hq, kvHeads: hkv, headDim: d } = g;
+  return {
+    label: `${g.label}, ${scenario.label}`,
+    prepare(random, nonFinite) {
+      const rows = scenario.rows(random);
+      const count = rows.slots.length;
+      const qProj = randomBf16(random, count * queryWidth(g), 1);
+      const kProj = randomBf16(random, count * hkv * d, 1);
+      const vProj = randomBf16(random, count * hkv * d, 1);
+      const qNorm = randomBf16(random, d, 0.1);
+      const kNorm = randomBf16(random, d, 0.1);
+      if (nonFinite) {
+        plant(qProj, 1, Number.NaN);
+        plant(kProj, (count - 1) * hkv * d + 3, Number.POSITIVE_INFINITY);
+        plant(vProj, count * hkv * d - 1, Number.NEGATIVE_INFINITY);
+      }
+      const slabCount = slots * capacity * hkv * d;
+      const initialKeys = zerosBf16(slabCount);
+      const initialValues = zerosBf16(slabCount);
+      return {
+        inputs: { qProj, kProj, vProj, qNorm, kNorm, rowTable: rowTable(rows), initialKeys, initialValues },
+        outputs: [
+          { name: 'q', kind: 'bf16', count: count * hq * d },
+          { name: 'keys', kind: 'bf16', count: slabCount },
+          { name: 'values', kind: 'bf16', count: slabCount },
+        ],
+        reference() {
+          const q = preparedHeads(g, qProj.values, d * (g.gated ? 2 : 1), hq, qNorm.values, rows.positions);
+          const k = preparedHeads(g, kProj.values, d, hkv, kNorm.values, rows.positions);
+          const keys = new Float64Array(slabCount);
+          const values = new Float64Array(slabCount);
+          for (let row = 0; row < count; row++) {
+            const target = (rows.slots[row]! * capacity + rows.positions[row]!) * hkv * d;
+            keys.set(k.subarray(row * hkv * d, (row + 1) * hkv * d), target);
+            values.set(vProj.values.subarray(row * hkv * d, (row + 1) * hkv * d), target);
+          }
+          return { q, keys, values };
+        },
+        run(cuda, p, kernel) {
+          cuda.driver.copyDeviceToDevice(p.keys!, p.initialKeys!, slabCount * 2, cuda.stream);
+          cuda.driver.copyDeviceToDevice(p.values!, p.initialValues!, slabCount * 2, cuda.stream);
+          const common = { queryHeads: hq, kvHeads: hkv, headDim: d, slots, capacity };
+          attentionPrepare(
+            cuda,
+            {
+              ...common,
+              qOut: p.q!,
+              keys: p.keys!,
+              values: p.values!,
+              qProj: p.qProj!,
+              kProj: p.kProj!,
+              vProj: p.vProj!,
+              qNorm: p.qNorm!,
+              kNorm: p.kNorm!,
+              rowTable: p.rowTable!,
+              rows: count,
+              rotaryDims: g.rotaryDims,
+              theta: ATTENTION_THETA,
+              style: g.style,
+              gated: g.gated,
+              eps: ATTENTION_EPS,
+            },
+            { kernel },
+          );
+        },
+      };
+    },
+  };
+}
+
+function attentionShape(g: AttentionGeometry, scenario: Scenario): ShapeCase {
+  const { slots, capacity } = scenario;
+  const { queryHeads: hq, kvHeads: hkv, headDim: d } = g;
+  return {
+    label: `${g.label}, ${scenario.label}`,
+    prepare(random, nonFinite) {
+      const rows = scenario.rows(random);
+      const count = rows.slots.length;
+      const q = randomBf16(random, count * hq * d, 1);
+      const gateSource = randomBf16(random, g.gated ? count * hq * 2 * d : 1, 2);
+      const keys = historySlab(random, g, capacity, filledRows(rows, slots));
+      const values = historySlab(random, g, capacity, filledRows(rows, slots));
+      if (nonFinite) {
+        plant(q, 1, Number.NaN);
+        plant(values, rows.slots[count - 1]! * capacity * hkv * d + 5, Number.POSITIVE_INFINITY);
+        if (g.gated) {
+          plant(gateSource, (count - 1) * hq * 2 * d + (hq - 1) * 2 * d + d + 7, Number.NaN);
+          plant(gateSource, 2 * d + d + 2, Number.NEGATIVE_INFINITY);
+        }
+      }
+      const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, slots, capacity };
+      const workspace = new Float32Array(Math.max(1, attentionWorkspaceBytes(count, geometry) / 4));
+      return {
+        inputs: { q, gateSource, keys, values, rowTable: rowTable(rows), workspace },
+        outputs: [{ name: 'out', kind: 'bf16', count: count * hq * d }],
+        reference() {
+          const gate = g.gated ? gateSource.values.subarray(d) : undefined;
+          const out = attentionReference(
+            g,
+            q.values,
+            keys.values,
+            values.values,
+            rows,
+            capacity,
+            gate,
+            hq * 2 * d,
+            2 * d,
+          );
+          return { out };
+        },
+        run(cuda, p, kernel) {
+          const gate = g.gated
+            ? { gate: p.gateSource! + BigInt(2 * d), gateRowStride: hq * 2 * d, gateHeadStride: 2 * d }
+            : {};
+          const a = { ...geometry, ...gate, out: p.out!, q: p.q!, keys: p.keys!, values: p.values! };
+          attention(cuda, { ...a, rowTable: p.rowTable!, rows: count, workspace: p.workspace! }, { kernel });
+        },
+      };
+    },
+  };
+}
+
+const ALL_SCENARIOS = [...DECODE_SCENARIOS, ...PREFILL_SCENARIOS];
+const ODD_SCENARIOS = [DECODE_SCENARIOS[1]!, PREFILL_SCENARIOS[2]!, PREFILL_SCENARIOS[7]!];
+
+/** The attended row's and the gated row's roundings are each matched by the reference; one more for the output. */
+const ATTENTION_BOUND = BF16_ONE_ROUNDING_BOUND;
+
+export const attentionPrepareBackboneCase: KernelCase = {
+  name: 'attention prepare (q/k norm, RoPE, KV append), backbone',
+  bound: BF16_ONE_ROUNDING_BOUND,
+  // Norm then RoPE, each rounded to bf16: an fp32-vs-fp64 norm can land on the other side of a rounding boundary.
+  ulps: 2,
+  shapes: ALL_SCENARIOS.map((scenario) => prepareShape(BACKBONE, scenario)),
+};
+
+export const attentionPrepareOtherCase: KernelCase = {
+  name: 'attention prepare, tower and odd geometries',
+  bound: BF16_ONE_ROUNDING_BOUND,
+  ulps: 2,
+  shapes: [
+    ...ALL_SCENARIOS.slice(0, 4).map((scenario) => prepareShape(TOWER, scenario)),
+    ...ODD_SCENARIOS.map((scenario) => prepareShape(ODD_D64, scenario)),
+    ...ODD_SCENARIOS.map((scenario) => prepareShape(ODD_D128, scenario)),
+  ],
+};
+
+export const attentionBackboneCase: KernelCase = {
+  name: 'attention (causal GQA over slabs, gate fused), backbone',
+  bound: ATTENTION_BOUND,
+  // The attended row and the gated row are each rounded; the softmax runs in fp32 against an fp64 reference.
+  // Measured on the H200: 2.6 ulps at worst (seed 12345).
+  ulps: 3,
+  shapes: ALL_SCENARIOS.map((scenario) => attentionShape(BACKBONE, scenario)),
+};
+
+export const attentionOtherCase: KernelCase = {
+  name: 'attention, tower and odd geometries (D 64, 128)',
+  bound: ATTENTION_BOUND,
+  ulps: 2,
+  shapes: [
+    ...ALL_SCENARIOS.slice(0, -1).map((scenario) => attentionShape(TOWER, scenario)),
+    ...ODD_SCENARIOS.map((scenario) => attentionShape(ODD_D64, scenario)),
+    ...ODD_SCENARIOS.map((scenario) => attentionShape(ODD_D128, scenario)),
+  ],
+};

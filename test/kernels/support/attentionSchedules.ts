@@ -1,0 +1,309 @@
+// Schedule cases for the attention family (contract.ts InvarianceCase, EquivalenceCase):
+//   invariance   decode lanes at other slots and positions (some past two split points): lane r's output is the
+//                same bits in calls of 1, 2, 7, 64 and 257 lanes (the last folds on chip, the others spread splits)
+//   equivalence  a prefill of 257 rows (prepare + attention, KV carried in the slab) whole and in chunks of 1, 7 and
+//                64 rows; and a lane's decode row, beside other lanes, against the last row of its whole prefill
+import type { CudaContext } from '../../../src/backend/cuda/context.ts';
+import { attention, attentionPrepare, attentionWorkspaceBytes } from '../../../src/backend/cuda/ops/attention.ts';
+import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
+import {
+  ATTENTION_EPS,
+  ATTENTION_THETA,
+  type AttentionGeometry,
+  BACKBONE,
+  type CallRows,
+  historySlab,
+  rowTable,
+  sequenceRows,
+  TOWER,
+} from './attentionReference.ts';
+import type { EquivalenceCase, InvarianceCase, Prepared } from './contract.ts';
+import { type Bf16Tensor, Random, randomBf16 } from './random.ts';
+
+type Pointers = Readonly<Record<string, bigint>>;
+
+/** A control replaces the kernel it mimics: the prepare kernel or the attention kernel. */
+function overrides(kernel: KernelName | undefined) {
+  const prepare = kernel?.name.includes('prepare') ? kernel : undefined;
+  return { prepare, attention: prepare ? undefined : kernel };
+}
+
+const INVARIANCE_SLOTS = 8;
+const INVARIANCE_CAPACITY = 2200;
+
+function invarianceCase(g: AttentionGeometry): InvarianceCase {
+  const { queryHeads: hq, kvHeads: hkv, headDim: d } = g;
+  return {
+    label: `attention ${g.label}, decode lanes at ${INVARIANCE_SLOTS} slots, positions up to ${INVARIANCE_CAPACITY}`,
+    elementsPerRow: { out: hq * d },
+    prepare(seed: number, count: number): Prepared {
+      const random = new Random(seed);
+      const filled = new Array<number>(INVARIANCE_SLOTS).fill(INVARIANCE_CAPACITY);
+      const keys = historySlab(random, g, INVARIANCE_CAPACITY, filled);
+      const values = historySlab(random, g, INVARIANCE_CAPACITY, filled);
+      const rows: CallRows = { slots: new Int32Array(count), positions: new Int32Array(count) };
+      const qRows = new Uint16Array(count * hq * d);
+      const gateRows = new Uint16Array(count * hq * d);
+      for (let lane = 0; lane < count; lane++) {
+        rows.slots[lane] = lane % INVARIANCE_SLOTS;
+        rows.positions[lane] = random.integer(INVARIANCE_CAPACITY);
+        qRows.set(randomBf16(random, hq * d, 1).bits, lane * hq * d);
+        gateRows.set(randomBf16(random, hq * d, 2).bits, lane * hq * d);
+      }
+      const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, slots: INVARIANCE_SLOTS };
+      const capacity = INVARIANCE_CAPACITY;
+      const workspace = new Float32Array(Math.max(1, attentionWorkspaceBytes(count, { ...geometry, capacity }) / 4));
+      return {
+        inputs: {
+          q: { bits: qRows, values: new Float64Array(0) },
+          gate: { bits: gateRows, values: new Float64Array(0) },
+          keys,
+          values,
+          rowTable: rowTable(rows),
+          workspace,
+        },
+        outputs: [{ name: 'out', kind: 'bf16', count: count * hq * d }],
+        reference() {
+          throw new Error('invariance cases compare bits between calls, not against a reference');
+        },
+        run(cuda, p, kernel) {
+          const gate = g.gated ? { gate: p.gate! } : {};
+          const a = { ...geometry, ...gate, capacity, out: p.out!, q: p.q!, keys: p.keys!, values: p.values! };
+          attention(cuda, { ...a, rowTable: p.rowTable!, rows: count, workspace: p.workspace! }, { kernel });
+        },
+      };
+    },
+  };
+}
+
+interface Pipeline {
+  readonly g: AttentionGeometry;
+  readonly slots: number;
+  readonly capacity: number;
+}
+
+/** Device scratch the schedules write and never compare (no reference reads it). */
+function scratchBf16(count: number): Bf16Tensor {
+  return { bits: new Uint16Array(count), values: new Float64Array(0) };
+}
+
+function bytes(elements: number): bigint {
+  return BigInt(2 * elements);
+}
+
+/** prepare + attention of rows [first, first + count) of the call whose buffers are at `p` (out and q at `target`). */
+function runRows(
+  cuda: CudaContext,
+  pipeline: Pipeline,
+  p: Pointers,
+  names: { qProj: string; kProj: string; vProj: string; rowTable: string; out: string },
+  first: number,
+  count: number,
+  kernel: KernelName | undefined,
+): void {
+  const { g, slots, capacity } = pipeline;
+  const { queryHeads: hq, kvHeads: hkv, headDim: d } = g;
+  const width = hq * d * (g.gated ? 2 : 1);
+  const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, slots, capacity };
+  const chosen = overrides(kernel);
+  const qProj = p[names.qProj]! + bytes(first * width);
+  const q = p.q! + bytes(first * hq * d);
+  const table = p[names.rowTable]! + BigInt(8 * first);
+  attentionPrepare(
+    cuda,
+    {
+      ...geometry,
+      qOut: q,
+      keys: p.keys!,
+      values: p.values!,
+      qProj,
+      kProj: p[names.kProj]! + bytes(first * hkv * d),
+      vProj: p[names.vProj]! + bytes(first * hkv * d),
+      qNorm: p.qNorm!,
+      kNorm: p.kNorm!,
+      rowTable: table,
+      rows: count,
+      rotaryDims: g.rotaryDims,
+      theta: ATTENTION_THETA,
+      style: g.style,
+      gated: g.gated,
+      eps: ATTENTION_EPS,
+    },
+    { kernel: chosen.prepare },
+  );
+  const gate = g.gated ? { gate: qProj + bytes(d), gateRowStride: width, gateHeadStride: 2 * d } : {};
+  const out = p[names.out]! + bytes(first * hq * d);
+  const a = { ...geometry, ...gate, out, q, keys: p.keys!, values: p.values!, rowTable: table };
+  attention(cuda, { ...a, rows: count, workspace: p.workspace! }, { kernel: chosen.attention });
+}
+
+const PREFILL_ROWS = 257;
+const NEIGHBOURS = 6;
+
+function prefillEquivalence(g: AttentionGeometry, start: number): EquivalenceCase {
+  const { queryHeads: hq, kvHeads: hkv, headDim: d } = g;
+  const pipeline: Pipeline = { g, slots: 2, capacity: start + PREFILL_ROWS + 1 };
+  const slabCount = pipeline.slots * pipeline.capacity * hkv * d;
+  const names = { qProj: 'qProj', kProj: 'kProj', vProj: 'vProj', rowTable: 'rowTable', out: 'out' };
+  return {
+    label: `attention ${g.label}: prefill of ${PREFILL_ROWS} rows from position ${start}, whole and in chunks`,
+    prepare(random) {
+      const width = hq * d * (g.gated ? 2 : 1);
+      const rows = sequenceRows(1, start, PREFILL_ROWS);
+      const filled = [start + 5, start];
+      const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, ...pipeline };
+      const inputs = {
+        qProj: randomBf16(random, PREFILL_ROWS * width, 1),
+        kProj: randomBf16(random, PREFILL_ROWS * hkv * d, 1),
+        vProj: randomBf16(random, PREFILL_ROWS * hkv * d, 1),
+        qNorm: randomBf16(random, d, 0.1),
+        kNorm: randomBf16(random, d, 0.1),
+        rowTable: rowTable(rows),
+        initialKeys: historySlab(random, g, pipeline.capacity, filled),
+        initialValues: historySlab(random, g, pipeline.capacity, filled),
+        workspace: new Float32Array(attentionWorkspaceBytes(64, geometry) / 4),
+      };
+      const chunked = (size: number) => (cuda: CudaContext, p: Pointers, kernel: KernelName | undefined) => {
+        cuda.driver.copyDeviceToDevice(p.keys!, p.initialKeys!, slabCount * 2, cuda.stream);
+        cuda.driver.copyDeviceToDevice(p.values!, p.initialValues!, slabCount * 2, cuda.stream);
+        for (let first = 0; first < PREFILL_ROWS; first += size) {
+          runRows(cuda, pipeline, p, names, first, Math.min(size, PREFILL_ROWS - first), kernel);
+        }
+      };
+      return {
+        inputs,
+        outputs: [
+          { name: 'out', kind: 'bf16', count: PREFILL_ROWS * hq * d },
+          { name: 'q', kind: 'bf16', count: PREFILL_ROWS * hq * d },
+          { name: 'keys', kind: 'bf16', count: slabCount },
+          { name: 'values', kind: 'bf16', count: slabCount },
+        ],
+        runs: {
+          whole: chunked(PREFILL_ROWS),
+          'chunks of 1': chunked(1),
+          'chunks of 7': chunked(7),
+          'chunks of 64': chunked(64),
+        },
+      };
+    },
+  };
+}
+
+/**
+ * Lane 0 (slot 0) prefills T rows; neighbours at slots 1..6 (positions around and past split points) take one
+ * decode row each. Run "prefill whole": lane 0's T rows in one call, then the neighbours' decode step alone. Run
+ * "decode beside neighbours": T − 1 rows, then one decode step of the neighbours with lane 0's last row third.
+ */
+function decodeEquivalence(g: AttentionGeometry): EquivalenceCase {
+  const { queryHeads: hq, kvHeads: hkv, headDim: d } = g;
+  const neighbourPositions = [3, 1023, 1024, 2047, 2049, 3000];
+  const pipeline: Pipeline = { g, slots: NEIGHBOURS + 1, capacity: 3072 };
+  const slabCount = pipeline.slots * pipeline.capacity * hkv * d;
+  const width = hq * d * (g.gated ? 2 : 1);
+  const start = 2000;
+  const total = start + PREFILL_ROWS;
+  return {
+    label: `attention ${g.label}: a lane's decode row beside ${NEIGHBOURS} lanes = the last row of its prefill`,
+    prepare(random) {
+      const lane = sequenceRows(0, start, PREFILL_ROWS);
+      const filled = [start, ...neighbourPositions];
+      const qProj = randomBf16(random, (PREFILL_ROWS + NEIGHBOURS) * width, 1);
+      const kProj = randomBf16(random, (PREFILL_ROWS + NEIGHBOURS) * hkv * d, 1);
+      const vProj = randomBf16(random, (PREFILL_ROWS + NEIGHBOURS) * hkv * d, 1);
+      // The decode step's rows: neighbours 0 and 1, lane 0's last row, neighbours 2..5.
+      const order = [PREFILL_ROWS, PREFILL_ROWS + 1, PREFILL_ROWS - 1, ...[2, 3, 4, 5].map((n) => PREFILL_ROWS + n)];
+      const gather = (source: Uint16Array, rowWidth: number) => {
+        const out = new Uint16Array(order.length * rowWidth);
+        order.forEach((row, index) => {
+          out.set(source.subarray(row * rowWidth, (row + 1) * rowWidth), index * rowWidth);
+        });
+        return { bits: out, values: new Float64Array(0) } satisfies Bf16Tensor;
+      };
+      const stepRows: CallRows = {
+        slots: Int32Array.from(order, (row) => (row < PREFILL_ROWS ? 0 : row - PREFILL_ROWS + 1)),
+        positions: Int32Array.from(order, (row) =>
+          row < PREFILL_ROWS ? total - 1 : neighbourPositions[row - PREFILL_ROWS]!,
+        ),
+      };
+      const prefillTable = rowTable(lane);
+      const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, ...pipeline };
+      const inputs = {
+        qProj,
+        kProj,
+        vProj,
+        stepQProj: gather(qProj.bits, width),
+        stepKProj: gather(kProj.bits, hkv * d),
+        stepVProj: gather(vProj.bits, hkv * d),
+        qNorm: randomBf16(random, d, 0.1),
+        kNorm: randomBf16(random, d, 0.1),
+        prefillTable,
+        stepTable: rowTable(stepRows),
+        initialKeys: historySlab(random, g, pipeline.capacity, filled),
+        initialValues: historySlab(random, g, pipeline.capacity, filled),
+        stepOut: scratchBf16(order.length * hq * d),
+        stepQ: scratchBf16(order.length * hq * d),
+        workspace: new Float32Array(attentionWorkspaceBytes(64, geometry) / 4),
+      };
+      const headRow = hq * d;
+      const reset = (cuda: CudaContext, p: Pointers) => {
+        cuda.driver.copyDeviceToDevice(p.keys!, p.initialKeys!, slabCount * 2, cuda.stream);
+        cuda.driver.copyDeviceToDevice(p.values!, p.initialValues!, slabCount * 2, cuda.stream);
+      };
+      const laneNames = { qProj: 'qProj', kProj: 'kProj', vProj: 'vProj', rowTable: 'prefillTable', out: 'out' };
+      const stepNames = {
+        qProj: 'stepQProj',
+        kProj: 'stepKProj',
+        vProj: 'stepVProj',
+        rowTable: 'stepTable',
+        out: 'stepOut',
+      };
+      const copyRow = (cuda: CudaContext, target: bigint, source: bigint) =>
+        cuda.driver.copyDeviceToDevice(target, source, headRow * 2, cuda.stream);
+      return {
+        inputs,
+        outputs: [
+          { name: 'out', kind: 'bf16', count: PREFILL_ROWS * headRow },
+          { name: 'neighbours', kind: 'bf16', count: NEIGHBOURS * headRow },
+          { name: 'q', kind: 'bf16', count: PREFILL_ROWS * headRow },
+          { name: 'keys', kind: 'bf16', count: slabCount },
+          { name: 'values', kind: 'bf16', count: slabCount },
+        ],
+        runs: {
+          'prefill whole': (cuda, p, kernel) => {
+            reset(cuda, p);
+            runRows(cuda, pipeline, p, laneNames, 0, PREFILL_ROWS, kernel);
+            // The neighbours alone, one decode call each, at their places in the step's inputs.
+            order.forEach((row, index) => {
+              if (row < PREFILL_ROWS) return;
+              runRows(cuda, pipeline, { ...p, q: p.stepQ! }, stepNames, index, 1, kernel);
+              copyRow(cuda, p.neighbours! + bytes((row - PREFILL_ROWS) * headRow), p.stepOut! + bytes(index * headRow));
+            });
+          },
+          'decode beside neighbours': (cuda, p, kernel) => {
+            reset(cuda, p);
+            runRows(cuda, pipeline, p, laneNames, 0, PREFILL_ROWS - 1, kernel);
+            runRows(cuda, pipeline, { ...p, q: p.stepQ! }, stepNames, 0, order.length, kernel);
+            order.forEach((row, index) => {
+              const source = p.stepOut! + bytes(index * headRow);
+              if (row < PREFILL_ROWS) {
+                copyRow(cuda, p.out! + bytes(row * headRow), source);
+                copyRow(cuda, p.q! + bytes(row * headRow), p.stepQ! + bytes(index * headRow));
+              } else {
+                copyRow(cuda, p.neighbours! + bytes((row - PREFILL_ROWS) * headRow), source);
+              }
+            });
+          },
+        },
+      };
+    },
+  };
+}
+
+export const attentionInvariance: readonly InvarianceCase[] = [invarianceCase(BACKBONE), invarianceCase(TOWER)];
+
+export const attentionEquivalences: readonly EquivalenceCase[] = [
+  prefillEquivalence(BACKBONE, 0),
+  prefillEquivalence(BACKBONE, 1000),
+  prefillEquivalence(TOWER, 0),
+  decodeEquivalence(BACKBONE),
+];

@@ -1,0 +1,162 @@
+// Contract cases for the batch-invariant bf16 GEMM (kernels/cuda/gemm.cu): one row, small batches, prefill-sized
+// batches, sizes that are no multiple of any tile (N odd, K not a multiple of 64), the model's projections
+// (MODEL.md §2, §3), every tile configuration forced at row counts it is not picked for, and the invariance cases:
+// rows alone against the same rows inside calls of 1, 2, 7, 64 and 257 rows at real shapes (three tile
+// configurations, split and unsplit K, meet there).
+import { linearBf16 } from '../../../src/backend/cpu/ops/linear.ts';
+import type { CudaContext } from '../../../src/backend/cuda/context.ts';
+import { type GemmTiles, gemm, gemmWorkspaceBytes } from '../../../src/backend/cuda/ops/gemm.ts';
+import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
+import {
+  BF16_ONE_ROUNDING_BOUND,
+  type EquivalenceCase,
+  type InvarianceCase,
+  type KernelCase,
+  type Prepared,
+  type ShapeCase,
+} from './contract.ts';
+import { type Bf16Tensor, drawnOnce, plant, type Random, randomBf16, streamOf } from './random.ts';
+
+type Output = 'bf16' | 'f32';
+
+interface GemmShape {
+  readonly rows: number;
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+  readonly output?: Output;
+  readonly tiles?: GemmTiles;
+  readonly combine?: 'kernel' | 'last-block';
+}
+
+function preparedGemm(shape: GemmShape, x: Bf16Tensor, w: Bf16Tensor): Prepared {
+  const { rows, inFeatures, outFeatures } = shape;
+  const output = shape.output ?? 'bf16';
+  const workspaceBytes = gemmWorkspaceBytes(rows, outFeatures, inFeatures, shape.tiles);
+  const inputs: Record<string, Bf16Tensor | Float32Array> = { x, w };
+  if (workspaceBytes > 0) inputs.workspace = new Float32Array(workspaceBytes / 4);
+  return {
+    inputs,
+    outputs: [{ name: 'y', kind: output, count: rows * outFeatures }],
+    reference() {
+      const y = new Float64Array(rows * outFeatures);
+      linearBf16(x.values, w.bits, y, rows, inFeatures, outFeatures, 'fp64');
+      return { y };
+    },
+    run(cuda: CudaContext, p: Readonly<Record<string, bigint>>, kernel: KernelName | undefined) {
+      const a = { y: p.y!, x: p.x!, w: p.w!, workspace: p.workspace, rows, outFeatures, inFeatures, output };
+      gemm(cuda, a, { kernel, tiles: shape.tiles, combine: shape.combine });
+    },
+  };
+}
+
+function gemmShape(label: string, shape: GemmShape): ShapeCase {
+  const { rows, inFeatures, outFeatures } = shape;
+  const tiles = `${shape.tiles ? `, ${shape.tiles} forced` : ''}${shape.combine ? `, ${shape.combine} combine` : ''}`;
+  return {
+    label: `${label} ${inFeatures}→${outFeatures}, ${rows} row${rows > 1 ? 's' : ''}${tiles}`,
+    prepare(random: Random, nonFinite: boolean) {
+      const x = randomBf16(random, rows * inFeatures, 1);
+      const w = randomBf16(random, outFeatures * inFeatures, 1 / Math.sqrt(inFeatures));
+      if (nonFinite) {
+        plant(x, 0, Number.NaN);
+        plant(w, inFeatures + 1, Number.POSITIVE_INFINITY);
+        // In the last K chunk and the last column, so a split's last partial and the N tail carry them too.
+        plant(w, outFeatures * inFeatures - 1, Number.NEGATIVE_INFINITY);
+      }
+      return preparedGemm(shape, x, w);
+    },
+  };
+}
+
+/** Weights once per seed from one stream, the rows in order from another: the first r rows agree for every count ≥ r. */
+function gemmInvariance(label: string, inFeatures: number, outFeatures: number, output: Output): InvarianceCase {
+  return {
+    label: `${label} ${inFeatures}→${outFeatures}, ${output} out`,
+    prepare(seed: number, rows: number) {
+      const drawWeights = () => randomBf16(streamOf(seed, 0), outFeatures * inFeatures, 1 / Math.sqrt(inFeatures));
+      const w = drawnOnce(`gemm ${inFeatures}→${outFeatures}`, seed, drawWeights);
+      const x = randomBf16(streamOf(seed, 1), rows * inFeatures, 1);
+      return preparedGemm({ rows, inFeatures, outFeatures, output }, x, w);
+    },
+    elementsPerRow: { y: outFeatures },
+  };
+}
+
+/** The same inputs through every tile configuration (split K or chunks in registers) and without dependent launch. */
+function gemmConfigurations(rows: number, inFeatures: number, outFeatures: number, output: Output): EquivalenceCase {
+  return {
+    label: `tile configurations ${inFeatures}→${outFeatures}, ${rows} rows, ${output} out`,
+    prepare(random: Random) {
+      const x = randomBf16(random, rows * inFeatures, 1);
+      const w = randomBf16(random, outFeatures * inFeatures, 1 / Math.sqrt(inFeatures));
+      const workspace = new Float32Array(gemmWorkspaceBytes(rows, outFeatures, inFeatures, 'rows16') / 4 || 4);
+      const schedule = (tiles: GemmTiles, dependentLaunch = true, combine: 'kernel' | 'last-block' = 'kernel') => {
+        return (cuda: CudaContext, p: Readonly<Record<string, bigint>>, kernel: KernelName | undefined) => {
+          const a = { y: p.y!, x: p.x!, w: p.w!, workspace: p.workspace, rows, outFeatures, inFeatures, output };
+          gemm(cuda, a, { kernel, tiles, dependentLaunch, combine });
+        };
+      };
+      return {
+        inputs: { x, w, workspace },
+        outputs: [{ name: 'y', kind: output, count: rows * outFeatures }],
+        runs: {
+          rows16: schedule('rows16'),
+          rows64: schedule('rows64'),
+          rows96: schedule('rows96'),
+          'rows16, plain launch': schedule('rows16', false),
+          'rows16, last-block combine': schedule('rows16', true, 'last-block'),
+          'rows64, last-block combine': schedule('rows64', true, 'last-block'),
+        },
+      };
+    },
+  };
+}
+
+export const gemmBf16Case: KernelCase = {
+  name: 'gemm bf16 (own kernel, batch-invariant)',
+  // fp32 accumulation over K ≤ 12288 adds about √K · 2⁻²⁴ ≈ 7e-6 relative error, far below one bf16 rounding.
+  bound: BF16_ONE_ROUNDING_BOUND,
+  ulps: 1,
+  shapes: [
+    gemmShape('decode, GDN input', { rows: 1, inFeatures: 2048, outFeatures: 12352 }),
+    gemmShape('decode, attention q+gate', { rows: 1, inFeatures: 2048, outFeatures: 8192 }),
+    gemmShape('decode, attention k/v', { rows: 1, inFeatures: 2048, outFeatures: 512 }),
+    gemmShape('decode, output projection', { rows: 1, inFeatures: 4096, outFeatures: 2048 }),
+    gemmShape('decode, shared expert down', { rows: 1, inFeatures: 512, outFeatures: 2048 }),
+    gemmShape('decode, router', { rows: 1, inFeatures: 2048, outFeatures: 256 }),
+    gemmShape('batch 2, tower SwiGLU down', { rows: 2, inFeatures: 6144, outFeatures: 2048 }),
+    gemmShape('batch 7, odd sizes', { rows: 7, inFeatures: 1000, outFeatures: 999 }),
+    gemmShape('batch 64, shared expert gate|up', { rows: 64, inFeatures: 2048, outFeatures: 1024 }),
+    gemmShape('batch 257, odd sizes', { rows: 257, inFeatures: 1000, outFeatures: 999 }),
+    gemmShape('batch 130, candidate width', { rows: 130, inFeatures: 264, outFeatures: 4097 }),
+    gemmShape('tiny', { rows: 3, inFeatures: 8, outFeatures: 5 }),
+    gemmShape('split tiles', { rows: 33, inFeatures: 1000, outFeatures: 999, tiles: 'rows16' }),
+    gemmShape('split tiles', { rows: 100, inFeatures: 1000, outFeatures: 130, tiles: 'rows64' }),
+    gemmShape('register chunks', { rows: 5, inFeatures: 4096, outFeatures: 300, tiles: 'rows96' }),
+    gemmShape('decode, output projection', { rows: 1, inFeatures: 4096, outFeatures: 2048, combine: 'last-block' }),
+    gemmShape('batch 37, odd sizes', { rows: 37, inFeatures: 1000, outFeatures: 999, combine: 'last-block' }),
+  ],
+  invariance: [
+    gemmInvariance('output projection', 4096, 2048, 'bf16'),
+    gemmInvariance('GDN input', 2048, 12352, 'bf16'),
+  ],
+  equivalences: [gemmConfigurations(64, 2048, 4097, 'bf16'), gemmConfigurations(37, 4096, 2048, 'bf16')],
+};
+
+export const gemmFp32Case: KernelCase = {
+  name: 'gemm bf16 → fp32 (own kernel, logits head)',
+  // No output rounding: only the fp32 accumulation (≈ √K · 2⁻²⁴ relative) separates it from the fp64 reference.
+  bound: 2e-5,
+  // Measured on the H200: 1303 fp32 ulps at worst (seed 12345), where a dot product cancels far below its terms;
+  // the norm bound (2e-5) is the tight gate here.
+  ulps: 2048,
+  shapes: [
+    gemmShape('decode, candidate head', { rows: 1, inFeatures: 2048, outFeatures: 4097, output: 'f32' }),
+    gemmShape('batch 64, candidate head', { rows: 64, inFeatures: 2048, outFeatures: 4097, output: 'f32' }),
+    gemmShape('batch 257, odd sizes', { rows: 257, inFeatures: 1000, outFeatures: 999, output: 'f32' }),
+    gemmShape('codebook head', { rows: 7, inFeatures: 2048, outFeatures: 1024, output: 'f32' }),
+    gemmShape('odd sizes', { rows: 3, inFeatures: 1000, outFeatures: 4097, output: 'f32', combine: 'last-block' }),
+  ],
+  invariance: [gemmInvariance('candidate head', 2048, 4097, 'f32')],
+  equivalences: [gemmConfigurations(7, 2048, 4097, 'f32')],
+};

@@ -1,0 +1,64 @@
+// Every kernel the contract holds (contract.test.ts runs them; timeCases.ts times their host side).
+import {
+  attentionBackboneCase,
+  attentionOtherCase,
+  attentionPrepareBackboneCase,
+  attentionPrepareOtherCase,
+} from './attentionCases.ts';
+import type { KernelCase } from './contract.ts';
+import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
+import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
+import { gemmBf16Case, gemmFp32Case } from './gemmCases.ts';
+import { gemmCase, gemvCase, gemvOtherTuningsCase, routerCase, swigluCase } from './mathCases.ts';
+import { moeBlockBf16Case } from './moeBf16Cases.ts';
+import { moeBlockFp8Case, moeCombineCase, moeDownFp8Case, moeGateUpFp8Case, moeGroupingCase } from './moeCases.ts';
+import { quantizeE4m3Case } from './quantizeCases.ts';
+import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
+import {
+  embeddingGatherCase,
+  frameRowCase,
+  gatedRmsNormCase,
+  plainRmsNormCase,
+  ropeInterleavedCase,
+  ropeNeoxCase,
+  zeroCentredRmsNormCase,
+} from './rowCases.ts';
+import { sampleCodeCase, sampleMainCase } from './samplerCases.ts';
+
+export const kernelCases: readonly KernelCase[] = [
+  zeroCentredRmsNormCase,
+  plainRmsNormCase,
+  gatedRmsNormCase,
+  embeddingGatherCase,
+  frameRowCase,
+  ropeNeoxCase,
+  ropeInterleavedCase,
+  swigluCase,
+  routerCase,
+  gemvCase,
+  gemvOtherTuningsCase,
+  gemmCase,
+  sampleMainCase,
+  sampleCodeCase,
+  attentionPrepareBackboneCase,
+  attentionPrepareOtherCase,
+  attentionBackboneCase,
+  attentionOtherCase,
+  moeGroupingCase,
+  moeGateUpFp8Case,
+  moeDownFp8Case,
+  moeCombineCase,
+  moeBlockFp8Case,
+  moeBlockBf16Case,
+  gemmBf16Case,
+  gemmFp32Case,
+  quantizeE4m3Case,
+  deltaNetConvCase,
+  deltaNetGatesCase,
+  deltaNetRecurrenceCase,
+  embedRecordsCase,
+  gatherCodesCase,
+  slotRecordsCase,
+  addCase,
+  concatCase,
+];
