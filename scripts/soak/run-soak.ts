@@ -117,7 +117,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     agent.destroy();
     // Hung-up requests are cancelled at the next frame round; give the engine a moment to settle them.
     const drainUntil = Date.now() + 5000;
-    while ((server.engine.requestsInFlight > 0 || server.engine.stats.lanesBusy > 0) && Date.now() < drainUntil)
+    while ((server.engine.requestsInFlight > 0 || server.engine.load.lanesBusy > 0) && Date.now() < drainUntil)
       await sleep(20);
     const metrics = await send(server.url, { method: 'GET', path: '/metrics' });
     const end = await sample();
@@ -125,7 +125,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       options,
       outcomes,
       requests,
-      lanesBusy: server.engine.stats.lanesBusy,
+      lanesBusy: server.engine.load.lanesBusy,
       inFlight: server.engine.requestsInFlight,
       samples: { start, warm: warm ?? start, end },
       failures,
