@@ -81,6 +81,8 @@ export function bodyTimeoutHook(
     payload.once('end', () => clearTimeout(timer));
     payload.once('close', () => clearTimeout(timer));
     payload.once('error', (error) => body.destroy(error));
+    // A body refused unread (415) has no reader listening: a client gone mid-body must not become an uncaught error.
+    body.on('error', () => {});
     payload.pipe(body);
     return body;
   };

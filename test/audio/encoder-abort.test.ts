@@ -51,3 +51,22 @@ describe('abort', () => {
     assert.equal(await openAacJobs(), 0);
   });
 });
+
+describe('many AAC encoders at once', () => {
+  it('starting 24 at once adds no listener per encoder to the shared worker (no MaxListeners warning)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const encoders = await Promise.all(
+        Array.from({ length: 24 }, () => createAudioEncoder('aac', { sampleRate: RATE })),
+      );
+      for (const encoder of encoders) encoder.abort();
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(warnings, []);
+      assert.equal(await openAacJobs(), 0);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});

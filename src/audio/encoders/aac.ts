@@ -19,6 +19,8 @@ const DEFAULT_BITRATE = 128_000;
 const FINISH_TIMEOUT_MS = 60_000;
 
 let worker: Worker | undefined;
+/** Jobs of the running worker waiting to be opened: each is told if the worker stops first. */
+let starting = new Set<(reason: string) => void>();
 let nextJobId = 1;
 
 /** Code that loads the worker module; from TypeScript sources it first registers tsx, which workers lack. */
@@ -30,19 +32,24 @@ function workerBootstrap(): string {
   return `import(${tsx}).then((tsx) => { tsx.register(); return import(${script}); })`;
 }
 
-function sharedWorker(): Worker {
+function sharedWorker(): { thread: Worker; starting: Set<(reason: string) => void> } {
   if (worker === undefined) {
     worker = new Worker(workerBootstrap(), { eval: true });
     // The worker must not keep the process alive; a crash drops it so that the next encoder starts a fresh one.
     worker.unref();
     const current = worker;
-    const forget = () => {
+    const waiting = new Set<(reason: string) => void>();
+    starting = waiting;
+    // One listener per event for all jobs (not one per job, which piles up under concurrent requests).
+    const forget = (reason: unknown) => {
       if (worker === current) worker = undefined;
+      for (const fail of waiting) fail(String(reason));
+      waiting.clear();
     };
     worker.on('error', forget);
-    worker.on('exit', forget);
+    worker.on('exit', (code) => forget(`exit code ${code}`));
   }
-  return worker;
+  return { thread: worker, starting };
 }
 
 /** Jobs open in the shared worker (started, neither finished nor aborted); 0 when no worker runs. */
@@ -63,7 +70,7 @@ export async function createAacEncoder(options: AudioEncoderOptions): Promise<Au
   checkEncoderRate('aac', options.sampleRate, AAC_SAMPLE_RATES);
   const bitrate = options.bitrate ?? DEFAULT_BITRATE;
   checkEncoderBitrate('aac', bitrate, 8000, 512000);
-  const thread = sharedWorker();
+  const { thread, starting: waiting } = sharedWorker();
   const id = nextJobId++;
   const post = (message: AacWorkerMessage, transfer: readonly (ArrayBuffer | MessagePort)[] = []) =>
     thread.postMessage(message, transfer);
@@ -71,12 +78,10 @@ export async function createAacEncoder(options: AudioEncoderOptions): Promise<Au
   const started = new MessageChannel();
   post({ type: 'start', id, sampleRate: options.sampleRate, bitrate, port: started.port2 }, [started.port2]);
   const startReply = await new Promise<AacWorkerReply>((resolve) => {
-    const failed = (reason: unknown) => resolve({ error: `worker stopped: ${String(reason)}` });
-    thread.once('error', failed);
-    thread.once('exit', failed);
+    const failed = (reason: string) => resolve({ error: `worker stopped: ${reason}` });
+    waiting.add(failed);
     started.port1.once('message', (reply: AacWorkerReply) => {
-      thread.off('error', failed);
-      thread.off('exit', failed);
+      waiting.delete(failed);
       resolve(reply);
     });
   });
