@@ -6,16 +6,14 @@
 // Each figure is the median of event-timed replays of a captured graph of back-to-back launches, the KV rotated
 // through more memory than L2 holds. Prints one table; writes gpu-attention.json to the output directory.
 // Usage: tsx bench/gpu-attention.ts [output directory]
-import fs from 'node:fs';
-import path from 'node:path';
 import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
-import { CapturedGraph } from '../src/backend/cuda/graph.ts';
-import type { Allocation } from '../src/backend/cuda/memory.ts';
 import { attention, attentionPrepare, attentionWorkspaceBytes } from '../src/backend/cuda/ops/attention.ts';
-import { float32ToBf16Bits } from '../src/numeric/dtypes.ts';
+import { DeviceBuffers, randomBf16Block, rotationSets } from './support/device-buffers.ts';
+import { timeGraph } from './support/gpu-timing.ts';
+import { markdownTable, writeReport } from './support/output.ts';
+import { copyBandwidth } from './support/roofline.ts';
 
-const MiB = 1024 * 1024;
 const HQ = 16;
 const HKV = 2;
 const D = 256;
@@ -25,66 +23,11 @@ if (!availability.available) {
   process.exit(0);
 }
 const cuda = new CudaContext();
-const held: Allocation[] = [];
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-/** Milliseconds per call of `work`, the median over `trials` event-timed calls. */
-function time(work: () => void, trials = 21, warmups = 2): number {
-  const start = cuda.driver.createEvent();
-  const end = cuda.driver.createEvent();
-  for (let index = 0; index < warmups; index++) work();
-  const samples: number[] = [];
-  for (let trial = 0; trial < trials; trial++) {
-    cuda.driver.recordEvent(start, cuda.stream);
-    work();
-    cuda.driver.recordEvent(end, cuda.stream);
-    cuda.driver.synchronizeEvent(end);
-    samples.push(cuda.driver.elapsedMilliseconds(start, end));
-  }
-  cuda.driver.destroyEvent(start);
-  cuda.driver.destroyEvent(end);
-  return median(samples);
-}
-
-const randomBlock = new Uint16Array(8 * MiB).map(() =>
-  float32ToBf16Bits(Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random())),
-);
-
-function randomBuffer(bytes: number, label: string): Allocation {
-  const block = randomBlock.subarray(0, Math.min(bytes / 2, randomBlock.length));
-  const allocation = cuda.allocate(bytes, label);
-  held.push(allocation);
-  cuda.driver.copyHostToDevice(allocation.pointer, block, block.byteLength, cuda.stream);
-  for (let offset = block.byteLength; offset < bytes; offset += block.byteLength) {
-    const chunk = Math.min(block.byteLength, bytes - offset);
-    cuda.driver.copyDeviceToDevice(allocation.pointer + BigInt(offset), allocation.pointer, chunk, cuda.stream);
-  }
-  cuda.synchronize();
-  return allocation;
-}
-
-function upload(values: Int32Array, label: string): Allocation {
-  const allocation = cuda.upload(values, label);
-  held.push(allocation);
-  return allocation;
-}
-
-function measureCopy(): number {
-  const bytes = 1024 * MiB;
-  const source = randomBuffer(bytes, 'copy source');
-  const target = cuda.allocate(bytes, 'copy target');
-  held.push(target);
-  const milliseconds = time(() => cuda.driver.copyDeviceToDevice(target.pointer, source.pointer, bytes, cuda.stream));
-  return (2 * bytes) / milliseconds / 1e6;
-}
-
-function release(): void {
-  for (const allocation of held.splice(0)) allocation.free();
-}
+const buffers = new DeviceBuffers(cuda);
+const randomBlock = randomBf16Block();
+const randomBuffer = (bytes: number, label: string) => buffers.tiled(bytes, randomBlock, label);
+const upload = (values: Int32Array, label: string) => buffers.upload(values, label);
+const release = () => buffers.release();
 
 interface DecodeResult {
   readonly batch: number;
@@ -97,7 +40,7 @@ interface DecodeResult {
 /** One decode step of `batch` lanes, each at position keys − 1 of its own slot; slot sets rotate past L2. */
 function measureDecode(batch: number, keys: number, copyGigabytesPerSecond: number): DecodeResult {
   const kvBytes = batch * keys * HKV * D * 2 * 2;
-  const sets = Math.max(1, Math.ceil((4 * cuda.properties.l2CacheBytes) / kvBytes));
+  const sets = rotationSets(cuda, kvBytes, 1);
   const slots = batch * sets;
   const geometry = { queryHeads: HQ, kvHeads: HKV, headDim: D, slots, capacity: keys };
   const slabBytes = slots * keys * HKV * D * 2;
@@ -105,10 +48,8 @@ function measureDecode(batch: number, keys: number, copyGigabytesPerSecond: numb
   const valuesSlab = randomBuffer(slabBytes, 'values');
   const q = randomBuffer(batch * HQ * D * 2, 'q');
   const gate = randomBuffer(batch * HQ * D * 2, 'gate');
-  const out = cuda.allocate(batch * HQ * D * 2, 'out');
-  held.push(out);
-  const workspace = cuda.allocate(attentionWorkspaceBytes(batch, geometry), 'workspace');
-  held.push(workspace);
+  const out = buffers.allocate(batch * HQ * D * 2, 'out');
+  const workspace = buffers.allocate(attentionWorkspaceBytes(batch, geometry), 'workspace');
   const tables = Array.from({ length: sets }, (_, set) => {
     const table = new Int32Array(2 * batch);
     for (let lane = 0; lane < batch; lane++) {
@@ -125,9 +66,7 @@ function measureDecode(batch: number, keys: number, copyGigabytesPerSecond: numb
       attention(cuda, { ...a, values: valuesSlab.pointer, rowTable, rows: batch, workspace: workspace.pointer });
     }
   };
-  const graph = CapturedGraph.capture(cuda.driver, cuda.stream, enqueue);
-  const milliseconds = time(() => graph.launch(cuda.stream)) / launches;
-  graph.destroy();
+  const milliseconds = timeGraph(cuda, enqueue, { trials: 21, warmups: 2 }) / launches;
   release();
   const gigabytesPerSecond = kvBytes / milliseconds / 1e6;
   return {
@@ -149,9 +88,8 @@ function measurePrefill(rows: number) {
   const kProj = randomBuffer(rows * HKV * D * 2, 'k projection');
   const vProj = randomBuffer(rows * HKV * D * 2, 'v projection');
   const norms = randomBuffer(D * 2, 'norm weights');
-  const q = cuda.allocate(rows * HQ * D * 2, 'q');
-  const out = cuda.allocate(rows * HQ * D * 2, 'out');
-  held.push(q, out);
+  const q = buffers.allocate(rows * HQ * D * 2, 'q');
+  const out = buffers.allocate(rows * HQ * D * 2, 'out');
   const table = new Int32Array(2 * rows);
   for (let row = 0; row < rows; row++) table[2 * row + 1] = row;
   const rowTable = upload(table, 'row table').pointer;
@@ -188,12 +126,7 @@ function measurePrefill(rows: number) {
       rows,
       workspace: 0n,
     });
-  const timed = (enqueue: () => void) => {
-    const graph = CapturedGraph.capture(cuda.driver, cuda.stream, enqueue);
-    const milliseconds = time(() => graph.launch(cuda.stream), 11);
-    graph.destroy();
-    return milliseconds;
-  };
+  const timed = (enqueue: () => void) => timeGraph(cuda, enqueue, { trials: 11, warmups: 2 });
   const prepareMilliseconds = timed(prepare);
   const attentionMilliseconds = timed(attend);
   release();
@@ -202,10 +135,7 @@ function measurePrefill(rows: number) {
   return { rows, prepareMilliseconds, attentionMilliseconds, teraflops: flops / attentionMilliseconds / 1e9 };
 }
 
-const outputDirectory = path.resolve(process.argv[2] ?? '.');
-fs.mkdirSync(outputDirectory, { recursive: true });
-const copy = measureCopy();
-release();
+const copy = copyBandwidth(cuda).gigabytesPerSecond;
 const anchors: Record<string, string> = {
   '1x262144': 'SDPA 139 µs (3.87 TB/s)',
   '64x8192': 'SDPA 257 µs (4.17 TB/s)',
@@ -220,19 +150,33 @@ const decode = [
 const prefill = measurePrefill(4096);
 const lines = [
   `gpu-attention on ${cuda.properties.name}; device-to-device copy ${copy.toFixed(0)} GB/s (read + written)`,
-  '| op, shape | time | KV read or FLOP/s | share of copy | anchor |',
-  '|---|---|---|---|---|',
-  ...decode.map(
-    (r) =>
-      `| decode, batch ${r.batch} × ${r.keys} keys | ${r.microseconds.toFixed(1)} µs | ` +
-      `${r.gigabytesPerSecond.toFixed(0)} GB/s | ${(100 * r.shareOfCopy).toFixed(1)}% | ` +
-      `${anchors[`${r.batch}x${r.keys}`] ?? '—'} |`,
+  ...markdownTable(
+    ['op, shape', 'time', 'KV read or FLOP/s', 'share of copy', 'anchor'],
+    [
+      ...decode.map((r) => [
+        `decode, batch ${r.batch} × ${r.keys} keys`,
+        `${r.microseconds.toFixed(1)} µs`,
+        `${r.gigabytesPerSecond.toFixed(0)} GB/s`,
+        `${(100 * r.shareOfCopy).toFixed(1)}%`,
+        anchors[`${r.batch}x${r.keys}`] ?? '—',
+      ]),
+      [
+        `prefill attention, ${prefill.rows} rows causal`,
+        `${prefill.attentionMilliseconds.toFixed(3)} ms`,
+        `${prefill.teraflops.toFixed(1)} TFLOP/s`,
+        '—',
+        'SDPA 449–479 TFLOP/s',
+      ],
+      [
+        `prefill prepare (norm, RoPE, KV append), ${prefill.rows} rows`,
+        `${(prefill.prepareMilliseconds * 1000).toFixed(1)} µs`,
+        '—',
+        '—',
+        '—',
+      ],
+    ],
   ),
-  `| prefill attention, ${prefill.rows} rows causal | ${prefill.attentionMilliseconds.toFixed(3)} ms | ` +
-    `${prefill.teraflops.toFixed(1)} TFLOP/s | — | SDPA 449–479 TFLOP/s |`,
-  `| prefill prepare (norm, RoPE, KV append), ${prefill.rows} rows | ${(prefill.prepareMilliseconds * 1000).toFixed(1)} µs | — | — | — |`,
 ];
 console.log(lines.join('\n'));
-const report = { device: cuda.properties.name, copyGigabytesPerSecond: copy, decode, prefill };
-fs.writeFileSync(path.join(outputDirectory, 'gpu-attention.json'), `${JSON.stringify(report, null, 2)}\n`);
+writeReport('gpu-attention.json', { device: cuda.properties.name, copyGigabytesPerSecond: copy, decode, prefill });
 cuda.close();

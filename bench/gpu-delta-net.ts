@@ -4,16 +4,17 @@
 //   prefill   one sequence of 4096 rows through the same three kernels
 // Every figure is the median of 21 replays of a captured CUDA graph; decode launches rotate over slots whose state
 // spans four times the L2, so the state streams from memory as it does in a step. Beside each figure the per-op
-// anchors of flash-linear-attention on the H200 (fused recurrent decode, chunked prefill).
+// anchors of flash-linear-attention on the H200 (fused recurrent decode, chunked prefill). The copy figure is the
+// shared one of bench/support/roofline.ts (1 GiB, warmed up), higher than the graph of copies this bench timed before.
 // Prints one table; writes gpu-delta-net.json to the output directory. Usage: tsx bench/gpu-delta-net.ts [dir]
-import fs from 'node:fs';
-import path from 'node:path';
 import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
-import { CapturedGraph } from '../src/backend/cuda/graph.ts';
 import type { Allocation } from '../src/backend/cuda/memory.ts';
 import { deltaNetConv, deltaNetGates, deltaNetRecurrence } from '../src/backend/cuda/ops/deltaNet.ts';
-import { float32ToBf16Bits } from '../src/numeric/dtypes.ts';
+import { DeviceBuffers, MiB, randomBf16Block, rotationSets } from './support/device-buffers.ts';
+import { timeGraph } from './support/gpu-timing.ts';
+import { markdownTable, writeReport } from './support/output.ts';
+import { copyBandwidth } from './support/roofline.ts';
 
 const KEY_HEADS = 16;
 const VALUE_HEADS = 32;
@@ -22,7 +23,6 @@ const CHANNELS = (2 * KEY_HEADS + VALUE_HEADS) * HEAD_DIM;
 const PROJECTION_WIDTH = 12352;
 const STATE_BYTES_PER_LANE = VALUE_HEADS * HEAD_DIM * HEAD_DIM * 4;
 const CONV_STATE_BYTES_PER_LANE = 3 * CHANNELS * 2;
-const MiB = 1024 * 1024;
 const REPLAYS = 21;
 /** flash-linear-attention on the H200, 2026-12-01 (one layer). */
 const ANCHORS: Record<string, string> = {
@@ -37,74 +37,17 @@ if (!availability.available) {
   process.exit(0);
 }
 const cuda = new CudaContext();
-const held: Allocation[] = [];
+const device = new DeviceBuffers(cuda);
+const allocate = (bytes: number, label: string) => device.allocate(bytes, label);
+const upload = (values: ArrayBufferView, label: string) => device.upload(values, label);
+const randomBlock = randomBf16Block();
+const randomBuffer = (bytes: number, label: string) => device.tiled(bytes, randomBlock, label);
 
-function allocate(bytes: number, label: string): Allocation {
-  const allocation = cuda.allocate(bytes, label);
-  held.push(allocation);
-  return allocation;
-}
-
-function upload(values: ArrayBufferView, label: string): Allocation {
-  const allocation = cuda.upload(values, label);
-  held.push(allocation);
-  return allocation;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-/** Milliseconds per replay of a graph of what `enqueue` launches: the median of REPLAYS event-timed replays. */
-function timeGraph(enqueue: () => void): number {
+/** Milliseconds per replay of a graph of what `enqueue` launches, run once uncaptured first, median of REPLAYS. */
+function timeReplays(enqueue: () => void): number {
   enqueue();
   cuda.synchronize();
-  const graph = CapturedGraph.capture(cuda.driver, cuda.stream, enqueue);
-  const start = cuda.driver.createEvent();
-  const end = cuda.driver.createEvent();
-  graph.launch(cuda.stream);
-  const samples: number[] = [];
-  for (let replay = 0; replay < REPLAYS; replay++) {
-    cuda.driver.recordEvent(start, cuda.stream);
-    graph.launch(cuda.stream);
-    cuda.driver.recordEvent(end, cuda.stream);
-    cuda.driver.synchronizeEvent(end);
-    samples.push(cuda.driver.elapsedMilliseconds(start, end));
-  }
-  cuda.driver.destroyEvent(start);
-  cuda.driver.destroyEvent(end);
-  graph.destroy();
-  return median(samples);
-}
-
-const randomBlock = new Uint16Array(8 * MiB).map(() =>
-  float32ToBf16Bits(Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random())),
-);
-
-/** Random normal bf16 values: one 16 MiB random block tiled over the buffer. */
-function randomBuffer(bytes: number, label: string): Allocation {
-  const block = randomBlock.subarray(0, Math.min(bytes / 2, randomBlock.length));
-  const allocation = allocate(bytes, label);
-  cuda.driver.copyHostToDevice(allocation.pointer, block, block.byteLength, cuda.stream);
-  for (let offset = block.byteLength; offset < bytes; offset += block.byteLength) {
-    const chunk = Math.min(block.byteLength, bytes - offset);
-    cuda.driver.copyDeviceToDevice(allocation.pointer + BigInt(offset), allocation.pointer, chunk, cuda.stream);
-  }
-  cuda.synchronize();
-  return allocation;
-}
-
-function measureCopy(): number {
-  const bytes = 1024 * MiB;
-  const source = randomBuffer(bytes, 'copy source');
-  const target = allocate(bytes, 'copy target');
-  const milliseconds = timeGraph(() => {
-    for (let index = 0; index < 5; index++) {
-      cuda.driver.copyDeviceToDevice(target.pointer, source.pointer, bytes, cuda.stream);
-    }
-  });
-  return (5 * 2 * bytes) / milliseconds / 1e6;
+  return timeGraph(cuda, enqueue, { trials: REPLAYS, warmups: 1 });
 }
 
 /** Sequence tables of `sets` rotations of `lanes` lanes, each lane one row at its own slot, or one long sequence. */
@@ -186,7 +129,7 @@ function launchers(b: Buffers, rows: number, convState: bigint, state: bigint) {
 }
 
 function measureDecode(batch: number, copyGigabytesPerSecond: number) {
-  const sets = Math.max(2, Math.ceil((4 * cuda.properties.l2CacheBytes) / (batch * STATE_BYTES_PER_LANE)));
+  const sets = rotationSets(cuda, batch * STATE_BYTES_PER_LANE);
   const slots = sets * batch;
   const state = allocate(slots * STATE_BYTES_PER_LANE, 'recurrent state');
   const convState = allocate(slots * CONV_STATE_BYTES_PER_LANE, 'conv state');
@@ -199,7 +142,7 @@ function measureDecode(batch: number, copyGigabytesPerSecond: number) {
   run.gates();
   const launches = sets * 4;
   const perLaunch = (enqueue: (table: bigint) => void) =>
-    (timeGraph(() => {
+    (timeReplays(() => {
       for (let index = 0; index < launches; index++) enqueue(sequenceTables[index % sets]!);
     }) *
       1000) /
@@ -230,9 +173,9 @@ function measurePrefill(rows: number) {
   const [table] = tables(1, 1, rows);
   run.conv(table!, 1, rows);
   run.gates();
-  const convMilliseconds = timeGraph(() => run.conv(table!, 1, rows));
-  const gatesMilliseconds = timeGraph(() => run.gates());
-  const recurrenceMilliseconds = timeGraph(() => run.recurrence(table!, 1));
+  const convMilliseconds = timeReplays(() => run.conv(table!, 1, rows));
+  const gatesMilliseconds = timeReplays(() => run.gates());
+  const recurrenceMilliseconds = timeReplays(() => run.recurrence(table!, 1));
   const totalMilliseconds = convMilliseconds + gatesMilliseconds + recurrenceMilliseconds;
   return {
     rows,
@@ -243,13 +186,8 @@ function measurePrefill(rows: number) {
   };
 }
 
-function release(): void {
-  for (const allocation of held.splice(0)) allocation.free();
-}
-
-const outputDirectory = path.resolve(process.argv[2] ?? '.');
-const copy = measureCopy();
-release();
+const release = () => device.release();
+const copy = copyBandwidth(cuda).gigabytesPerSecond;
 const decode = [1, 8, 64].map((batch) => {
   const result = measureDecode(batch, copy);
   release();
@@ -261,21 +199,29 @@ release();
 const p = cuda.properties;
 const lines = [
   `Gated DeltaNet, one layer (Kh ${KEY_HEADS}, Vh ${VALUE_HEADS}, d ${HEAD_DIM}) on ${p.name}; copy ${copy.toFixed(0)} GB/s`,
-  '| case | conv + SiLU | gates | recurrence | recurrence state (read + write) | anchor |',
-  '|---|---|---|---|---|---|',
-  ...decode.map(
-    (d) =>
-      `| decode ${d.batch} | ${d.convMicroseconds.toFixed(2)} µs | ${d.gatesMicroseconds.toFixed(2)} µs | ` +
-      `${d.recurrenceMicroseconds.toFixed(2)} µs | ${(d.stateBytes / MiB).toFixed(0)} MiB, ` +
-      `${d.gigabytesPerSecond.toFixed(0)} GB/s, ${(100 * d.shareOfCopy).toFixed(1)}% of copy | ` +
-      `${ANCHORS[`decode ${d.batch}`] ?? '—'} |`,
+  ...markdownTable(
+    ['case', 'conv + SiLU', 'gates', 'recurrence', 'recurrence state (read + write)', 'anchor'],
+    [
+      ...decode.map((d) => [
+        `decode ${d.batch}`,
+        `${d.convMicroseconds.toFixed(2)} µs`,
+        `${d.gatesMicroseconds.toFixed(2)} µs`,
+        `${d.recurrenceMicroseconds.toFixed(2)} µs`,
+        `${(d.stateBytes / MiB).toFixed(0)} MiB, ${d.gigabytesPerSecond.toFixed(0)} GB/s, ` +
+          `${(100 * d.shareOfCopy).toFixed(1)}% of copy`,
+        ANCHORS[`decode ${d.batch}`] ?? '—',
+      ]),
+      [
+        `prefill ${prefill.rows}`,
+        `${prefill.convMilliseconds.toFixed(3)} ms`,
+        `${prefill.gatesMilliseconds.toFixed(3)} ms`,
+        `${prefill.recurrenceMilliseconds.toFixed(3)} ms`,
+        `${prefill.rowsPerSecond.toFixed(0)} rows/s (all three)`,
+        `${ANCHORS[`prefill ${prefill.rows}`]}`,
+      ],
+    ],
   ),
-  `| prefill ${prefill.rows} | ${prefill.convMilliseconds.toFixed(3)} ms | ${prefill.gatesMilliseconds.toFixed(3)} ms | ` +
-    `${prefill.recurrenceMilliseconds.toFixed(3)} ms | ${prefill.rowsPerSecond.toFixed(0)} rows/s (all three) | ` +
-    `${ANCHORS[`prefill ${prefill.rows}`]} |`,
 ];
 console.log(lines.join('\n'));
-fs.mkdirSync(outputDirectory, { recursive: true });
-const report = { device: p, copyGigabytesPerSecond: copy, decode, prefill, anchors: ANCHORS };
-fs.writeFileSync(path.join(outputDirectory, 'gpu-delta-net.json'), `${JSON.stringify(report, null, 2)}\n`);
+writeReport('gpu-delta-net.json', { device: p, copyGigabytesPerSecond: copy, decode, prefill, anchors: ANCHORS });
 cuda.close();

@@ -5,17 +5,16 @@
 // GB/s counts weight bytes; "copy" is the device-to-device copy bandwidth measured in the same run.
 // Prints one table; writes gpu-gemm.json to the output directory.
 // Usage: tsx bench/gpu-gemm.ts [output directory]
-import fs from 'node:fs';
-import path from 'node:path';
 import { CudaContext } from '../src/backend/cuda/context.ts';
 import { CublasLt } from '../src/backend/cuda/cublaslt.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
-import { CapturedGraph } from '../src/backend/cuda/graph.ts';
 import type { Allocation } from '../src/backend/cuda/memory.ts';
 import { gemm, gemmChunks, gemmTilesFor, gemmWorkspaceBytes } from '../src/backend/cuda/ops/gemm.ts';
-import { float32ToBf16Bits } from '../src/numeric/dtypes.ts';
+import { DeviceBuffers, MiB, randomBf16Block, rotationSets } from './support/device-buffers.ts';
+import { timeGraph } from './support/gpu-timing.ts';
+import { markdownTable, writeReport } from './support/output.ts';
+import { copyBandwidth } from './support/roofline.ts';
 
-const MiB = 1024 * 1024;
 const availability = cudaAvailability();
 if (!availability.available) {
   console.log(`gpu-gemm needs a CUDA device: ${availability.reason}`);
@@ -71,83 +70,32 @@ const SHAPES: readonly Shape[] = [
 const ROWS = [1, 8, 64, 4096] as const;
 const REPLAYS = 21;
 
-const randomBlock = new Uint16Array(8 * MiB).map(() =>
-  float32ToBf16Bits(Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random()) * 0.03),
-);
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-/** Milliseconds per call of `work`: the median of `trials` event-timed calls after two warm-ups. */
-function time(work: () => void, trials = REPLAYS): number {
-  const start = cuda.driver.createEvent();
-  const end = cuda.driver.createEvent();
-  work();
-  work();
-  const samples: number[] = [];
-  for (let trial = 0; trial < trials; trial++) {
-    cuda.driver.recordEvent(start, cuda.stream);
-    work();
-    cuda.driver.recordEvent(end, cuda.stream);
-    cuda.driver.synchronizeEvent(end);
-    samples.push(cuda.driver.elapsedMilliseconds(start, end));
-  }
-  cuda.driver.destroyEvent(start);
-  cuda.driver.destroyEvent(end);
-  return median(samples);
-}
-
-/** A device buffer of small random bf16 values: one 16 MiB random block tiled over it. */
-function randomBuffer(bytes: number, label: string): Allocation {
-  const block = randomBlock.subarray(0, Math.min(bytes / 2, randomBlock.length));
-  const allocation = cuda.allocate(bytes, label);
-  cuda.driver.copyHostToDevice(allocation.pointer, block, block.byteLength, cuda.stream);
-  for (let offset = block.byteLength; offset < bytes; offset += block.byteLength) {
-    const chunk = Math.min(block.byteLength, bytes - offset);
-    cuda.driver.copyDeviceToDevice(allocation.pointer + BigInt(offset), allocation.pointer, chunk, cuda.stream);
-  }
-  cuda.synchronize();
-  return allocation;
-}
-
-function measureCopy(): number {
-  const bytes = 1024 * MiB;
-  const source = randomBuffer(bytes, 'copy source');
-  const target = cuda.allocate(bytes, 'copy target');
-  const milliseconds = time(() => cuda.driver.copyDeviceToDevice(target.pointer, source.pointer, bytes, cuda.stream));
-  source.free();
-  target.free();
-  return (2 * bytes) / milliseconds / 1e6;
-}
+const buffers = new DeviceBuffers(cuda);
+const randomBlock = randomBf16Block(0.03);
+const randomBuffer = (bytes: number, label: string) => buffers.tiled(bytes, randomBlock, label);
 
 /** Milliseconds per launch: one graph of `launches` back-to-back launches, each on the next weight set. */
 function perLaunch(sets: readonly Allocation[], launches: number, enqueue: (w: bigint) => void): number {
-  const graph = CapturedGraph.capture(cuda.driver, cuda.stream, () => {
+  const enqueueAll = () => {
     for (let index = 0; index < launches; index++) enqueue(sets[index % sets.length]!.pointer);
-  });
-  const milliseconds = time(() => graph.launch(cuda.stream)) / launches;
-  graph.destroy();
-  return milliseconds;
+  };
+  return timeGraph(cuda, enqueueAll, { trials: REPLAYS, warmups: 2 }) / launches;
 }
 
-const outputDirectory = path.resolve(process.argv[2] ?? '.');
 const blas = new CublasLt(cuda);
-const copyGigabytesPerSecond = measureCopy();
+const copyGigabytesPerSecond = copyBandwidth(cuda).gigabytesPerSecond;
 const results = [];
 for (const shape of SHAPES) {
   const { inFeatures, outFeatures } = shape;
   const weightBytes = inFeatures * outFeatures * 2;
-  const sets = Array.from(
-    { length: Math.max(2, Math.ceil((4 * cuda.properties.l2CacheBytes) / weightBytes)) },
-    (_, i) => randomBuffer(weightBytes, `gemm w${i}`),
+  const sets = Array.from({ length: rotationSets(cuda, weightBytes) }, (_, i) =>
+    randomBuffer(weightBytes, `gemm w${i}`),
   );
   for (const rows of ROWS) {
     const x = randomBuffer(rows * inFeatures * 2, 'gemm x');
-    const y = cuda.allocate(rows * outFeatures * 4, 'gemm y');
+    const y = buffers.allocate(rows * outFeatures * 4, 'gemm y');
     const workspaceBytes = gemmWorkspaceBytes(rows, outFeatures, inFeatures);
-    const workspace = workspaceBytes > 0 ? cuda.allocate(workspaceBytes, 'gemm workspace') : undefined;
+    const workspace = workspaceBytes > 0 ? buffers.allocate(workspaceBytes, 'gemm workspace') : undefined;
     if (workspace) cuda.driver.fillWords(workspace.pointer, 0, workspaceBytes / 4, cuda.stream);
     const launches = rows >= 4096 ? Math.max(4, sets.length) : sets.length * 4;
     const ours = perLaunch(sets, launches, (w) =>
@@ -208,9 +156,9 @@ for (const shape of SHAPES) {
       cublasTeraflops: flops / cublas / 1e9,
       anchor: shape.anchor,
     });
-    for (const allocation of [x, y, workspace]) allocation?.free();
+    for (const allocation of [x, y, workspace]) if (allocation) buffers.free(allocation);
   }
-  for (const allocation of sets) allocation.free();
+  for (const allocation of sets) buffers.free(allocation);
 }
 blas.destroy();
 
@@ -218,14 +166,39 @@ const p = cuda.properties;
 const percent = (share: number) => `${(100 * share).toFixed(1)}%`;
 const lines = [
   `bf16 GEMM on ${p.name} (${p.multiprocessors} SMs, L2 ${p.l2CacheBytes / MiB} MiB); copy ${copyGigabytesPerSecond.toFixed(0)} GB/s (read + written)`,
-  '| projection | K→N | rows | tiles, chunks | ours µs | weight GB/s | % of copy | TFLOP/s | last-block combine µs, % of copy | cuBLASLt µs | % of copy | TFLOP/s | anchor |',
-  '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-  ...results.map(
-    (r) =>
-      `| ${r.shape} | ${r.inFeatures}→${r.outFeatures} | ${r.rows} | ${r.tiles}, ${r.chunks} | ${r.microseconds.toFixed(2)} | ` +
-      `${r.weightGigabytesPerSecond.toFixed(0)} | ${percent(r.shareOfCopy)} | ${r.teraflops.toFixed(1)} | ` +
-      `${r.lastBlockMicroseconds === undefined ? '—' : `${r.lastBlockMicroseconds.toFixed(2)}, ${percent(r.lastBlockShareOfCopy!)}`} | ` +
-      `${r.cublasMicroseconds.toFixed(2)} | ${percent(r.cublasShareOfCopy)} | ${r.cublasTeraflops.toFixed(1)} | ${r.anchor} |`,
+  ...markdownTable(
+    [
+      'projection',
+      'K→N',
+      'rows',
+      'tiles, chunks',
+      'ours µs',
+      'weight GB/s',
+      '% of copy',
+      'TFLOP/s',
+      'last-block combine µs, % of copy',
+      'cuBLASLt µs',
+      '% of copy',
+      'TFLOP/s',
+      'anchor',
+    ],
+    results.map((r) => [
+      r.shape,
+      `${r.inFeatures}→${r.outFeatures}`,
+      `${r.rows}`,
+      `${r.tiles}, ${r.chunks}`,
+      r.microseconds.toFixed(2),
+      r.weightGigabytesPerSecond.toFixed(0),
+      percent(r.shareOfCopy),
+      r.teraflops.toFixed(1),
+      r.lastBlockMicroseconds === undefined
+        ? '—'
+        : `${r.lastBlockMicroseconds.toFixed(2)}, ${percent(r.lastBlockShareOfCopy!)}`,
+      r.cublasMicroseconds.toFixed(2),
+      percent(r.cublasShareOfCopy),
+      r.cublasTeraflops.toFixed(1),
+      r.anchor,
+    ]),
   ),
 ];
 console.log(lines.join('\n'));
@@ -234,7 +207,5 @@ const worst = Math.min(...decodeLarge.map((r) => r.shareOfCopy));
 console.log(
   `one row at ≥ 70% of copy for N·K ≥ 2048·4096: ${worst >= 0.7 ? 'met' : 'NOT met'} (worst ${percent(worst)})`,
 );
-fs.mkdirSync(outputDirectory, { recursive: true });
-const report = { device: p, copyGigabytesPerSecond, results, cublasLtVersion: blas.version };
-fs.writeFileSync(path.join(outputDirectory, 'gpu-gemm.json'), `${JSON.stringify(report, null, 2)}\n`);
+writeReport('gpu-gemm.json', { device: p, copyGigabytesPerSecond, results, cublasLtVersion: blas.version });
 cuda.close();

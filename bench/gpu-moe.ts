@@ -6,12 +6,8 @@
 // copy bandwidth measured in the same run, TFLOP/s at 4096 rows, and the per-op anchors of the H200; writes
 // gpu-moe.json to the folder in argv[2].
 // Usage: tsx bench/gpu-moe.ts [output directory]
-import fs from 'node:fs';
-import path from 'node:path';
 import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
-import { CapturedGraph } from '../src/backend/cuda/graph.ts';
-import type { Allocation } from '../src/backend/cuda/memory.ts';
 import {
   type MoeGrouping,
   moeCombine,
@@ -23,8 +19,11 @@ import {
   moeGroupPairs,
 } from '../src/backend/cuda/ops/moe.ts';
 import { float32ToE4m3Bits } from '../src/numeric/dtypes.ts';
+import { DeviceBuffers, MiB, normalSample } from './support/device-buffers.ts';
+import { timeGraph } from './support/gpu-timing.ts';
+import { markdownTable, writeReport } from './support/output.ts';
+import { copyBandwidth } from './support/roofline.ts';
 
-const MiB = 1024 * 1024;
 const HIDDEN = 2048;
 const INTERMEDIATE = 512;
 const EXPERTS = 256;
@@ -39,71 +38,15 @@ if (!availability.available) {
   process.exit(0);
 }
 const cuda = new CudaContext();
-const held: Allocation[] = [];
-
-function allocate(bytes: number, label: string): Allocation {
-  const allocation = cuda.allocate(bytes, label);
-  held.push(allocation);
-  return allocation;
-}
-
-function upload(values: ArrayBufferView, label: string): Allocation {
-  const allocation = cuda.upload(values, label);
-  held.push(allocation);
-  return allocation;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-/** Milliseconds per call of `work`: the median of `trials` event-timed calls after warm-up. */
-function time(work: () => void, trials = 21, warmups = 3): number {
-  const start = cuda.driver.createEvent();
-  const end = cuda.driver.createEvent();
-  for (let index = 0; index < warmups; index++) work();
-  const samples: number[] = [];
-  for (let trial = 0; trial < trials; trial++) {
-    cuda.driver.recordEvent(start, cuda.stream);
-    work();
-    cuda.driver.recordEvent(end, cuda.stream);
-    cuda.driver.synchronizeEvent(end);
-    samples.push(cuda.driver.elapsedMilliseconds(start, end));
-  }
-  cuda.driver.destroyEvent(start);
-  cuda.driver.destroyEvent(end);
-  return median(samples);
-}
+const buffers = new DeviceBuffers(cuda);
+const allocate = (bytes: number, label: string) => buffers.allocate(bytes, label);
+const upload = (values: ArrayBufferView, label: string) => buffers.upload(values, label);
 
 /** e4m3 bytes of normal-ish values (never NaN), one 4 MiB host block tiled over the device buffer. */
-const e4m3Block = Uint8Array.from({ length: 4 * MiB }, () =>
-  float32ToE4m3Bits(
-    Math.fround(64 * Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random())),
-  ),
-);
+const e4m3Block = Uint8Array.from({ length: 4 * MiB }, () => float32ToE4m3Bits(Math.fround(64 * normalSample())));
+const randomE4m3Buffer = (bytes: number, label: string) => buffers.tiled(bytes, e4m3Block, label);
 
-function randomE4m3Buffer(bytes: number, label: string): Allocation {
-  const allocation = allocate(bytes, label);
-  const block = e4m3Block.subarray(0, Math.min(bytes, e4m3Block.length));
-  cuda.driver.copyHostToDevice(allocation.pointer, block, block.byteLength, cuda.stream);
-  for (let offset = block.byteLength; offset < bytes; offset += block.byteLength) {
-    const chunk = Math.min(block.byteLength, bytes - offset);
-    cuda.driver.copyDeviceToDevice(allocation.pointer + BigInt(offset), allocation.pointer, chunk, cuda.stream);
-  }
-  cuda.synchronize();
-  return allocation;
-}
-
-function measureCopy() {
-  const bytes = 1024 * MiB;
-  const source = randomE4m3Buffer(bytes, 'copy source');
-  const target = allocate(bytes, 'copy target');
-  const milliseconds = time(() => cuda.driver.copyDeviceToDevice(target.pointer, source.pointer, bytes, cuda.stream));
-  return { bytes, milliseconds, gigabytesPerSecond: (2 * bytes) / milliseconds / 1e6 };
-}
-
-const copy = measureCopy();
+const copy = copyBandwidth(cuda);
 const weights = {
   gateUp: randomE4m3Buffer(EXPERTS * GATE_UP_BYTES, 'experts gate|up').pointer,
   down: randomE4m3Buffer(EXPERTS * DOWN_BYTES, 'experts down').pointer,
@@ -179,10 +122,8 @@ function measureRows(rows: number, routingsCount: number) {
   for (const routing of routings) steps.group(routing);
   cuda.synchronize();
   const timeSteps = (enqueue: (r: Routing) => void) => {
-    const graph = CapturedGraph.capture(cuda.driver, cuda.stream, () => routings.forEach(enqueue));
-    const microseconds = (1000 * time(() => graph.launch(cuda.stream))) / routingsCount;
-    graph.destroy();
-    return microseconds;
+    const milliseconds = timeGraph(cuda, () => routings.forEach(enqueue), { trials: 21, warmups: 3 });
+    return (1000 * milliseconds) / routingsCount;
   };
   const distinct = routings.reduce((sum, r) => sum + r.distinctExperts, 0) / routingsCount;
   const gateUpBytes = distinct * GATE_UP_BYTES;
@@ -207,34 +148,30 @@ function measureRows(rows: number, routingsCount: number) {
 }
 
 const measured = [measureRows(1, 32), measureRows(8, 16), measureRows(64, 8), measureRows(4096, 2)];
-for (const allocation of held) allocation.free();
+buffers.release();
 
 const p = cuda.properties;
 const lines = [
   `MoE experts (FP8, H ${HIDDEN}, I ${INTERMEDIATE}, ${EXPERTS} experts, top-${TOP_K}) on ${p.name}; ` +
     `copy ${copy.gigabytesPerSecond.toFixed(0)} GB/s (read + written)`,
-  '| rows | pairs | experts routed | step | µs | expert weight GB/s | share of copy | TFLOP/s |',
-  '|---|---|---|---|---|---|---|---|',
+  ...markdownTable(
+    ['rows', 'pairs', 'experts routed', 'step', 'µs', 'expert weight GB/s', 'share of copy', 'TFLOP/s'],
+    measured.flatMap((m) =>
+      Object.entries(m.results).map(([step, r]) => {
+        const rate = r.bytes > 0 ? r.bytes / r.microseconds / 1e3 : 0;
+        const share = rate > 0 ? `${((100 * rate) / copy.gigabytesPerSecond).toFixed(1)}%` : '';
+        const flops = step === 'block' ? (m.flops / r.microseconds / 1e6).toFixed(1) : '';
+        const cells = [`${m.rows}`, `${m.pairs}`, m.distinctExperts.toFixed(1), step, r.microseconds.toFixed(2)];
+        return [...cells, rate > 0 ? rate.toFixed(0) : '', share, flops];
+      }),
+    ),
+  ),
 ];
-for (const m of measured) {
-  for (const [step, r] of Object.entries(m.results)) {
-    const rate = r.bytes > 0 ? r.bytes / r.microseconds / 1e3 : 0;
-    const share = rate > 0 ? `${((100 * rate) / copy.gigabytesPerSecond).toFixed(1)}%` : '';
-    const flops = step === 'block' ? (m.flops / r.microseconds / 1e6).toFixed(1) : '';
-    lines.push(
-      `| ${m.rows} | ${m.pairs} | ${m.distinctExperts.toFixed(1)} | ${step} | ${r.microseconds.toFixed(2)} | ` +
-        `${rate > 0 ? rate.toFixed(0) : ''} | ${share} | ${flops} |`,
-    );
-  }
-}
 lines.push(
   'Anchors (H200, 2026-12-01): cuBLASLt FP8 block-scaled, one expert gate|up 2048→1024 at M = 16: 8.5 µs per expert ' +
     '(one launch per expert: 8 experts ≈ 68 µs for gate|up alone); cuBLASLt FP8 block-scaled 4096 rows ' +
     '2048→12352: 1000 TFLOP/s; bf16 GEMV 2048→12352 one row (cuBLAS): 73% of copy.',
 );
 console.log(lines.join('\n'));
-const outputDirectory = path.resolve(process.argv[2] ?? '.');
-fs.mkdirSync(outputDirectory, { recursive: true });
-const report = { device: p, copy, measured };
-fs.writeFileSync(path.join(outputDirectory, 'gpu-moe.json'), `${JSON.stringify(report, null, 2)}\n`);
+writeReport('gpu-moe.json', { device: p, copy, measured });
 cuda.close();

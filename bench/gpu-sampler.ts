@@ -2,15 +2,17 @@
 // lanes, with the release's settings (temperature 1, top-p 0.9, top-k 30) and with top-k off (the full-ranking path).
 // Ten launches are captured in one CUDA graph and replayed; the table gives µs per launch (the median of 20 replays)
 // beside the time the logits take to read at the copy bandwidth measured in the same run (the bytes are tiny: the
-// sampler is latency-bound, and ten of these run per frame).
+// sampler is latency-bound, and ten of these run per frame). The copy figure is the shared one of
+// bench/support/roofline.ts (1 GiB, warmed up), higher than the single captured copy this bench timed before.
+// Writes gpu-sampler.json to the output directory.
 // Usage: tsx bench/gpu-sampler.ts [output directory]
-import fs from 'node:fs';
-import path from 'node:path';
 import { laneSampling } from '../src/backend/cpu/ops/sampling.ts';
 import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
-import { CapturedGraph } from '../src/backend/cuda/graph.ts';
 import { LANE_TABLE_STRIDE, sampleCode, sampleMain, writeLaneEntry } from '../src/backend/cuda/ops/sampler.ts';
+import { timeGraph } from './support/gpu-timing.ts';
+import { markdownTable, writeReport } from './support/output.ts';
+import { copyBandwidth } from './support/roofline.ts';
 
 const availability = cudaAvailability();
 if (!availability.available) {
@@ -20,45 +22,7 @@ if (!availability.available) {
 const cuda = new CudaContext();
 const LAUNCHES = 10;
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-/** Milliseconds per replay of `graph`, median of `trials`. */
-function timeGraph(graph: CapturedGraph, trials = 20): number {
-  const start = cuda.driver.createEvent();
-  const end = cuda.driver.createEvent();
-  for (let warmup = 0; warmup < 3; warmup++) graph.launch(cuda.stream);
-  const samples: number[] = [];
-  for (let trial = 0; trial < trials; trial++) {
-    cuda.driver.recordEvent(start, cuda.stream);
-    graph.launch(cuda.stream);
-    cuda.driver.recordEvent(end, cuda.stream);
-    cuda.driver.synchronizeEvent(end);
-    samples.push(cuda.driver.elapsedMilliseconds(start, end));
-  }
-  cuda.driver.destroyEvent(start);
-  cuda.driver.destroyEvent(end);
-  return median(samples);
-}
-
-function copyGigabytesPerSecond(): number {
-  const bytes = 1 << 30;
-  const source = cuda.allocate(bytes, 'copy source');
-  const target = cuda.allocate(bytes, 'copy target');
-  cuda.driver.fillWords(source.pointer, 0x3f803f80, bytes / 4, cuda.stream);
-  const graph = CapturedGraph.capture(cuda.driver, cuda.stream, () =>
-    cuda.driver.copyDeviceToDevice(target.pointer, source.pointer, bytes, cuda.stream),
-  );
-  const milliseconds = timeGraph(graph, 7);
-  graph.destroy();
-  source.free();
-  target.free();
-  return (2 * bytes) / milliseconds / 1e6;
-}
-
-const copy = copyGigabytesPerSecond();
+const copy = copyBandwidth(cuda).gigabytesPerSecond;
 const rows: { kernel: string; lanes: number; topK: number; microseconds: number; readMicroseconds: number }[] = [];
 for (const [kernel, count] of [
   ['sample_main', 4097],
@@ -77,7 +41,7 @@ for (const [kernel, count] of [
       const windows = cuda.upload(new Int32Array(lanes * 16).fill(-1), 'windows');
       const out = cuda.allocate(lanes * 11 * 4, 'codes');
       const common = { out: out.pointer, outStride: 11, logits: logitsDevice.pointer, logitsStride: count, count };
-      const graph = CapturedGraph.capture(cuda.driver, cuda.stream, () => {
+      const enqueue = () => {
         for (let launch = 0; launch < LAUNCHES; launch++) {
           if (kernel === 'sample_main') {
             sampleMain(cuda, {
@@ -98,27 +62,26 @@ for (const [kernel, count] of [
             });
           }
         }
-      });
-      const microseconds = (timeGraph(graph) / LAUNCHES) * 1000;
+      };
+      const microseconds = (timeGraph(cuda, enqueue, { trials: 20, warmups: 3 }) / LAUNCHES) * 1000;
       const readMicroseconds = ((lanes * count * 4) / (copy * 1e9)) * 1e6;
       rows.push({ kernel, lanes, topK, microseconds, readMicroseconds });
-      graph.destroy();
       for (const allocation of [logitsDevice, tableDevice, windows, out]) allocation.free();
     }
   }
 }
 
 console.log(`\nsampler on ${cuda.properties.name}; copy ${copy.toFixed(0)} GB/s (read + write)\n`);
-console.log('| kernel | lanes | top-k | µs per launch | logits read at copy rate (µs) |');
-console.log('|---|---|---|---|---|');
-for (const row of rows) {
-  console.log(
-    `| ${row.kernel} | ${row.lanes} | ${row.topK} | ${row.microseconds.toFixed(1)} | ${row.readMicroseconds.toFixed(2)} |`,
-  );
-}
-const output = process.argv[2];
-if (output !== undefined) {
-  fs.mkdirSync(output, { recursive: true });
-  fs.writeFileSync(path.join(output, 'gpu-sampler.json'), JSON.stringify({ copy, rows }, null, 2));
-}
+const summary = markdownTable(
+  ['kernel', 'lanes', 'top-k', 'µs per launch', 'logits read at copy rate (µs)'],
+  rows.map((row) => [
+    row.kernel,
+    `${row.lanes}`,
+    `${row.topK}`,
+    row.microseconds.toFixed(1),
+    row.readMicroseconds.toFixed(2),
+  ]),
+);
+console.log(summary.join('\n'));
+writeReport('gpu-sampler.json', { copy, rows });
 cuda.close();
