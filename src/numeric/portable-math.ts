@@ -4,11 +4,11 @@
 // accurate to about an ulp but not to the same bits, and the sampler's picks must be equal on every backend.
 // Accuracy: within a few ulps of the true value (test/numeric/portable-math.test.ts measures it).
 
-const LOG2_E = 1.4426950408889634;
+const LOG2_E = Math.LOG2E;
 /** ln 2 split so that k · LN2_HIGH is exact for |k| < 2^11. */
 const LN2_HIGH = 0.6931471803691238;
 const LN2_LOW = 1.9082149292705877e-10;
-const SQRT_2 = 1.4142135623730951;
+const SQRT_2 = Math.SQRT2;
 const EXP_OVERFLOW = 709.782712893384;
 const EXP_UNDERFLOW = -745.1332191019412;
 /** Taylor terms of exp on |r| ≤ ln2/2: 1/n! for n = 0..13, each a correctly rounded quotient of exact integers. */
