@@ -134,6 +134,7 @@ test('the MoE geometry the kernels cannot serve is refused by name', () => {
   (narrow.experts as SwiGluWeights<CudaBuffer>[])[7] = { ...narrow.experts[7]!, down: tensor('e4m3', [2048, 1024]) };
   refuses(narrow, /expert 7 down is \[2048,1024\]/);
   refuses({ ...moeWeights({ experts: 8 }), router: tensor('bf16', [9, 2048]) }, /9 rows but there are 8 experts/);
+  refuses({ ...moeWeights({ experts: 8 }), shared: mlp('bf16', 1024, 512) }, /shared expert gate_proj is \[512,1024\]/);
   refuses({ ...moeWeights({ experts: 8 }), sharedGate: tensor('bf16', [2, 2048]) }, /shared expert gate/);
 });
 

@@ -4,6 +4,9 @@
 //   the grouped GEMMs (FP8: x quantised per row per 128 columns first; bf16: x as is), each expert output bf16; the
 //   shared expert (a SwiGLU MLP) and its gate logit bf16; the combine sums each row's experts in ascending expert id
 //   with bf16 weights, adds sigmoid(gate) · shared, in fp64, and rounds fp64 → fp32 → bf16 (moe_route.cu).
+// Where the device differs from the cpu below a bf16 rounding: the softmax's exp and sums are fp32 (the cpu's are
+// fp64, each probability then rounded to fp32), the renormalised weights are fp32 quotients, and the expert GEMMs
+// accumulate in fp32 (the cpu in fp64); SwiGLU products are fp32 before their one bf16 rounding.
 // Every launch is sized from rows and the weights' shapes (grids are the worst case of the routing), nothing is read
 // back: the block can be captured in a CUDA graph. The packed experts are made once per weights object.
 import { DramaError } from '../../errors.ts';

@@ -89,6 +89,9 @@ export function moeGeometry(weights: MoeWeights<CudaBuffer>): MoeGeometry {
   requireDimension(intermediate, 'intermediate', format);
   const geometry: MoeGeometry = { experts, topK, hidden, intermediate, format };
   for (const [index, expert] of list.entries()) requireExpert(expert, geometry, index);
+  const sharedWidth = swiGluWidth(weights.shared, 'shared expert');
+  requireWeight(weights.shared.gate, [sharedWidth, hidden], 'shared expert gate_proj');
+  requireWeight(weights.shared.down, [hidden, sharedWidth], 'shared expert down_proj');
   requireWeight(weights.sharedGate, [1, hidden], 'shared expert gate');
   return geometry;
 }
