@@ -12,6 +12,7 @@ import { gemmBf16Case, gemmFp32Case } from './gemmCases.ts';
 import { gemmCase, gemvCase, gemvOtherTuningsCase, routerCase, swigluCase } from './mathCases.ts';
 import { moeBlockBf16Case } from './moeBf16Cases.ts';
 import { moeBlockFp8Case, moeCombineCase, moeDownFp8Case, moeGateUpFp8Case, moeGroupingCase } from './moeCases.ts';
+import { moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
 import {
@@ -52,6 +53,7 @@ export const kernelCases: readonly KernelCase[] = [
   moeCombineCase,
   moeBlockFp8Case,
   moeBlockBf16Case,
+  moePackCase,
   gemmBf16Case,
   gemmFp32Case,
   quantizeE4m3Case,
