@@ -18,6 +18,8 @@ import { synthesizeCheckpoint } from '../../../src/synth/synthesize.ts';
 /** Names the folder of an already written checkpoint (a child process reuses its parent's). */
 export const CHECKPOINT_ENVIRONMENT = 'DRAMA3_SPEECH_CHECKPOINT';
 
+const WIDENED_BYTES = 2 ** 30;
+
 const written = new Map<SynthPreset, Promise<string>>();
 
 /** The folder of a synthetic `preset` checkpoint (seed 11, FP8 experts), removed when the process exits. */
@@ -39,12 +41,17 @@ export function speechCheckpointDir(preset: SynthPreset): Promise<string> {
   return directory;
 }
 
+/** A cpu model with every matrix widened once at load (the same bits as widening per use, much faster), and a
+ *  small prefill chunk, since planning runs one chunk and the cpu gives the same bits in any chunking. */
 export async function loadCpuModel(
   dir: string,
   precision: PrecisionName,
   capacity: LaneCapacity,
 ): Promise<SlotSpeechModel<CpuBuffer>> {
-  return loadSpeechModel(dir, new CpuBackend({ precision }), { capacity });
+  return loadSpeechModel(dir, new CpuBackend({ precision, widenedCacheBytes: WIDENED_BYTES }), {
+    capacity,
+    prefillChunk: 64,
+  });
 }
 
 /** `textRows` text rows, `codeRows` reference code rows, `tailRows` text rows; `salt` varies tokens and codes. */
