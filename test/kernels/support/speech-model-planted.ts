@@ -1,0 +1,54 @@
+// Planted faults that show the speech-model harnesses fail when they should, on the cpu backend: one attention
+// layer's output negated (one row or all: a parity fault), a norm whose output depends on the call's row count (a
+// chunking and batching fault), and a norm that flips a sign at random (a repeatability fault).
+import { CpuBackend, type CpuBackendOptions } from '../../../src/backend/cpu/backend.ts';
+import type { CpuBuffer } from '../../../src/backend/cpu/tensors.ts';
+import type { AttentionWeights, CallTables, KeyValueSlab, Tensor } from '../../../src/backend/types.ts';
+
+export type NormFault = 'none' | 'row-count' | 'random';
+
+export class PlantedCpuBackend extends CpuBackend {
+  /** The attention layer whose output rows `attentionRows` are negated (none until a test sets it). */
+  attentionTarget: AttentionWeights<CpuBuffer> | undefined;
+  attentionRows: number | 'all' = 'all';
+  normFault: NormFault = 'none';
+
+  constructor(options: CpuBackendOptions = {}) {
+    super(options);
+  }
+
+  override attention(
+    weights: AttentionWeights<CpuBuffer>,
+    x: CpuBuffer,
+    slab: KeyValueSlab<CpuBuffer>,
+    tables: CallTables<CpuBuffer>,
+    out: CpuBuffer,
+    rows: number,
+  ): void {
+    super.attention(weights, x, slab, tables, out, rows);
+    if (weights !== this.attentionTarget) return;
+    const width = out.length / rows;
+    const negate = (row: number) => {
+      for (let column = 0; column < width; column++) out[row * width + column] = -out[row * width + column]!;
+    };
+    if (this.attentionRows === 'all') for (let row = 0; row < rows; row++) negate(row);
+    else if (this.attentionRows < rows) negate(this.attentionRows);
+  }
+
+  override zeroCentredRmsNorm(
+    x: CpuBuffer,
+    weight: Tensor<CpuBuffer>,
+    out: CpuBuffer,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void {
+    super.zeroCentredRmsNorm(x, weight, out, rows, cols, eps);
+    // Negating the first element of a row keeps it a bf16 value and changes what every later op reads.
+    const flip = (row: number) => {
+      out[row * cols] = -out[row * cols]!;
+    };
+    if (this.normFault === 'row-count' && rows > 1) for (let row = 0; row < rows; row++) flip(row);
+    if (this.normFault === 'random' && Math.random() < 0.5) flip(0);
+  }
+}
