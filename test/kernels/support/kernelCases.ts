@@ -23,7 +23,7 @@ import {
   ropeNeoxCase,
   zeroCentredRmsNormCase,
 } from './rowCases.ts';
-import { sampleCodeCase, sampleMainCase } from './samplerCases.ts';
+import { sampleCodeBf16Case, sampleCodeCase, sampleMainBf16Case, sampleMainCase } from './samplerCases.ts';
 
 export const kernelCases: readonly KernelCase[] = [
   zeroCentredRmsNormCase,
@@ -40,6 +40,8 @@ export const kernelCases: readonly KernelCase[] = [
   gemmCase,
   sampleMainCase,
   sampleCodeCase,
+  sampleMainBf16Case,
+  sampleCodeBf16Case,
   attentionPrepareBackboneCase,
   attentionPrepareOtherCase,
   attentionBackboneCase,
