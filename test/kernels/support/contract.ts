@@ -39,8 +39,12 @@ export interface OutputSpec {
 export interface Prepared {
   readonly inputs: Readonly<Record<string, HostInput>>;
   readonly outputs: readonly OutputSpec[];
-  /** The fp64 reference outputs, by name (integer outputs as Int32Array). */
-  reference(): Record<string, Float64Array | Int32Array>;
+  /**
+   * The fp64 reference outputs, by name (integer outputs as Int32Array). A chain of stages may take a later stage's
+   * input from `device` (the run's own earlier outputs, decoded), so that each stage is judged on its own arithmetic
+   * and one bf16 rounding flip upstream is not counted again, amplified, in every stage after it.
+   */
+  reference(device: Readonly<Record<string, Float64Array | Int32Array>>): Record<string, Float64Array | Int32Array>;
   run(cuda: CudaContext, pointers: Readonly<Record<string, bigint>>, kernel: KernelName | undefined): void;
 }
 
@@ -132,11 +136,13 @@ function classify(value: number): number {
 
 /** Each output of one run beside its reference: decoded values and how many elements still hold the poison. */
 function besideReference(prepared: Prepared, run: Uint8Array[]) {
-  const reference = prepared.reference();
+  const actual = prepared.outputs.map((spec, index) => decode(spec.kind, run[index]!, spec.count));
+  const device = Object.fromEntries(prepared.outputs.map((spec, index) => [spec.name, actual[index]!]));
+  const reference = prepared.reference(device);
   return prepared.outputs.map((spec, index) => ({
     spec,
     poisoned: poisonedCount(spec.kind, run[index]!, spec.count),
-    actual: decode(spec.kind, run[index]!, spec.count),
+    actual: actual[index]!,
     expected: reference[spec.name]!,
   }));
 }

@@ -85,7 +85,7 @@ function bf16ExpertsFor(geometry: MoeGeometry, random: Random): Bf16Experts {
 }
 
 /** Each expert's pairs as one call of linearBf16 (its weights widened once): per element the same sums as pair by pair. */
-function referenceChain(experts: Bf16Experts, s: Scenario) {
+function referenceChain(experts: Bf16Experts, s: Scenario, deviceH: ArrayLike<number>) {
   const { hidden, intermediate, topK, experts: expertCount } = s.geometry;
   const pairs = s.rows * topK;
   const h = new Float64Array(pairs * intermediate);
@@ -109,7 +109,8 @@ function referenceChain(experts: Bf16Experts, s: Scenario) {
         const k = index * intermediate + j;
         const value = silu(roundToBf16(gate[k]!)) * roundToBf16(up[k]!);
         h[slot * intermediate + j] = value;
-        hRounded[k] = roundToBf16(value);
+        // The down projection is judged from the h the device stored (see Prepared.reference).
+        hRounded[k] = deviceH[slot * intermediate + j]!;
       }
     });
     const out = new Float64Array(n * hidden);
@@ -140,9 +141,9 @@ function bf16BlockPrepared(experts: Bf16Experts, s: Scenario): Prepared {
       { name: 'expertOut', kind: 'bf16', count: pairs * g.hidden },
       { name: 'out', kind: 'bf16', count: s.rows * g.hidden },
     ],
-    reference() {
-      const { h, y } = referenceChain(experts, s);
-      const out = referenceOut(s, rounded(y), s.shared.values, s.sharedGate.values);
+    reference(device) {
+      const { h, y } = referenceChain(experts, s, device.h!);
+      const out = referenceOut(s, device.expertOut!, s.shared.values, s.sharedGate.values);
       return { ...groupingReference(s.ids, g), h, expertOut: y, out };
     },
     run(cuda, p) {

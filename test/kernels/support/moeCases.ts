@@ -195,11 +195,11 @@ function blockPrepared(
       { name: 'expertOut', kind: 'bf16', count: pairs * g.hidden },
       { name: 'out', kind: 'bf16', count: s.rows * g.hidden },
     ],
-    reference() {
-      // The chain with the kernels' rounding points: h and each expert output rounded to bf16 before the next step.
+    reference(device) {
+      // Each stage from the device's own input to it (h, then the expert outputs): the chain's rounding points.
       const h = referenceH(experts, s);
-      const y = referenceY(experts, s, rounded(h));
-      const out = referenceOut(s, rounded(y), s.shared.values, s.sharedGate.values);
+      const y = referenceY(experts, s, device.h as Float64Array);
+      const out = referenceOut(s, device.expertOut!, s.shared.values, s.sharedGate.values);
       return { ...groupingReference(s.ids, g), h, expertOut: y, out };
     },
     run(cuda: CudaContext, p: Pointers) {

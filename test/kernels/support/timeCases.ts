@@ -25,7 +25,10 @@ for (const kernelCase of kernelCases) {
   for (const shape of kernelCase.shapes) {
     for (const nonFinite of [false, true]) {
       time(kernelCase.name, `${shape.label}${nonFinite ? ' (non-finite)' : ''}`, () => {
-        shape.prepare(random, nonFinite).reference();
+        const prepared = shape.prepare(random, nonFinite);
+        // Chained references read earlier device outputs: zeros stand in for them here (the cost is the same).
+        const device = Object.fromEntries(prepared.outputs.map((o) => [o.name, new Float64Array(o.count)]));
+        prepared.reference(device);
       });
     }
   }
