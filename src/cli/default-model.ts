@@ -5,6 +5,7 @@ import { mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { checkCheckpointFolder } from '../checkpoint/regular-file.ts';
+import type { BackendName } from '../engine/backend-choice.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
 import { synthesizeCheckpoint } from '../synth/synthesize.ts';
 import { createProgress } from './progress.ts';
@@ -18,15 +19,17 @@ export interface RuntimeFlags {
   readonly nullModel?: boolean;
   readonly cacheDir: string;
   readonly prefillChunk: number;
+  readonly backend?: BackendName;
 }
 
 export async function resolveRuntime(flags: RuntimeFlags): Promise<RuntimeSpec> {
   if (flags.nullModel === true) return { kind: 'null' };
   if (flags.model !== undefined) {
     await checkCheckpointFolder(flags.model);
-    return { kind: 'checkpoint', dir: flags.model, prefillChunk: flags.prefillChunk };
+    return { kind: 'checkpoint', dir: flags.model, prefillChunk: flags.prefillChunk, backend: flags.backend };
   }
-  return { kind: 'checkpoint', dir: await ensureTinyCheckpoint(flags.cacheDir), prefillChunk: flags.prefillChunk };
+  const dir = await ensureTinyCheckpoint(flags.cacheDir);
+  return { kind: 'checkpoint', dir, prefillChunk: flags.prefillChunk, backend: flags.backend };
 }
 
 /** The embedded tiny checkpoint's folder, writing it first (atomically) if it is not there yet. */

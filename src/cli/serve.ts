@@ -3,6 +3,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { Engine } from '../engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS, DEFAULT_MEMORY_ROWS_PER_LANE, type EngineSettings } from '../engine/engine-core.ts';
+import { BACKEND_NAMES, type BackendName } from '../engine/backend-choice.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
 import { isDramaError } from '../errors.ts';
 import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';
@@ -41,6 +42,15 @@ export function addEngineOptions(command: Command): Command {
         '--null-model',
         'use the built-in test engine (no model: deterministic tones) instead of a checkpoint',
       ).env('DRAMA3_NULL_MODEL'),
+    )
+    .addOption(
+      new Option(
+        '--backend <name>',
+        'what runs the model: cuda, cpu, or auto (cuda when a GPU, its kernels and the model allow it, else cpu)',
+      )
+        .choices([...BACKEND_NAMES])
+        .env('DRAMA3_BACKEND')
+        .default('auto'),
     )
     .addOption(
       new Option('--cache-dir <dir>', 'where the embedded tiny checkpoint is created once')
@@ -85,6 +95,7 @@ export interface EngineFlags {
   readonly model?: string;
   readonly nullModel?: boolean;
   readonly cacheDir: string;
+  readonly backend?: BackendName;
   readonly prefillChunk: number;
   readonly maxFrames: number;
   readonly maxInput: number;

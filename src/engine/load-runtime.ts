@@ -1,10 +1,13 @@
 // Builds the engine's runtime from a plain description (it crosses into the worker thread as workerData): the null
-// runtime for tests, or a checkpoint folder loaded on the cpu backend (the one place that picks it).
+// runtime for tests, or a checkpoint folder loaded on the backend backend-choice.ts picks (the one place that does).
 
 import { CpuBackend } from '../backend/cpu/backend.ts';
+import { CudaBackend } from '../backend/cuda/backend.ts';
 import { loadCheckpointCodec } from '../codec/reference.ts';
 import { DramaError } from '../errors.ts';
+import { loadConfig } from '../model/config.ts';
 import { loadSpeechModel } from '../model/load-model.ts';
+import { type BackendName, chooseBackend } from './backend-choice.ts';
 import { loadCheckpointRuntime } from './checkpoint-runtime.ts';
 import { NullCodec, type NullCodecOptions } from './null-codec.ts';
 import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
@@ -13,7 +16,13 @@ import type { EngineCodec, SpeechRuntime } from './runtime.ts';
 
 export type RuntimeSpec =
   | { readonly kind: 'null'; readonly model?: NullModelOptions; readonly codec?: NullCodecOptions }
-  | { readonly kind: 'checkpoint'; readonly dir: string; readonly prefillChunk?: number };
+  | {
+      readonly kind: 'checkpoint';
+      readonly dir: string;
+      readonly prefillChunk?: number;
+      /** Which backend runs the speech model (default auto). */
+      readonly backend?: BackendName;
+    };
 
 export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
   if (spec.kind === 'null') {
@@ -25,8 +34,13 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
     };
   }
   try {
-    const load = (dir: string, options: { prefillChunk?: number }) => loadSpeechModel(dir, new CpuBackend(), options);
-    return await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load);
+    const choice = chooseBackend(spec.backend ?? 'auto', (await loadConfig(spec.dir)).config);
+    const load = (dir: string, options: { prefillChunk?: number }) =>
+      choice.backend === 'cuda'
+        ? loadSpeechModel(dir, new CudaBackend(), options)
+        : loadSpeechModel(dir, new CpuBackend(), options);
+    const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load);
+    return { ...runtime, notices: [choice.reason, ...(runtime.notices ?? [])] };
   } catch (error) {
     if (error instanceof DramaError) throw error;
     throw new DramaError('CHECKPOINT_LOAD_FAILED', `could not load the checkpoint in ${spec.dir}: ${String(error)}`, {
