@@ -1,9 +1,9 @@
 // `drama3 serve`: the HTTP server. It listens at once (503 while the model loads, so the URL is usable immediately),
 // then starts the engine in its worker thread. Every flag has an environment twin; `--help` prints the defaults.
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { BACKEND_NAMES, type BackendName } from '../engine/backend-choice.ts';
 import { Engine } from '../engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS, DEFAULT_MEMORY_ROWS_PER_LANE, type EngineSettings } from '../engine/engine-core.ts';
-import { BACKEND_NAMES, type BackendName } from '../engine/backend-choice.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
 import { isDramaError } from '../errors.ts';
 import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';

@@ -123,11 +123,14 @@ export const TINY_PRESET: ModelPreset = {
   audio: AUDIO,
 };
 
-/** Few, narrow layers with the full geometry's head dims (attention 256, DeltaNet 128, FP8 blocks of 128). */
+/**
+ * Few, narrow layers with the full geometry's head dims (attention 256, DeltaNet 128) and expert widths (512: the
+ * grouped FP8 GEMMs take 512 to 2048), so that the CUDA kernels can run a whole model.
+ */
 export const SMALL_PRESET: ModelPreset = {
   text: makeTextConfig({
     ...FULL_PRESET.text,
-    hiddenSize: 256,
+    hiddenSize: 512,
     layerTypes: hybridLayerTypes(4),
     attentionHeads: 8,
     keyValueHeads: 1,
@@ -140,8 +143,8 @@ export const SMALL_PRESET: ModelPreset = {
     linearConvKernel: 4,
     experts: 16,
     expertsPerToken: 8,
-    expertIntermediate: 128,
-    sharedExpertIntermediate: 128,
+    expertIntermediate: 512,
+    sharedExpertIntermediate: 512,
   }),
   tower: makeTowerConfig({
     ...FULL_PRESET.tower,

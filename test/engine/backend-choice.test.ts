@@ -18,8 +18,8 @@ const servable = {
     headDim: 256,
     linearKeyHeadDim: 128,
     linearValueHeadDim: 128,
-    hiddenSize: 128,
-    expertIntermediate: 128,
+    hiddenSize: 512,
+    expertIntermediate: 512,
   },
   tower: { ...tiny.tower, headDim: 256 },
 };

@@ -16,7 +16,7 @@ import { runMoe } from '../../src/backend/cuda/moe-block.ts';
 import { gemm, gemmWorkspaceBytes } from '../../src/backend/cuda/ops/gemm.ts';
 import { DeviceScratch } from '../../src/backend/cuda/scratch.ts';
 import type { CudaBuffer } from '../../src/backend/cuda/tensors.ts';
-import type { DType, HostElements, MoeWeights, SwiGluWeights, Tensor } from '../../src/backend/types.ts';
+import type { HostElements, MoeWeights, SwiGluWeights, Tensor } from '../../src/backend/types.ts';
 import { bf16BitsToFloat32, float32ToBf16Bits, float32ToE4m3Bits } from '../../src/numeric/dtypes.ts';
 import { Random } from './support/random.ts';
 

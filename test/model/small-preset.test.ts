@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CpuBackend } from '../../src/backend/cpu/backend.ts';
 import type { CpuBuffer } from '../../src/backend/cpu/tensors.ts';
+import { cudaGeometryRefusals } from '../../src/backend/cuda/supported-geometry.ts';
 import { SMALL_PRESET } from '../../src/model/config.ts';
 import { loadSpeechModel } from '../../src/model/load-model.ts';
 import type { SlotSpeechModel } from '../../src/model/speech-model.ts';
@@ -27,11 +28,12 @@ after(() => rm(root, { recursive: true, force: true }));
 
 test('small keeps the head dims the CUDA kernels serve', () => {
   const { text, tower } = model.config;
-  assert.equal(text.hiddenSize, 256);
+  assert.equal(text.hiddenSize, 512);
+  assert.deepEqual(cudaGeometryRefusals(model.config), []);
   assert.equal(text.layerTypes.length, 4);
   assert.deepEqual([text.headDim, text.linearKeyHeadDim, text.linearValueHeadDim, tower.headDim], [256, 128, 128, 256]);
   assert.equal(text.rotaryDim, 64);
-  assert.deepEqual([text.experts, text.expertsPerToken, text.expertIntermediate], [16, 8, 128]);
+  assert.deepEqual([text.experts, text.expertsPerToken, text.expertIntermediate], [16, 8, 512]);
   assert.deepEqual(
     [tower.hiddenSize, tower.intermediate, tower.rotaryDim, tower.ropeStyle],
     [256, 512, 64, 'interleaved'],

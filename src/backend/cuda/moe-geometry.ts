@@ -18,7 +18,7 @@ export interface MoeGeometry {
 }
 
 /** Multiple and maximum of hidden and intermediate per expert format (kernels/cuda/moe_fp8.cu, moe_bf16.cu). */
-const DIMENSION_RULES: Record<MoeExpertFormat, { multiple: number; maximum: number }> = {
+export const DIMENSION_RULES: Record<MoeExpertFormat, { multiple: number; maximum: number }> = {
   fp8: { multiple: 512, maximum: 2048 },
   bf16: { multiple: 256, maximum: 2048 },
 };

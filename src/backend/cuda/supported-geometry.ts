@@ -1,13 +1,14 @@
 // Which model geometries the CUDA kernels serve, decided from the config alone (no device needed), so that `auto`
 // can fall back to the cpu backend with a stated reason and `--backend cuda` can refuse before loading any weight.
 // Each limit is a kernel's: attention head dims are template instances, the delta rule keeps a 128 × 128 state per
-// head on chip, the conv is specialised to 4 taps, FP8 experts work in 128-wide blocks, GEMMs read 8 bf16 at a time.
+// head on chip, the conv is specialised to 4 taps, expert widths follow the grouped GEMMs' warp layout
+// (moe-geometry.ts), GEMMs read 8 bf16 at a time.
 import type { Drama3Config } from '../../model/config.ts';
+import { DIMENSION_RULES } from './moe-geometry.ts';
 
 const ATTENTION_HEAD_DIMS = [64, 128, 256];
 const DELTA_NET_HEAD_DIM = 128;
 const CONV_WIDTH = 4;
-const FP8_BLOCK = 128;
 const MAX_EXPERTS = 256;
 const MAX_TOP_K = 16;
 
@@ -39,10 +40,15 @@ export function cudaGeometryRefusals(config: Drama3Config): string[] {
   ] as const) {
     require(width % 8 === 0, `${name} ${width} is not a multiple of 8`);
   }
-  if (config.quantization !== undefined) {
-    require(text.hiddenSize % FP8_BLOCK === 0, `FP8 experts need a hidden size multiple of ${FP8_BLOCK}`);
-    require(text.expertIntermediate % FP8_BLOCK ===
-      0, `FP8 experts need an intermediate size multiple of ${FP8_BLOCK}`);
+  const format = config.quantization === undefined ? 'bf16' : 'fp8';
+  const rule = DIMENSION_RULES[format];
+  for (const [name, width] of [
+    ['hidden size', text.hiddenSize],
+    ['expert intermediate size', text.expertIntermediate],
+  ] as const) {
+    require(width % rule.multiple === 0 &&
+      width <=
+        rule.maximum, `${format} experts need a ${name} that is a multiple of ${rule.multiple} up to ${rule.maximum}, got ${width}`);
   }
   return reasons;
 }

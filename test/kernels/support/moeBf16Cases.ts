@@ -26,7 +26,6 @@ import {
   label,
   plantScenario,
   referenceOut,
-  rounded,
   type Scenario,
 } from './moeScenario.ts';
 import { Random, randomBf16, streamOf } from './random.ts';

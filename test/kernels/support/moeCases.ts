@@ -34,7 +34,6 @@ import {
   referenceH,
   referenceOut,
   referenceY,
-  rounded,
   type Scenario,
   weightInputs,
   weightPointers,

@@ -162,5 +162,3 @@ export function referenceOut(s: Scenario, y: ArrayLike<number>, shared: ArrayLik
   }
   return out;
 }
-
-export const rounded = (values: Float64Array) => values.map(roundToBf16);
