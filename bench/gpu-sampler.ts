@@ -40,14 +40,20 @@ for (const [kernel, count] of [
       const tableDevice = cuda.upload(table, 'lane table');
       const windows = cuda.upload(new Int32Array(lanes * 16).fill(-1), 'windows');
       const out = cuda.allocate(lanes * 11 * 4, 'codes');
-      const common = { out: out.pointer, outStride: 11, logits: logitsDevice.pointer, logitsStride: count, count };
+      const candidates = cuda.upload(
+        Int32Array.from({ length: count }, (_, index) => index),
+        'candidates',
+      );
+      const common = { logits: logitsDevice.pointer, logitsStride: count, count };
       const enqueue = () => {
         for (let launch = 0; launch < LAUNCHES; launch++) {
           if (kernel === 'sample_main') {
             sampleMain(cuda, {
               ...common,
-              outOffset: 0,
+              records: out.pointer,
+              recordStride: 11,
               semanticCount: 4096,
+              candidates: candidates.pointer,
               laneTable: tableDevice.pointer,
               lanes,
               rasWindow: windows.pointer,
@@ -55,6 +61,8 @@ for (const [kernel, count] of [
           } else {
             sampleCode(cuda, {
               ...common,
+              out: out.pointer,
+              outStride: 11,
               outOffset: 1 + launch,
               column: 1 + (launch % 9),
               laneTable: tableDevice.pointer,
@@ -66,7 +74,7 @@ for (const [kernel, count] of [
       const microseconds = (timeGraph(cuda, enqueue, { trials: 20, warmups: 3 }) / LAUNCHES) * 1000;
       const readMicroseconds = ((lanes * count * 4) / (copy * 1e9)) * 1e6;
       rows.push({ kernel, lanes, topK, microseconds, readMicroseconds });
-      for (const allocation of [logitsDevice, tableDevice, windows, out]) allocation.free();
+      for (const allocation of [logitsDevice, tableDevice, windows, out, candidates]) allocation.free();
     }
   }
 }

@@ -3,4 +3,6 @@
 #define SAMPLER_EXTRA_CANDIDATES 1
 #define SAMPLE_MAIN_ENTRY control_sample_main_top_k_plus_one
 #define SAMPLE_CODE_ENTRY control_sample_code_top_k_plus_one
+#define SAMPLE_MAIN_BF16_ENTRY control_sample_main_bf16_top_k_plus_one
+#define SAMPLE_CODE_BF16_ENTRY control_sample_code_bf16_top_k_plus_one
 #include "sampler.cu"

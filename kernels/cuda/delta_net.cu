@@ -14,7 +14,8 @@
 //
 // delta_net_gates_f32: beta = sigmoid(b), g = −exp(A_log) · softplus(a + dt_bias) (torch's softplus: linear above 20)
 //   b, a: [T, Vh] bf16 columns of the fused projection, rows row_stride apart; a_log, dt_bias: [Vh] fp32
-//   g, beta: [T, Vh] fp32. One thread per (row, value head).
+//   (delta_net_gates_bf16_parameters: [Vh] bf16, as the checkpoint stores them, widened exactly)
+//   g, beta: [T, Vh] fp32; rounding point: beta to bf16 (kept in fp32 storage). One thread per (row, value head).
 //
 // delta_net_recurrence_bf16: the gated delta rule with fp32 state
 //   qkv: the conv output, q = [Kh, 128] at column 0, k at Kh·128, v = [Vh, 128] at 2·Kh·128, rows qkv_row_stride apart
@@ -36,17 +37,34 @@ extern "C" __global__ void delta_net_conv_silu_bf16(bf16* out, long long out_row
   conv_silu<FAULT_NONE>(out, out_row_stride, x, x_row_stride, weight, conv_state, sequences, channels);
 }
 
-extern "C" __global__ void delta_net_gates_f32(float* g, float* beta, const bf16* b, const bf16* a,
-                                               long long row_stride, const float* a_log, const float* dt_bias,
-                                               int rows, int value_heads) {
+// a_log and dt_bias as the checkpoint stores them (fp32 or bf16, widened exactly).
+__device__ __forceinline__ float parameter(const float* values, int index) { return values[index]; }
+__device__ __forceinline__ float parameter(const bf16* values, int index) { return to_float(values[index]); }
+
+template <typename Parameter>
+__device__ __forceinline__ void gates(float* g, float* beta, const bf16* b, const bf16* a, long long row_stride,
+                                      const Parameter* a_log, const Parameter* dt_bias, int rows, int value_heads) {
   const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (index >= (long long)rows * value_heads) return;
   const long long row = index / value_heads;
   const int head = (int)(index - row * value_heads);
-  const float shifted = to_float(a[row * row_stride + head]) + dt_bias[head];
+  const float shifted = to_float(a[row * row_stride + head]) + parameter(dt_bias, head);
   const float softplus = shifted > 20.0f ? shifted : log1pf(expf(shifted));
-  g[index] = -expf(a_log[head]) * softplus;
-  beta[index] = 1.0f / (1.0f + expf(-to_float(b[row * row_stride + head])));
+  g[index] = -expf(parameter(a_log, head)) * softplus;
+  // beta is rounded to bf16 (sigmoid of a bf16 b, as torch forms it and the cpu bf16 path rounds it); g stays fp32.
+  beta[index] = to_float(to_bf16(1.0f / (1.0f + expf(-to_float(b[row * row_stride + head])))));
+}
+
+extern "C" __global__ void delta_net_gates_f32(float* g, float* beta, const bf16* b, const bf16* a,
+                                               long long row_stride, const float* a_log, const float* dt_bias,
+                                               int rows, int value_heads) {
+  gates(g, beta, b, a, row_stride, a_log, dt_bias, rows, value_heads);
+}
+
+extern "C" __global__ void delta_net_gates_bf16_parameters(float* g, float* beta, const bf16* b, const bf16* a,
+                                                           long long row_stride, const bf16* a_log,
+                                                           const bf16* dt_bias, int rows, int value_heads) {
+  gates(g, beta, b, a, row_stride, a_log, dt_bias, rows, value_heads);
 }
 
 extern "C" __global__ void __launch_bounds__(RECURRENCE_THREADS)

@@ -7,6 +7,7 @@
 //   gather/scatter_slot_records: records[b] ↔ slab[lanes[b · lane_stride].slot] (int32 rows of `width`)
 //   add:           target = bf16(target + source)
 //   concat_columns: out[t] = [a[t] | b[t]]
+//   fill_half_words: out[i] = value for i < count, 16-bit words (a bf16 or f16 fill; 32-bit fills use cuMemsetD32)
 // tables: bf16 [rows, cols], cols contiguous; activations bf16 [T, cols]. A token or code outside its table fills the
 // row with NaN (callers validate ids; a bad one must not pass silently).
 #include "common.cuh"
@@ -78,4 +79,9 @@ extern "C" __global__ void concat_columns_bf16(bf16* out, const bf16* a, int a_c
   for (int column = threadIdx.x; column < width; column += blockDim.x) {
     out[row * width + column] = column < a_cols ? a[row * a_cols + column] : b[row * b_cols + column - a_cols];
   }
+}
+
+extern "C" __global__ void fill_half_words(uint16_t* out, unsigned int value, long long count) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    out[i] = (uint16_t)value;
 }

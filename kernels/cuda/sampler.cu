@@ -5,10 +5,15 @@
 //   p_i = e_i / Z; the top-k p (descending, ties to the lower index); survivors = shortest prefix whose running
 //   sum reaches top-p; pick = argmax p / −portable_log((philox word + 0.5) / 2^32), earlier survivor on ties
 // Max, argmax and top-k selection are exact under any reduction order (a total order with index tie-breaks); the only
-// rounding sums (Z, the running top-p sum) have one fixed order. Logits: fp32 [B, count] with a row stride; lanes: the
-// lane table int32 [B, LANE_TABLE_STRIDE] (the LANE_* fields of src/backend/types.ts); window: int32 [slots, 16],
-// frame f's semantic code at entry f mod 16; out[b · out_stride + out_offset] = the chosen candidate index.
+// rounding sums (Z, the running top-p sum) have one fixed order. Logits: fp32 (sample_main, sample_code) or bf16
+// (the _bf16 entries; widened exactly) [B, count] with a row stride; lanes: the lane table int32
+// [B, LANE_TABLE_STRIDE] (the LANE_* fields of src/backend/types.ts); window: int32 [slots, 16], frame f's semantic
+// code at entry f mod 16.
+//   main: records[b · record_stride] = candidates[chosen], records[b · record_stride + 1] = chosen for a semantic
+//         pick (chosen < semantic_count), −1 otherwise (end of speech)
+//   code: out[b · out_stride + out_offset] = the chosen index
 #include <stdint.h>
+#include "common.cuh"
 #include "portable_math.cuh"
 
 #define SAMPLER_THREADS 256
@@ -24,6 +29,8 @@
 #define SAMPLER_EXTRA_CANDIDATES 0
 #define SAMPLE_MAIN_ENTRY sample_main
 #define SAMPLE_CODE_ENTRY sample_code
+#define SAMPLE_MAIN_BF16_ENTRY sample_main_bf16
+#define SAMPLE_CODE_BF16_ENTRY sample_code_bf16
 #endif
 
 #define LANE_TABLE_STRIDE 9  // LANE_ENTRY and the LANE_* fields of src/backend/types.ts
@@ -74,6 +81,12 @@ __device__ __forceinline__ double logit_at(const float* logits, int index) {
   return isnan(value) ? -INFINITY : (double)value;
 }
 
+// bf16 widens to fp32 exactly, so a bf16 row draws as the same values stored in fp32 would.
+__device__ __forceinline__ double logit_at(const bf16* logits, int index) {
+  const float value = to_float(logits[index]);
+  return isnan(value) ? -INFINITY : (double)value;
+}
+
 // Whether (value a, index a) ranks before (value b, index b): larger first, then lower index.
 __device__ __forceinline__ bool ranks_before(double a, int a_index, double b, int b_index) {
   return a > b || (a == b && a_index < b_index);
@@ -110,7 +123,8 @@ __device__ void block_best(double& value, int& index, SamplerShared& shared) {
 }
 
 // argmax of the logits, NaN as −Inf, ties to the lower index.
-__device__ int argmax_logits(const float* logits, int count, SamplerShared& shared) {
+template <typename Logit>
+__device__ int argmax_logits(const Logit* logits, int count, SamplerShared& shared) {
   double value = -INFINITY;
   int index = -1;
   for (int i = threadIdx.x; i < count; i += SAMPLER_THREADS) {
@@ -240,7 +254,8 @@ __device__ void select_largest(int count, int limit, SamplerShared& shared) {
 }
 
 // One draw (src/backend/cpu/ops/sampling.ts drawFromLogits); every thread returns the pick.
-__device__ int draw_from_logits(const float* logits, int count, double temperature, double top_p, int top_k,
+template <typename Logit>
+__device__ int draw_from_logits(const Logit* logits, int count, double temperature, double top_p, int top_k,
                                 uint32_t seed_low, uint32_t seed_high, uint32_t frame, uint32_t column,
                                 uint32_t draw, SamplerShared& shared) {
   double maximum = -INFINITY;
@@ -304,12 +319,13 @@ __device__ int draw_from_logits(const float* logits, int count, double temperatu
 }
 
 // Column 0: `main` over count candidates (semantic ones below semantic_count), with RAS against the lane's window.
-extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS)
-    SAMPLE_MAIN_ENTRY(int* out, int out_stride, int out_offset, const float* logits, long long logits_stride, int count,
-                int semantic_count, const int* lanes, int* window) {
-  __shared__ SamplerShared shared;
+template <typename Logit>
+__device__ __forceinline__ void sample_main_lane(int* records, int record_stride, const Logit* logits,
+                                                 long long logits_stride, int count, int semantic_count,
+                                                 const int* candidates, const int* lanes, int* window,
+                                                 SamplerShared& shared) {
   const int* lane = lanes + (long long)blockIdx.x * LANE_TABLE_STRIDE;
-  const float* row = logits + (long long)blockIdx.x * logits_stride;
+  const Logit* row = logits + (long long)blockIdx.x * logits_stride;
   int* lane_window = window + (long long)lane[LANE_SLOT] * RAS_WINDOW;
   const uint32_t frame = (uint32_t)lane[LANE_FRAME];
   int chosen;
@@ -333,16 +349,20 @@ extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS)
       chosen = draw_from_logits(row, count, 1.0, RAS_TOP_P, top_k, seed_low, seed_high, frame, 0, 1, shared);
     if (threadIdx.x == 0 && chosen < semantic_count) lane_window[frame % RAS_WINDOW] = chosen;
   }
-  if (threadIdx.x == 0) out[(long long)blockIdx.x * out_stride + out_offset] = chosen;
+  if (threadIdx.x == 0) {
+    int* record = records + (long long)blockIdx.x * record_stride;
+    record[0] = candidates[chosen];
+    record[1] = chosen < semantic_count ? chosen : -1;
+  }
 }
 
 // Column 1..9: code[column] over the codebook's count entries.
-extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS)
-    SAMPLE_CODE_ENTRY(int* out, int out_stride, int out_offset, const float* logits, long long logits_stride, int count,
-                int column, const int* lanes) {
-  __shared__ SamplerShared shared;
+template <typename Logit>
+__device__ __forceinline__ void sample_code_lane(int* out, int out_stride, int out_offset, const Logit* logits,
+                                                 long long logits_stride, int count, int column, const int* lanes,
+                                                 SamplerShared& shared) {
   const int* lane = lanes + (long long)blockIdx.x * LANE_TABLE_STRIDE;
-  const float* row = logits + (long long)blockIdx.x * logits_stride;
+  const Logit* row = logits + (long long)blockIdx.x * logits_stride;
   int chosen;
   if (lane[LANE_GREEDY] != 0) {
     chosen = argmax_logits(row, count, shared);
@@ -354,3 +374,25 @@ extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS)
   }
   if (threadIdx.x == 0) out[(long long)blockIdx.x * out_stride + out_offset] = chosen;
 }
+
+#define SAMPLE_MAIN_KERNEL(ENTRY, LOGIT)                                                                            \
+  extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS)                                                   \
+      ENTRY(int* records, int record_stride, const LOGIT* logits, long long logits_stride, int count,               \
+            int semantic_count, const int* candidates, const int* lanes, int* window) {                             \
+    __shared__ SamplerShared shared;                                                                              \
+    sample_main_lane(records, record_stride, logits, logits_stride, count, semantic_count, candidates, lanes,      \
+                     window, shared);                                                                             \
+  }
+
+#define SAMPLE_CODE_KERNEL(ENTRY, LOGIT)                                                                            \
+  extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS)                                                   \
+      ENTRY(int* out, int out_stride, int out_offset, const LOGIT* logits, long long logits_stride, int count,      \
+            int column, const int* lanes) {                                                                         \
+    __shared__ SamplerShared shared;                                                                              \
+    sample_code_lane(out, out_stride, out_offset, logits, logits_stride, count, column, lanes, shared);           \
+  }
+
+SAMPLE_MAIN_KERNEL(SAMPLE_MAIN_ENTRY, float)
+SAMPLE_MAIN_KERNEL(SAMPLE_MAIN_BF16_ENTRY, bf16)
+SAMPLE_CODE_KERNEL(SAMPLE_CODE_ENTRY, float)
+SAMPLE_CODE_KERNEL(SAMPLE_CODE_BF16_ENTRY, bf16)

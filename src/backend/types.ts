@@ -213,4 +213,11 @@ export interface Backend<B> {
   ): void;
   /** Draws code[column] for each lane from logits [B, count] into records[b][1 + column]. */
   sampleCode(logits: B, count: number, column: number, state: SamplerState<B>, records: Tensor<B>, batch: number): void;
+  /**
+   * Runs the device work `enqueue` issues for one frame step, as a recorded graph per `key` (one per batch size) on
+   * a backend that can replay one: the first call records and launches it, later calls only launch it. A backend
+   * without it (the cpu) leaves the hook absent and the model calls `enqueue` itself. `enqueue` must not read back,
+   * write tables or allocate; its host values (shapes, the batch) must be the same on every call with that key.
+   */
+  captureStep?(key: string, enqueue: () => void): void;
 }

@@ -1,4 +1,4 @@
-// `drama3 synth --preset tiny|full --out DIR [--seed N] [--experts fp8|bf16] [--dry-run [--list]]`: writes a
+// `drama3 synth --preset tiny|small|full --out DIR [--seed N] [--experts fp8|bf16] [--dry-run [--list]]`: writes a
 // synthetic checkpoint (random weights in the real file format) or, with --dry-run, only describes it.
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DramaError, isDramaError } from '../errors.ts';
@@ -92,7 +92,10 @@ export function registerSynth(program: Command): void {
     .command('synth')
     .description('write a synthetic checkpoint: random weights in the real file format (speaks noise, not speech)')
     .addOption(
-      new Option('--preset <name>', 'geometry').choices(['tiny', 'full']).env('DRAMA3_SYNTH_PRESET').default('tiny'),
+      new Option('--preset <name>', 'geometry')
+        .choices(['tiny', 'small', 'full'])
+        .env('DRAMA3_SYNTH_PRESET')
+        .default('tiny'),
     )
     .addOption(
       new Option('--out <dir>', 'checkpoint folder to create (must be absent or empty)').env('DRAMA3_SYNTH_OUT'),

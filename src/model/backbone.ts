@@ -18,7 +18,7 @@ import type { LayerType, TextConfig } from './config.ts';
 import { loadAttention } from './layers/attention.ts';
 import { loadDeltaNet } from './layers/delta-net.ts';
 import { loadMoe } from './layers/moe.ts';
-import { gatherStoredRows, type TensorSource } from './tensor-source.ts';
+import type { WeightSource } from './tensor-source.ts';
 import { backboneNames } from './weights.ts';
 
 export interface BackboneLayer<B> {
@@ -57,7 +57,7 @@ export class Backbone<B> {
 
   /** Loads every backbone tensor under `prefix`; `candidates` are the vocabulary ids whose logits are computed. */
   static async load<B>(
-    source: TensorSource<B>,
+    source: WeightSource<B>,
     text: TextConfig,
     prefix: string,
     candidates: Int32Array,
@@ -89,16 +89,14 @@ export class Backbone<B> {
         moe: await loadMoe(source, layerNames.mlp, text),
       });
     }
-    const embeddings = await source.stored(names.embedTokens);
-    const head = text.tieWordEmbeddings ? embeddings : await source.stored(names.lmHead);
     return new Backbone(
       source.backend,
       text,
       layers,
-      source.upload(embeddings),
+      await source.tensor(names.embedTokens),
       await source.tensor(names.norm),
       // Only the candidates' rows of the head are kept (in the head's dtype): the other logits are never needed.
-      source.upload(gatherStoredRows(head, candidates)),
+      await source.rows(text.tieWordEmbeddings ? names.embedTokens : names.lmHead, candidates),
     );
   }
 

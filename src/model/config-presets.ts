@@ -1,5 +1,6 @@
-// The two geometries `synth` writes (MODEL.md §8): `tiny` (every structure at toy width, runs on the CPU) and `full`
-// (the real geometry of MODEL.md §2, with the tower dims of the §3 guess). The codec part comes from
+// The geometries `synth` writes (MODEL.md §8): `tiny` (every structure at toy width, runs on the CPU), `small` (toy
+// width and depth with the real head dims, so the CUDA kernels can run it) and `full` (the real geometry of MODEL.md
+// §2, with the tower dims of the §3 guess). The codec part comes from
 // src/codec/config.ts (TINY_CODEC_CONFIG / REAL_CODEC_CONFIG).
 import {
   type AudioConfig,
@@ -118,6 +119,39 @@ export const TINY_PRESET: ModelPreset = {
     headDim: 16,
     intermediate: 128,
     rotaryDim: 8,
+  }),
+  audio: AUDIO,
+};
+
+/** Few, narrow layers with the full geometry's head dims (attention 256, DeltaNet 128, FP8 blocks of 128). */
+export const SMALL_PRESET: ModelPreset = {
+  text: makeTextConfig({
+    ...FULL_PRESET.text,
+    hiddenSize: 256,
+    layerTypes: hybridLayerTypes(4),
+    attentionHeads: 8,
+    keyValueHeads: 1,
+    headDim: 256,
+    partialRotaryFactor: 0.25,
+    linearKeyHeads: 2,
+    linearValueHeads: 4,
+    linearKeyHeadDim: 128,
+    linearValueHeadDim: 128,
+    linearConvKernel: 4,
+    experts: 16,
+    expertsPerToken: 8,
+    expertIntermediate: 128,
+    sharedExpertIntermediate: 128,
+  }),
+  tower: makeTowerConfig({
+    ...FULL_PRESET.tower,
+    hiddenSize: 256,
+    attentionHeads: 8,
+    keyValueHeads: 1,
+    headDim: 256,
+    intermediate: 512,
+    rotaryDim: 64,
+    ropeStyle: 'interleaved',
   }),
   audio: AUDIO,
 };

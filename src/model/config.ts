@@ -13,6 +13,7 @@ export {
   hybridLayerTypes,
   type ModelPreset,
   paddedVocabSize,
+  SMALL_PRESET,
   SYNTHETIC_VOCAB_SIZE,
   TINY_PRESET,
 } from './config-presets.ts';

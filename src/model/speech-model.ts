@@ -146,7 +146,8 @@ export class SlotSpeechModel<B> implements SpeechModel {
     const codes = new Int32Array(rows * (this.recordWidth - 1));
     const probe = new SlotLane(slot, { seed: 0, temperature: 1, topP: 0.9, topK: 30, greedy: false });
     this.prefillPiece(probe, { tokens, codes, referenceRows: 0 }, 0, rows);
-    this.runStep(Array.from({ length: lanes }, () => probe));
+    const batch = Array.from({ length: lanes }, () => probe);
+    this.runStep(batch, false);
     planned.slabs.reset(slot);
   }
 
@@ -269,8 +270,15 @@ export class SlotSpeechModel<B> implements SpeechModel {
     state.promptRows = to;
   }
 
-  /** One frame step over `lanes` (each at its slot): returns the read-back records [B, 1 + K]. */
-  private runStep(lanes: readonly SlotLane[]): Int32Array {
+  /**
+   * One frame step over `lanes` (each at its slot): returns the read-back records [B, 1 + K]. The call tables are
+   * written first, the device work (pending records → backbone → sampler → tower → pending records) then goes
+   * through the backend's captureStep when it has one (one recorded graph per batch size; `record` false runs it
+   * directly, as planning must: it grows scratch), and the records are read back last. Stage times split the step
+   * into backbone, sampler and tower only where the work runs directly on a host backend; with captureStep the
+   * device work is queued, so the whole step counts as backbone.
+   */
+  private runStep(lanes: readonly SlotLane[], record = true): Int32Array {
     const planned = this.lanes.planned!;
     const { backend, stageTimes } = this;
     const batch = lanes.length;
@@ -289,27 +297,38 @@ export class SlotSpeechModel<B> implements SpeechModel {
     const laneTable = planned.tables.laneTable.data;
     const input = backend.viewRows(planned.stepInput, 0, batch);
     const frames = backend.viewRows(planned.stepFrames, 0, batch);
-    backend.gatherSlotRecords(planned.slabs.pending, laneTable, input, batch);
-    const x = this.pool.get('x', batch * hidden);
-    const normed = this.pool.get('normed', batch * hidden);
-    this.embed(input, x, batch);
-    this.backbone.forward(planned.slabs.backbone, tables, x, batch, normed);
-    const count = this.candidates.ids.length;
-    const logits = this.pool.get('logits', batch * count);
-    this.backbone.candidateLogits(normed, batch, logits);
-    const backboneDone = performance.now();
-    const sampler = { lanes: laneTable, rasWindow: planned.slabs.rasWindow };
-    const semanticCount = this.config.audio.semanticCodebookSize;
-    backend.sampleMain(logits, count, semanticCount, this.candidateTable, sampler, frames, batch);
-    const mainDrawn = performance.now();
-    this.tower.run(planned.slabs.tower, tables, normed, frames, batch, { sampler, batch });
-    backend.scatterSlotRecords(frames, laneTable, planned.slabs.pending, batch);
+    let backboneDone = started;
+    let mainDrawn = started;
+    const work = (): void => {
+      backend.gatherSlotRecords(planned.slabs.pending, laneTable, input, batch);
+      const x = this.pool.get('x', batch * hidden);
+      const normed = this.pool.get('normed', batch * hidden);
+      this.embed(input, x, batch);
+      this.backbone.forward(planned.slabs.backbone, tables, x, batch, normed);
+      const count = this.candidates.ids.length;
+      const logits = this.pool.get('logits', batch * count);
+      this.backbone.candidateLogits(normed, batch, logits);
+      backboneDone = performance.now();
+      const sampler = { lanes: laneTable, rasWindow: planned.slabs.rasWindow };
+      const semanticCount = this.config.audio.semanticCodebookSize;
+      backend.sampleMain(logits, count, semanticCount, this.candidateTable, sampler, frames, batch);
+      mainDrawn = performance.now();
+      this.tower.run(planned.slabs.tower, tables, normed, frames, batch, { sampler, batch });
+      backend.scatterSlotRecords(frames, laneTable, planned.slabs.pending, batch);
+    };
+    const captured = record && backend.captureStep !== undefined;
+    if (captured) backend.captureStep!(`step${batch}`, work);
+    else work();
     const readBack = planned.readBack.subarray(0, batch * this.recordWidth);
     backend.readIntegers(planned.stepFrames, 0, readBack);
     const done = performance.now();
-    stageTimes.backbone += backboneDone - started;
-    stageTimes.sampler += mainDrawn - backboneDone;
-    stageTimes.tower += done - mainDrawn;
+    if (captured) {
+      stageTimes.backbone += done - started;
+    } else {
+      stageTimes.backbone += backboneDone - started;
+      stageTimes.sampler += mainDrawn - backboneDone;
+      stageTimes.tower += done - mainDrawn;
+    }
     return readBack;
   }
 

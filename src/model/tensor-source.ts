@@ -28,7 +28,21 @@ export interface StoredTensor {
   readonly elements: HostElements;
 }
 
-export class TensorSource<B> {
+/** What the model loaders read weights through: a checkpoint's tensors (TensorSource) or tensors made in place. */
+export interface WeightSource<B> {
+  readonly backend: Backend<B>;
+  has(name: string): boolean;
+  /** The tensor's host elements as stored (the fused experts' split reads them). */
+  stored(name: string): Promise<StoredTensor>;
+  upload(stored: StoredTensor): Tensor<B>;
+  tensor(name: string): Promise<Tensor<B>>;
+  /** The rows `ids` of a [rows, cols] tensor, in that order (a head's candidate rows). */
+  rows(name: string, ids: Int32Array): Promise<Tensor<B>>;
+  linear(name: string): Promise<LinearWeight<B>>;
+  swiGlu(names: SwiGluNames): Promise<SwiGluWeights<B>>;
+}
+
+export class TensorSource<B> implements WeightSource<B> {
   private readonly specs: ReadonlyMap<string, TensorSpec>;
 
   constructor(
@@ -79,6 +93,10 @@ export class TensorSource<B> {
 
   upload(stored: StoredTensor): Tensor<B> {
     return this.backend.fromHost(stored.dtype, stored.shape, stored.elements);
+  }
+
+  async rows(name: string, ids: Int32Array): Promise<Tensor<B>> {
+    return this.upload(gatherStoredRows(await this.stored(name), ids));
   }
 
   /** A [out, in] linear weight, with its block scales when the checkpoint stores it as e4m3. */

@@ -20,7 +20,7 @@ import { BufferPool } from './buffer-pool.ts';
 import type { AudioConfig, TextConfig, TowerConfig } from './config.ts';
 import { codebookEmbeddingRow } from './config.ts';
 import { loadAttention } from './layers/attention.ts';
-import type { TensorSource } from './tensor-source.ts';
+import type { WeightSource } from './tensor-source.ts';
 import { type TowerLayerNames, towerNames } from './weights.ts';
 
 export interface TowerLayer<B> {
@@ -61,7 +61,7 @@ export class Tower<B> {
   }
 
   static async load<B>(
-    source: TensorSource<B>,
+    source: WeightSource<B>,
     config: TowerConfig,
     audio: AudioConfig,
     text: TextConfig,

@@ -5,7 +5,8 @@
 // FP8 experts are drawn on the e4m3 grid directly with one scale per 128×128 block.
 
 import { float32ToTensor, type HostTensor, makeTensor } from '../checkpoint/tensor.ts';
-import type { TensorSpec } from '../model/weights.ts';
+import type { Drama3Config } from '../model/config.ts';
+import type { TensorPart, TensorSpec } from '../model/weights.ts';
 import { E4M3_MAX, float32ToE4m3Bits } from '../numeric/dtypes.ts';
 import { TensorStream } from './random.ts';
 
@@ -25,51 +26,68 @@ function fanIn(spec: TensorSpec): number {
   return spec.shape.at(-1)!;
 }
 
+/** Each stack's residual stream receives two writes per block; 1/sqrt(2·blocks) keeps their sum at unit variance. */
+export function residualGains(config: Drama3Config): Record<TensorPart, number> {
+  return { backbone: 1 / Math.sqrt(2 * config.text.layers), tower: 1 / Math.sqrt(2) };
+}
+
 /**
- * The float32 values of `spec` for `seed`. `residualGain` scales projections that write into a residual stream
- * (callers pass 1/sqrt(2·blocks) of the stack the tensor belongs to).
+ * Mean and standard deviation of a tensor drawn uniformly (±√3·deviation): every role but the GDN decays (log of a
+ * uniform) and the FP8 block scales (drawn with their weight). `residualGain` scales projections that write into a
+ * residual stream (callers pass 1/sqrt(2·blocks) of the stack the tensor belongs to).
  */
-export function initialValues(spec: TensorSpec, seed: number, residualGain: number): Float32Array {
-  const stream = new TensorStream(seed, spec.name);
-  const count = elements(spec.shape);
+export function uniformSpread(spec: TensorSpec, residualGain: number): { mean: number; deviation: number } | undefined {
   switch (spec.role) {
     case 'token_embedding':
     case 'codebook_embedding':
-      return stream.fillSpread(count, 0, EMBEDDING_DEVIATION);
+      return { mean: 0, deviation: EMBEDDING_DEVIATION };
     case 'norm':
-      return stream.fillSpread(count, 0, NORM_DEVIATION);
+      return { mean: 0, deviation: NORM_DEVIATION };
     case 'gated_norm':
-      return stream.fillSpread(count, 1, NORM_DEVIATION);
-    case 'decay_log': {
-      const decays = stream.fillUniform(count, DECAY_RANGE[0], DECAY_RANGE[1]);
-      return decays.map(Math.log);
-    }
+      return { mean: 1, deviation: NORM_DEVIATION };
     case 'dt_bias':
-      return stream.fillSpread(count, 0, DT_BIAS_DEVIATION);
+      return { mean: 0, deviation: DT_BIAS_DEVIATION };
+    case 'decay_log':
     case 'expert_scale':
-      throw new Error(`${spec.name}: block scales come with their weight (initialFp8Weight)`);
+      return undefined;
     default: {
       // linear, router, conv, expert, output_head: variance gain²/fan_in.
       const gain = spec.writesResidual ? residualGain : 1;
-      return stream.fillSpread(count, 0, gain / Math.sqrt(fanIn(spec)));
+      return { mean: 0, deviation: gain / Math.sqrt(fanIn(spec)) };
     }
   }
 }
 
+/** The float32 values of `spec` for `seed` (`residualGain` as for uniformSpread). */
+export function initialValues(spec: TensorSpec, seed: number, residualGain: number): Float32Array {
+  const stream = new TensorStream(seed, spec.name);
+  const count = elements(spec.shape);
+  if (spec.role === 'decay_log') return stream.fillUniform(count, DECAY_RANGE[0], DECAY_RANGE[1]).map(Math.log);
+  const spread = uniformSpread(spec, residualGain);
+  if (spread === undefined) throw new Error(`${spec.name}: block scales come with their weight (initialFp8Weight)`);
+  return stream.fillSpread(count, spread.mean, spread.deviation);
+}
+
 const FP8_BLOCK = 128;
 /** Per-block scale factors vary in this range so that a kernel reading the wrong block's scale shows it. */
-const BLOCK_SCALE_RANGE: readonly [number, number] = [0.75, 1.25];
+export const BLOCK_SCALE_RANGE: readonly [number, number] = [0.75, 1.25];
 
 let codeTable: Uint8Array | undefined;
 
 /** e4m3 codes of 65536 evenly spaced values across (-448, 448): 16 random bits draw one uniform FP8 value. */
-function uniformCodeTable(): Uint8Array {
+export function uniformCodeTable(): Uint8Array {
   if (codeTable !== undefined) return codeTable;
   codeTable = new Uint8Array(65536);
   for (let index = 0; index < 65536; index++) {
     codeTable[index] = float32ToE4m3Bits((((index + 0.5) / 65536) * 2 - 1) * E4M3_MAX);
   }
   return codeTable;
+}
+
+/** Half the width of the values an FP8 weight's codes stand for: ±√3 × its deviation gain/sqrt(fan_in). */
+export function fp8HalfWidth(spec: TensorSpec, residualGain: number): number {
+  const gain = spec.writesResidual ? residualGain : 1;
+  return (Math.sqrt(3) * gain) / Math.sqrt(spec.shape.at(-1)!);
 }
 
 /**
@@ -84,8 +102,7 @@ export function initialFp8Weight(
   residualGain: number,
 ): { weight: HostTensor; scale: HostTensor } {
   const [rows, cols] = spec.shape as [number, number];
-  const gain = spec.writesResidual ? residualGain : 1;
-  const halfWidth = (Math.sqrt(3) * gain) / Math.sqrt(cols);
+  const halfWidth = fp8HalfWidth(spec, residualGain);
   const blockRows = Math.ceil(rows / FP8_BLOCK);
   const blockCols = Math.ceil(cols / FP8_BLOCK);
   const factors = new TensorStream(seed, `${spec.name}_scale_inv`).fillUniform(

@@ -10,8 +10,10 @@ import {
   type Drama3Config,
   FP8_BLOCK_QUANTIZATION,
   FULL_PRESET,
+  type ModelPreset,
   makeTextConfig,
   paddedVocabSize,
+  SMALL_PRESET,
   type SpecialTokenIds,
   TINY_PRESET,
 } from '../model/config.ts';
@@ -19,14 +21,24 @@ import { expectedTensors, type TensorSpec } from '../model/weights.ts';
 import { SEMANTIC_CODEBOOK_SIZE } from '../shared/frame.ts';
 import { IM_END, IM_START, INTERLEAVE, semanticToken, speakerTag, TEXT, VOICE } from '../text/vocabulary.ts';
 
-export type SynthPreset = 'tiny' | 'full';
+export type SynthPreset = 'tiny' | 'small' | 'full';
+
+const PRESETS: Readonly<Record<SynthPreset, ModelPreset>> = {
+  tiny: TINY_PRESET,
+  small: SMALL_PRESET,
+  full: FULL_PRESET,
+};
 export type SynthExperts = 'fp8' | 'bf16';
 
 /** Backbone prefix of the checkpoints we write. */
 const SYNTH_PREFIX = 'model.';
 
 /** Shard size: several shards even for tiny (so the index is exercised), few for full. */
-export const MAX_SHARD_BYTES: Readonly<Record<SynthPreset, number>> = { tiny: 8 * 2 ** 20, full: 3 * 2 ** 30 };
+export const MAX_SHARD_BYTES: Readonly<Record<SynthPreset, number>> = {
+  tiny: 8 * 2 ** 20,
+  small: 64 * 2 ** 20,
+  full: 3 * 2 ** 30,
+};
 
 export interface TokenizerFacts {
   /** Largest id + 1 over the base vocabulary and the added tokens. */
@@ -77,7 +89,7 @@ export function tokenizerFacts(tokenizerJson: string): TokenizerFacts {
 
 /** The config.json of a synthetic checkpoint for `preset`. */
 function syntheticConfig(preset: SynthPreset, experts: SynthExperts, tokenizer: TokenizerFacts): Drama3Config {
-  const model = preset === 'tiny' ? TINY_PRESET : FULL_PRESET;
+  const model = PRESETS[preset];
   return {
     text: makeTextConfig({
       ...model.text,
@@ -86,7 +98,8 @@ function syntheticConfig(preset: SynthPreset, experts: SynthExperts, tokenizer: 
     }),
     tower: model.tower,
     audio: model.audio,
-    codec: preset === 'tiny' ? TINY_CODEC_CONFIG : REAL_CODEC_CONFIG,
+    // The codec runs on the cpu: small keeps tiny's, so that it stays quick to write and load.
+    codec: preset === 'full' ? REAL_CODEC_CONFIG : TINY_CODEC_CONFIG,
     quantization: experts === 'fp8' ? FP8_BLOCK_QUANTIZATION : undefined,
     specialTokens: tokenizer.special,
     synthetic: true,

@@ -2,7 +2,7 @@
 // be generated alone, in any order, and the same seed always gives the same bytes. The mixer is the `lowbias32`
 // integer hash (two multiply-xorshift rounds) applied to the counter offset by a key hashed from the seed and name.
 
-function mix32(value: number): number {
+export function mix32(value: number): number {
   value ^= value >>> 16;
   value = Math.imul(value, 0x21f0aaad);
   value ^= value >>> 15;
@@ -12,7 +12,7 @@ function mix32(value: number): number {
 }
 
 /** FNV-1a over the name's UTF-16 code units, then mixed with the seed. */
-function streamKey(seed: number, name: string): [number, number] {
+export function streamKey(seed: number, name: string): [number, number] {
   let hash = 0x811c9dc5;
   for (let index = 0; index < name.length; index++) {
     hash ^= name.charCodeAt(index);

@@ -12,7 +12,7 @@ import { synthesizeCodecWeights } from '../codec/synth-weights.ts';
 import { DramaError } from '../errors.ts';
 import { CONFIG_FILE, configToJson } from '../model/config.ts';
 import { buildSyntheticTokenizerFiles } from '../text/vocabulary.ts';
-import { initialFp8Weight, initialValues } from './init.ts';
+import { initialFp8Weight, initialValues, residualGains } from './init.ts';
 import {
   MAX_SHARD_BYTES,
   planCheckpoint,
@@ -38,8 +38,7 @@ export function* synthesizeTensors(
   seed: number,
   signal?: AbortSignal,
 ): Generator<[string, HostTensor]> {
-  // Each stack's residual stream receives two writes per block; 1/sqrt(2·blocks) keeps their sum at unit variance.
-  const gains = { backbone: 1 / Math.sqrt(2 * plan.config.text.layers), tower: 1 / Math.sqrt(2) };
+  const gains = residualGains(plan.config);
   let pendingScale: HostTensor | undefined;
   for (const spec of plan.specs) {
     throwIfCancelled(signal);

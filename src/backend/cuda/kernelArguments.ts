@@ -55,6 +55,11 @@ export class KernelArguments {
     return this;
   }
 
+  float64(value: number): this {
+    this.view.setFloat64(this.slot(8), value, true);
+    return this;
+  }
+
   private slot(bytes: number): number {
     if (this.count >= this.table.length) throw new RangeError(`more than ${this.table.length} kernel arguments`);
     this.widths.push(bytes);

@@ -2,11 +2,11 @@
 // RoPE) or the tower's plain form (interleaved RoPE), both with zero-centred q/k norms over the head dim. Shapes come
 // from the weight map.
 import type { AttentionGeometry, AttentionWeights } from '../../backend/types.ts';
-import type { TensorSource } from '../tensor-source.ts';
+import type { WeightSource } from '../tensor-source.ts';
 import type { SelfAttentionNames } from '../weights.ts';
 
 export async function loadAttention<B>(
-  source: TensorSource<B>,
+  source: WeightSource<B>,
   names: SelfAttentionNames,
   geometry: AttentionGeometry,
 ): Promise<AttentionWeights<B>> {

@@ -2,11 +2,11 @@
 // [C, 1, W], A_log and dt_bias per value head, and the plain-weight gated output norm. Shapes come from the weight map.
 import type { DeltaNetWeights } from '../../backend/types.ts';
 import type { TextConfig } from '../config.ts';
-import type { TensorSource } from '../tensor-source.ts';
+import type { WeightSource } from '../tensor-source.ts';
 import type { LinearAttentionNames } from '../weights.ts';
 
 export async function loadDeltaNet<B>(
-  source: TensorSource<B>,
+  source: WeightSource<B>,
   names: LinearAttentionNames,
   text: TextConfig,
 ): Promise<DeltaNetWeights<B>> {

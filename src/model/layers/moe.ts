@@ -2,11 +2,11 @@
 // [E, 2I, H] / [E, H, I] form, split here once into views of the stored elements), shared expert and its gate.
 import type { MoeWeights, SwiGluWeights } from '../../backend/types.ts';
 import type { TextConfig } from '../config.ts';
-import { storedRows, type TensorSource } from '../tensor-source.ts';
+import { storedRows, type WeightSource } from '../tensor-source.ts';
 import type { MoeNames } from '../weights.ts';
 
 async function fusedExperts<B>(
-  source: TensorSource<B>,
+  source: WeightSource<B>,
   names: MoeNames,
   text: TextConfig,
 ): Promise<SwiGluWeights<B>[]> {
@@ -27,7 +27,7 @@ async function fusedExperts<B>(
   return result;
 }
 
-export async function loadMoe<B>(source: TensorSource<B>, names: MoeNames, text: TextConfig): Promise<MoeWeights<B>> {
+export async function loadMoe<B>(source: WeightSource<B>, names: MoeNames, text: TextConfig): Promise<MoeWeights<B>> {
   let experts: SwiGluWeights<B>[];
   if (source.has(names.fusedGateUpProj)) {
     experts = await fusedExperts(source, names, text);

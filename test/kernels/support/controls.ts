@@ -10,7 +10,7 @@ import { routerCase, swigluCase } from './mathCases.ts';
 import { moeDownFp8Case } from './moeCases.ts';
 import { embedRecordsCase } from './recordsCases.ts';
 import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
-import { sampleCodeCase, sampleMainCase } from './samplerCases.ts';
+import { sampleCodeCase, sampleMainBf16Case, sampleMainCase } from './samplerCases.ts';
 
 export interface Control {
   readonly description: string;
@@ -50,6 +50,11 @@ export const controls: readonly Control[] = [
     description: 'wrong cut-off: the sampler keeps top-k + 1 candidates for a code',
     kernelCase: sampleCodeCase,
     kernel: { family: 'sampler_controls', name: 'control_sample_code_top_k_plus_one' },
+  },
+  {
+    description: 'wrong cut-off: the sampler keeps top-k + 1 candidates for main from bf16 logits',
+    kernelCase: sampleMainBf16Case,
+    kernel: { family: 'sampler_controls', name: 'control_sample_main_bf16_top_k_plus_one' },
   },
   {
     description: 'off-by-one position: attention prepare writes K one row past its position',

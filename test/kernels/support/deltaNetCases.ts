@@ -7,6 +7,7 @@ import { causalConv1dSilu } from '../../../src/backend/cpu/ops/conv.ts';
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import { DELTA_NET_CONV_WIDTH, deltaNetConv, deltaNetGates } from '../../../src/backend/cuda/ops/deltaNet.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
+import { roundToBf16 } from '../../../src/numeric/dtypes.ts';
 import {
   BF16_ONE_ROUNDING_BOUND,
   type EquivalenceCase,
@@ -229,13 +230,19 @@ interface GatesLayout {
   readonly rows: number;
   readonly valueHeads: number;
   readonly rowStride: number;
+  /** How A_log and dt_bias are stored; fp32 when left out. */
+  readonly parameterDtype?: 'bf16';
 }
 
 function gatesPrepared(layout: GatesLayout, draw: (index: number) => Random, nonFinite: boolean): Prepared {
-  const { rows, valueHeads, rowStride } = layout;
+  const { rows, valueHeads, rowStride, parameterDtype } = layout;
   const parameters = draw(0);
-  const aLog = Float32Array.from({ length: valueHeads }, () => 0.5 * parameters.normal());
-  const dtBias = Float32Array.from({ length: valueHeads }, () => 0.5 * parameters.normal());
+  // bf16 parameters (as the checkpoint stores them) go up as bf16 words and are widened exactly by the kernel.
+  const draw32 = () => Float32Array.from({ length: valueHeads }, () => 0.5 * parameters.normal());
+  const aLog = parameterDtype === 'bf16' ? randomBf16(parameters, valueHeads, 0.5) : draw32();
+  const dtBias = parameterDtype === 'bf16' ? randomBf16(parameters, valueHeads, 0.5) : draw32();
+  const aLogValues = aLog instanceof Float32Array ? aLog : aLog.values;
+  const dtBiasValues = dtBias instanceof Float32Array ? dtBias : dtBias.values;
   const projection = randomBf16(draw(1), rows * rowStride, 1);
   // b and a are the last 2·Vh columns of each projection row, as in q|k|v|z|b|a.
   const bColumn = rowStride - 2 * valueHeads;
@@ -249,7 +256,9 @@ function gatesPrepared(layout: GatesLayout, draw: (index: number) => Random, non
     inputs: { projection, aLog, dtBias },
     outputs: [
       { name: 'g', kind: 'f32', count: rows * valueHeads },
-      { name: 'beta', kind: 'f32', count: rows * valueHeads },
+      // beta is rounded to bf16 in fp32 storage: where the fp32 and fp64 sigmoids round to neighbouring bf16
+      // values the two differ by one bf16 ulp (2¹⁶ fp32 ulps).
+      { name: 'beta', kind: 'f32', count: rows * valueHeads, bound: BF16_ONE_ROUNDING_BOUND, ulps: 2 ** 16 },
     ],
     reference() {
       const g = new Float64Array(rows * valueHeads);
@@ -258,8 +267,8 @@ function gatesPrepared(layout: GatesLayout, draw: (index: number) => Random, non
         for (let head = 0; head < valueHeads; head++) {
           const a = projection.values[row * rowStride + aColumn + head]!;
           const b = projection.values[row * rowStride + bColumn + head]!;
-          g[row * valueHeads + head] = -Math.exp(aLog[head]!) * softplus(a + dtBias[head]!);
-          beta[row * valueHeads + head] = sigmoid(b);
+          g[row * valueHeads + head] = -Math.exp(aLogValues[head]!) * softplus(a + dtBiasValues[head]!);
+          beta[row * valueHeads + head] = roundToBf16(sigmoid(b));
         }
       }
       return { g, beta };
@@ -268,7 +277,8 @@ function gatesPrepared(layout: GatesLayout, draw: (index: number) => Random, non
       const b = p.projection! + BigInt(bColumn * 2);
       const a = p.projection! + BigInt(aColumn * 2);
       const pointers = { g: p.g!, beta: p.beta!, b, a, aLog: p.aLog!, dtBias: p.dtBias! };
-      deltaNetGates(cuda, { ...pointers, rowStride, rows, valueHeads }, { kernel });
+      const dtype = parameterDtype === undefined ? {} : { parameterDtype };
+      deltaNetGates(cuda, { ...pointers, ...dtype, rowStride, rows, valueHeads }, { kernel });
     },
   };
 }
@@ -295,6 +305,7 @@ export const deltaNetGatesCase: KernelCase = {
     gatesShape('decode, one row, real', realGates(1)),
     gatesShape('prefill chunk, real', realGates(257)),
     gatesShape('odd sizes', { rows: 13, valueHeads: 5, rowStride: 17 }),
+    gatesShape('bf16 A_log and dt_bias, real', { ...realGates(64), parameterDtype: 'bf16' }),
   ],
   invariance: [
     {

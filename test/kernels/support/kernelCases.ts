@@ -12,6 +12,7 @@ import { gemmBf16Case, gemmFp32Case } from './gemmCases.ts';
 import { gemmCase, gemvCase, gemvOtherTuningsCase, routerCase, swigluCase } from './mathCases.ts';
 import { moeBlockBf16Case } from './moeBf16Cases.ts';
 import { moeBlockFp8Case, moeCombineCase, moeDownFp8Case, moeGateUpFp8Case, moeGroupingCase } from './moeCases.ts';
+import { moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
 import {
@@ -23,7 +24,7 @@ import {
   ropeNeoxCase,
   zeroCentredRmsNormCase,
 } from './rowCases.ts';
-import { sampleCodeCase, sampleMainCase } from './samplerCases.ts';
+import { sampleCodeBf16Case, sampleCodeCase, sampleMainBf16Case, sampleMainCase } from './samplerCases.ts';
 
 export const kernelCases: readonly KernelCase[] = [
   zeroCentredRmsNormCase,
@@ -40,6 +41,8 @@ export const kernelCases: readonly KernelCase[] = [
   gemmCase,
   sampleMainCase,
   sampleCodeCase,
+  sampleMainBf16Case,
+  sampleCodeBf16Case,
   attentionPrepareBackboneCase,
   attentionPrepareOtherCase,
   attentionBackboneCase,
@@ -50,6 +53,7 @@ export const kernelCases: readonly KernelCase[] = [
   moeCombineCase,
   moeBlockFp8Case,
   moeBlockBf16Case,
+  moePackCase,
   gemmBf16Case,
   gemmFp32Case,
   quantizeE4m3Case,

@@ -1,6 +1,8 @@
 // Contract cases for kernels/cuda/sampler.cu against src/backend/cpu/ops/sampling.ts: the picks must be EXACTLY the
-// cpu sampler's (integer outputs), for `main` with RAS against each lane's window and for codebook columns, over
-// lanes with mixed settings (greedy, top-k 0/1/2/30/100, temperatures, top-p 1) so that every path of the kernel runs.
+// cpu sampler's (integer outputs), for `main` with RAS against each lane's window (written into frame records as
+// (candidate token, index or −1)) and for codebook columns, over lanes with mixed settings (greedy, top-k
+// 0/1/2/30/100, temperatures, top-p 1) so that every path of the kernel runs; with fp32 logits and with bf16 logits
+// (the model's), whose reference draws from the bf16 values themselves.
 import {
   drawCode,
   drawMain,
@@ -9,13 +11,20 @@ import {
   laneSampling,
   RAS_WINDOW,
 } from '../../../src/backend/cpu/ops/sampling.ts';
-import { LANE_TABLE_STRIDE, sampleCode, sampleMain, writeLaneEntry } from '../../../src/backend/cuda/ops/sampler.ts';
-import type { InvarianceCase, KernelCase, Prepared, ShapeCase } from './contract.ts';
-import { Random } from './random.ts';
+import {
+  LANE_TABLE_STRIDE,
+  type SamplerLogits,
+  sampleCode,
+  sampleMain,
+  writeLaneEntry,
+} from '../../../src/backend/cuda/ops/sampler.ts';
+import type { HostInput, InvarianceCase, KernelCase, Prepared, ShapeCase } from './contract.ts';
+import { bf16FromValues, Random } from './random.ts';
 
 const SEMANTIC = 4096;
 const MAIN_CANDIDATES = SEMANTIC + 1;
 const CODEBOOK = 1024;
+const RECORD_WIDTH = 11;
 
 const SETTINGS = [
   { temperature: 1, topP: 0.9, topK: 30, greedy: false },
@@ -72,27 +81,39 @@ function concatenate(parts: readonly Int32Array[] | readonly Float32Array[]): Fl
   return out;
 }
 
-function prepareMain(lanes: readonly LaneDraw[]): Prepared {
+/** The lanes' logits as the kernel reads them (fp32 or bf16) and the values the reference draws from. */
+function logitsFor(lanes: readonly LaneDraw[], dtype: SamplerLogits): { input: HostInput; values: ArrayLike<number> } {
+  const logits = concatenate(lanes.map((lane) => lane.logits)) as Float32Array;
+  if (dtype === 'f32') return { input: logits, values: logits };
+  const bf16 = bf16FromValues(logits);
+  return { input: bf16, values: bf16.values };
+}
+
+/** Distinct token ids per candidate index, so that a wrong index shows in the record's token. */
+function candidateTokens(count: number): Int32Array {
+  return Int32Array.from({ length: count }, (_, index) => 100_000 + ((index * 7919) % 50_021));
+}
+
+function prepareMain(lanes: readonly LaneDraw[], dtype: SamplerLogits): Prepared {
   const count = MAIN_CANDIDATES;
   const windows = concatenate(lanes.map((lane) => lane.window)) as Int32Array;
+  const logits = logitsFor(lanes, dtype);
+  const candidates = candidateTokens(count);
   return {
-    inputs: {
-      logits: concatenate(lanes.map((lane) => lane.logits)) as Float32Array,
-      laneTable: laneTable(lanes),
-      initialWindows: windows,
-    },
+    inputs: { logits: logits.input, laneTable: laneTable(lanes), initialWindows: windows, candidates },
     outputs: [
-      { name: 'chosen', kind: 'i32', count: lanes.length },
+      { name: 'records', kind: 'i32', count: lanes.length * RECORD_WIDTH },
       { name: 'windows', kind: 'i32', count: windows.length },
     ],
     reference() {
       const scratch = drawScratch(count);
-      const chosen = new Int32Array(lanes.length);
+      const records = new Int32Array(lanes.length * RECORD_WIDTH);
       const after = windows.slice();
       lanes.forEach((lane, b) => {
-        chosen[b] = drawMain(
-          lane.logits,
-          0,
+        const offset = b * count;
+        const chosen = drawMain(
+          logits.values,
+          offset,
           count,
           SEMANTIC,
           lane.sampling,
@@ -101,21 +122,26 @@ function prepareMain(lanes: readonly LaneDraw[]): Prepared {
           b * RAS_WINDOW,
           scratch,
         );
+        records[b * RECORD_WIDTH] = candidates[chosen]!;
+        records[b * RECORD_WIDTH + 1] = chosen < SEMANTIC ? chosen : -1;
       });
-      return { chosen, windows: after };
+      return { records, windows: after };
     },
     run(cuda, p, kernel) {
       cuda.driver.copyDeviceToDevice(p.windows!, p.initialWindows!, windows.byteLength, cuda.stream);
+      // Only the first two fields of each record are the kernel's: the rest is zeroed here, as the reference has it.
+      cuda.driver.fillWords(p.records!, 0, lanes.length * RECORD_WIDTH, cuda.stream);
       sampleMain(
         cuda,
         {
-          out: p.chosen!,
-          outStride: 1,
-          outOffset: 0,
+          records: p.records!,
+          recordStride: RECORD_WIDTH,
           logits: p.logits!,
+          logitsDtype: dtype,
           logitsStride: count,
           count,
           semanticCount: SEMANTIC,
+          candidates: p.candidates!,
           laneTable: p.laneTable!,
           lanes: lanes.length,
           rasWindow: p.windows!,
@@ -126,30 +152,41 @@ function prepareMain(lanes: readonly LaneDraw[]): Prepared {
   };
 }
 
-function prepareCode(lanes: readonly LaneDraw[], column: number): Prepared {
+function prepareCode(lanes: readonly LaneDraw[], column: number, dtype: SamplerLogits): Prepared {
   const count = CODEBOOK;
-  const stride = 11;
+  const stride = RECORD_WIDTH;
+  const logits = logitsFor(lanes, dtype);
   return {
-    inputs: { logits: concatenate(lanes.map((lane) => lane.logits)) as Float32Array, laneTable: laneTable(lanes) },
+    inputs: { logits: logits.input, laneTable: laneTable(lanes) },
     outputs: [{ name: 'codes', kind: 'i32', count: lanes.length * stride }],
     reference() {
       const scratch = drawScratch(count);
       const codes = new Int32Array(lanes.length * stride);
       lanes.forEach((lane, b) => {
-        codes[b * stride + column] = drawCode(lane.logits, 0, count, lane.sampling, lane.frame, column, scratch);
+        const offset = b * count;
+        codes[b * stride + 1 + column] = drawCode(
+          logits.values,
+          offset,
+          count,
+          lane.sampling,
+          lane.frame,
+          column,
+          scratch,
+        );
       });
       return { codes };
     },
     run(cuda, p, kernel) {
-      // Only column `column` of each 11-wide frame is the kernel's: the rest is filled here, as the reference has it.
+      // Only code[column] of each frame record is the kernel's: the rest is filled here, as the reference has it.
       cuda.driver.fillWords(p.codes!, 0, lanes.length * stride, cuda.stream);
       sampleCode(
         cuda,
         {
           out: p.codes!,
           outStride: stride,
-          outOffset: column,
+          outOffset: 1 + column,
           logits: p.logits!,
+          logitsDtype: dtype,
           logitsStride: count,
           count,
           column,
@@ -166,49 +203,75 @@ function lanesFor(random: Random, count: number, lanes: number, nonFinite: boole
   return Array.from({ length: lanes }, (_, lane) => drawLane(random, count, lane, nonFinite));
 }
 
-const mainShapes: ShapeCase[] = [1, 7, 64].map((lanes) => ({
-  label: `main, ${lanes} lanes × ${MAIN_CANDIDATES} candidates`,
-  prepare: (random: Random, nonFinite: boolean) => prepareMain(lanesFor(random, MAIN_CANDIDATES, lanes, nonFinite)),
-}));
+function mainShapes(dtype: SamplerLogits): ShapeCase[] {
+  return [1, 7, 64].map((lanes) => ({
+    label: `main, ${lanes} lanes × ${MAIN_CANDIDATES} ${dtype} candidates`,
+    prepare: (random: Random, nonFinite: boolean) =>
+      prepareMain(lanesFor(random, MAIN_CANDIDATES, lanes, nonFinite), dtype),
+  }));
+}
 
-const codeShapes: ShapeCase[] = [
-  [1, 1],
-  [7, 4],
-  [64, 9],
-].map(([lanes, column]) => ({
-  label: `code[${column}], ${lanes} lanes × ${CODEBOOK}`,
-  prepare: (random: Random, nonFinite: boolean) => prepareCode(lanesFor(random, CODEBOOK, lanes!, nonFinite), column!),
-}));
+function codeShapes(dtype: SamplerLogits): ShapeCase[] {
+  return [
+    [1, 1],
+    [7, 4],
+    [64, 9],
+  ].map(([lanes, column]) => ({
+    label: `code[${column}], ${lanes} lanes × ${CODEBOOK} ${dtype}`,
+    prepare: (random: Random, nonFinite: boolean) =>
+      prepareCode(lanesFor(random, CODEBOOK, lanes!, nonFinite), column!, dtype),
+  }));
+}
 
 /** Lane r's draw depends only on (seed, r), so the first r lanes are the same in calls of any size. */
 function invariantLanes(seed: number, rows: number, count: number): LaneDraw[] {
   return Array.from({ length: rows }, (_, lane) => drawLane(new Random(seed * 7919 + lane), count, lane, false));
 }
 
-const mainInvariance: InvarianceCase = {
-  label: 'main: a lane alone and beside 1, 6, 63, 256 others',
-  prepare: (seed, rows) => prepareMain(invariantLanes(seed, rows, MAIN_CANDIDATES)),
-  elementsPerRow: { chosen: 1, windows: RAS_WINDOW },
-};
+function mainInvariance(dtype: SamplerLogits): InvarianceCase {
+  return {
+    label: `main (${dtype}): a lane alone and beside 1, 6, 63, 256 others`,
+    prepare: (seed, rows) => prepareMain(invariantLanes(seed, rows, MAIN_CANDIDATES), dtype),
+    elementsPerRow: { records: RECORD_WIDTH, windows: RAS_WINDOW },
+  };
+}
 
-const codeInvariance: InvarianceCase = {
-  label: 'code[5]: a lane alone and beside others',
-  prepare: (seed, rows) => prepareCode(invariantLanes(seed, rows, CODEBOOK), 5),
-  elementsPerRow: { codes: 11 },
-};
+function codeInvariance(dtype: SamplerLogits): InvarianceCase {
+  return {
+    label: `code[5] (${dtype}): a lane alone and beside others`,
+    prepare: (seed, rows) => prepareCode(invariantLanes(seed, rows, CODEBOOK), 5, dtype),
+    elementsPerRow: { codes: RECORD_WIDTH },
+  };
+}
 
 export const sampleMainCase: KernelCase = {
   name: 'sample_main (exact picks, RAS)',
   bound: 0,
   ulps: 0,
-  shapes: mainShapes,
-  invariance: [mainInvariance],
+  shapes: mainShapes('f32'),
+  invariance: [mainInvariance('f32')],
 };
 
 export const sampleCodeCase: KernelCase = {
   name: 'sample_code (exact picks)',
   bound: 0,
   ulps: 0,
-  shapes: codeShapes,
-  invariance: [codeInvariance],
+  shapes: codeShapes('f32'),
+  invariance: [codeInvariance('f32')],
+};
+
+export const sampleMainBf16Case: KernelCase = {
+  name: 'sample_main_bf16 (exact picks from bf16 logits, RAS)',
+  bound: 0,
+  ulps: 0,
+  shapes: mainShapes('bf16'),
+  invariance: [mainInvariance('bf16')],
+};
+
+export const sampleCodeBf16Case: KernelCase = {
+  name: 'sample_code_bf16 (exact picks from bf16 logits)',
+  bound: 0,
+  ulps: 0,
+  shapes: codeShapes('bf16'),
+  invariance: [codeInvariance('bf16')],
 };

@@ -10,6 +10,7 @@ import { type KernelName, type LaunchOptions, launch, requireCount } from './lau
 
 const CONV_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_conv_silu_bf16' };
 const GATES_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_gates_f32' };
+const GATES_BF16_PARAMETERS_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_gates_bf16_parameters' };
 const RECURRENCE_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_recurrence_bf16' };
 
 /** The conv kernel's width (the model's), the heads' dimension and the kernels' fixed thread shapes. */
@@ -73,10 +74,12 @@ export interface DeltaNetGatesArguments {
   readonly a: DevicePointer;
   /** Elements between rows of b and a. */
   readonly rowStride: number;
-  /** [valueHeads] fp32. */
+  /** [valueHeads], of parameterDtype. */
   readonly aLog: DevicePointer;
-  /** [valueHeads] fp32. */
+  /** [valueHeads], of parameterDtype. */
   readonly dtBias: DevicePointer;
+  /** How aLog and dtBias are stored (the checkpoint's dtype); fp32 when left out. */
+  readonly parameterDtype?: 'f32' | 'bf16';
   readonly rows: number;
   readonly valueHeads: number;
 }
@@ -97,7 +100,8 @@ export function deltaNetGates(cuda: CudaContext, a: DeltaNetGatesArguments, opti
     .int32(a.rows)
     .int32(a.valueHeads);
   const grid = [Math.ceil((a.rows * a.valueHeads) / GATE_THREADS), 1, 1] as const;
-  launch(cuda, GATES_KERNEL, { grid, block: [GATE_THREADS, 1, 1] }, args, options);
+  const kernel = a.parameterDtype === 'bf16' ? GATES_BF16_PARAMETERS_KERNEL : GATES_KERNEL;
+  launch(cuda, kernel, { grid, block: [GATE_THREADS, 1, 1] }, args, options);
 }
 
 export interface DeltaNetRecurrenceArguments {

@@ -17,8 +17,9 @@ export const MOE_DOWN_BF16_KERNEL: KernelName = { family: 'moe_bf16', name: 'moe
 
 /** Pairs per tile of the grouped GEMMs (the mma's n = 8). */
 export const MOE_TILE_PAIRS = 8;
-const MAX_EXPERTS = 256;
-const MAX_TOP_K = 16;
+/** moe_route.cu's shared-memory tables and the combine's per-row order. */
+export const MOE_MAX_EXPERTS = 256;
+export const MOE_MAX_TOP_K = 16;
 const GROUP_THREADS = 1024;
 const GEMM_THREADS = 128;
 const GEMM_WARPS = 4;
@@ -55,8 +56,8 @@ export function moeGroupingBytes(rows: number, topK: number, experts: number) {
 
 function requireRouting(rows: number, topK: number, experts: number): void {
   requireCount(rows, 'rows');
-  requireCount(experts, 'experts', 1, MAX_EXPERTS);
-  requireCount(topK, 'topK', 1, Math.min(MAX_TOP_K, experts));
+  requireCount(experts, 'experts', 1, MOE_MAX_EXPERTS);
+  requireCount(topK, 'topK', 1, Math.min(MOE_MAX_TOP_K, experts));
   requireCount(rows * topK, 'rows · topK');
 }
 

@@ -1,5 +1,5 @@
 // Launchers for kernels/cuda/records.cu: frame-record embeddings, code gathers, lane-slot record moves, the residual
-// add and column concatenation (the cpu references are in src/backend/cpu/ops/embedding.ts and cpu/backend.ts).
+// add, column concatenation and the 16-bit fill (the cpu references are in src/backend/cpu/ops/embedding.ts and cpu/backend.ts).
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
@@ -12,6 +12,7 @@ const GATHER_SLOT_RECORDS: KernelName = { family, name: 'gather_slot_records' };
 const SCATTER_SLOT_RECORDS: KernelName = { family, name: 'scatter_slot_records' };
 const ADD: KernelName = { family, name: 'add_bf16' };
 const CONCAT_COLUMNS: KernelName = { family, name: 'concat_columns_bf16' };
+const FILL_HALF_WORDS: KernelName = { family, name: 'fill_half_words' };
 const MAX_ROW_THREADS = 256;
 const ELEMENT_THREADS = 256;
 const MAX_BLOCKS = 1 << 16;
@@ -156,4 +157,17 @@ export function concatenateColumns(
     .int32(a.bCols)
     .int32(a.rows);
   launch(cuda, CONCAT_COLUMNS, rowShape(a.rows, a.aCols + a.bCols), args, options);
+}
+
+/** Sets `count` 16-bit words from `target` to the bit pattern `value` (a bf16 slot fill). */
+export function fillHalfWords(
+  cuda: CudaContext,
+  a: { readonly target: DevicePointer; readonly value: number; readonly count: number },
+  options: LaunchOptions = {},
+): void {
+  requireCount(a.count, 'count', 1, Number.MAX_SAFE_INTEGER);
+  requireCount(a.value, 'value', 0, 0xffff);
+  const blocks = Math.min(MAX_BLOCKS, Math.ceil(a.count / ELEMENT_THREADS));
+  const args = new KernelArguments().pointer(a.target).uint32(a.value).int64(a.count);
+  launch(cuda, FILL_HALF_WORDS, { grid: [blocks, 1, 1], block: [ELEMENT_THREADS, 1, 1] }, args, options);
 }

@@ -1,20 +1,42 @@
-// Launchers for kernels/cuda/rms_norm.cu. x, out: [rows, cols] bf16 (out may alias x); weight: [cols] bf16;
-// gate (gated form): [rows, cols] bf16. One block per row.
+// Launchers for kernels/cuda/rms_norm.cu. x, out: [rows, cols] bf16 (out may alias x); weight: [cols] bf16 or f32
+// (read as stored); gate (gated form): [rows, cols] bf16. One block per row.
+import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
 
-const RMS_NORM_KERNEL: KernelName = { family: 'rms_norm', name: 'rms_norm_bf16' };
-const GATED_RMS_NORM_KERNEL: KernelName = { family: 'rms_norm', name: 'rms_norm_gated_bf16' };
+export type NormWeightDtype = 'bf16' | 'f32';
+
+const RMS_NORM_KERNEL: Record<NormWeightDtype, KernelName> = {
+  bf16: { family: 'rms_norm', name: 'rms_norm_bf16' },
+  f32: { family: 'rms_norm', name: 'rms_norm_f32_weight_bf16' },
+};
+const GATED_RMS_NORM_KERNEL: Record<NormWeightDtype, KernelName> = {
+  bf16: { family: 'rms_norm', name: 'rms_norm_gated_bf16' },
+  f32: { family: 'rms_norm', name: 'rms_norm_gated_f32_weight_bf16' },
+};
 
 export interface RmsNormArguments {
   readonly out: DevicePointer;
   readonly x: DevicePointer;
   readonly weight: DevicePointer;
+  /** The weight's dtype (default bf16). */
+  readonly weightDtype?: NormWeightDtype;
   readonly rows: number;
   readonly cols: number;
   readonly eps: number;
+}
+
+function weightDtype(a: RmsNormArguments): NormWeightDtype {
+  const dtype = a.weightDtype ?? 'bf16';
+  if (dtype !== 'bf16' && dtype !== 'f32') {
+    throw new DramaError('KERNEL_ARGUMENT_INVALID', `norm weights must be bf16 or f32, got ${String(dtype)}`, {
+      kind: 'internal',
+      param: 'weightDtype',
+    });
+  }
+  return dtype;
 }
 
 function shape(rows: number, cols: number) {
@@ -37,7 +59,7 @@ export function rmsNorm(
     .int32(a.cols)
     .float32(a.eps)
     .int32(a.zeroCentred ? 1 : 0);
-  launch(cuda, RMS_NORM_KERNEL, shape(a.rows, a.cols), args, options);
+  launch(cuda, RMS_NORM_KERNEL[weightDtype(a)], shape(a.rows, a.cols), args, options);
 }
 
 /** The Gated DeltaNet output norm: `x·r·w·silu(gate)`. */
@@ -56,5 +78,5 @@ export function gatedRmsNorm(
     .int32(a.rows)
     .int32(a.cols)
     .float32(a.eps);
-  launch(cuda, GATED_RMS_NORM_KERNEL, shape(a.rows, a.cols), args, options);
+  launch(cuda, GATED_RMS_NORM_KERNEL[weightDtype(a)], shape(a.rows, a.cols), args, options);
 }

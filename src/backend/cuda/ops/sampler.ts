@@ -2,8 +2,10 @@
 // reads: int32 [B, LANE_ENTRY] per decode-step batch row b, with the fields of src/backend/types.ts (LANE_*):
 //   slot, position, frame (frames drawn so far), seed low word, seed high word, temperature (float32 bits),
 //   top-p (float32 bits), top-k, greedy (0/1)
-// sampleMain writes out[b · outStride + outOffset] = the candidate index of `main` and keeps each lane's RAS window
-// (int32 [slots, 16]); sampleCode does the same for code[column] of a codebook.
+// sampleMain writes the frame record's first two fields, records[b · recordStride + 0, 1] = (candidates[chosen],
+// chosen or −1 for a non-semantic pick), and keeps each lane's RAS window (int32 [slots, 16]); sampleCode writes
+// out[b · outStride + outOffset] = the index chosen for code[column] of a codebook. Logits are fp32 or bf16.
+import { DramaError } from '../../../errors.ts';
 import { float32Bits } from '../../../numeric/dtypes.ts';
 import type { LaneSampling } from '../../cpu/ops/sampling.ts';
 import {
@@ -26,8 +28,17 @@ import { type KernelName, type LaunchOptions, launch, requireCount } from './lau
 /** Entries per lane in the lane table (the kernel's LANE_TABLE_STRIDE). */
 export const LANE_TABLE_STRIDE = LANE_ENTRY;
 
-const SAMPLE_MAIN: KernelName = { family: 'sampler', name: 'sample_main' };
-const SAMPLE_CODE: KernelName = { family: 'sampler', name: 'sample_code' };
+/** The entry points by logits dtype. */
+const SAMPLE_MAIN: Record<SamplerLogits, KernelName> = {
+  f32: { family: 'sampler', name: 'sample_main' },
+  bf16: { family: 'sampler', name: 'sample_main_bf16' },
+};
+const SAMPLE_CODE: Record<SamplerLogits, KernelName> = {
+  f32: { family: 'sampler', name: 'sample_code' },
+  bf16: { family: 'sampler', name: 'sample_code_bf16' },
+};
+
+export type SamplerLogits = 'f32' | 'bf16';
 const THREADS = 256;
 /** The kernel keeps a row's probabilities in shared memory. */
 export const SAMPLER_MAX_CANDIDATES = 4352;
@@ -71,51 +82,71 @@ export function writeLaneEntry(
 }
 
 interface SampleCommon {
-  readonly out: DevicePointer;
-  readonly outStride: number;
-  readonly outOffset: number;
-  /** fp32 [lanes, count] with rows `logitsStride` elements apart. */
+  /** [lanes, count] with rows `logitsStride` elements apart, fp32 unless `logitsDtype` says bf16. */
   readonly logits: DevicePointer;
+  readonly logitsDtype?: SamplerLogits;
   readonly logitsStride: number;
   readonly count: number;
   readonly laneTable: DevicePointer;
   readonly lanes: number;
 }
 
-function checkCommon(a: SampleCommon): void {
+function checkCommon(a: SampleCommon): SamplerLogits {
   requireCount(a.lanes, 'lanes', 1, 1 << 16);
   requireCount(a.count, 'count', 1, SAMPLER_MAX_CANDIDATES);
   requireCount(a.logitsStride, 'logitsStride', a.count);
-  requireCount(a.outStride, 'outStride', 1);
-  requireCount(a.outOffset, 'outOffset', 0, a.outStride - 1);
+  const dtype = a.logitsDtype ?? 'f32';
+  if (dtype !== 'f32' && dtype !== 'bf16') {
+    throw new DramaError('KERNEL_ARGUMENT_INVALID', `sampler logits must be f32 or bf16, got ${String(dtype)}`, {
+      kind: 'internal',
+      param: 'logitsDtype',
+    });
+  }
+  return dtype;
 }
 
 export function sampleMain(
   cuda: CudaContext,
-  a: SampleCommon & { readonly semanticCount: number; readonly rasWindow: DevicePointer },
+  a: SampleCommon & {
+    /** int32 frame records; lane b's (token, main index) go to elements b · recordStride + 0 and + 1. */
+    readonly records: DevicePointer;
+    readonly recordStride: number;
+    readonly semanticCount: number;
+    /** int32 [count]: the token id of each candidate index. */
+    readonly candidates: DevicePointer;
+    readonly rasWindow: DevicePointer;
+  },
   options: LaunchOptions = {},
 ): void {
-  checkCommon(a);
+  const dtype = checkCommon(a);
+  requireCount(a.recordStride, 'recordStride', 2);
   requireCount(a.semanticCount, 'semanticCount', 0, a.count);
   const args = new KernelArguments()
-    .pointer(a.out)
-    .int32(a.outStride)
-    .int32(a.outOffset)
+    .pointer(a.records)
+    .int32(a.recordStride)
     .pointer(a.logits)
     .int64(a.logitsStride)
     .int32(a.count)
     .int32(a.semanticCount)
+    .pointer(a.candidates)
     .pointer(a.laneTable)
     .pointer(a.rasWindow);
-  launchSampler(cuda, SAMPLE_MAIN, a.lanes, args, options);
+  launchSampler(cuda, SAMPLE_MAIN[dtype], a.lanes, args, options);
 }
 
 export function sampleCode(
   cuda: CudaContext,
-  a: SampleCommon & { readonly column: number },
+  a: SampleCommon & {
+    readonly out: DevicePointer;
+    readonly outStride: number;
+    readonly outOffset: number;
+    readonly column: number;
+  },
   options: LaunchOptions = {},
 ): void {
-  checkCommon(a);
+  const dtype = checkCommon(a);
+  requireCount(a.outStride, 'outStride', 1);
+  requireCount(a.outOffset, 'outOffset', 0, a.outStride - 1);
   requireCount(a.column, 'column', 1, 1 << 20);
   const args = new KernelArguments()
     .pointer(a.out)
@@ -126,5 +157,5 @@ export function sampleCode(
     .int32(a.count)
     .int32(a.column)
     .pointer(a.laneTable);
-  launchSampler(cuda, SAMPLE_CODE, a.lanes, args, options);
+  launchSampler(cuda, SAMPLE_CODE[dtype], a.lanes, args, options);
 }

@@ -1,0 +1,42 @@
+// Re-lays one expert's weight rows on the device into the grouped expert GEMMs' fragment layout
+// (src/backend/cuda/moeWeights.ts; reference there: packGateUpFp8, packDownFp8, packGateUpBf16, packDownBf16).
+//   target: [groups, row_bytes/128 blocks, 2048 bytes], this expert's place in the packed buffer
+//   first, second: [rows, row_bytes] source rows (e4m3 bytes, or bf16 words as bytes: a row is 128-byte blocks
+//                  either way); interleaved (gate|up): mma row m of group r is first row 8r + m for m < 8, second
+//                  row 8r + m − 8 for m ≥ 8; else (down): first row 16r + m
+// A 2048-byte block is 16 rows × 128 bytes. Lane L's chunk c (16 bytes at (c·32 + L)·16) holds words w = 0..3:
+// row g + 8·(w & 1) (g = L >> 2), bytes 32·(L & 3) + 8c + 4·(w >> 1) .. + 3 of the block's 128 bytes of that row.
+// The e4m3 and the bf16 layouts are this same byte map (moeWeights.ts spells both out element by element).
+// One thread per 16-byte chunk; nothing is summed, so the bytes are exact whatever the launch shape.
+#include "common.cuh"
+
+#define PACK_BLOCK_BYTES 2048
+#define PACK_CHUNKS_PER_BLOCK (PACK_BLOCK_BYTES / 16)
+
+extern "C" __global__ void moe_pack_rows(uint8_t* target, const uint8_t* first, const uint8_t* second, int row_bytes,
+                                         int groups, int interleaved) {
+  const int blocks = row_bytes / 128;
+  const long long chunks = (long long)groups * blocks * PACK_CHUNKS_PER_BLOCK;
+  for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < chunks;
+       index += (long long)gridDim.x * blockDim.x) {
+    const long long block_index = index / PACK_CHUNKS_PER_BLOCK;
+    const int within = (int)(index - block_index * PACK_CHUNKS_PER_BLOCK);
+    const int chunk = within >> 5;
+    const int lane = within & 31;
+    const int group = (int)(block_index / blocks);
+    const int block = (int)(block_index - (long long)group * blocks);
+    const int g = lane >> 2;
+    const int column = block * 128 + 32 * (lane & 3) + 8 * chunk;
+    unsigned words[4];
+#pragma unroll
+    for (int w = 0; w < 4; w++) {
+      const int m = g + 8 * (w & 1);
+      const uint8_t* row;
+      if (!interleaved) row = first + (long long)(16 * group + m) * row_bytes;
+      else if (m < 8) row = first + (long long)(8 * group + m) * row_bytes;
+      else row = second + (long long)(8 * group + m - 8) * row_bytes;
+      words[w] = *reinterpret_cast<const unsigned*>(row + column + 4 * (w >> 1));
+    }
+    reinterpret_cast<uint4*>(target)[index] = make_uint4(words[0], words[1], words[2], words[3]);
+  }
+}

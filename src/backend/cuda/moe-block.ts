@@ -1,0 +1,120 @@
+// The sparse MoE block on the device, the computation of src/backend/cpu/moe-block.ts with its bf16 rounding points:
+//   logits = router(x) [T, E] bf16 (the cpu rounds the router projection too); softmax, top-k, renormalise in fp32
+//   (router.cu) → ids [T, k] i32, weights [T, k] f32; the routed experts grouped by expert on the device and run by
+//   the grouped GEMMs (FP8: x quantised per row per 128 columns first; bf16: x as is), each expert output bf16; the
+//   shared expert (a SwiGLU MLP) and its gate logit bf16; the combine sums each row's experts in ascending expert id
+//   with bf16 weights, adds sigmoid(gate) · shared, in fp64, and rounds fp64 → fp32 → bf16 (moe_route.cu).
+// Where the device differs from the cpu below a bf16 rounding: the softmax's exp and sums are fp32 (the cpu's are
+// fp64, each probability then rounded to fp32), the renormalised weights are fp32 quotients, and the expert GEMMs
+// accumulate in fp32 (the cpu in fp64); SwiGLU products are fp32 before their one bf16 rounding.
+// Every launch is sized from rows and the weights' shapes (grids are the worst case of the routing), nothing is read
+// back: the block can be captured in a CUDA graph. The packed experts are made once per weights object.
+import { DramaError } from '../../errors.ts';
+import type { MoeWeights } from '../types.ts';
+import type { BlockContext } from './block-context.ts';
+import { type PackedExperts, packExperts } from './moe-experts.ts';
+import { type MoeGeometry, moeGeometry } from './moe-geometry.ts';
+import { type MoeGrouping, moeExpertsBf16, moeExpertsFp8, moeGroupingBytes } from './ops/moe.ts';
+import { quantizeE4m3 } from './ops/quantizeFp8.ts';
+import { routerTopK } from './ops/router.ts';
+import { runSwiGlu } from './swiglu-block.ts';
+import { type CudaBuffer, requireDtype } from './tensors.ts';
+
+/** The quantiser's grid holds one row per y index. */
+const FP8_MAX_ROWS = 65535;
+/** The combine and the bf16 experts move 8 bf16 values (16 bytes) at a time. */
+const VECTOR_BYTES = 16n;
+
+interface PreparedMoe {
+  readonly geometry: MoeGeometry;
+  readonly packed: PackedExperts;
+}
+
+function refuse(code: string, message: string): never {
+  throw new DramaError(code, message, { kind: 'internal' });
+}
+
+function requireRows(rows: number, g: MoeGeometry): void {
+  if (!Number.isInteger(rows) || rows < 1)
+    refuse('MOE_ROWS_INVALID', `the MoE block needs 1 or more rows, got ${rows}`);
+  if (g.format === 'fp8' && rows > FP8_MAX_ROWS) {
+    refuse('MOE_ROWS_INVALID', `FP8 experts take at most ${FP8_MAX_ROWS} rows in one call, got ${rows}`);
+  }
+}
+
+function requireActivation(buffer: CudaBuffer, elements: number, name: string): void {
+  requireDtype(buffer, 'bf16', name);
+  if (buffer.elements < elements) {
+    refuse('MOE_BUFFER_TOO_SMALL', `${name} holds ${buffer.elements} elements, the call needs ${elements}`);
+  }
+  if (buffer.pointer % VECTOR_BYTES !== 0n) refuse('MOE_BUFFER_MISALIGNED', `${name} must be 16-byte aligned`);
+}
+
+/** The grouping's four buffers under 'moe.' names, sized for this call. */
+function groupingScratch(ctx: BlockContext, rows: number, g: MoeGeometry): MoeGrouping {
+  const bytes = moeGroupingBytes(rows, g.topK, g.experts);
+  return {
+    pairSlots: ctx.scratch.bytes('moe.pairSlots', bytes.pairSlots),
+    expertOffsets: ctx.scratch.bytes('moe.expertOffsets', bytes.expertOffsets),
+    tiles: ctx.scratch.bytes('moe.tiles', bytes.tiles),
+    tileCount: ctx.scratch.bytes('moe.tileCount', bytes.tileCount),
+  };
+}
+
+export function runMoe(
+  ctx: BlockContext,
+  weights: MoeWeights<CudaBuffer>,
+  x: CudaBuffer,
+  out: CudaBuffer,
+  rows: number,
+): void {
+  const { geometry: g, packed } = ctx.prepared(weights, 'moe', (): PreparedMoe => {
+    const geometry = moeGeometry(weights);
+    return { geometry, packed: packExperts(ctx, weights, geometry) };
+  });
+  requireRows(rows, g);
+  requireActivation(x, rows * g.hidden, 'moe input');
+  requireActivation(out, rows * g.hidden, 'moe output');
+  const { cuda, scratch } = ctx;
+  const pairs = rows * g.topK;
+
+  const logits = scratch.buffer('moe.logits', 'bf16', rows * g.experts);
+  ctx.linear(x, weights.router, logits, rows);
+  const expertIds = scratch.buffer('moe.expertIds', 'i32', pairs);
+  const expertWeights = scratch.buffer('moe.expertWeights', 'f32', pairs);
+  const routing = { experts: g.experts, topK: g.topK, rows };
+  routerTopK(cuda, {
+    expertIds: expertIds.pointer,
+    expertWeights: expertWeights.pointer,
+    logits: logits.pointer,
+    ...routing,
+  });
+
+  // The shared expert and its gate logit, bf16 as the cpu rounds them.
+  const sharedOut = scratch.buffer('moe.sharedOut', 'bf16', rows * g.hidden);
+  runSwiGlu(ctx, weights.shared, x, sharedOut, rows);
+  const sharedGate = scratch.buffer('moe.sharedGate', 'bf16', rows);
+  ctx.linear(x, weights.sharedGate, sharedGate, rows);
+
+  const common = {
+    ...groupingScratch(ctx, rows, g),
+    ...routing,
+    out: out.pointer,
+    h: scratch.buffer('moe.h', 'bf16', pairs * g.intermediate).pointer,
+    expertOut: scratch.buffer('moe.expertOut', 'bf16', pairs * g.hidden).pointer,
+    expertIds: expertIds.pointer,
+    expertWeights: expertWeights.pointer,
+    sharedOut: sharedOut.pointer,
+    sharedGate: sharedGate.pointer,
+    hidden: g.hidden,
+    intermediate: g.intermediate,
+  };
+  if (packed.format === 'fp8') {
+    const quantized = scratch.bytes('moe.quantized', rows * g.hidden);
+    const scales = scratch.buffer('moe.scales', 'f32', rows * (g.hidden / 128)).pointer;
+    quantizeE4m3(cuda, { q: quantized, scales, x: x.pointer, rows, cols: g.hidden });
+    moeExpertsFp8(cuda, { ...common, quantized, scales, weights: packed.weights });
+  } else {
+    moeExpertsBf16(cuda, { ...common, x: x.pointer, weights: packed.weights });
+  }
+}

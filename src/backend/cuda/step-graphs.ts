@@ -1,0 +1,62 @@
+// Frame steps as CUDA graphs, one per key (the model's `step<batch>`): the first call with a key records what the
+// step enqueues and launches the recording; later calls launch it again. A recording is kept with the backend's
+// allocation count when it was made: after a growth (new scratch or buffers, so new pointers) the key records again.
+// Recording runs nothing, so a recording that fails (an op that needs to grow scratch, which synchronises) leaves the
+// device untouched: the step then runs directly, once, and the next call records with the grown buffers.
+import type { CudaContext } from './context.ts';
+import { CapturedGraph } from './graph.ts';
+
+interface Recording {
+  readonly graph: CapturedGraph;
+  readonly allocations: number;
+}
+
+export class StepGraphs {
+  private readonly recordings = new Map<string, Recording>();
+  /** Recordings made (first ones and re-recordings), and steps that ran directly after a failed recording. */
+  recorded = 0;
+  fallbacks = 0;
+
+  constructor(
+    private readonly cuda: CudaContext,
+    private readonly allocations: () => number,
+  ) {}
+
+  run(key: string, enqueue: () => void): void {
+    const { driver, stream } = this.cuda;
+    const held = this.recordings.get(key);
+    if (held !== undefined && held.allocations === this.allocations()) {
+      held.graph.launch(stream);
+      return;
+    }
+    let graph: CapturedGraph;
+    try {
+      if (held === undefined) {
+        graph = CapturedGraph.capture(driver, stream, enqueue);
+      } else {
+        held.graph.update(stream, enqueue);
+        graph = held.graph;
+      }
+    } catch {
+      // Nothing of the step ran: run it directly (it may grow buffers), record on the next call.
+      if (held !== undefined) held.graph.destroy();
+      this.recordings.delete(key);
+      this.fallbacks += 1;
+      enqueue();
+      return;
+    }
+    this.recorded += 1;
+    this.recordings.set(key, { graph, allocations: this.allocations() });
+    graph.launch(stream);
+  }
+
+  /** Whether a recording is held for `key` (tests). */
+  has(key: string): boolean {
+    return this.recordings.has(key);
+  }
+
+  release(): void {
+    for (const recording of this.recordings.values()) recording.graph.destroy();
+    this.recordings.clear();
+  }
+}

@@ -1,0 +1,311 @@
+// The cuda attention and Gated DeltaNet blocks' host side, without a GPU: geometry the kernels cannot serve is
+// refused by name before anything is projected or launched, and the backbone's, the tower's and the DeltaNet's
+// geometries reach the kernels with the arguments kernels/cuda/{attention,delta_net,rms_norm}.cu declare (a
+// recording device: real named scratch over a bump allocator, launches recorded, nothing run).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import koffi from 'koffi';
+import { runAttention } from '../../src/backend/cuda/attention-block.ts';
+import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
+import type { CudaContext } from '../../src/backend/cuda/context.ts';
+import { runDeltaNet } from '../../src/backend/cuda/delta-net-block.ts';
+import type { LaunchShape } from '../../src/backend/cuda/driver.ts';
+import { DeviceScratch } from '../../src/backend/cuda/scratch.ts';
+import type { CudaBuffer, CudaTensor } from '../../src/backend/cuda/tensors.ts';
+import type {
+  AttentionWeights,
+  CallTables,
+  DeltaNetSlab,
+  DeltaNetWeights,
+  DType,
+  KeyValueSlab,
+} from '../../src/backend/types.ts';
+
+interface Launched {
+  readonly name: string;
+  readonly shape: LaunchShape;
+  readonly parameters: BigUint64Array;
+}
+
+type Call = { readonly linear: string; readonly x: bigint; readonly out: bigint; readonly rows: number };
+
+let nextPointer = 0x1000_0000n;
+function buffer(dtype: DType, elements: number): CudaBuffer {
+  const pointer = nextPointer;
+  nextPointer += BigInt(Math.ceil((elements * 4) / 256 + 1) * 256);
+  return { pointer, dtype, elements };
+}
+
+function tensor(dtype: DType, shape: readonly number[]): CudaTensor {
+  return {
+    dtype,
+    shape,
+    data: buffer(
+      dtype,
+      shape.reduce((a, b) => a * b, 1),
+    ),
+  };
+}
+
+/** A block context whose device records launches and whose linear records what it projected. */
+function recordingContext(): {
+  ctx: BlockContext;
+  launched: Launched[];
+  calls: Call[];
+  names: Map<CudaTensor, string>;
+} {
+  const launched: Launched[] = [];
+  const calls: Call[] = [];
+  const names = new Map<CudaTensor, string>();
+  const cuda = {
+    stream: 0n,
+    kernels: { kernel: (family: string, name: string) => `${family}/${name}` },
+    driver: {
+      launch: (_handle: unknown, shape: LaunchShape, _stream: unknown, parameters: BigUint64Array, name: string) => {
+        launched.push({ name, shape, parameters: parameters.slice() });
+      },
+      fillBytes: () => {},
+    },
+    allocate: (bytes: number, label: string) => {
+      const { pointer } = buffer('i32', Math.ceil(bytes / 4));
+      return { kind: 'device', pointer, bytes, label, free: () => {} };
+    },
+    synchronize: () => {},
+  } as unknown as CudaContext;
+  const ctx: BlockContext = {
+    cuda,
+    scratch: new DeviceScratch(cuda),
+    linear(x, weight, out, rows) {
+      calls.push({ linear: names.get(weight) ?? '?', x: x.pointer, out: out.pointer, rows });
+    },
+    prepared: (_key, _label, make) => make(),
+    countAllocation: () => {},
+  };
+  return { ctx, launched, calls, names };
+}
+
+/** A context that fails the test if a block touches it: refusals must come before any work. */
+const untouchable: BlockContext = new Proxy({} as BlockContext, {
+  get(_target, property) {
+    throw new Error(`the block used ctx.${String(property)} before refusing`);
+  },
+});
+
+const dtypeRefusal = (error: unknown) => (error as { code?: string }).code === 'TENSOR_DTYPE_UNSUPPORTED';
+
+const word = (launch: Launched, index: number) => BigInt(koffi.decode(launch.parameters[index]!, 'int64_t'));
+const int32At = (launch: Launched, index: number) => koffi.decode(launch.parameters[index]!, 'int32_t') as number;
+
+const HIDDEN = 2048;
+
+function attentionWeights(overrides: Partial<AttentionWeights<CudaBuffer>> = {}): AttentionWeights<CudaBuffer> {
+  const heads = overrides.heads ?? 16;
+  const keyValueHeads = overrides.keyValueHeads ?? 2;
+  const headDim = overrides.headDim ?? 256;
+  const outputGate = overrides.outputGate ?? true;
+  return {
+    heads,
+    keyValueHeads,
+    headDim,
+    rotaryDim: 64,
+    ropeTheta: 1e7,
+    ropeStyle: 'neox',
+    outputGate,
+    eps: 1e-6,
+    qProj: tensor('bf16', [heads * headDim * (outputGate ? 2 : 1), HIDDEN]),
+    kProj: tensor('bf16', [keyValueHeads * headDim, HIDDEN]),
+    vProj: tensor('bf16', [keyValueHeads * headDim, HIDDEN]),
+    oProj: tensor('bf16', [HIDDEN, heads * headDim]),
+    qNorm: tensor('bf16', [headDim]),
+    kNorm: tensor('bf16', [headDim]),
+    ...overrides,
+  };
+}
+
+function keyValueSlab(keyValueHeads: number, headDim: number, slots = 4, capacity = 3000): KeyValueSlab<CudaBuffer> {
+  return {
+    keys: tensor('bf16', [slots, capacity, keyValueHeads, headDim]),
+    values: tensor('bf16', [slots, capacity, keyValueHeads, headDim]),
+  };
+}
+
+function callTables(rows: number, sequenceCount: number): CallTables<CudaBuffer> {
+  return { rows: buffer('i32', 2 * rows), sequences: buffer('i32', 4 * sequenceCount), sequenceCount };
+}
+
+function refusal(code: string, param: string) {
+  return (error: unknown) => {
+    const named = error as { code?: string; param?: string };
+    return named.code === code && named.param === param;
+  };
+}
+
+test('attention refuses geometry its kernels cannot serve, by name, before any work', () => {
+  const x = buffer('bf16', HIDDEN);
+  const out = buffer('bf16', HIDDEN);
+  const tables = callTables(1, 1);
+  const attempt = (
+    weights: AttentionWeights<CudaBuffer>,
+    slab = keyValueSlab(weights.keyValueHeads, weights.headDim),
+  ) => runAttention(untouchable, weights, x, slab, tables, out, 1);
+  const unsupported = (param: string) => refusal('KERNEL_GEOMETRY_UNSUPPORTED', param);
+  // The tiny preset's head dim.
+  assert.throws(() => attempt(attentionWeights({ headDim: 16, rotaryDim: 8 })), unsupported('headDim'));
+  assert.throws(() => attempt(attentionWeights({ heads: 3 })), unsupported('heads'));
+  assert.throws(() => attempt(attentionWeights({ heads: 66 })), unsupported('heads'));
+  assert.throws(() => attempt(attentionWeights({ rotaryDim: 63 })), unsupported('rotaryDim'));
+  assert.throws(() => attempt(attentionWeights({ rotaryDim: 512 })), unsupported('rotaryDim'));
+  assert.throws(() => attempt(attentionWeights({ qProj: tensor('bf16', [16 * 256, HIDDEN]) })), unsupported('qProj'));
+  assert.throws(() => attempt(attentionWeights(), keyValueSlab(2, 128)), unsupported('keys'));
+  assert.throws(() => attempt(attentionWeights({ qNorm: tensor('f32', [256]) })), dtypeRefusal);
+});
+
+test('backbone attention: q|gate, k, v projections, prepare (gated, NeoX), gated attention read in place, o_proj', () => {
+  const { ctx, launched, calls, names } = recordingContext();
+  const weights = attentionWeights();
+  names.set(weights.qProj, 'q').set(weights.kProj, 'k').set(weights.vProj, 'v').set(weights.oProj, 'o');
+  const slab = keyValueSlab(2, 256);
+  const x = buffer('bf16', 3 * HIDDEN);
+  const out = buffer('bf16', 3 * HIDDEN);
+  const tables = callTables(3, 1);
+  runAttention(ctx, weights, x, slab, tables, out, 3);
+  assert.deepEqual(
+    calls.map((call) => call.linear),
+    ['q', 'k', 'v', 'o'],
+  );
+  assert.equal(calls[3]!.out, out.pointer);
+  assert.deepEqual(
+    launched.map((launch) => launch.name),
+    ['attention_prepare_bf16', 'attention_bf16_d256', 'attention_combine_bf16_d256'],
+  );
+  const [prepare, main] = launched as [Launched, Launched];
+  const [projected, key, value] = [calls[0]!.out, calls[1]!.out, calls[2]!.out];
+  assert.deepEqual([word(prepare, 1), word(prepare, 2)], [slab.keys.data.pointer, slab.values.data.pointer]);
+  assert.deepEqual([word(prepare, 3), word(prepare, 4), word(prepare, 5)], [projected, key, value]);
+  assert.equal(word(prepare, 8), tables.rows.pointer);
+  assert.deepEqual(
+    [9, 10, 11, 12, 13, 15, 16, 17, 18].map((index) => int32At(prepare, index)),
+    [3, 16, 2, 256, 64, 0, 1, 4, 3000],
+    'rows, heads, kv heads, head dim, rotary dims, NeoX, gated, slots, capacity',
+  );
+  assert.equal(word(main, 2), word(prepare, 0), 'attention reads the prepared q');
+  assert.equal(word(main, 3), projected + 512n, 'the gate is the second half of each head of q_proj');
+  assert.deepEqual([word(main, 4), word(main, 5)], [8192n, 512n], 'gate row and head strides');
+  assert.equal(calls[3]!.x, word(main, 0), 'o_proj reads the gated attention');
+});
+
+test('tower attention: no gate, interleaved RoPE, a large call folds on chip', () => {
+  const { ctx, launched } = recordingContext();
+  const weights = attentionWeights({ outputGate: false, ropeStyle: 'interleaved' });
+  runAttention(
+    ctx,
+    weights,
+    buffer('bf16', 100 * HIDDEN),
+    keyValueSlab(2, 256),
+    callTables(100, 1),
+    buffer('bf16', 100 * HIDDEN),
+    100,
+  );
+  assert.deepEqual(
+    launched.map((launch) => launch.name),
+    ['attention_prepare_bf16', 'attention_bf16_d256'],
+  );
+  assert.deepEqual([int32At(launched[0]!, 15), int32At(launched[0]!, 16)], [1, 0], 'interleaved, not gated');
+  assert.equal(word(launched[1]!, 3), 0n, 'no gate');
+});
+
+const KEY_HEADS = 16;
+const VALUE_HEADS = 32;
+const CHANNELS = 2 * KEY_HEADS * 128 + VALUE_HEADS * 128;
+
+function deltaNetWeights(overrides: Partial<DeltaNetWeights<CudaBuffer>> = {}, parameterDtype: DType = 'bf16') {
+  const weights: DeltaNetWeights<CudaBuffer> = {
+    keyHeads: KEY_HEADS,
+    valueHeads: VALUE_HEADS,
+    keyDim: 128,
+    valueDim: 128,
+    convKernel: 4,
+    eps: 1e-6,
+    inProjQkv: tensor('bf16', [CHANNELS, HIDDEN]),
+    inProjZ: tensor('bf16', [VALUE_HEADS * 128, HIDDEN]),
+    inProjB: tensor('bf16', [VALUE_HEADS, HIDDEN]),
+    inProjA: tensor('bf16', [VALUE_HEADS, HIDDEN]),
+    outProj: tensor('bf16', [HIDDEN, VALUE_HEADS * 128]),
+    conv: tensor('bf16', [CHANNELS, 1, 4]),
+    aLog: tensor(parameterDtype, [VALUE_HEADS]),
+    dtBias: tensor(parameterDtype, [VALUE_HEADS]),
+    norm: tensor('bf16', [128]),
+    ...overrides,
+  };
+  return weights;
+}
+
+function deltaNetSlab(slots = 4, valueHeads = VALUE_HEADS, channels = CHANNELS): DeltaNetSlab<CudaBuffer> {
+  return { conv: tensor('bf16', [slots, 3, channels]), recurrent: tensor('f32', [slots, valueHeads, 128, 128]) };
+}
+
+test('Gated DeltaNet refuses geometry its kernels cannot serve, by name, before any work', () => {
+  const attempt = (weights: DeltaNetWeights<CudaBuffer>, slab = deltaNetSlab()) =>
+    runDeltaNet(untouchable, weights, buffer('bf16', HIDDEN), slab, callTables(1, 1), buffer('bf16', HIDDEN), 1);
+  const unsupported = (param: string) => refusal('KERNEL_GEOMETRY_UNSUPPORTED', param);
+  // The tiny preset's head dims.
+  assert.throws(() => attempt(deltaNetWeights({ keyDim: 16 })), unsupported('keyDim'));
+  assert.throws(() => attempt(deltaNetWeights({ valueDim: 64 })), unsupported('valueDim'));
+  assert.throws(() => attempt(deltaNetWeights({ convKernel: 3 })), unsupported('convKernel'));
+  assert.throws(() => attempt(deltaNetWeights({ valueHeads: 24 })), unsupported('valueHeads'));
+  assert.throws(() => attempt(deltaNetWeights({ conv: tensor('bf16', [CHANNELS, 1, 3]) })), unsupported('conv'));
+  assert.throws(() => attempt(deltaNetWeights(), deltaNetSlab(4, 16)), unsupported('recurrent slab'));
+  // A_log and dt_bias of different dtypes, and an fp32 output-norm weight (the norm kernel reads bf16).
+  assert.throws(() => attempt(deltaNetWeights({ aLog: tensor('f32', [VALUE_HEADS]) })), dtypeRefusal);
+  assert.throws(() => attempt(deltaNetWeights({ norm: tensor('f32', [128]) })), dtypeRefusal);
+});
+
+test('Gated DeltaNet: four projections, conv over q|k|v, gates, recurrence, gated norm per value head, out_proj', () => {
+  const { ctx, launched, calls, names } = recordingContext();
+  const weights = deltaNetWeights();
+  names.set(weights.inProjQkv, 'qkv').set(weights.inProjZ, 'z').set(weights.inProjB, 'b').set(weights.inProjA, 'a');
+  names.set(weights.outProj, 'out');
+  const slab = deltaNetSlab();
+  const rows = 5;
+  const tables = callTables(rows, 3);
+  const out = buffer('bf16', rows * HIDDEN);
+  runDeltaNet(ctx, weights, buffer('bf16', rows * HIDDEN), slab, tables, out, rows);
+  assert.deepEqual(
+    calls.map((call) => call.linear),
+    ['qkv', 'z', 'b', 'a', 'out'],
+  );
+  assert.equal(calls[4]!.out, out.pointer);
+  assert.deepEqual(
+    launched.map((launch) => launch.name),
+    ['delta_net_conv_silu_bf16', 'delta_net_gates_bf16_parameters', 'delta_net_recurrence_bf16', 'rms_norm_gated_bf16'],
+  );
+  const [conv, gates, recurrence, norm] = launched as [Launched, Launched, Launched, Launched];
+  const [mixed, z, b, a] = calls.map((call) => call.out);
+  // conv: out, out stride, x, x stride, weight, state, sequences, channels.
+  assert.deepEqual([word(conv, 1), word(conv, 2), word(conv, 3)], [BigInt(CHANNELS), mixed, BigInt(CHANNELS)]);
+  assert.deepEqual(
+    [word(conv, 4), word(conv, 5), word(conv, 6)],
+    [weights.conv.data.pointer, slab.conv.data.pointer, tables.sequences.pointer],
+  );
+  assert.deepEqual(conv.shape.grid, [CHANNELS / 256, 1, 3], 'three sequences of five rows: none longer than three');
+  // gates: g, beta, b, a, row stride, A_log, dt_bias, rows, value heads.
+  assert.deepEqual([word(gates, 2), word(gates, 3), word(gates, 4)], [b, a, BigInt(VALUE_HEADS)]);
+  assert.deepEqual([word(gates, 5), word(gates, 6)], [weights.aLog.data.pointer, weights.dtBias.data.pointer]);
+  assert.deepEqual([int32At(gates, 7), int32At(gates, 8)], [rows, VALUE_HEADS]);
+  // recurrence: out, qkv, stride, g, beta, state, sequences, key heads, value heads.
+  assert.deepEqual([word(recurrence, 1), word(recurrence, 2)], [word(conv, 0), BigInt(CHANNELS)]);
+  assert.deepEqual([word(recurrence, 3), word(recurrence, 4)], [word(gates, 0), word(gates, 1)]);
+  assert.equal(word(recurrence, 5), slab.recurrent.data.pointer);
+  assert.deepEqual(recurrence.shape.grid, [4, VALUE_HEADS, 3]);
+  // gated norm: out, x, gate, weight, rows, cols.
+  assert.deepEqual([word(norm, 1), word(norm, 2), word(norm, 3)], [word(recurrence, 0), z, weights.norm.data.pointer]);
+  assert.deepEqual([int32At(norm, 4), int32At(norm, 5)], [rows * VALUE_HEADS, 128], 'one row per value head');
+  assert.equal(calls[4]!.x, word(norm, 0), 'out_proj reads the gated norm');
+});
+
+test('Gated DeltaNet with fp32 A_log and dt_bias runs the fp32-parameter gates', () => {
+  const { ctx, launched } = recordingContext();
+  const weights = deltaNetWeights({}, 'f32');
+  runDeltaNet(ctx, weights, buffer('bf16', HIDDEN), deltaNetSlab(), callTables(1, 1), buffer('bf16', HIDDEN), 1);
+  assert.equal(launched[1]!.name, 'delta_net_gates_f32');
+});

@@ -1,0 +1,288 @@
+// What the cuda MoE and SwiGLU blocks decide on the host, without a GPU: the geometry refusals, the device re-layout's
+// byte map against the moeWeights.ts packers, the packed buffers' sizes, and the launches a call queues on a recording
+// stand-in for the device (their order and grids; packing once per weights object; a step after plan allocating and
+// synchronising nothing).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
+import type { CudaContext } from '../../src/backend/cuda/context.ts';
+import { runMoe } from '../../src/backend/cuda/moe-block.ts';
+import { packedExpertBytes } from '../../src/backend/cuda/moe-experts.ts';
+import { moeGeometry } from '../../src/backend/cuda/moe-geometry.ts';
+import { packDownBf16, packDownFp8, packGateUpBf16, packGateUpFp8 } from '../../src/backend/cuda/moeWeights.ts';
+import { moeMaxTiles } from '../../src/backend/cuda/ops/moe.ts';
+import { packedWordSource } from '../../src/backend/cuda/ops/moePack.ts';
+import { DeviceScratch } from '../../src/backend/cuda/scratch.ts';
+import { runSwiGlu } from '../../src/backend/cuda/swiglu-block.ts';
+import { type CudaBuffer, type CudaTensor, shapeElements } from '../../src/backend/cuda/tensors.ts';
+import type { DType, MoeWeights, SwiGluWeights } from '../../src/backend/types.ts';
+import { Random } from '../kernels/support/random.ts';
+
+function randomBytes(random: Random, count: number): Uint8Array {
+  const bytes = new Uint8Array(count);
+  for (let index = 0; index < count; index++) bytes[index] = random.integer(256);
+  return bytes;
+}
+
+/** The packed bytes as the device re-layout writes them (moe_pack.cu's map, written out by packedWordSource). */
+function packByMap(first: Uint8Array, second: Uint8Array, rowBytes: number, groups: number, interleaved: boolean) {
+  const target = new Uint8Array(groups * 16 * rowBytes);
+  for (let byte = 0; byte < target.length; byte++) {
+    const from = packedWordSource(byte, rowBytes, interleaved);
+    target[byte] = (from.source === 0 ? first : second)[from.row * rowBytes + from.byte]!;
+  }
+  return target;
+}
+
+test('the device re-layout puts every byte where the FP8 and bf16 packers do', () => {
+  const random = new Random(31);
+  const hidden = 256;
+  const intermediate = 128;
+  const gate = randomBytes(random, intermediate * hidden * 2);
+  const up = randomBytes(random, intermediate * hidden * 2);
+  const down = randomBytes(random, hidden * intermediate * 2);
+  const fp8 = { gate: gate.subarray(0, intermediate * hidden), up: up.subarray(0, intermediate * hidden) };
+  const fp8GateUp = new Uint8Array(2 * intermediate * hidden);
+  packGateUpFp8(fp8.gate, fp8.up, hidden, intermediate, fp8GateUp, 0);
+  assert.deepEqual(packByMap(fp8.gate, fp8.up, hidden, (2 * intermediate) / 16, true), fp8GateUp);
+  const fp8Down = new Uint8Array(hidden * intermediate);
+  packDownFp8(down.subarray(0, hidden * intermediate), hidden, intermediate, fp8Down, 0);
+  assert.deepEqual(packByMap(down, down, intermediate, hidden / 16, false), fp8Down);
+  const words = (bytes: Uint8Array) => new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2);
+  const bf16GateUp = new Uint16Array(2 * intermediate * hidden);
+  packGateUpBf16(words(gate), words(up), hidden, intermediate, bf16GateUp, 0);
+  const mappedGateUp = packByMap(gate, up, 2 * hidden, (2 * intermediate) / 16, true);
+  assert.deepEqual(words(mappedGateUp), bf16GateUp);
+  const bf16Down = new Uint16Array(hidden * intermediate);
+  packDownBf16(words(down), hidden, intermediate, bf16Down, 0);
+  assert.deepEqual(words(packByMap(down, down, 2 * intermediate, hidden / 16, false)), bf16Down);
+});
+
+let nextPointer = 0x10_0000_0000n;
+function buffer(dtype: DType, elements: number): CudaBuffer {
+  const pointer = nextPointer;
+  nextPointer += BigInt(Math.ceil((elements * 4) / 256) * 256 + 256);
+  return { pointer, dtype, elements };
+}
+
+function tensor(dtype: DType, shape: number[], withScales = dtype === 'e4m3'): CudaTensor {
+  const scales = withScales ? tensor('f32', [Math.ceil(shape[0]! / 128), Math.ceil(shape[1]! / 128)]) : undefined;
+  return { dtype, shape, data: buffer(dtype, shapeElements(shape)), scales };
+}
+
+function mlp(dtype: DType, hidden: number, width: number): SwiGluWeights<CudaBuffer> {
+  return {
+    gate: tensor(dtype, [width, hidden]),
+    up: tensor(dtype, [width, hidden]),
+    down: tensor(dtype, [hidden, width]),
+  };
+}
+
+interface Options {
+  readonly experts?: number;
+  readonly topK?: number;
+  readonly hidden?: number;
+  readonly intermediate?: number;
+  readonly dtype?: DType;
+}
+
+function moeWeights(o: Options = {}): MoeWeights<CudaBuffer> {
+  const { experts = 256, topK = 8, hidden = 2048, intermediate = 512, dtype = 'e4m3' } = o;
+  return {
+    router: tensor('bf16', [experts, hidden]),
+    experts: Array.from({ length: experts }, () => mlp(dtype, hidden, intermediate)),
+    topK,
+    shared: mlp('bf16', hidden, 512),
+    sharedGate: tensor('bf16', [1, hidden]),
+  };
+}
+
+function refuses(weights: MoeWeights<CudaBuffer>, pattern: RegExp): void {
+  assert.throws(
+    () => moeGeometry(weights),
+    (error: Error & { code?: string }) => error.code === 'MOE_GEOMETRY_UNSUPPORTED' && pattern.test(error.message),
+  );
+}
+
+test('the MoE geometry the kernels cannot serve is refused by name', () => {
+  assert.deepEqual(moeGeometry(moeWeights()), {
+    experts: 256,
+    topK: 8,
+    hidden: 2048,
+    intermediate: 512,
+    format: 'fp8',
+  });
+  assert.equal(moeGeometry(moeWeights({ dtype: 'bf16', hidden: 768, intermediate: 256, experts: 8 })).format, 'bf16');
+  refuses(moeWeights({ experts: 257 }), /257 experts/);
+  refuses(moeWeights({ topK: 17 }), /top-17/);
+  refuses(moeWeights({ experts: 4, topK: 5 }), /top-5/);
+  refuses(moeWeights({ experts: 8, hidden: 640 }), /hidden a multiple of 512/);
+  refuses(moeWeights({ experts: 8, intermediate: 256 }), /intermediate a multiple of 512/);
+  refuses(moeWeights({ experts: 8, hidden: 4096 }), /up to 2048/);
+  refuses(moeWeights({ experts: 8, dtype: 'bf16', hidden: 320 }), /multiple of 256/);
+  refuses(moeWeights({ experts: 8, dtype: 'f16' }), /f16/);
+  const mixed = moeWeights({ experts: 8 });
+  (mixed.experts as SwiGluWeights<CudaBuffer>[])[5] = mlp('bf16', 2048, 512);
+  refuses(mixed, /expert 5 gate is bf16/);
+  const unscaled = moeWeights({ experts: 8 });
+  (unscaled.experts as SwiGluWeights<CudaBuffer>[])[2] = {
+    ...unscaled.experts[2]!,
+    up: tensor('e4m3', [512, 2048], false),
+  };
+  refuses(unscaled, /expert 2 up is e4m3 without its block scales/);
+  const narrow = moeWeights({ experts: 8 });
+  (narrow.experts as SwiGluWeights<CudaBuffer>[])[7] = { ...narrow.experts[7]!, down: tensor('e4m3', [2048, 1024]) };
+  refuses(narrow, /expert 7 down is \[2048,1024\]/);
+  refuses({ ...moeWeights({ experts: 8 }), router: tensor('bf16', [9, 2048]) }, /9 rows but there are 8 experts/);
+  refuses({ ...moeWeights({ experts: 8 }), shared: mlp('bf16', 1024, 512) }, /shared expert gate_proj is \[512,1024\]/);
+  refuses({ ...moeWeights({ experts: 8 }), sharedGate: tensor('bf16', [2, 2048]) }, /shared expert gate/);
+});
+
+test('the packed experts at the full geometry: 768 MiB of FP8 per layer (1.5 GiB bf16)', () => {
+  const fp8 = packedExpertBytes(moeGeometry(moeWeights()));
+  assert.deepEqual(fp8, { gateUp: 512 * 2 ** 20, down: 256 * 2 ** 20, gateUpScales: 131072, downScales: 65536 });
+  const bf16 = packedExpertBytes(moeGeometry(moeWeights({ dtype: 'bf16' })));
+  assert.deepEqual(bf16, { gateUp: 1024 * 2 ** 20, down: 512 * 2 ** 20 });
+});
+
+interface Recorded {
+  readonly calls: string[];
+  readonly grids: Map<string, readonly number[]>;
+  readonly copies: { to: bigint; from: bigint; bytes: number }[];
+  allocations: number;
+  frees: number;
+  synchronizations: number;
+  packs: number;
+}
+
+/** A BlockContext over a stand-in device that records launches, copies, allocations and synchronisations. */
+function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Recorded } {
+  const log: Recorded = {
+    calls: [],
+    grids: new Map(),
+    copies: [],
+    allocations: 0,
+    frees: 0,
+    synchronizations: 0,
+    packs: 0,
+  };
+  let made = 0;
+  const driver = {
+    launch(_kernel: unknown, shape: { grid: readonly number[] }, _stream: unknown, _p: unknown, name: string) {
+      if (name === 'moe_pack_rows') log.packs++;
+      else log.calls.push(name);
+      log.grids.set(name, shape.grid);
+    },
+    copyDeviceToDevice(to: bigint, from: bigint, bytes: number) {
+      log.copies.push({ to, from, bytes });
+    },
+    fillBytes() {},
+  };
+  const cuda = {
+    driver,
+    stream: 0n,
+    kernels: { kernel: (family: string, name: string) => `${family}/${name}` },
+    allocate(bytes: number, label: string) {
+      if (made++ === failAllocation) throw new Error(`allocation ${label} refused`);
+      log.allocations++;
+      return {
+        kind: 'device',
+        pointer: buffer('i32', Math.ceil(bytes / 4)).pointer,
+        bytes,
+        label,
+        free: () => log.frees++,
+      };
+    },
+    synchronize: () => log.synchronizations++,
+  } as unknown as CudaContext;
+  const cache = new WeakMap<object, unknown>();
+  const ctx: BlockContext = {
+    cuda,
+    scratch: new DeviceScratch(cuda),
+    linear(_x, weight, out, rows) {
+      assert.ok(out.elements >= rows * weight.shape[0]!, 'a linear output too small for its rows');
+      log.calls.push(`linear [${weight.shape}]`);
+    },
+    prepared<T>(key: object, _label: string, make: () => T): T {
+      if (!cache.has(key)) cache.set(key, make());
+      return cache.get(key) as T;
+    },
+    countAllocation: () => {},
+  };
+  return { ctx, log };
+}
+
+const SHARED_CALLS = ['linear [512,2048]', 'linear [512,2048]', 'swiglu_bf16', 'linear [2048,512]', 'linear [1,2048]'];
+
+test('an FP8 MoE call queues router, shared expert, quantiser, grouping, GEMMs and combine; packs once', () => {
+  const { ctx, log } = recordingContext();
+  const weights = moeWeights();
+  const rows = 7;
+  runMoe(ctx, weights, buffer('bf16', rows * 2048), buffer('bf16', rows * 2048), rows);
+  assert.equal(log.packs, 2 * 256);
+  assert.equal(log.copies.length, 3 * 256);
+  // Scales as shipped, in expert order: gate then up of each expert in the gate|up scales, down in its own buffer.
+  const gateUpBase = log.copies[0]!.to;
+  const downBase = log.copies[2]!.to;
+  weights.experts.forEach((expert, e) => {
+    const at = BigInt(e) * 256n;
+    assert.deepEqual(log.copies.slice(3 * e, 3 * e + 3), [
+      { to: gateUpBase + 2n * at, from: expert.gate.scales!.data.pointer, bytes: 256 },
+      { to: gateUpBase + 2n * at + 256n, from: expert.up.scales!.data.pointer, bytes: 256 },
+      { to: downBase + at, from: expert.down.scales!.data.pointer, bytes: 256 },
+    ]);
+  });
+  assert.deepEqual(log.calls, [
+    'linear [256,2048]',
+    'router_top_k',
+    ...SHARED_CALLS,
+    'quantize_e4m3_rows',
+    'moe_group_pairs',
+    'moe_gate_up_fp8',
+    'moe_down_fp8',
+    'moe_combine',
+  ]);
+  assert.deepEqual(log.grids.get('moe_gate_up_fp8'), [moeMaxTiles(rows * 8, 256), 64, 1]);
+  assert.deepEqual(log.grids.get('moe_down_fp8'), [moeMaxTiles(rows * 8, 256), 128, 1]);
+  assert.deepEqual(log.grids.get('moe_combine'), [rows, 1, 1]);
+  assert.deepEqual(log.grids.get('quantize_e4m3_rows'), [4, rows, 1]);
+  // The step after plan: the same call again makes nothing, packs nothing and never waits on the device.
+  const before = { allocations: log.allocations, synchronizations: log.synchronizations, packs: log.packs };
+  runMoe(ctx, weights, buffer('bf16', rows * 2048), buffer('bf16', rows * 2048), rows);
+  assert.deepEqual({ allocations: log.allocations, synchronizations: log.synchronizations, packs: log.packs }, before);
+});
+
+test('a bf16 MoE call runs the bf16 grouped GEMMs on x itself, without the quantiser', () => {
+  const { ctx, log } = recordingContext();
+  runMoe(ctx, moeWeights({ dtype: 'bf16', experts: 8, topK: 2 }), buffer('bf16', 2048), buffer('bf16', 2048), 1);
+  assert.equal(log.copies.length, 0);
+  assert.equal(log.packs, 16);
+  assert.deepEqual(log.calls.slice(-4), ['moe_group_pairs', 'moe_gate_up_bf16', 'moe_down_bf16', 'moe_combine']);
+  assert.ok(!log.calls.includes('quantize_e4m3_rows'));
+});
+
+test('a refused packing allocation gives back what it took; bad buffers are refused by name', () => {
+  const { ctx, log } = recordingContext(2);
+  const weights = moeWeights({ experts: 8 });
+  const x = buffer('bf16', 2048);
+  assert.throws(() => runMoe(ctx, weights, x, buffer('bf16', 2048), 1), /refused/);
+  assert.equal(log.frees, log.allocations);
+  const code = (expected: string) => (error: Error & { code?: string }) => error.code === expected;
+  const fresh = recordingContext().ctx;
+  assert.throws(() => runMoe(fresh, weights, x, buffer('bf16', 2047), 1), code('MOE_BUFFER_TOO_SMALL'));
+  const shifted = { ...buffer('bf16', 4096), pointer: buffer('bf16', 1).pointer + 2n };
+  assert.throws(() => runMoe(fresh, weights, x, shifted, 1), code('MOE_BUFFER_MISALIGNED'));
+  assert.throws(
+    () => runMoe(fresh, weights, buffer('f32', 2048), buffer('bf16', 2048), 1),
+    code('TENSOR_DTYPE_UNSUPPORTED'),
+  );
+  assert.throws(() => runMoe(fresh, weights, x, buffer('bf16', 2048), 0), code('MOE_ROWS_INVALID'));
+});
+
+test('a SwiGLU MLP is gate, up, the SwiGLU kernel and down, in that order', () => {
+  const { ctx, log } = recordingContext();
+  runSwiGlu(ctx, mlp('bf16', 1024, 3072), buffer('bf16', 3 * 1024), buffer('bf16', 3 * 1024), 3);
+  assert.deepEqual(log.calls, ['linear [3072,1024]', 'linear [3072,1024]', 'swiglu_bf16', 'linear [1024,3072]']);
+  const lopsided = { ...mlp('bf16', 1024, 3072), up: tensor('bf16', [3072, 1000]) };
+  assert.throws(() => runSwiGlu(ctx, lopsided, buffer('bf16', 1024), buffer('bf16', 1024), 1), /up is \[3072,1000\]/);
+});
