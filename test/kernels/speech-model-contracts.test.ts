@@ -75,8 +75,9 @@ async function framesFromFreshProcess(kind: keyof typeof SIZES): Promise<Drawn> 
   delete env.NODE_TEST_CONTEXT;
   const flags = process.execArgv.filter((flag) => !flag.startsWith('--test'));
   const child = spawnSync(process.execPath, [...flags, process.argv[1]!], { env, encoding: 'utf8', timeout: 300_000 });
-  const line = child.stdout.split('\n').find((text) => text.startsWith(FRAMES_LINE));
-  assert.ok(line !== undefined, `the fresh process printed no frames (status ${child.status}):\n${child.stderr}`);
+  const line = (child.stdout ?? '').split('\n').find((text) => text.startsWith(FRAMES_LINE));
+  const why = child.error?.message ?? `status ${child.status}`;
+  assert.ok(line !== undefined, `the fresh process printed no frames (${why}):\n${child.stderr}`);
   return JSON.parse(line.slice(FRAMES_LINE.length)) as Drawn;
 }
 

@@ -65,17 +65,6 @@ test('control: the verdicts pass a cpu model against itself and fail planted att
   assert.notDeepEqual(mirror.failures, [], 'K/V from a faulty tower passed the mirror verdict');
 });
 
-test('control (informational): cpu fp32 against cpu bf16 on tiny', async () => {
-  const dir = await speechCheckpointDir('tiny');
-  const bf16 = await loadCpuModel(dir, 'bf16', CAPACITY);
-  const fp32 = await loadCpuModel(dir, 'fp32', CAPACITY);
-  const prompt = speechPrompt(bf16.candidates.semanticBegin, { textRows: 20, codeRows: 50, tailRows: 4 });
-  const wide = teacherForce(fp32, prompt);
-  const narrow = teacherForce(bf16, prompt);
-  print(pickVerdict(wide, narrow, ['fp32', 'bf16']).lines);
-  print(residualVerdict(wide, narrow).lines.slice(0, 12));
-});
-
 let cuda: CudaContext | undefined;
 let cudaModel: SlotSpeechModel<CudaBuffer>;
 let cpuModel: SlotSpeechModel<CpuBuffer>;
@@ -97,19 +86,18 @@ before(async () => {
   cudaPass = teacherForce(cudaModel, prompt);
   console.log(`teacher-forced ${cudaPass.rows} rows on cuda in ${(performance.now() - started).toFixed(0)} ms`);
   started = performance.now();
-  cpuPass = teacherForce(cpuModel, prompt);
+  // The mirror is held to Tower.run on the device; on the cpu the tiny control holds it (a second tower pass here
+  // would double the cpu's share of the run).
+  cpuPass = teacherForce(cpuModel, prompt, false);
   console.log(`teacher-forced ${cpuPass.rows} rows on cpu in ${(performance.now() - started).toFixed(0)} ms`);
 });
 
 after(() => cuda?.close());
 
-test('small on cuda: the teacher-forced tower mirror writes Tower.run K/V bits on both backends', { skip }, () => {
-  const verdicts = [mirrorVerdict(cudaPass, 'cuda'), mirrorVerdict(cpuPass, 'cpu')];
-  for (const verdict of verdicts) print(verdict.lines);
-  assert.deepEqual(
-    verdicts.flatMap((verdict) => verdict.failures),
-    [],
-  );
+test('small on cuda: the teacher-forced tower mirror writes Tower.run K/V bits', { skip }, () => {
+  const verdict = mirrorVerdict(cudaPass, 'cuda');
+  print(verdict.lines);
+  assert.deepEqual(verdict.failures, []);
 });
 
 test('small on cuda: (a) teacher-forced picks agree with cpu bf16 on ≥ 99% of columns', { skip }, () => {

@@ -45,6 +45,7 @@ export function residualVerdict(a: TeacherForced, b: TeacherForced): Verdict {
 /** The mirror of Tower.run in teacherForce must write the same K/V bits as Tower.run on the same backend. */
 export function mirrorVerdict(pass: TeacherForced, name: string): Verdict {
   const failures: string[] = [];
+  if (pass.towerRunKeyValues.length !== pass.towerKeyValues.length) failures.push(`${name}: Tower.run was not run`);
   pass.towerKeyValues.forEach((mirror, layer) => {
     const difference = firstElementDifference(mirror, pass.towerRunKeyValues[layer]!);
     if (difference !== undefined) failures.push(`${name} tower layer ${layer} K/V: mirror vs Tower.run ${difference}`);

@@ -26,7 +26,7 @@ export interface TeacherForced {
   readonly nextIsCode: boolean[];
   /** Per tower layer, its K/V slab after the mirror's pass: keys then values of slot 0, rows [0, T). */
   readonly towerKeyValues: Float64Array[];
-  /** The same after Tower.run itself over the same rows (the mirror must write the same bits). */
+  /** The same after Tower.run itself over the same rows (the mirror must write the same bits); empty unless asked. */
   readonly towerRunKeyValues: Float64Array[];
 }
 
@@ -41,7 +41,8 @@ function promptRecords(rows: PromptRows, width: number): Int32Array {
   return records;
 }
 
-export function teacherForce<B>(model: SlotSpeechModel<B>, prompt: PromptRows): TeacherForced {
+/** With `checkMirror`, Tower.run also runs over the same rows into slabs of its own (towerRunKeyValues). */
+export function teacherForce<B>(model: SlotSpeechModel<B>, prompt: PromptRows, checkMirror = true): TeacherForced {
   const { backend, backbone, tower, config } = model;
   const { audio } = config;
   const width = 1 + audio.codebooks;
@@ -70,8 +71,8 @@ export function teacherForce<B>(model: SlotSpeechModel<B>, prompt: PromptRows): 
   const candidateLogits = backend.toHost(logits, 0, rows * candidates);
   const headLogits = runTower(model, pool, towerSlabs, tables, normed, backend.viewRows(records, 1, rows), rows);
   const nextIsCode = Array.from({ length: rows }, (_, t) => hostRecords[(t + 1) * width + 1]! >= 0);
-  const runSlabs = tower.allocateSlabs(1, total);
-  tower.run(runSlabs, tables, normed, backend.viewRows(records, 1, rows), rows);
+  const runSlabs = checkMirror ? tower.allocateSlabs(1, total) : [];
+  if (checkMirror) tower.run(runSlabs, tables, normed, backend.viewRows(records, 1, rows), rows);
   const slotElements = (slab: KeyValueSlab<B>) => rows * slab.keys.shape[2]! * slab.keys.shape[3]!;
   const readKeyValues = (slab: KeyValueSlab<B>) => {
     const count = slotElements(slab);
