@@ -3,13 +3,15 @@
 // give at the copy bandwidth measured in the same run, prefill rows/s at 256 and 4096 rows, device memory for the
 // weights and per lane, the PyTorch baseline of ECOSYSTEM.md beside them, and the kernels by share of a step.
 // Writes gpu-frames.json to the folder in argv[2].
-// Usage: tsx bench/gpu-frames.ts [output directory] [--preset full|small] (or DRAMA3_FRAMES_PRESET=small)
+// Usage: tsx bench/gpu-frames.ts <output directory> [--preset full|short|small] (or DRAMA3_FRAMES_PRESET=short)
+// short: the full widths with 4 backbone layers, 64 experts and 1 shared tower layer (a quick check of the run).
 import { CudaBackend } from '../src/backend/cuda/backend.ts';
 import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
 import { framesReport } from './support/frames-report.ts';
 import { DEFAULT_FRAMES_OPTIONS, type FramesOptions, measureFrames } from './support/frames-run.ts';
 import { writeReport } from './support/output.ts';
+import { copyBandwidth } from './support/roofline.ts';
 
 function options(): FramesOptions {
   const flag = process.argv.indexOf('--preset');
@@ -24,9 +26,12 @@ if (!availability.available) {
 }
 const cuda = new CudaContext();
 const backend = new CudaBackend(cuda);
-const measured = await measureFrames(cuda, backend, options());
+const copy = copyBandwidth(cuda);
+console.log(`copy bandwidth ${copy.gigabytesPerSecond.toFixed(0)} GB/s (read + written)`);
+const measured = await measureFrames(cuda, backend, options(), copy);
 const { lines, json } = framesReport(measured, cuda.properties);
 console.log(lines.join('\n'));
 console.log(`wrote ${writeReport('gpu-frames.json', json)}`);
 measured.release();
+backend.close();
 cuda.close();

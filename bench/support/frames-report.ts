@@ -87,7 +87,11 @@ export function framesReport(
         )
         .join('; '),
     '',
-    ...bytesTable(rows.map((row) => row.bytes)),
+    ...bytesTable(
+      rows.map((row) => row.bytes),
+      tower.layers,
+      tower.codebookLayers,
+    ),
     '',
     ...markdownTable(
       ['prefill rows', 'ms', 'rows/s', `PyTorch rows/s (${PYTORCH_BASELINE.measured})`],
@@ -135,14 +139,14 @@ export function framesReport(
   return { lines, json };
 }
 
-function bytesTable(all: readonly StepBytes[]): string[] {
+function bytesTable(all: readonly StepBytes[], towerLayers: number, heads: number): string[] {
   const parts: [string, (b: StepBytes) => number][] = [
     ['attention + DeltaNet projections, norms', (b) => b.projections],
     ['router', (b) => b.router],
     ['routed experts (FP8 + scales)', (b) => b.routedExperts],
     ['shared expert', (b) => b.sharedExpert],
     ['candidate head + final norm', (b) => b.head],
-    ['tower (13 layers + 9 heads)', (b) => b.tower],
+    [`tower (${towerLayers} layers + ${heads} heads)`, (b) => b.tower],
     ['embedding rows', (b) => b.embeddings],
     ['lane state (read + written)', (b) => b.state],
   ];
@@ -168,6 +172,7 @@ function memoryLines(measured: FramesMeasurements): string[] {
   // Scratch and the weights re-laid out for kernels on first use both come with plan.
   const beyondSlabs = planned - slabBytes;
   const gib = (bytes: number) => (bytes / GiB).toFixed(2);
+  const expertBytes = weightMapBytes(specs.filter((spec) => spec.role === 'expert' || spec.role === 'expert_scale'));
   return markdownTable(
     ['device memory', 'GiB'],
     [
@@ -183,6 +188,7 @@ function memoryLines(measured: FramesMeasurements): string[] {
         `build + plan beyond slabs + one lane at ${LANE_ROWS_FOR_TARGET} rows (goal ≤ ${TARGETS.weightsPlusLaneGiB})`,
         gib(built + beyondSlabs + laneBytes),
       ],
+      ['of which the routed experts (the MoE block holds them again, re-laid out, from plan on)', gib(expertBytes)],
       ['in use by the process after plan (driver)', gib(memory.planned.driverBytes)],
     ],
   );

@@ -6,6 +6,7 @@
 import type { CudaContext } from '../../src/backend/cuda/context.ts';
 import type { CudaBuffer } from '../../src/backend/cuda/tensors.ts';
 import type { Backend } from '../../src/backend/types.ts';
+import { DramaError } from '../../src/errors.ts';
 import {
   FULL_PRESET,
   hybridLayerTypes,
@@ -20,7 +21,7 @@ import type { TensorSpec } from '../../src/model/weights.ts';
 import { buildDeviceModel } from '../../src/synth/device-model.ts';
 import { median } from './gpu-timing.ts';
 import { type LaunchProfile, profileLaunches } from './launch-profile.ts';
-import { type CopyBandwidth, copyBandwidth } from './roofline.ts';
+import type { CopyBandwidth } from './roofline.ts';
 
 /** The full widths with few layers and experts: every kernel at its real shape, built in seconds. */
 const SHORT_PRESET: ModelPreset = {
@@ -127,16 +128,23 @@ function directSteps<B>(model: SlotSpeechModel<B>): SlotSpeechModel<B> {
   return Object.create(model, { backend: { value: backend } });
 }
 
+/** Everything but the copy bandwidth, which the caller measures first (bench/support/roofline.ts). */
 export async function measureFrames(
   cuda: CudaContext,
   backend: Backend<CudaBuffer>,
   options: FramesOptions,
+  copy: CopyBandwidth,
 ): Promise<FramesMeasurements> {
   const preset = FRAME_PRESETS[options.preset];
-  if (preset === undefined)
-    throw new Error(`unknown preset ${options.preset}: ${Object.keys(FRAME_PRESETS).join(', ')}`);
-  const copy = copyBandwidth(cuda);
-  log(`copy bandwidth ${copy.gigabytesPerSecond.toFixed(0)} GB/s (read + written)`);
+  if (preset === undefined) {
+    throw new DramaError(
+      'FRAMES_PRESET_UNKNOWN',
+      `unknown preset ${options.preset}: ${Object.keys(FRAME_PRESETS).join(', ')}`,
+      {
+        kind: 'invalid_input',
+      },
+    );
+  }
   const start = memoryPoint(cuda);
   const buildStarted = performance.now();
   let lastPrint = buildStarted;
@@ -219,6 +227,16 @@ export async function measureFrames(
       const direct = directSteps(model);
       profiles.push({ batch, profile: profileLaunches(cuda, () => direct.step(group)) });
     }
+  }
+  // Lane 0 ran every step: its rows must have stayed inside the planned slabs.
+  if (lanes[0]!.position >= rowsPerLane) {
+    throw new DramaError(
+      'FRAMES_PLAN_TOO_SHORT',
+      `lane 0 reached row ${lanes[0]!.position} of ${rowsPerLane} planned`,
+      {
+        kind: 'internal',
+      },
+    );
   }
   for (const lane of lanes) model.release(lane);
 
