@@ -18,7 +18,8 @@ import {
 } from '../model/config.ts';
 import { SlotSpeechModel } from '../model/speech-model.ts';
 import { Tower } from '../model/tower.ts';
-import { backboneNames, expectedTensors, type TensorSpec } from '../model/weights.ts';
+import { backboneNames, expectedTensors, type TensorPart, type TensorSpec } from '../model/weights.ts';
+import { deviceFill } from './device-init.ts';
 import { type DeviceWeightProgress, DeviceWeightSource } from './device-weights.ts';
 import { residualGains } from './init.ts';
 
@@ -91,7 +92,10 @@ export async function buildDeviceModel(
   };
   const { onProgress } = options;
   const onTensor = onProgress && ((done: DeviceWeightProgress) => onProgress(done, total));
-  const weights = new DeviceWeightSource(cuda, backend, specs, options.seed ?? 0, residualGains(config), onTensor);
+  const seed = options.seed ?? 0;
+  const gains = residualGains(config);
+  const deviceBytes = deviceDrawnBytes(specs, seed, gains, candidates.ids.length);
+  const weights = new DeviceWeightSource(cuda, backend, specs, seed, gains, deviceBytes, onTensor);
   try {
     const backbone = await Backbone.load(weights, config.text, PREFIX, candidates.ids);
     const tower = await Tower.load(weights, config.tower, config.audio, config.text);
@@ -112,4 +116,22 @@ export async function buildDeviceModel(
     weights.release();
     throw error;
   }
+}
+
+/** Bytes the device fills write: every tensor not drawn on the host, the output head at its candidates' rows. */
+function deviceDrawnBytes(
+  specs: readonly TensorSpec[],
+  seed: number,
+  gains: Record<TensorPart, number>,
+  candidates: number,
+): number {
+  let total = 0;
+  for (const spec of specs) {
+    if (spec.role === 'expert_scale') total += tensorByteLength(spec.dtype, spec.shape);
+    else if (deviceFill(spec, seed, gains[spec.part]).kind !== 'host') {
+      const bytes = tensorByteLength(spec.dtype, spec.shape);
+      total += spec.role === 'output_head' ? (bytes / spec.shape[0]!) * candidates : bytes;
+    }
+  }
+  return total;
 }

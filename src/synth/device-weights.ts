@@ -26,12 +26,17 @@ class DeviceArena {
   /** Bytes of the tensors carved so far (alignment padding excluded). */
   tensorBytes = 0;
 
-  constructor(private readonly cuda: CudaContext) {}
+  /** `expectedBytes`: what will be carved in all, so that the last allocation is no larger than it needs. */
+  constructor(
+    private readonly cuda: CudaContext,
+    private readonly expectedBytes: number,
+  ) {}
 
   carve(bytes: number): bigint {
     const size = Math.ceil(bytes / ALIGNMENT) * ALIGNMENT;
     if (this.current === undefined || this.used + size > this.current.bytes) {
-      this.current = this.cuda.allocate(Math.max(ARENA_BYTES, size), 'synthetic weights');
+      const remaining = Math.min(ARENA_BYTES, this.expectedBytes - this.tensorBytes + 64 * ALIGNMENT);
+      this.current = this.cuda.allocate(Math.max(remaining, size), 'synthetic weights');
       this.held.push(this.current);
       this.used = 0;
     }
@@ -69,10 +74,12 @@ export class DeviceWeightSource implements WeightSource<CudaBuffer> {
     specs: readonly TensorSpec[],
     private readonly seed: number,
     private readonly gains: Record<TensorPart, number>,
+    /** Bytes the device fills will write in all (the arenas are sized to it). */
+    deviceBytes: number,
     private readonly onTensor?: (progress: DeviceWeightProgress) => void,
   ) {
     this.specs = new Map(specs.map((spec) => [spec.name, spec]));
-    this.arena = new DeviceArena(cuda);
+    this.arena = new DeviceArena(cuda, deviceBytes);
     this.codeTable = cuda.upload(uniformCodeTable(), 'e4m3 uniform code table');
   }
 

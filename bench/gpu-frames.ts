@@ -1,0 +1,37 @@
+// GPU bench of the whole frame step at the model's geometry: a synthetic model drawn in device memory (no files;
+// synth's values), frames/s at batch 1, 8, 32 and 64 with the tower, the bytes a step reads and the roofline they
+// give at the copy bandwidth measured in the same run, prefill rows/s at 256 and 4096 rows, device memory for the
+// weights and per lane, the PyTorch baseline of ECOSYSTEM.md beside them, and the kernels by share of a step.
+// Writes gpu-frames.json to the folder in argv[2].
+// Usage: tsx bench/gpu-frames.ts <output directory> [--preset full|short|small] (or DRAMA3_FRAMES_PRESET=short)
+// short: the full widths with 4 backbone layers, 64 experts and 1 shared tower layer (a quick check of the run).
+import { CudaBackend } from '../src/backend/cuda/backend.ts';
+import { CudaContext } from '../src/backend/cuda/context.ts';
+import { cudaAvailability } from '../src/backend/cuda/driver.ts';
+import { framesReport } from './support/frames-report.ts';
+import { DEFAULT_FRAMES_OPTIONS, type FramesOptions, measureFrames } from './support/frames-run.ts';
+import { writeReport } from './support/output.ts';
+import { copyBandwidth } from './support/roofline.ts';
+
+function options(): FramesOptions {
+  const flag = process.argv.indexOf('--preset');
+  const preset = flag >= 0 ? process.argv[flag + 1] : process.env.DRAMA3_FRAMES_PRESET;
+  return { ...DEFAULT_FRAMES_OPTIONS, preset: preset ?? DEFAULT_FRAMES_OPTIONS.preset };
+}
+
+const availability = cudaAvailability();
+if (!availability.available) {
+  console.log(`gpu-frames needs a CUDA device: ${availability.reason}`);
+  process.exit(0);
+}
+const cuda = new CudaContext();
+const backend = new CudaBackend(cuda);
+const copy = copyBandwidth(cuda);
+console.log(`copy bandwidth ${copy.gigabytesPerSecond.toFixed(0)} GB/s (read + written)`);
+const measured = await measureFrames(cuda, backend, options(), copy);
+const { lines, json } = framesReport(measured, cuda.properties);
+console.log(lines.join('\n'));
+console.log(`wrote ${writeReport('gpu-frames.json', json)}`);
+measured.release();
+backend.close();
+cuda.close();

@@ -1,0 +1,73 @@
+// The frame bench's run, host side: over the cuda backend on a host imitation of the driver (launches recorded, not
+// run) with the attention, DeltaNet, MoE and SwiGLU blocks as no-ops, the bench builds the small model, plans,
+// prefills, steps every batch, profiles, times prefill and writes its report without a GPU. Numbers are meaningless
+// here; what is checked is that the run holds together (positions within the plan, lanes released, tables filled).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { framesReport } from '../../bench/support/frames-report.ts';
+import { DEFAULT_FRAMES_OPTIONS, measureFrames } from '../../bench/support/frames-run.ts';
+import { CudaBackend } from '../../src/backend/cuda/backend.ts';
+import type { DeviceProperties } from '../../src/backend/cuda/context.ts';
+import { FakeDriver, fakeContext } from '../backend/support/fake-cuda.ts';
+
+const device: DeviceProperties = {
+  name: 'host imitation',
+  computeCapability: [9, 0],
+  multiprocessors: 1,
+  l2CacheBytes: 0,
+  totalBytes: 2 ** 30,
+  driverVersion: 0,
+};
+
+test('the frame bench runs end to end on the small preset and reports every batch, prefill and profile', async () => {
+  const driver = new FakeDriver();
+  let clock = 0;
+  Object.assign(driver, {
+    createEvent: () => 1n,
+    destroyEvent: () => {},
+    recordEvent: () => {},
+    synchronizeEvent: () => {},
+    elapsedMilliseconds: () => ++clock,
+    memoryInfo: () => ({ freeBytes: 2 ** 29, totalBytes: 2 ** 30 }),
+  });
+  const cuda = fakeContext(driver);
+  const noOp = { value: () => {} };
+  const backend = Object.create(new CudaBackend(cuda), {
+    attention: noOp,
+    deltaNet: noOp,
+    moe: noOp,
+    swiGlu: noOp,
+  }) as CudaBackend;
+  const options = {
+    ...DEFAULT_FRAMES_OPTIONS,
+    preset: 'small',
+    lanes: 4,
+    batches: [1, 4],
+    warmupSteps: 1,
+    stepsPerRun: 2,
+    runs: 3,
+    prefillRows: [8, 16],
+    prefillRuns: 1,
+  };
+  const copy = { bytes: 1, milliseconds: 1, gigabytesPerSecond: 4000 };
+  const measured = await measureFrames(cuda, backend, options, copy);
+  assert.deepEqual(
+    measured.batches.map((b) => b.batch),
+    [1, 4],
+  );
+  assert.deepEqual(
+    measured.prefill.map((p) => p.rows),
+    [8, 16],
+  );
+  assert.equal(measured.profiles.length, 2);
+  // The profile saw the step's launches (the frame record moves, norms, the sampler...).
+  assert.ok(measured.profiles[0]!.profile.launches > 10, `${measured.profiles[0]!.profile.launches}`);
+  const { lines, json } = framesReport(measured, device);
+  assert.ok(
+    lines.some((line) => line.startsWith('| 4 |')),
+    lines.join('\n'),
+  );
+  assert.ok(lines.some((line) => line.includes('prefill rows')));
+  assert.equal(JSON.parse(JSON.stringify(json)).batches.length, 2);
+  measured.release();
+});
