@@ -1,13 +1,14 @@
 // npm run build:kernels: compiles every kernels/cuda/*.cu (and the contract's kernels/controls/*.cu) with nvcc to
 // build/kernels/<name>.fatbin holding sm_90a SASS plus compute_80 PTX, saves ptxas's register / shared-memory /
 // spill report beside each as <name>.ptxas.txt, checks that the same source also assembles for sm_80, and prints a
-// one-line summary per kernel. Two compilations run at once (CI has two cores).
+// one-line summary per kernel. Two compilations run at once (CI has two cores). With --changed, only the fatbins
+// that are missing or older than their sources are rebuilt (the device carry uses it; CI builds everything).
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { type KernelReport, kernelSources, parsePtxasReport } from './kernel-files.ts';
+import { type KernelReport, kernelSources, parsePtxasReport, staleReasons } from './kernel-files.ts';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -32,7 +33,10 @@ async function compile(source: string): Promise<{ name: string; reports: KernelR
 
 async function main(): Promise<void> {
   fs.mkdirSync(outputFolder, { recursive: true });
-  const sources = kernelSources(root);
+  const changedOnly = process.argv.includes('--changed');
+  const sources = kernelSources(root).filter(
+    (source) => !changedOnly || staleReasons(source, root, outputFolder).length > 0,
+  );
   const queue = [...sources];
   const results: Awaited<ReturnType<typeof compile>>[] = [];
   const failures: string[] = [];

@@ -59,25 +59,21 @@ function withHeaders(source: string, base: string, found = new Set<string>()): S
   return found;
 }
 
+/** Why the fatbin of `source` in `outputs` must be rebuilt (missing, or older than the source or a header), if it must. */
+export function staleReasons(source: string, base: string, outputs: string): string[] {
+  const name = path.basename(source, '.cu');
+  const fatbin = path.join(outputs, `${name}.fatbin`);
+  if (!fs.existsSync(fatbin)) return [`${name}.fatbin is missing (source ${path.relative(base, source)})`];
+  const built = fs.statSync(fatbin).mtimeMs;
+  return [...withHeaders(source, base)]
+    .filter((file) => fs.statSync(file).mtimeMs > built)
+    .map((file) => `${name}.fatbin is older than ${path.relative(base, file)}`);
+}
+
 /**
  * Fatbins in `outputs` that are missing or older than their .cu source or a header it includes, one line each:
  * what `npm run build:kernels` would change.
  */
 export function staleKernels(base: string, outputs: string = path.join(base, 'build/kernels')): string[] {
-  const stale: string[] = [];
-  for (const source of kernelSources(base)) {
-    const name = path.basename(source, '.cu');
-    const fatbin = path.join(outputs, `${name}.fatbin`);
-    if (!fs.existsSync(fatbin)) {
-      stale.push(`${name}.fatbin is missing (source ${path.relative(base, source)})`);
-      continue;
-    }
-    const built = fs.statSync(fatbin).mtimeMs;
-    for (const file of withHeaders(source, base)) {
-      if (fs.statSync(file).mtimeMs > built) {
-        stale.push(`${name}.fatbin is older than ${path.relative(base, file)}`);
-      }
-    }
-  }
-  return stale;
+  return kernelSources(base).flatMap((source) => staleReasons(source, base, outputs));
 }

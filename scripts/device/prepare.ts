@@ -126,8 +126,8 @@ async function main(): Promise<void> {
   );
   copyFolder(path.join(root, 'node_modules', tokenizer, 'models'), path.join(modules, tokenizer, 'models'));
   const kernels = path.join(root, 'build/kernels');
-  // Rebuild whenever nvcc is here, so the fatbins never lag behind kernels/.
-  if (hasNvcc()) execFileSync('npm', ['run', 'build:kernels'], { cwd: root, stdio: 'inherit' });
+  // Rebuild what changed whenever nvcc is here, so the fatbins never lag behind kernels/.
+  if (hasNvcc()) execFileSync('npm', ['run', 'build:kernels', '--', '--changed'], { cwd: root, stdio: 'inherit' });
   if (!fs.existsSync(kernels)) throw new Error('no build/kernels and no nvcc here to build them');
   fs.rmSync(path.join(output, 'kernels'), { recursive: true, force: true });
   copyFolder(kernels, path.join(output, 'kernels'));
