@@ -149,8 +149,9 @@ export class Backbone<B> {
     backend.zeroCentredRmsNorm(x, this.finalNorm, normed, rows, hidden, eps);
   }
 
-  /** Logits of the candidate ids for `rows` final-norm rows: [T, N]. */
+  /** Logits of the candidate ids for `rows` final-norm rows: [T, N], fp32 sums (never rounded to bf16, so that
+   *  near-ties are not made exact ties before the sampler). */
   candidateLogits(normed: B, rows: number, out: B): void {
-    this.backend.linear(normed, this.candidateHead, out, rows);
+    this.backend.linear(normed, this.candidateHead, out, rows, 'f32');
   }
 }

@@ -7,12 +7,13 @@ export class BufferPool<B> {
 
   constructor(private readonly backend: Backend<B>) {}
 
-  /** A bf16 activation buffer of at least `count` elements (contents undefined), viewed to exactly `count`. */
-  get(name: string, count: number): B {
+  /** A buffer of at least `count` elements (contents undefined), viewed to exactly `count`: bf16 activations, or
+   *  f32 for logits. */
+  get(name: string, count: number, dtype: 'bf16' | 'f32' = 'bf16'): B {
     let entry = this.buffers.get(name);
     if (entry === undefined || entry.capacity < count) {
       const capacity = Math.max(count, 2 * (entry?.capacity ?? 0));
-      entry = { buffer: this.backend.allocate('bf16', [capacity]).data, capacity };
+      entry = { buffer: this.backend.allocate(dtype, [capacity]).data, capacity };
       this.buffers.set(name, entry);
     }
     return this.backend.view(entry.buffer, 0, count);

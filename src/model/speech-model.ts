@@ -306,7 +306,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
       this.embed(input, x, batch);
       this.backbone.forward(planned.slabs.backbone, tables, x, batch, normed);
       const count = this.candidates.ids.length;
-      const logits = this.pool.get('logits', batch * count);
+      const logits = this.pool.get('logits', batch * count, 'f32');
       this.backbone.candidateLogits(normed, batch, logits);
       backboneDone = performance.now();
       const sampler = { lanes: laneTable, rasWindow: planned.slabs.rasWindow };

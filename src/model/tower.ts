@@ -147,8 +147,8 @@ export class Tower<B> {
       backend.zeroCentredRmsNorm(x, layer.outNorm, output, rows, d, eps);
       input = output;
       if (draw !== undefined && layer.head !== undefined) {
-        const logits = this.pool.get('logits', rows * audio.codebookSize);
-        backend.linear(output, layer.head, logits, rows);
+        const logits = this.pool.get('logits', rows * audio.codebookSize, 'f32');
+        backend.linear(output, layer.head, logits, rows, 'f32');
         backend.sampleCode(logits, audio.codebookSize, layer.codebook + 1, draw.sampler, records, draw.batch);
       }
     });

@@ -123,7 +123,6 @@ export function runAttention(
     1 / Math.sqrt(headDim),
     scores,
     accumulator,
-    policy.roundProbability,
   );
   policy.roundActivations(attended, attended.length);
   if (weights.outputGate) {

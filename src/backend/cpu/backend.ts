@@ -231,8 +231,8 @@ export class CpuBackend implements Backend<CpuBuffer> {
     this.policy.roundActivations(out as FloatArray, rows * cols);
   }
 
-  linear(x: CpuBuffer, weight: LinearWeight<CpuBuffer>, out: CpuBuffer, rows: number): void {
-    runLinear(this.policy, this.scratch, x as FloatArray, weight, out as FloatArray, rows);
+  linear(x: CpuBuffer, weight: LinearWeight<CpuBuffer>, out: CpuBuffer, rows: number, output?: 'bf16' | 'f32'): void {
+    runLinear(this.policy, this.scratch, x as FloatArray, weight, out as FloatArray, rows, output);
   }
 
   attention(

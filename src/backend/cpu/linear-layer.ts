@@ -1,6 +1,6 @@
 // Runs a linear weight on the cpu: bf16/f16/f32 weights directly (from the widened cache, or each row widened per use),
 // e4m3 block weights after quantising the activations per row per 128 columns (MODEL.md §2). The result is rounded as
-// the policy says.
+// the policy says, or kept as fp32 sums for an f32 output (the logits heads).
 
 import type { FloatArray } from '../../numeric/float-array.ts';
 import type { LinearWeight } from '../types.ts';
@@ -17,6 +17,7 @@ export function runLinear(
   weight: LinearWeight<CpuBuffer>,
   out: FloatArray,
   rows: number,
+  output: 'bf16' | 'f32' = 'bf16',
 ): void {
   const [outFeatures, inFeatures] = weight.shape as [number, number];
   const row = scratch.rowFor('linear.row', inFeatures);
@@ -35,5 +36,6 @@ export function runLinear(
   } else {
     linearTensor(x, weight, out, rows, inFeatures, outFeatures, row);
   }
-  policy.roundActivations(out, rows * outFeatures);
+  // An f32 output keeps the sums as the policy's array stores them: fp32 (bf16 and fp32 modes), doubles (fp64 oracle).
+  if (output === 'bf16') policy.roundActivations(out, rows * outFeatures);
 }

@@ -1,12 +1,13 @@
 // Precision policies of the cpu backend: where values are rounded, and in which array type they live.
 //   bf16: Float32Array storage; every activation the GPU writes in bf16 (projections, norms' outputs, the residual
 //         stream, attention and DeltaNet outputs, expert outputs) is rounded to bf16 after its op; norms, softmax,
-//         rotary, router probabilities, DeltaNet state and attention probabilities stay fp32 (attention
-//         probabilities are rounded to bf16 before weighting V, as eager torch does in bf16).
+//         rotary, router probabilities, DeltaNet state and attention probabilities stay fp32 (the attention
+//         kernel's online softmax weights V with fp32 probabilities, as flash attention does; eager torch in bf16
+//         would round them to bf16 first).
 //   fp32: Float32Array storage, no extra rounding (each stored element is fp32).
 //   fp64: Float64Array everywhere: the oracle for kernel tests.
 // Rotary angles are fp32 (fround(position · inv_freq)) in every mode, as torch and the GPU form them.
-import { roundArrayToBf16, roundToBf16 } from '../../numeric/dtypes.ts';
+import { roundArrayToBf16 } from '../../numeric/dtypes.ts';
 import type { FloatArray } from '../../numeric/float-array.ts';
 
 export type PrecisionName = 'bf16' | 'fp32' | 'fp64';
@@ -16,8 +17,6 @@ export interface PrecisionPolicy {
   allocate(count: number): FloatArray;
   /** Rounds the first `count` elements as the GPU stores an activation (bf16), in place; identity otherwise. */
   roundActivations(values: FloatArray, count: number): void;
-  /** Rounding of attention probabilities before they weight V. */
-  readonly roundProbability: ((p: number) => number) | undefined;
 }
 
 function noRounding(): void {}
@@ -28,21 +27,18 @@ const BF16_POLICY: PrecisionPolicy = {
   roundActivations(values, count) {
     roundArrayToBf16((values as Float32Array).subarray(0, count));
   },
-  roundProbability: roundToBf16,
 };
 
 const FP32_POLICY: PrecisionPolicy = {
   name: 'fp32',
   allocate: (count) => new Float32Array(count),
   roundActivations: noRounding,
-  roundProbability: undefined,
 };
 
 const FP64_POLICY: PrecisionPolicy = {
   name: 'fp64',
   allocate: (count) => new Float64Array(count),
   roundActivations: noRounding,
-  roundProbability: undefined,
 };
 
 export const PRECISION_POLICIES: Record<PrecisionName, PrecisionPolicy> = {

@@ -334,7 +334,13 @@ export class CudaBackend implements Backend<CudaBuffer> {
   }
 
   /** out [rows, out] = x [rows, in] · weightᵀ: bf16 out (one rounding), or the fp32 sum when `out` is f32. */
-  linear(x: CudaBuffer, weight: LinearWeight<CudaBuffer>, out: CudaBuffer, rows: number): void {
+  linear(
+    x: CudaBuffer,
+    weight: LinearWeight<CudaBuffer>,
+    out: CudaBuffer,
+    rows: number,
+    output?: 'bf16' | 'f32',
+  ): void {
     if (weight.dtype !== 'bf16') {
       throw invalid(
         'LINEAR_WEIGHT_DTYPE_UNSUPPORTED',
@@ -344,23 +350,30 @@ export class CudaBackend implements Backend<CudaBuffer> {
     const [outFeatures, inFeatures] = weight.shape as [number, number];
     requireDtype(x, 'bf16', 'linear input');
     requireElements(x, rows * inFeatures, 'linear input');
-    if (out.dtype !== 'bf16' && out.dtype !== 'f32') {
-      throw invalid('TENSOR_DTYPE_UNSUPPORTED', `linear output must be bf16 or f32, got ${out.dtype}`);
+    if (out.dtype !== (output ?? out.dtype) || (out.dtype !== 'bf16' && out.dtype !== 'f32')) {
+      const wanted = output ?? 'bf16 or f32';
+      throw invalid('TENSOR_DTYPE_UNSUPPORTED', `linear output must be ${wanted}, got a ${out.dtype} buffer`);
     }
     requireElements(out, rows * outFeatures, 'linear output');
     // Sized for the largest split launch up to `rows`, so that a later call of fewer rows never grows it.
     const reserve = gemmWorkspaceBytes(Math.min(rows, SPLIT_ROWS), outFeatures, inFeatures);
     const workspace = reserve > 0 ? this.scratch.bytes(LINEAR_WORKSPACE, reserve) : undefined;
-    gemm(this.cuda, {
-      y: out.pointer,
-      x: x.pointer,
-      w: weight.data.pointer,
-      workspace,
-      rows,
-      outFeatures,
-      inFeatures,
-      output: out.dtype,
-    });
+    // Split partials added by the last block of each tile: the bits of the separate combine kernel (the contract's
+    // equivalence gate), one launch instead of two per projection.
+    gemm(
+      this.cuda,
+      {
+        y: out.pointer,
+        x: x.pointer,
+        w: weight.data.pointer,
+        workspace,
+        rows,
+        outFeatures,
+        inFeatures,
+        output: out.dtype,
+      },
+      { combine: 'last-block' },
+    );
   }
 
   attention(

@@ -66,7 +66,7 @@ export function teacherForce<B>(model: SlotSpeechModel<B>, prompt: PromptRows, c
   backbone.forward(backboneSlabs, tables, x, rows, normed, (layer, stream) => {
     residuals[layer] = backend.toHost(stream, 0, rows * hidden);
   });
-  const logits = pool.get('candidateLogits', rows * candidates);
+  const logits = pool.get('candidateLogits', rows * candidates, 'f32');
   backbone.candidateLogits(normed, rows, logits);
   const candidateLogits = backend.toHost(logits, 0, rows * candidates);
   const headLogits = runTower(model, pool, towerSlabs, tables, normed, backend.viewRows(records, 1, rows), rows);
@@ -136,8 +136,8 @@ function runTower<B>(
     backend.zeroCentredRmsNorm(x, layer.outNorm, output, rows, d, eps);
     input = output;
     if (layer.head !== undefined) {
-      const logits = pool.get('headLogits', rows * audio.codebookSize);
-      backend.linear(output, layer.head, logits, rows);
+      const logits = pool.get('headLogits', rows * audio.codebookSize, 'f32');
+      backend.linear(output, layer.head, logits, rows, 'f32');
       heads[layer.codebook] = backend.toHost(logits, 0, rows * audio.codebookSize);
     }
   });

@@ -3,8 +3,8 @@
 //   rowTable: [T, 2] (slot, position); out: [T, Hq, D]. Query head h reads KV head floor(h / (Hq/Hkv)).
 //   Row t attends to rows 0..position of its slot with softmax(q·kᵀ · scale): scores over keys in ascending position,
 //   the max and the sum of exponentials in ascending position, V weighted in ascending position. Probabilities are
-//   formed in double and, when roundProbability is given, rounded by it before weighting V (bf16 for the bf16 model,
-//   as eager torch does). A row's result depends on its own slot's rows only, never on the other rows of the call.
+//   formed in double and weight V unrounded (as the kernel's online softmax weights it in fp32). A row's result
+//   depends on its own slot's rows only, never on the other rows of the call.
 import type { FloatArray } from '../../../numeric/float-array.ts';
 
 export function slotAttention(
@@ -21,7 +21,6 @@ export function slotAttention(
   scale: number,
   scores: Float64Array,
   accumulator: Float64Array,
-  roundProbability?: (p: number) => number,
 ): void {
   const group = queryHeads / keyValueHeads;
   const slotWidth = rowsPerSlot * keyValueHeads * headDim;
@@ -48,7 +47,7 @@ export function slotAttention(
       }
       for (let d = 0; d < headDim; d++) accumulator[d] = 0;
       for (let s = 0; s < visible; s++) {
-        const probability = roundProbability ? roundProbability(scores[s]! / sum) : scores[s]! / sum;
+        const probability = scores[s]! / sum;
         const vStart = slotStart + (s * keyValueHeads + kvHead) * headDim;
         for (let d = 0; d < headDim; d++) accumulator[d] += probability * values[vStart + d]!;
       }
