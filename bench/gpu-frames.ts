@@ -2,13 +2,17 @@
 // synth's values), frames/s at batch 1, 8, 32 and 64 with the tower, the bytes a step reads and the roofline they
 // give at the copy bandwidth measured in the same run, prefill rows/s at 256 and 4096 rows, device memory for the
 // weights and per lane, the PyTorch baseline of ECOSYSTEM.md beside them, and the kernels by share of a step.
-// Writes gpu-frames.json to the folder in argv[2].
+// Writes gpu-frames.json to the folder in argv[2]; a pytorch-frames.json there (bench/pytorch-frames.py, run first in
+// the same device call) is the baseline printed beside the figures, else ECOSYSTEM.md's.
 // Usage: tsx bench/gpu-frames.ts <output directory> [--preset full|short|small] (or DRAMA3_FRAMES_PRESET=short)
 // short: the full widths with 4 backbone layers, 64 experts and 1 shared tower layer (a quick check of the run).
+
+import fs from 'node:fs';
+import path from 'node:path';
 import { CudaBackend } from '../src/backend/cuda/backend.ts';
 import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
-import { framesReport } from './support/frames-report.ts';
+import { framesReport, measuredBaseline, PYTORCH_BASELINE } from './support/frames-report.ts';
 import { DEFAULT_FRAMES_OPTIONS, type FramesOptions, measureFrames } from './support/frames-run.ts';
 import { writeReport } from './support/output.ts';
 import { copyBandwidth } from './support/roofline.ts';
@@ -29,7 +33,11 @@ const backend = new CudaBackend(cuda);
 const copy = copyBandwidth(cuda);
 console.log(`copy bandwidth ${copy.gigabytesPerSecond.toFixed(0)} GB/s (read + written)`);
 const measured = await measureFrames(cuda, backend, options(), copy);
-const { lines, json } = framesReport(measured, cuda.properties);
+const baselineFile = path.join(process.argv[2] ?? '.', 'pytorch-frames.json');
+const baseline = fs.existsSync(baselineFile)
+  ? measuredBaseline(JSON.parse(fs.readFileSync(baselineFile, 'utf8')))
+  : PYTORCH_BASELINE;
+const { lines, json } = framesReport(measured, cuda.properties, baseline);
 console.log(lines.join('\n'));
 console.log(`wrote ${writeReport('gpu-frames.json', json)}`);
 measured.release();

@@ -6,13 +6,35 @@ import { laneSlabBytes, type StepBytes, stepBytes, weightMapBytes } from './fram
 import type { FramesMeasurements } from './frames-run.ts';
 import { markdownTable } from './output.ts';
 
-/** ECOSYSTEM.md: transformers + flash-linear-attention on the H200, backbone only (no tower, no codec). */
-export const PYTORCH_BASELINE = {
+/** transformers + flash-linear-attention on the H200, backbone only (no tower, no codec). */
+export interface PytorchBaseline {
+  readonly measured: string;
+  readonly batch1: { readonly milliseconds: number; readonly framesPerSecond: number; readonly experts: string };
+  readonly batch64: { readonly milliseconds: number; readonly framesPerSecond: number; readonly experts: string };
+  readonly prefillRowsPerSecond: number;
+}
+
+/** ECOSYSTEM.md's figures, for a run without bench/pytorch-frames.py beside it. */
+export const PYTORCH_BASELINE: PytorchBaseline = {
   measured: '2026-12-01, not re-run here; backbone only (no tower)',
   batch1: { milliseconds: 72.7, framesPerSecond: 1000 / 72.7, experts: 'batched_mm' },
   batch64: { milliseconds: 97, framesPerSecond: 657, experts: 'grouped_mm' },
   prefillRowsPerSecond: 2209,
 };
+
+/** The baseline bench/pytorch-frames.py measured (its pytorch-frames.json): batch 1 at its faster experts form. */
+export function measuredBaseline(json: Record<string, number | string>): PytorchBaseline {
+  const batched = Number(json.decode_ms_batch1_batched_mm);
+  const grouped = Number(json.decode_ms_batch1_grouped_mm);
+  const batch1 = batched <= grouped ? { ms: batched, experts: 'batched_mm' } : { ms: grouped, experts: 'grouped_mm' };
+  const batch64 = Number(json.decode_ms_batch64_grouped_mm);
+  return {
+    measured: `this run, torch ${json.torch}, fla ${json.fla}; backbone only (no tower)`,
+    batch1: { milliseconds: batch1.ms, framesPerSecond: 1000 / batch1.ms, experts: batch1.experts },
+    batch64: { milliseconds: batch64, framesPerSecond: 64000 / batch64, experts: 'grouped_mm' },
+    prefillRowsPerSecond: Number(json.prefill_rows_per_s_4096),
+  };
+}
 
 /** The issue's goals at the full geometry. */
 export const TARGETS = { batch1FramesPerSecond: 250, batch64FramesPerSecond: 2500, weightsPlusLaneGiB: 40 };
@@ -23,17 +45,16 @@ const GiB = 2 ** 30;
 const gb = (bytes: number) => (bytes / GB).toFixed(3);
 const percent = (value: number) => `${(100 * value).toFixed(1)}%`;
 
-function baselineCell(batch: number): string {
-  if (batch === 1)
-    return `${PYTORCH_BASELINE.batch1.milliseconds} ms/step, ${PYTORCH_BASELINE.batch1.framesPerSecond.toFixed(1)} frames/s`;
-  if (batch === 64)
-    return `${PYTORCH_BASELINE.batch64.milliseconds} ms/step, ${PYTORCH_BASELINE.batch64.framesPerSecond} frames/s`;
-  return '';
+function baselineCell(baseline: PytorchBaseline, batch: number): string {
+  const entry = batch === 1 ? baseline.batch1 : batch === 64 ? baseline.batch64 : undefined;
+  if (entry === undefined) return '';
+  return `${entry.milliseconds.toFixed(1)} ms/step, ${entry.framesPerSecond.toFixed(1)} frames/s (${entry.experts})`;
 }
 
 export function framesReport(
   measured: FramesMeasurements,
   device: DeviceProperties,
+  baseline: PytorchBaseline = PYTORCH_BASELINE,
 ): { lines: string[]; json: unknown } {
   const { model, specs, copy } = measured;
   const config = model.config;
@@ -64,7 +85,7 @@ export function framesReport(
         'bytes/frame MB',
         'roofline frames/s',
         'of roofline',
-        `PyTorch (${PYTORCH_BASELINE.measured})`,
+        `PyTorch (${baseline.measured})`,
       ],
       rows.map(({ result, bytes, stepBytesTotal, rooflineFramesPerSecond }) => [
         `${result.batch}`,
@@ -74,7 +95,7 @@ export function framesReport(
         (stepBytesTotal / result.batch / 1e6).toFixed(1),
         rooflineFramesPerSecond.toFixed(0),
         percent(result.framesPerSecond / rooflineFramesPerSecond),
-        baselineCell(result.batch),
+        baselineCell(baseline, result.batch),
       ]),
     ),
     `Goals at the full geometry: batch 1 ≥ ${TARGETS.batch1FramesPerSecond} frames/s, batch 64 ≥ ` +
@@ -94,12 +115,12 @@ export function framesReport(
     ),
     '',
     ...markdownTable(
-      ['prefill rows', 'ms', 'rows/s', `PyTorch rows/s (${PYTORCH_BASELINE.measured})`],
+      ['prefill rows', 'ms', 'rows/s', `PyTorch rows/s (${baseline.measured})`],
       measured.prefill.map((p) => [
         `${p.rows}`,
         p.milliseconds.toFixed(1),
         p.rowsPerSecond.toFixed(0),
-        `${PYTORCH_BASELINE.prefillRowsPerSecond}`,
+        `${baseline.prefillRowsPerSecond.toFixed(0)}`,
       ]),
     ),
     '',
@@ -133,7 +154,7 @@ export function framesReport(
       rowsPerLane: measured.rowsPerLane,
     },
     profiles: measured.profiles,
-    baseline: PYTORCH_BASELINE,
+    baseline,
     targets: TARGETS,
   };
   return { lines, json };

@@ -358,22 +358,16 @@ export class CudaBackend implements Backend<CudaBuffer> {
     // Sized for the largest split launch up to `rows`, so that a later call of fewer rows never grows it.
     const reserve = gemmWorkspaceBytes(Math.min(rows, SPLIT_ROWS), outFeatures, inFeatures);
     const workspace = reserve > 0 ? this.scratch.bytes(LINEAR_WORKSPACE, reserve) : undefined;
-    // Split partials added by the last block of each tile: the bits of the separate combine kernel (the contract's
-    // equivalence gate), one launch instead of two per projection.
-    gemm(
-      this.cuda,
-      {
-        y: out.pointer,
-        x: x.pointer,
-        w: weight.data.pointer,
-        workspace,
-        rows,
-        outFeatures,
-        inFeatures,
-        output: out.dtype,
-      },
-      { combine: 'last-block' },
-    );
+    gemm(this.cuda, {
+      y: out.pointer,
+      x: x.pointer,
+      w: weight.data.pointer,
+      workspace,
+      rows,
+      outFeatures,
+      inFeatures,
+      output: out.dtype,
+    });
   }
 
   attention(

@@ -129,7 +129,9 @@ export interface GemmOptions extends LaunchOptions {
   readonly tiles?: GemmTiles;
   /**
    * How split partials are added (same order, same bits): by gemm_combine, a second kernel (default), or by the last
-   * block of each tile to finish, ordered by a counter in the workspace (one kernel, no second launch).
+   * block of each tile to finish, ordered by a counter in the workspace (one kernel, no second launch). The counters
+   * sit after the partials of this call's rows, so a workspace shared by calls of different row counts must not use
+   * 'last-block' (a larger call's partials would leave the smaller call's counters non-zero).
    */
   readonly combine?: 'kernel' | 'last-block';
 }
