@@ -5,6 +5,9 @@ import {
   attentionPrepareBackboneCase,
   attentionPrepareOtherCase,
 } from './attentionCases.ts';
+import { codecConvCase, codecConvF16Case } from './codecConvCases.ts';
+import { codecSnakeCase } from './codecSnakeCases.ts';
+import { codecTransposedConvCase, codecTransposedConvF16Case } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
@@ -61,4 +64,9 @@ export const kernelCases: readonly KernelCase[] = [
   slotRecordsCase,
   addCase,
   concatCase,
+  codecSnakeCase,
+  codecConvCase,
+  codecConvF16Case,
+  codecTransposedConvCase,
+  codecTransposedConvF16Case,
 ];
