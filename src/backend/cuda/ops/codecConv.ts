@@ -36,6 +36,8 @@ const MAXIMUM_GRID_Y = 65535;
 export const CODEC_MAXIMUM_HISTORY_ROWS = 256;
 
 const NULL_POINTER = 0n;
+/** The conv kernel's parameter count (more than KernelArguments' default 16). */
+const CONV_ARGUMENTS = 17;
 
 export type CodecActivation = 'identity' | 'tanh';
 
@@ -149,7 +151,7 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
   if (a.residual !== undefined) requireStride(a.residualStride ?? 0, 'residualStride', a.outputs);
   const historyRows = (a.kernel - 1) * a.dilation;
   requireHistory(historyRows);
-  const args = new KernelArguments()
+  const args = new KernelArguments(CONV_ARGUMENTS)
     .pointer(a.out)
     .int64(a.outStride)
     .pointer(a.x)
