@@ -1,6 +1,6 @@
 // Deliberately wrong codec convolution kernels for the kernel contract's controls (test/kernels/): the real kernels'
 // code (kernels/cuda/codec_conv.cuh) with one planted fault each. Never launched by the backend.
-//   control_codec_conv_taps_reversed              each input channel's taps walked last to first   (accuracy gates)
+//   control_codec_conv_taps_reversed              each input channel's weights meet the taps flipped (accuracy gates)
 //   control_codec_conv_history_off_by_one         the carried rows read one row further back       (accuracy gates)
 //   control_codec_conv_chunks_reversed_with_lanes the chunks added last to first in calls of several lanes
 //                                                 (accurate; only the invariance gate can see it)

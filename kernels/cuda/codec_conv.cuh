@@ -119,9 +119,10 @@ __device__ __forceinline__ void causal_conv(float* out, long long out_stride, co
       if (output < outputs) {
         for (int c = 0; c < width; c++) {
           const Weight* taps = weight + ((long long)(base + c) * kernel) * outputs + output;
-          for (int step = 0; step < kernel; step++) {
-            const int tap = FAULT == CODEC_FAULT_TAPS_REVERSED ? kernel - 1 - step : step;
-            const float w = weight_value(taps[(long long)tap * outputs]);
+          for (int tap = 0; tap < kernel; tap++) {
+            // The control flips the kernel: tap k's input meets weight K − 1 − k (correlation for convolution).
+            const int weight_tap = FAULT == CODEC_FAULT_TAPS_REVERSED ? kernel - 1 - tap : tap;
+            const float w = weight_value(taps[(long long)weight_tap * outputs]);
             const float* column = tile + tap * dilation * CODEC_CHUNK + c;
 #pragma unroll
             for (int r = 0; r < CODEC_ROWS; r++) partial[r] = __fmaf_rn(w, column[r * CODEC_CHUNK], partial[r]);
@@ -187,11 +188,12 @@ __device__ __forceinline__ void causal_transposed_conv(float* out, long long out
           const Weight* taps = weight + ((long long)(base + c) * kernel) * outputs + output;
 #pragma unroll
           for (int r = 0; r < CODEC_ROWS; r++) {
-            // Output row first + r is phase j of input row n: taps j, j + s, ... read rows n, n − 1, ...
-            const int source = (int)((first + r) / stride - lowest);
-            const int phase = (int)((first + r) % stride);
+            // Output row first + r is phase j of input row n (staged at n − lowest): taps j, j + s, ... read n, n − 1.
+            const int row = (int)first + r;
+            const int source = row / stride - (int)lowest;
+            const int phase = row % stride;
             for (int lag = 0; lag * stride + phase < kernel; lag++) {
-              const float w = weight_value(taps[(long long)(phase + lag * stride) * outputs]);
+              const float w = weight_value(taps[(phase + lag * stride) * outputs]);
               partial[r] = __fmaf_rn(w, tile[(source - lag) * CODEC_CHUNK + c], partial[r]);
             }
           }

@@ -7,6 +7,7 @@ import {
 } from './attentionCases.ts';
 import { codecConvCase, codecConvF16Case } from './codecConvCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
+import { codecDecoderBlockCase } from './codecStreamCases.ts';
 import { codecTransposedConvCase, codecTransposedConvF16Case } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
@@ -69,4 +70,5 @@ export const kernelCases: readonly KernelCase[] = [
   codecConvF16Case,
   codecTransposedConvCase,
   codecTransposedConvF16Case,
+  codecDecoderBlockCase,
 ];
