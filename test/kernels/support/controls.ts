@@ -106,7 +106,7 @@ function codecControls(): Control[] {
   const codec = (name: string) => ({ family: 'codec_controls', name });
   return [
     {
-      description: "wrong tap order: the codec conv walks each channel's taps last to first",
+      description: "wrong tap order: the codec conv applies each channel's kernel flipped",
       kernelCase: codecConvCase,
       kernel: codec('control_codec_conv_taps_reversed'),
     },
