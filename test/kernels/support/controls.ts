@@ -2,6 +2,9 @@
 // one through the same case and gates. A control is caught when at least one gate fails on at least one shape.
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
+import { codecConvCase } from './codecConvCases.ts';
+import { codecSnakeCase } from './codecSnakeCases.ts';
+import { codecTransposedConvCase } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase } from './deltaNetCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
@@ -101,4 +104,41 @@ export const controls: readonly Control[] = [
     kernelCase: embedRecordsCase,
     kernel: { family: 'records_controls', name: 'control_embed_records_next_codebook' },
   },
+  ...codecControls(),
 ];
+
+function codecControls(): Control[] {
+  const codec = (name: string) => ({ family: 'codec_controls', name });
+  return [
+    {
+      description: "wrong tap order: the codec conv applies each channel's kernel flipped",
+      kernelCase: codecConvCase,
+      kernel: codec('control_codec_conv_taps_reversed'),
+    },
+    {
+      description: 'off-by-one history: the codec conv reads its carried rows one row further back',
+      kernelCase: codecConvCase,
+      kernel: codec('control_codec_conv_history_off_by_one'),
+    },
+    {
+      description: 'batch-dependent order: the codec conv adds its channel chunks last to first beside other lanes',
+      kernelCase: codecConvCase,
+      kernel: codec('control_codec_conv_chunks_reversed_with_lanes'),
+    },
+    {
+      description: 'off-by-one history: the codec transposed conv reads its carried row one row too far back',
+      kernelCase: codecTransposedConvCase,
+      kernel: codec('control_codec_transposed_history_off_by_one'),
+    },
+    {
+      description: 'off-by-one update: the codec history keeps rows shifted one row back',
+      kernelCase: codecConvCase,
+      kernel: codec('control_codec_history_update_off_by_one'),
+    },
+    {
+      description: 'wrong formula: Snake adds sin(αx)/α, not its square',
+      kernelCase: codecSnakeCase,
+      kernel: codec('control_codec_snake_unsquared'),
+    },
+  ];
+}

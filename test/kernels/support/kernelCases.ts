@@ -5,6 +5,10 @@ import {
   attentionPrepareBackboneCase,
   attentionPrepareOtherCase,
 } from './attentionCases.ts';
+import { codecConvCase, codecConvF16Case } from './codecConvCases.ts';
+import { codecSnakeCase } from './codecSnakeCases.ts';
+import { codecDecoderBlockCase } from './codecStreamCases.ts';
+import { codecTransposedConvCase, codecTransposedConvF16Case } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
@@ -65,4 +69,10 @@ export const kernelCases: readonly KernelCase[] = [
   slotRecordsCase,
   addCase,
   concatCase,
+  codecSnakeCase,
+  codecConvCase,
+  codecConvF16Case,
+  codecTransposedConvCase,
+  codecTransposedConvF16Case,
+  codecDecoderBlockCase,
 ];

@@ -1,0 +1,17 @@
+// Deliberately wrong codec convolution kernels for the kernel contract's controls (test/kernels/): the real kernels'
+// code (kernels/cuda/codec_conv.cuh) with one planted fault each. Never launched by the backend.
+//   control_codec_conv_taps_reversed              each input channel's weights meet the taps flipped (accuracy gates)
+//   control_codec_conv_history_off_by_one         the carried rows read one row further back       (accuracy gates)
+//   control_codec_conv_chunks_reversed_with_lanes the chunks added last to first in calls of several lanes
+//                                                 (accurate; only the invariance gate can see it)
+//   control_codec_transposed_history_off_by_one   the transposed conv's carried row read one row too far back
+//   control_codec_history_update_off_by_one       the kept history is shifted one row back         (chunked ≠ whole)
+//   control_codec_snake_unsquared                 Snake adds sin(αx)/α instead of sin²(αx)/α
+#include "codec_conv.cuh"
+
+CODEC_CONV_ENTRY(control_codec_conv_taps_reversed, float, CODEC_FAULT_TAPS_REVERSED)
+CODEC_CONV_ENTRY(control_codec_conv_history_off_by_one, float, CODEC_FAULT_HISTORY_OFF_BY_ONE)
+CODEC_CONV_ENTRY(control_codec_conv_chunks_reversed_with_lanes, float, CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES)
+CODEC_TRANSPOSED_ENTRY(control_codec_transposed_history_off_by_one, float, CODEC_FAULT_TRANSPOSED_HISTORY_OFF_BY_ONE)
+CODEC_HISTORY_ENTRY(control_codec_history_update_off_by_one, CODEC_FAULT_UPDATE_OFF_BY_ONE)
+CODEC_SNAKE_ENTRY(control_codec_snake_unsquared, CODEC_FAULT_SNAKE_UNSQUARED)

@@ -1,0 +1,24 @@
+// The codec's DAC decoder convolutions (MODEL.md §6) over many lanes at once. Activations are fp32 rows [T, C]
+// (channels contiguous, rows `stride` elements apart); a call is the sequence table int32 [Q, 4] = (slot, firstRow,
+// rowCount, startPosition) in the table's unit (frames), scaled by `row_scale` rows per unit at this layer. Sequence
+// q's rows are rows firstRow·row_scale .. of x, and its carried state is slot `slot` of the history slab (zeroed for
+// a fresh lane). No two sequences of one call may share a slot.
+//
+// codec_conv_{f32,f16w}: causal dilated conv, weights [Cin, K, Cout] (fp32, or fp16 rounded to nearest even)
+//   out[t, o] = epilogue(bias[o] + Σ_i Σ_k w[i, k, o] · in[t − (K − 1 − k)·d, i]) with in = history ++ snake?(x)
+//   history: [S, (K − 1)·d, Cin] fp32, the conv's last inputs (after Snake), oldest first; read only
+//   alpha: [Cin] Snake on the input, or null; residual: [T, Cout] added after the conv, or null; activation: tanh
+//   Sums in fp32: each chunk of 32 input channels from zero (channel, then tap), chunks added in ascending order.
+// codec_transposed_conv_{f32,f16w}: causal transposed conv, stride s, K = m·s, the last K − s outputs trimmed
+//   out[n·s + j, o] = bias[o] + Σ_i Σ_{q<m} w[i, j + q·s, o] · in[n − q, i]; history [S, m − 1, Cin]; out rows are
+//   s times the input's (row_scale counts input rows). The same chunked order.
+// codec_history_update: history ← the last H rows of history ++ snake?(x), per sequence; run after the conv.
+// codec_snake: out = snake(x) per channel, rows [T, C] (the conv kernels apply the same function to their inputs).
+#include "codec_conv.cuh"
+
+CODEC_CONV_ENTRY(codec_conv_f32, float, CODEC_FAULT_NONE)
+CODEC_CONV_ENTRY(codec_conv_f16w, __half, CODEC_FAULT_NONE)
+CODEC_TRANSPOSED_ENTRY(codec_transposed_conv_f32, float, CODEC_FAULT_NONE)
+CODEC_TRANSPOSED_ENTRY(codec_transposed_conv_f16w, __half, CODEC_FAULT_NONE)
+CODEC_HISTORY_ENTRY(codec_history_update, CODEC_FAULT_NONE)
+CODEC_SNAKE_ENTRY(codec_snake, CODEC_FAULT_NONE)

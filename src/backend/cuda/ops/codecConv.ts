@@ -1,0 +1,286 @@
+// Launchers for kernels/cuda/codec_conv.cu (its header has the formulas and layouts): the codec decoder's causal
+// dilated conv and causal transposed conv over many lanes, each with Snake fused on its input, the history update
+// that carries each lane's last input rows in a slab indexed by slot, and Snake alone. The grid depends on the
+// sizes only, and every output's reduction order on (inputs, kernel) alone, so a lane's samples do not depend on
+// the chunk or the lanes beside it. Weights are laid out once at load by the layout functions below.
+import { DramaError } from '../../../errors.ts';
+import { float32ToF16Bits } from '../../../numeric/dtypes.ts';
+import type { CudaContext } from '../context.ts';
+import type { DevicePointer } from '../driver.ts';
+import { KernelArguments } from '../kernelArguments.ts';
+import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
+
+/** fp32 weights (the checking mode) or fp16 weights rounded to nearest even (the release's); fp32 sums either way. */
+export type CodecPrecision = 'f32' | 'f16-weights';
+
+const FAMILY = 'codec_conv';
+const CONV_KERNELS: Record<CodecPrecision, KernelName> = {
+  f32: { family: FAMILY, name: 'codec_conv_f32' },
+  'f16-weights': { family: FAMILY, name: 'codec_conv_f16w' },
+};
+const TRANSPOSED_KERNELS: Record<CodecPrecision, KernelName> = {
+  f32: { family: FAMILY, name: 'codec_transposed_conv_f32' },
+  'f16-weights': { family: FAMILY, name: 'codec_transposed_conv_f16w' },
+};
+const HISTORY_KERNEL: KernelName = { family: FAMILY, name: 'codec_history_update' };
+const SNAKE_KERNEL: KernelName = { family: FAMILY, name: 'codec_snake' };
+
+/** The kernels' fixed shapes (codec_conv.cuh): output channels per block, rows per thread, channels per chunk. */
+const THREADS = 128;
+const ROWS_PER_TILE = 8;
+const CHUNK_CHANNELS = 32;
+const HISTORY_THREADS = 128;
+const SNAKE_THREADS = 256;
+const MAXIMUM_GRID_Y = 65535;
+/** Staged rows beyond a tile's own: the tile of (8 + history) × 32 fp32 stays within the default 48 KiB. */
+export const CODEC_MAXIMUM_HISTORY_ROWS = 256;
+
+const NULL_POINTER = 0n;
+/** The conv kernel's parameter count (more than KernelArguments' default 16). */
+const CONV_ARGUMENTS = 17;
+
+export type CodecActivation = 'identity' | 'tanh';
+
+/** Conv weight [Cout, Cin, K] (PyTorch's, folded) → the kernel's [Cin, K, Cout]. */
+export function codecConvWeightLayout(weight: Float32Array, outputs: number, inputs: number, kernel: number) {
+  const laid = new Float32Array(weight.length);
+  for (let output = 0; output < outputs; output++) {
+    for (let input = 0; input < inputs; input++) {
+      for (let tap = 0; tap < kernel; tap++) {
+        laid[(input * kernel + tap) * outputs + output] = weight[(output * inputs + input) * kernel + tap]!;
+      }
+    }
+  }
+  return laid;
+}
+
+/** Transposed conv weight [Cin, Cout, K] (PyTorch's, folded) → the kernel's [Cin, K, Cout]. */
+export function codecTransposedWeightLayout(weight: Float32Array, inputs: number, outputs: number, kernel: number) {
+  const laid = new Float32Array(weight.length);
+  for (let input = 0; input < inputs; input++) {
+    for (let output = 0; output < outputs; output++) {
+      for (let tap = 0; tap < kernel; tap++) {
+        laid[(input * kernel + tap) * outputs + output] = weight[(input * outputs + output) * kernel + tap]!;
+      }
+    }
+  }
+  return laid;
+}
+
+/** fp32 values → fp16 bits, round to nearest even (the release's cast after weight-norm folding). */
+export function toF16Bits(values: Float32Array): Uint16Array {
+  const bits = new Uint16Array(values.length);
+  for (let index = 0; index < values.length; index++) bits[index] = float32ToF16Bits(values[index]!);
+  return bits;
+}
+
+/** What every conv of a call shares: the sequence table and how many rows one table unit is at this layer. */
+export interface CodecCall {
+  /** int32 [Q, 4] = (slot, firstRow, rowCount, startPosition), rows in table units (frames). */
+  readonly sequences: DevicePointer;
+  readonly sequenceCount: number;
+  /** Rows of the longest sequence, in table units (bounds the grid; a longer one is still walked whole). */
+  readonly longestSequence: number;
+  /** This layer's input rows per table unit. */
+  readonly rowScale: number;
+}
+
+export interface CodecConvArguments extends CodecCall {
+  /** [T, outputs] fp32, rows outStride apart. */
+  readonly out: DevicePointer;
+  readonly outStride: number;
+  /** [T, inputs] fp32, rows xStride apart; must not overlap out. */
+  readonly x: DevicePointer;
+  readonly xStride: number;
+  /** [inputs, kernel, outputs] fp32 or fp16 (codecConvWeightLayout). */
+  readonly weight: DevicePointer;
+  readonly bias: DevicePointer;
+  /** Snake's [inputs] α applied to x, or undefined. */
+  readonly alpha?: DevicePointer;
+  /** [T, outputs] added after the conv (a residual unit), rows residualStride apart, or undefined. */
+  readonly residual?: DevicePointer;
+  readonly residualStride?: number;
+  /** [S, (kernel − 1)·dilation, inputs] fp32; read only (codecHistoryUpdate writes it after the conv). */
+  readonly history: DevicePointer;
+  readonly inputs: number;
+  readonly outputs: number;
+  readonly kernel: number;
+  readonly dilation: number;
+  readonly activation?: CodecActivation;
+  readonly precision: CodecPrecision;
+}
+
+function requireCall(a: CodecCall): void {
+  requireCount(a.sequenceCount, 'sequenceCount', 1, 65535);
+  requireCount(a.longestSequence, 'longestSequence');
+  requireCount(a.rowScale, 'rowScale', 1, 2 ** 20);
+}
+
+function requireStride(stride: number, name: string, atLeast: number): void {
+  requireCount(stride, name, atLeast, 2 ** 40);
+}
+
+function requireHistory(rows: number): void {
+  if (rows > CODEC_MAXIMUM_HISTORY_ROWS) {
+    throw new DramaError(
+      'KERNEL_ARGUMENT_INVALID',
+      `a codec conv may carry at most ${CODEC_MAXIMUM_HISTORY_ROWS} history rows, got ${rows}`,
+      { kind: 'internal', param: 'kernel' },
+    );
+  }
+}
+
+function tileShape(outputs: number, rows: number, sequenceCount: number, historyRows: number) {
+  const rowTiles = Math.min(MAXIMUM_GRID_Y, Math.ceil(rows / ROWS_PER_TILE));
+  return {
+    grid: [Math.ceil(outputs / THREADS), rowTiles, sequenceCount] as const,
+    block: [THREADS, 1, 1] as const,
+    sharedBytes: (ROWS_PER_TILE + historyRows) * CHUNK_CHANNELS * 4,
+  };
+}
+
+/** The causal dilated conv of every sequence of the call (codecHistoryUpdate then carries its history). */
+export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: LaunchOptions = {}): void {
+  requireCall(a);
+  requireCount(a.inputs, 'inputs');
+  requireCount(a.outputs, 'outputs');
+  requireCount(a.kernel, 'kernel', 1, 64);
+  requireCount(a.dilation, 'dilation', 1, 64);
+  requireStride(a.outStride, 'outStride', a.outputs);
+  requireStride(a.xStride, 'xStride', a.inputs);
+  if (a.residual !== undefined) requireStride(a.residualStride ?? 0, 'residualStride', a.outputs);
+  const historyRows = (a.kernel - 1) * a.dilation;
+  requireHistory(historyRows);
+  const args = new KernelArguments(CONV_ARGUMENTS)
+    .pointer(a.out)
+    .int64(a.outStride)
+    .pointer(a.x)
+    .int64(a.xStride)
+    .pointer(a.weight)
+    .pointer(a.bias)
+    .pointer(a.alpha ?? NULL_POINTER)
+    .pointer(a.residual ?? NULL_POINTER)
+    .int64(a.residual === undefined ? 0 : (a.residualStride ?? 0))
+    .pointer(a.history)
+    .pointer(a.sequences)
+    .int32(a.rowScale)
+    .int32(a.inputs)
+    .int32(a.outputs)
+    .int32(a.kernel)
+    .int32(a.dilation)
+    .int32(a.activation === 'tanh' ? 1 : 0);
+  const shape = tileShape(a.outputs, a.longestSequence * a.rowScale, a.sequenceCount, historyRows);
+  launch(cuda, CONV_KERNELS[a.precision], shape, args, options);
+}
+
+export interface CodecTransposedConvArguments extends CodecCall {
+  /** [T·stride, outputs] fp32. */
+  readonly out: DevicePointer;
+  readonly outStride: number;
+  readonly x: DevicePointer;
+  readonly xStride: number;
+  /** [inputs, kernel, outputs] (codecTransposedWeightLayout). */
+  readonly weight: DevicePointer;
+  readonly bias: DevicePointer;
+  readonly alpha?: DevicePointer;
+  /** [S, ⌈kernel/stride⌉ − 1, inputs] fp32; read only. */
+  readonly history: DevicePointer;
+  readonly inputs: number;
+  readonly outputs: number;
+  readonly kernel: number;
+  readonly stride: number;
+  readonly precision: CodecPrecision;
+}
+
+/** Rows of input a transposed conv carries: ⌈K/s⌉ − 1. */
+export function transposedHistoryRows(kernel: number, stride: number): number {
+  return Math.ceil(kernel / stride) - 1;
+}
+
+/** The causal transposed conv (upsampling by `stride`) of every sequence of the call. */
+export function codecTransposedConv(
+  cuda: CudaContext,
+  a: CodecTransposedConvArguments,
+  options: LaunchOptions = {},
+): void {
+  requireCall(a);
+  requireCount(a.inputs, 'inputs');
+  requireCount(a.outputs, 'outputs');
+  requireCount(a.stride, 'stride', 1, 64);
+  requireCount(a.kernel, 'kernel', a.stride, 64 * a.stride);
+  requireStride(a.outStride, 'outStride', a.outputs);
+  requireStride(a.xStride, 'xStride', a.inputs);
+  const historyRows = transposedHistoryRows(a.kernel, a.stride);
+  requireHistory(historyRows);
+  const args = new KernelArguments()
+    .pointer(a.out)
+    .int64(a.outStride)
+    .pointer(a.x)
+    .int64(a.xStride)
+    .pointer(a.weight)
+    .pointer(a.bias)
+    .pointer(a.alpha ?? NULL_POINTER)
+    .pointer(a.history)
+    .pointer(a.sequences)
+    .int32(a.rowScale)
+    .int32(a.inputs)
+    .int32(a.outputs)
+    .int32(a.kernel)
+    .int32(a.stride);
+  const shape = tileShape(a.outputs, a.longestSequence * a.rowScale * a.stride, a.sequenceCount, historyRows);
+  launch(cuda, TRANSPOSED_KERNELS[a.precision], shape, args, options);
+}
+
+export interface CodecHistoryArguments {
+  /** [S, historyRows, channels] fp32, updated in place. */
+  readonly history: DevicePointer;
+  /** The conv's input of this call (before Snake), rows xStride apart. */
+  readonly x: DevicePointer;
+  readonly xStride: number;
+  readonly alpha?: DevicePointer;
+  readonly sequences: DevicePointer;
+  readonly sequenceCount: number;
+  readonly rowScale: number;
+  readonly channels: number;
+  readonly historyRows: number;
+}
+
+/** Keeps each sequence's last historyRows conv inputs (after Snake) for its next call; a no-op for 0 rows. */
+export function codecHistoryUpdate(cuda: CudaContext, a: CodecHistoryArguments, options: LaunchOptions = {}): void {
+  requireCount(a.sequenceCount, 'sequenceCount', 1, 65535);
+  requireCount(a.rowScale, 'rowScale', 1, 2 ** 20);
+  requireCount(a.channels, 'channels');
+  requireCount(a.historyRows, 'historyRows', 0, CODEC_MAXIMUM_HISTORY_ROWS);
+  requireStride(a.xStride, 'xStride', a.channels);
+  if (a.historyRows === 0) return;
+  const args = new KernelArguments()
+    .pointer(a.history)
+    .pointer(a.x)
+    .int64(a.xStride)
+    .pointer(a.alpha ?? NULL_POINTER)
+    .pointer(a.sequences)
+    .int32(a.rowScale)
+    .int32(a.channels)
+    .int32(a.historyRows);
+  const grid = [Math.ceil(a.channels / HISTORY_THREADS), 1, a.sequenceCount] as const;
+  launch(cuda, HISTORY_KERNEL, { grid, block: [HISTORY_THREADS, 1, 1] }, args, options);
+}
+
+export interface CodecSnakeArguments {
+  /** [rows, channels] fp32, contiguous; may alias x. */
+  readonly out: DevicePointer;
+  readonly x: DevicePointer;
+  readonly alpha: DevicePointer;
+  readonly rows: number;
+  readonly channels: number;
+}
+
+/** Snake alone: x + sin²(αx)/(α + 1e-9), the function the convs apply to their inputs. */
+export function codecSnake(cuda: CudaContext, a: CodecSnakeArguments, options: LaunchOptions = {}): void {
+  requireCount(a.rows, 'rows');
+  requireCount(a.channels, 'channels');
+  requireCount(a.rows * a.channels, 'rows × channels', 1, 2 ** 40);
+  const args = new KernelArguments().pointer(a.out).pointer(a.x).pointer(a.alpha).int64(a.rows).int32(a.channels);
+  const grid = [Math.ceil((a.rows * a.channels) / SNAKE_THREADS), 1, 1] as const;
+  launch(cuda, SNAKE_KERNEL, { grid, block: [SNAKE_THREADS, 1, 1] }, args, options);
+}
