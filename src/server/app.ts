@@ -10,7 +10,7 @@ import type { AudioToolkit } from './audio-output.ts';
 import { apiKeyCheck } from './auth.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { engineSlot, type ServerContext } from './context.ts';
-import { errorHandler, notFoundHandler, statusOf } from './errors.ts';
+import { errorHandler, notFoundHandler } from './errors.ts';
 import { createMetrics, routeName } from './metrics.ts';
 import { watchReply } from './outcomes.ts';
 import { REQUEST_ID_HEADER, type RequestTrace, traceReply } from './request-trace.ts';
@@ -64,7 +64,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       watch(request, reply);
       return errorHandler(error, request, reply);
     },
-    clientErrorHandler: clientErrorHandler((error) => countClientError(error.code, statusOf(error))),
+    clientErrorHandler: clientErrorHandler((error, status) => countClientError(error.code, status)),
     // Wrong types and unknown fields are refused, never coerced or stripped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
