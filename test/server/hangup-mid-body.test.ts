@@ -36,3 +36,22 @@ test('a hang-up mid-body is counted as client-closed, once, under its route', as
   assert.deepEqual(counted, ['drama3_requests_total{route="speech",status="499",code="CLIENT_CLOSED"} 1']);
   assert.equal(Buffer.concat(received).length, 0, 'a reply was written to a client that had left');
 });
+
+test('a hang-up mid-headers is counted as client-closed (unmatched), and nothing is written', async () => {
+  const { hostname, port } = new URL(server.url);
+  const before = (await server.app.inject({ method: 'GET', url: '/metrics' })).body;
+  const socket = net.connect(Number(port), hostname);
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const received: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => received.push(chunk));
+  socket.write('POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Ty');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  socket.end();
+  await new Promise((resolve) => socket.once('close', resolve));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const metrics = (await server.app.inject({ method: 'GET', url: '/metrics' })).body;
+  assert.doesNotMatch(before, /route="unmatched"/);
+  assert.match(metrics, /drama3_requests_total\{route="unmatched",status="499",code="CLIENT_CLOSED"\} 1/);
+  assert.doesNotMatch(metrics, /MALFORMED_HTTP/);
+  assert.equal(Buffer.concat(received).length, 0, 'a reply was written to a client that had left');
+});
