@@ -1,6 +1,7 @@
 // `npm run soak -- --minutes N [--clients C] [--seed S] [--max-requests R]`: the soak on the null engine (chosen over
 // `tiny` because it serves many more requests per second on a CPU, so hang-ups, admission and teardown are hit far
-// more often; its worker and decode threads are the real ones). Prints one table; exits 1 when a check fails.
+// more often; its worker and decode threads are the real ones). Prints one table; exits 1 when a check fails. A failed
+// request is printed with its trace from both ends (client events and the server's, by X-Request-Id).
 import { parseArgs } from 'node:util';
 import { runSoak, soakChecks, soakTable } from './soak/run-soak.ts';
 

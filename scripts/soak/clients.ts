@@ -2,6 +2,7 @@
 // audio is checked), hang up before the handler can run (body half sent, or sent and dropped at once), hang up while
 // the prompt runs (before any reply), hang up mid-stream (after a few chunks), or send a malformed body.
 import http from 'node:http';
+import { REQUEST_ID_HEADER } from '../../src/server/request-trace.ts';
 import { type AudioExpectation, speechReplyProblems } from '../../test/fuzz/support/audio-checks.ts';
 import type { HttpRequest } from '../../test/fuzz/support/http-client.ts';
 import { parseEnvelope } from '../../test/fuzz/support/reply-checks.ts';
@@ -13,6 +14,7 @@ import {
   TTS_PATH,
   ttsExpectation,
 } from '../../test/fuzz/support/requests.ts';
+import { STALL_MS, type TraceBook } from './trace-book.ts';
 
 export type Ending = 'read' | 'before-handler' | 'dropped-at-once' | 'mid-prompt' | 'mid-stream' | 'malformed';
 
@@ -22,12 +24,16 @@ export interface Outcome {
   readonly failed: boolean;
   /** The server asked the client to back off (503). */
   readonly overloaded: boolean;
+  /** A failed request's story: what it asked, and its events at both ends. */
+  readonly detail?: string;
 }
 
 export interface SoakRequest {
   readonly request: HttpRequest;
   readonly expectation: AudioExpectation;
   readonly ending: Ending;
+  /** Route, format, reply mode and frame budget, for a failure's report. */
+  readonly summary: string;
 }
 
 type Random = () => number;
@@ -63,6 +69,7 @@ export function drawRequest(random: Random, voice: string | undefined): SoakRequ
       request: { method: 'POST', path: SPEECH_PATH, headers: { 'content-type': 'application/json' }, body },
       expectation: speechExpectation({}),
       ending: end,
+      summary: `speech, malformed body ${body}`,
     };
   }
   const streamed = end === 'mid-stream' || random() < 0.5;
@@ -75,7 +82,9 @@ export function drawRequest(random: Random, voice: string | undefined): SoakRequ
       ...(streamed ? { stream_format: pick(random, ['audio', 'sse']) } : {}),
       ...(voice !== undefined && random() < 0.2 ? { voice } : {}),
     };
-    return { request: jsonRequest(SPEECH_PATH, body), expectation: speechExpectation(body), ending: end };
+    const expectation = speechExpectation(body);
+    const summary = `speech json ${expectation.format} ${expectation.mode}, max_frames ${frames ?? 'unset'}, voice ${'voice' in body}`;
+    return { request: jsonRequest(SPEECH_PATH, body), expectation, ending: end, summary };
   }
   const body = {
     text: input,
@@ -84,25 +93,43 @@ export function drawRequest(random: Random, voice: string | undefined): SoakRequ
     streaming: streamed,
     ...(voice !== undefined && random() < 0.2 ? { reference_id: voice } : {}),
   };
-  const request = random() < 0.5 ? jsonRequest(TTS_PATH, body) : msgpackRequest(body);
-  return { request, expectation: ttsExpectation(body), ending: end };
+  const msgpack = random() < 0.5;
+  const request = msgpack ? msgpackRequest(body) : jsonRequest(TTS_PATH, body);
+  const expectation = ttsExpectation(body);
+  const summary = `tts ${msgpack ? 'msgpack' : 'json'} ${expectation.format} ${expectation.mode}, max_new_tokens ${body.max_new_tokens}, voice ${'reference_id' in body}`;
+  return { request, expectation, ending: end, summary };
 }
 
-const REPLY_TIMEOUT_MS = 30_000;
+/** A backstop beyond the stall clock: no request of the soak may take this long, however loaded the machine. */
+const REPLY_TIMEOUT_MS = 300_000;
 
-/** Sends one request and ends it its way; never rejects. */
-export function runRequest(base: string, agent: http.Agent, soak: SoakRequest, random: Random): Promise<Outcome> {
+/** Sends one request (named `id` in its X-Request-Id) and ends it its way; never rejects. */
+export function runRequest(
+  base: string,
+  agent: http.Agent,
+  soak: SoakRequest,
+  random: Random,
+  id: string,
+  book: TraceBook,
+): Promise<Outcome> {
   const { hostname, port } = new URL(base);
   const { request, ending: end } = soak;
   const body = Buffer.from(request.body ?? '');
+  const note = (event: string) => book.record(id, `client: ${event}`);
   return new Promise((resolve) => {
     let settled = false;
     const settle = (label: string, failed = false, overloaded = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve({ label, failed, overloaded });
+      const detail = failed ? `#${id} ${soak.summary}, ending ${end}: ${book.events(id).join('; ')}` : undefined;
+      book.forget(id);
+      resolve({ label, failed, overloaded, detail });
     };
+    book.begin(id, () => {
+      outgoing.destroy();
+      settle(`FAILED: stalled (no progress in ${STALL_MS / 1000} s of a responsive event loop)`, true);
+    });
     const outgoing = http.request(
       {
         hostname,
@@ -110,12 +137,15 @@ export function runRequest(base: string, agent: http.Agent, soak: SoakRequest, r
         path: request.path,
         method: request.method,
         agent,
-        headers: { ...request.headers, 'content-length': String(body.length) },
+        headers: { ...request.headers, 'content-length': String(body.length), [REQUEST_ID_HEADER]: id },
       },
       (response) => {
+        note(`response ${response.statusCode}`);
         const chunks: Buffer[] = [];
         const stopAfter = 1 + Math.floor(random() * 4);
         response.on('data', (chunk: Buffer) => {
+          if (chunks.length === 0) note('first bytes');
+          else book.progress(id);
           chunks.push(chunk);
           if (end === 'mid-stream' && response.statusCode === 200 && chunks.length >= stopAfter) {
             outgoing.destroy();
@@ -129,9 +159,12 @@ export function runRequest(base: string, agent: http.Agent, soak: SoakRequest, r
     );
     const timer = setTimeout(() => {
       outgoing.destroy();
-      settle('FAILED: no reply in 30 s', true);
+      settle(`FAILED: no reply in ${REPLY_TIMEOUT_MS / 1000} s`, true);
     }, REPLY_TIMEOUT_MS);
     outgoing.on('error', (error) => settle(`FAILED: ${error.message}`, true));
+    outgoing.on('socket', () => note(outgoing.reusedSocket ? 'socket (kept alive)' : 'socket (new)'));
+    outgoing.on('close', () => note('closed'));
+    outgoing.on('finish', () => note('body sent'));
     if (end === 'before-handler') {
       outgoing.write(body.subarray(0, Math.floor(body.length / 2)));
       setImmediate(() => {

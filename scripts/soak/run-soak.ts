@@ -14,6 +14,7 @@ import { multipartRequest } from '../../test/fuzz/support/requests.ts';
 import { startTestServer } from '../../test/server/support.ts';
 import { toneWav } from '../../test/voices/wav-fixture.ts';
 import { drawRequest, runRequest } from './clients.ts';
+import { TraceBook } from './trace-book.ts';
 
 export interface SoakOptions {
   readonly seconds: number;
@@ -41,6 +42,10 @@ export interface SoakReport {
   readonly failures: readonly string[];
   /** The server's own request counter at the end, one line per label set: how it saw the same traffic. */
   readonly serverCounts: readonly [string, number][];
+  /** The longest any request took to end, its way (on a loaded machine, far more than on a quiet one). */
+  readonly slowestRequestMs: number;
+  /** The longest the soak's event loop (the server's too) could not run: how starved the process was. */
+  readonly longestLoopDelayMs: number;
 }
 
 /** `drama3_requests_total{route="speech",status="503",code="…"} 4` lines of a /metrics scrape. */
@@ -73,18 +78,23 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const catalogDir = await mkdtemp(join(tmpdir(), 'drama3-soak-voices-'));
+  const book = new TraceBook();
   const server = await startTestServer({
     thread: 'worker',
     settings: { lanes: 4 },
     queueLimit: 8,
     model: { stepMilliseconds: 1, framesPerRow: 1 },
-    app: await openVoices(catalogDir, { kind: 'null' }),
+    app: {
+      ...(await openVoices(catalogDir, { kind: 'null' })),
+      trace: (id, event) => book.record(id, `server: ${event}`),
+    },
   });
   const random = seeded(options.seed);
   const agent = new http.Agent({ keepAlive: true, maxSockets: options.clients });
   const outcomes = new Map<string, number>();
   const failures: string[] = [];
   let requests = 0;
+  let slowestMs = 0;
   try {
     const stored = await send(
       server.url,
@@ -97,6 +107,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const voice = stored.status === 201 ? 'soak' : undefined;
     const start = await sample();
     const began = Date.now();
+    book.start();
     const warmUpMs = Math.min(10_000, (options.seconds * 1000) / 6);
     const stopAt = began + options.seconds * 1000;
     let warm: Sample | undefined;
@@ -106,14 +117,18 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const client = async () => {
       while (Date.now() < stopAt && requests < options.maxRequests) {
         requests += 1;
-        const outcome = await runRequest(server.url, agent, drawRequest(random, voice), random);
+        const id = `soak-${requests}`;
+        const sent = performance.now();
+        const outcome = await runRequest(server.url, agent, drawRequest(random, voice), random, id, book);
+        slowestMs = Math.max(slowestMs, performance.now() - sent);
         outcomes.set(outcome.label, (outcomes.get(outcome.label) ?? 0) + 1);
-        if (outcome.failed && failures.length < 20) failures.push(outcome.label);
+        if (outcome.failed && failures.length < 20) failures.push(`${outcome.label}\n    ${outcome.detail}`);
         // A refused client backs off briefly (not the full Retry-After: the soak wants pressure).
         if (outcome.overloaded) await sleep(5 + random() * 20);
       }
     };
     await Promise.all([warmed, ...Array.from({ length: options.clients }, client)]);
+    book.stop();
     agent.destroy();
     // Hung-up requests are cancelled at the next frame round; give the engine a moment to settle them.
     const drainUntil = Date.now() + 5000;
@@ -130,8 +145,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       samples: { start, warm: warm ?? start, end },
       failures,
       serverCounts: requestCounts(metrics.body.toString()),
+      slowestRequestMs: slowestMs,
+      longestLoopDelayMs: book.longestLoopDelayMs,
     };
   } finally {
+    book.stop();
     agent.destroy();
     await server.close();
     await rm(catalogDir, { recursive: true, force: true });
@@ -175,6 +193,8 @@ export function soakTable(report: SoakReport): string {
       .sort((a, b) => b[1] - a[1])
       .map(([label, count]): [string, string] => [`  ${label}`, String(count)]),
     ...report.serverCounts.map(([labels, count]): [string, string] => [`  server counted ${labels}`, String(count)]),
+    ['slowest request, s', (report.slowestRequestMs / 1000).toFixed(1)],
+    ['longest event loop delay, s', (report.longestLoopDelayMs / 1000).toFixed(1)],
     ['lanes busy at the end', String(report.lanesBusy)],
     ['requests in flight at the end', String(report.inFlight)],
     ['RSS MiB start / warm / end', `${start.rssMiB.toFixed(1)} / ${warm.rssMiB.toFixed(1)} / ${end.rssMiB.toFixed(1)}`],

@@ -105,13 +105,15 @@ async function say(words: string[], flags: SayFlags): Promise<void> {
           emit(output.push(event.pcm));
           for (const frame of splitFrames(event.codes)) frames.push([...frame]);
         } else if (event.type === 'finished') {
-          emit(output.finish());
           finishReason = event.reason;
           const seconds = (event.usage.outputFrames * engine.info.frameLength) / engine.info.sampleRate;
-          resolve(
-            `${event.usage.outputFrames} frames (${seconds.toFixed(2)} s of audio), finish reason ${event.reason}, ` +
-              `first audio after ${(firstAudio ?? 0).toFixed(0)} ms, total ${(performance.now() - started).toFixed(0)} ms`,
-          );
+          output.finish().then((bytes) => {
+            emit(bytes);
+            resolve(
+              `${event.usage.outputFrames} frames (${seconds.toFixed(2)} s of audio), finish reason ${event.reason}, ` +
+                `first audio after ${(firstAudio ?? 0).toFixed(0)} ms, total ${(performance.now() - started).toFixed(0)} ms`,
+            );
+          }, reject);
         } else if (event.type === 'failed') reject(deserializeError(event.error));
       });
     });

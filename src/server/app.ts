@@ -10,9 +10,10 @@ import type { AudioToolkit } from './audio-output.ts';
 import { apiKeyCheck } from './auth.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { engineSlot, type ServerContext } from './context.ts';
-import { errorHandler, notFoundHandler, statusOf } from './errors.ts';
+import { errorHandler, notFoundHandler } from './errors.ts';
 import { createMetrics, routeName } from './metrics.ts';
 import { watchReply } from './outcomes.ts';
+import { REQUEST_ID_HEADER, type RequestTrace, traceReply } from './request-trace.ts';
 import { operationsRoutes } from './routes/operations.ts';
 import { speechRoute } from './routes/speech.ts';
 import { ttsRoute } from './routes/tts.ts';
@@ -41,6 +42,8 @@ export interface AppOptions {
   readonly logger?: boolean;
   /** Node process metrics in /metrics (off in tests that build many apps). */
   readonly processMetrics?: boolean;
+  /** Lifecycle events of each request (named by its X-Request-Id), for diagnosis. */
+  readonly trace?: RequestTrace;
 }
 
 const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024;
@@ -53,6 +56,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    requestIdHeader: options.trace === undefined ? false : REQUEST_ID_HEADER,
     requestTimeout: timeouts.requestMs,
     http: serverTimeouts(timeouts),
     // Errors before any route runs (bad URL encoding, over-long parameters, broken HTTP) take the envelope too.
@@ -60,7 +64,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       watch(request, reply);
       return errorHandler(error, request, reply);
     },
-    clientErrorHandler: clientErrorHandler((error) => countClientError(error.code, statusOf(error))),
+    clientErrorHandler: clientErrorHandler((error, status) => countClientError(error.code, status)),
     // Wrong types and unknown fields are refused, never coerced or stripped.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -83,6 +87,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     resolveVoice: options.resolveVoice ?? defaultVoiceOnly,
     referenceEncoder: options.referenceEncoder,
     maxBufferedReplyBytes: options.maxBufferedReplyBytes ?? DEFAULT_MAX_BUFFERED_REPLY_BYTES,
+    trace: options.trace,
   };
   countClientError = (code, status) => context.metrics.requests.inc({ route: 'unmatched', status, code });
 
@@ -91,13 +96,28 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   // First hook: every reply is counted once it closes, and a hang-up is seen from the moment the request arrives.
-  watch = (request, reply) =>
-    watchReply(reply.raw, (status, code) =>
-      context.metrics.requests.inc({ route: routeName(request.routeOptions?.url), status, code }),
-    );
+  watch = (request, reply) => {
+    traceReply(options.trace, reply, 'arrived');
+    watchReply(reply.raw, (status, code) => {
+      traceReply(options.trace, reply, `closed ${status} ${code}`);
+      context.metrics.requests.inc({ route: routeName(request.routeOptions?.url), status, code });
+    });
+  };
   app.addHook('onRequest', async (request, reply) => watch(request, reply));
   app.addHook('onRequest', apiKeyCheck(options.apiKeys ?? []));
   app.addHook('preParsing', bodyTimeoutHook(timeouts.bodyMs));
+  const { trace } = options;
+  if (trace !== undefined) {
+    for (const stage of [
+      'preParsing',
+      'preValidation',
+      'preHandler',
+      'onSend',
+      'onResponse',
+      'onRequestAbort',
+    ] as const)
+      app.addHook(stage, async (request: FastifyRequest) => trace(String(request.id), stage));
+  }
   await app.register(swagger, {
     openapi: {
       info: {

@@ -9,7 +9,8 @@ import type { SpeechFormat } from './schemas.ts';
 export interface AudioEncoder {
   readonly streamable: boolean;
   push(pcm: Float32Array): Uint8Array;
-  finish(): Uint8Array;
+  /** The last bytes; an encoder in another thread is awaited, never waited on (that would stall every reply). */
+  finishAsync(): Promise<Uint8Array>;
   abort(): void;
 }
 
@@ -32,7 +33,7 @@ export interface AudioOutput {
   /** Encodes the next native-rate PCM; may return no bytes yet. */
   push(pcm: Float32Array): Uint8Array;
   /** Flushes resampler and encoder: the last bytes of the reply. */
-  finish(): Uint8Array;
+  finish(): Promise<Uint8Array>;
   /** Ends a reply that will not be finished (client gone, synthesis failed): frees the encoder; no-op after finish. */
   abort(): void;
 }
@@ -66,10 +67,11 @@ export async function openAudioOutput(
     sampleRate,
     streamable: encoder.streamable,
     push: (pcm) => encoder.push(resampled(shaped(stretch === undefined ? pcm : stretch.push(pcm)))),
-    finish() {
+    async finish() {
       const tail = resampled(shaped(stretch === undefined ? new Float32Array(0) : stretch.flush()));
       const rest = resampler === undefined ? tail : concatSamples([tail, resampler.flush()]);
-      return concatBytes([encoder.push(rest), encoder.finish()]);
+      const pushed = encoder.push(rest);
+      return concatBytes([pushed, await encoder.finishAsync()]);
     },
     abort: () => encoder.abort(),
   };

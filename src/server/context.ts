@@ -6,6 +6,7 @@ import type { VoiceEncoder } from '../voices/encoder.ts';
 import type { VoiceResolver } from '../voices/resolver.ts';
 import type { AudioToolkit } from './audio-output.ts';
 import type { ServerMetrics } from './metrics.ts';
+import type { RequestTrace } from './request-trace.ts';
 
 export interface ServerContext {
   /** The ready engine; throws MODEL_LOADING (503) while it starts. */
@@ -17,6 +18,8 @@ export interface ServerContext {
   readonly referenceEncoder: VoiceEncoder | undefined;
   /** Bytes a streamed reply may have waiting for its client before it is cut off. */
   readonly maxBufferedReplyBytes: number;
+  /** Lifecycle events of each request, for diagnosis; absent: nothing is recorded. */
+  readonly trace: RequestTrace | undefined;
 }
 
 export function engineSlot(): { get: () => Engine; set: (engine: Engine) => void; current: () => Engine | undefined } {

@@ -20,16 +20,26 @@ interface ReplyWatch {
 export const CLIENT_CLOSED_STATUS = 499;
 
 const watches = new WeakMap<ServerResponse, ReplyWatch>();
+/** Connections with a reply still open: a hang-up there is that reply's to count. */
+const openReplies = new WeakMap<object, number>();
+
+/** Whether a reply is open on this connection (its request arrived, its reply has not closed). */
+export function replyOpenOn(socket: object): boolean {
+  return (openReplies.get(socket) ?? 0) > 0;
+}
 
 /** Starts watching a reply as its request arrives; `onClosed` gets its final status and code once. */
 export function watchReply(raw: ServerResponse, onClosed: (status: number, code: string) => void): void {
   const watch: ReplyWatch = { outcome: undefined, gone: false, listeners: new Set() };
   watches.set(raw, watch);
+  const socket = raw.socket;
+  if (socket !== null) openReplies.set(socket, (openReplies.get(socket) ?? 0) + 1);
   let finished = false;
   raw.once('finish', () => {
     finished = true;
   });
   raw.once('close', () => {
+    if (socket !== null) openReplies.set(socket, (openReplies.get(socket) ?? 1) - 1);
     const { outcome } = watch;
     if (finished) {
       const status = outcome?.status ?? raw.statusCode;

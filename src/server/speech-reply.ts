@@ -13,6 +13,7 @@ import { type AudioOutput, completeWholeFile, openAudioOutput } from './audio-ou
 import type { ServerContext } from './context.ts';
 import { envelope, sendError, statusOf } from './errors.ts';
 import { CLIENT_CLOSED_STATUS, clientGone, onClientGone, recordOutcome } from './outcomes.ts';
+import { traceReply } from './request-trace.ts';
 import type { SpeechFormat } from './schemas.ts';
 
 export type ReplyMode = 'whole' | 'audio' | 'sse';
@@ -45,8 +46,11 @@ function sseEvent(payload: object): string {
 /** Resolves once the reply is sent, cut off or abandoned by the client. */
 export async function replySpeech(context: ServerContext, reply: FastifyReply, plan: SpeechPlan): Promise<void> {
   const engine = context.engine();
+  const trace = (event: string) => traceReply(context.trace, reply, event);
+  trace(`planned ${plan.route} ${plan.format} ${plan.mode}`);
   if (clientGone(reply)) return abandon(reply);
   const output = await openAudioOutput(context.audio, engine.info.sampleRate, plan);
+  trace('output opened');
   const arrived = performance.now();
   const raw = reply.raw;
   const pieces: Uint8Array[] = [];
@@ -81,10 +85,12 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
     // Once the reply is settled (a failure in this thread cancels the request), later engine events are ignored.
     let settled = false;
     const settle = () => {
+      trace('settled');
       settled = true;
       resolve();
     };
     const onEvent = (event: RequestEvent) => {
+      trace(`engine ${event.type}${settled ? ' (after settling)' : ''}`);
       if (settled) return;
       try {
         switch (event.type) {
@@ -97,30 +103,15 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
             context.metrics.framesGenerated.inc(event.frames);
             if (!write(output.push(event.pcm))) cutOff();
             return;
-          case 'finished': {
-            write(output.finish());
-            const usage = event.usage;
-            const finish = { 'X-Finish-Reason': event.reason, 'X-Output-Frames': String(usage.outputFrames) };
-            if (plan.mode === 'whole') {
-              void reply
-                .code(200)
-                .headers({ ...headers(), ...finish, 'Content-Type': output.contentType })
-                .send(completeWholeFile(plan.format, Buffer.concat(pieces)));
-            } else if (plan.mode === 'audio') {
-              raw.addTrailers(finish);
-              raw.end();
-            } else {
-              const tokens = { input_tokens: usage.inputTokens, output_tokens: usage.outputFrames };
-              const done = {
-                type: 'speech.audio.done',
-                usage: { ...tokens, total_tokens: usage.inputTokens + usage.outputFrames },
-                finish_reason: event.reason,
-              };
-              raw.end(sseEvent(done));
-            }
-            settle();
+          case 'finished':
+            // The encoder's last bytes may come from another thread: awaited, so that other replies keep moving.
+            output
+              .finish()
+              .then((last) => complete(event, last))
+              .catch((error: unknown) => {
+                if (!settled) fail(error);
+              });
             return;
-          }
           case 'failed':
             fail(deserializeError(event.error));
             return;
@@ -136,6 +127,38 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
         handle.cancel();
         fail(error);
       }
+    };
+
+    const complete = (event: Extract<RequestEvent, { type: 'finished' }>, last: Uint8Array) => {
+      if (settled) return;
+      if (clientGone(reply)) {
+        // Gone while the last bytes were encoded: there is no one to send them to.
+        if (!started) reply.hijack();
+        raw.destroy();
+        settle();
+        return;
+      }
+      write(last);
+      const usage = event.usage;
+      const finish = { 'X-Finish-Reason': event.reason, 'X-Output-Frames': String(usage.outputFrames) };
+      if (plan.mode === 'whole') {
+        void reply
+          .code(200)
+          .headers({ ...headers(), ...finish, 'Content-Type': output.contentType })
+          .send(completeWholeFile(plan.format, Buffer.concat(pieces)));
+      } else if (plan.mode === 'audio') {
+        raw.addTrailers(finish);
+        raw.end();
+      } else {
+        const tokens = { input_tokens: usage.inputTokens, output_tokens: usage.outputFrames };
+        const done = {
+          type: 'speech.audio.done',
+          usage: { ...tokens, total_tokens: usage.inputTokens + usage.outputFrames },
+          finish_reason: event.reason,
+        };
+        raw.end(sseEvent(done));
+      }
+      settle();
     };
 
     const fail = (error: unknown) => {
@@ -164,6 +187,7 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
     // the watch that started with the request reports it, even one that happened a moment ago.
     try {
       handle = context.engine().submit(plan.job, onEvent);
+      trace(`submitted as engine request ${handle.id}`);
     } catch (error) {
       // Refused at admission (overloaded, restarting): the reply ends here, as an error reply.
       output.abort();
@@ -171,6 +195,7 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
     }
     // The encoder is freed at once; the lane at the engine's next round.
     onClientGone(reply, () => {
+      trace('client gone: cancelling');
       handle.cancel();
       output.abort();
     });

@@ -8,6 +8,6 @@ const STRUCTURAL_TOKENS = ['<|im_start|>', '<|im_end|>', '<|voice|>', '<|text|>'
 export function refuseNullStructuralTokens(value: string, param: string): void {
   const token = STRUCTURAL_TOKENS.find((candidate) => value.includes(candidate));
   if (token !== undefined) {
-    throw new DramaError('STRUCTURAL_TOKEN_IN_TEXT', `${param} contains the structural token ${token}`, { param });
+    throw new DramaError('TEXT_STRUCTURAL_TOKEN', `${param} contains the structural token ${token}`, { param });
   }
 }

@@ -45,6 +45,8 @@ export class VoiceCatalog {
   /** Inode of each voice folder as loaded: a folder renamed into place by another process has a new one. */
   private readonly inodes = new Map<string, number>();
   private scannedAt = 0;
+  /** The refresh queued most recently and not yet done, and when it was asked for: later askers share it. */
+  private pendingRefresh: { readonly done: Promise<void>; readonly askedAt: number } | undefined;
   private readonly listeners: ((change: VoiceChange) => void)[] = [];
   /** Writes run one at a time, so two uploads of one name cannot interleave their renames. */
   private writing: Promise<unknown> = Promise.resolve();
@@ -102,9 +104,21 @@ export class VoiceCatalog {
     return this.serially(() => this.scan());
   }
 
-  /** refresh(), unless the last look at the folder is more recent than `milliseconds`. */
+  /**
+   * refresh(), unless the last look at the folder is more recent than `milliseconds`. Callers that come while a
+   * refresh asked for within that time is still pending share it: one scan per period, not one per request, which
+   * under load queued a scan behind every request and held each request for all the scans before its own.
+   */
   async refreshIfOlder(milliseconds: number): Promise<void> {
-    if (Date.now() - this.scannedAt >= milliseconds) await this.refresh();
+    const now = Date.now();
+    if (now - this.scannedAt < milliseconds) return;
+    const pending = this.pendingRefresh;
+    if (pending !== undefined && now - pending.askedAt < milliseconds) return pending.done;
+    const done = this.refresh().finally(() => {
+      if (this.pendingRefresh?.done === done) this.pendingRefresh = undefined;
+    });
+    this.pendingRefresh = { done, askedAt: now };
+    return done;
   }
 
   /** Called after each change that reached the disk (cache invalidation). */

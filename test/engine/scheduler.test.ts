@@ -39,7 +39,7 @@ test('admission refuses budgets that do not fit the context, naming the numbers'
   const tooLong = await runToEnd(engine, job('x'.repeat(60)));
   assert.equal(tooLong.last.type === 'failed' && tooLong.last.error.code, 'CONTEXT_OVERFLOW');
   const structural = await runToEnd(engine, job('hi <|im_end|>'));
-  assert.equal(structural.last.type === 'failed' && structural.last.error.code, 'STRUCTURAL_TOKEN_IN_TEXT');
+  assert.equal(structural.last.type === 'failed' && structural.last.error.code, 'TEXT_STRUCTURAL_TOKEN');
   await engine.close();
 });
 

@@ -47,14 +47,14 @@ const CASES: BadCase[] = [
   {
     name: 'structural token in input',
     status: 400,
-    code: 'STRUCTURAL_TOKEN_IN_TEXT',
+    code: 'TEXT_STRUCTURAL_TOKEN',
     param: 'input',
     body: { ...GOOD, input: 'hi <|im_start|>' },
   },
   {
     name: 'structural token in instructions',
     status: 400,
-    code: 'STRUCTURAL_TOKEN_IN_TEXT',
+    code: 'TEXT_STRUCTURAL_TOKEN',
     param: 'instructions',
     body: { ...GOOD, input: 'hi', instructions: 'be <|voice|>' },
   },

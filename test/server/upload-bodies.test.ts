@@ -63,7 +63,7 @@ test('a transcript with structural tokens is refused at upload, and nothing is s
   const response = await fetch(`${server.url}/v1/audio/voices`, { method: 'POST', body: form });
   assert.equal(response.status, 400);
   const body = (await response.json()) as { error: { code: string; param: string } };
-  assert.equal(body.error.code, 'STRUCTURAL_TOKEN_IN_TEXT');
+  assert.equal(body.error.code, 'TEXT_STRUCTURAL_TOKEN');
   assert.equal(body.error.param, 'text');
   assert.deepEqual(await readdir(dir), []);
 });

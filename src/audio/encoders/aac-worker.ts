@@ -1,6 +1,6 @@
 // Worker thread that runs mediabunny's AAC-LC encoder (ADTS output). Mediabunny is asynchronous; this thread
 // lets the main thread's `finish()` stay synchronous: it blocks on a shared flag until the bytes are posted.
-// Messages: start {id, sampleRate, bitrate, port}; samples {id, samples: Float32Array}; finish {id, port, flag};
+// Messages: start {id, sampleRate, bitrate, port}; samples {id, samples: Float32Array}; finish {id, port, flag?};
 // abort {id} (drop the job, free its encoder); count {port} (replies {openJobs} once pending aborts have freed theirs).
 import { type MessagePort, parentPort } from 'node:worker_threads';
 import { registerAacEncoder } from '@mediabunny/aac-encoder';
@@ -21,7 +21,7 @@ interface Job {
 export type AacWorkerMessage =
   | { type: 'start'; id: number; sampleRate: number; bitrate: number; port: MessagePort }
   | { type: 'samples'; id: number; samples: Float32Array }
-  | { type: 'finish'; id: number; port: MessagePort; flag: Int32Array }
+  | { type: 'finish'; id: number; port: MessagePort; flag?: Int32Array }
   | { type: 'abort'; id: number }
   | { type: 'count'; port: MessagePort };
 
@@ -68,11 +68,13 @@ function addSamples(job: Job, samples: Float32Array): void {
   });
 }
 
-function finish(id: number, job: Job | undefined, port: MessagePort, flag: Int32Array): void {
+function finish(id: number, job: Job | undefined, port: MessagePort, flag: Int32Array | undefined): void {
   jobs.delete(id);
   const done = (reply: AacWorkerReply) => {
     port.postMessage(reply);
     port.close();
+    // A caller blocked on the flag (the synchronous finish) wakes up; an awaiting one gets the message.
+    if (flag === undefined) return;
     Atomics.store(flag, 0, 1);
     Atomics.notify(flag, 0);
   };

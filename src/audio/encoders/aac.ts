@@ -1,7 +1,8 @@
 // `aac`: AAC-LC in ADTS, mono, whole file (`streamable: false`). Mediabunny's encoder is asynchronous, so it
 // runs in one shared worker thread: `push` posts samples there as they come (the encoding overlaps the
-// synthesis), and `finish` blocks on a shared flag until the worker has finalised and posted the bytes; `abort`
-// tells the worker to drop the job and free its encoder.
+// synthesis); `finishAsync` awaits the worker's bytes (the server's way: its event loop keeps serving while the
+// worker finalises), `finish` blocks on a shared flag until they are posted (one-shot tools); `abort` tells the
+// worker to drop the job and free its encoder.
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { DramaError } from '../../errors.ts';
 import type { AacWorkerCount, AacWorkerMessage, AacWorkerReply } from './aac-worker.ts';
@@ -19,8 +20,8 @@ const DEFAULT_BITRATE = 128_000;
 const FINISH_TIMEOUT_MS = 60_000;
 
 let worker: Worker | undefined;
-/** Jobs of the running worker waiting to be opened: each is told if the worker stops first. */
-let starting = new Set<(reason: string) => void>();
+/** Jobs of the running worker waiting for a reply (to open, to finish): each is told if the worker stops first. */
+let awaiting = new Set<(reason: string) => void>();
 let nextJobId = 1;
 
 /** Code that loads the worker module; from TypeScript sources it first registers tsx, which workers lack. */
@@ -32,14 +33,14 @@ function workerBootstrap(): string {
   return `import(${tsx}).then((tsx) => { tsx.register(); return import(${script}); })`;
 }
 
-function sharedWorker(): { thread: Worker; starting: Set<(reason: string) => void> } {
+function sharedWorker(): { thread: Worker; awaiting: Set<(reason: string) => void> } {
   if (worker === undefined) {
     worker = new Worker(workerBootstrap(), { eval: true });
     // The worker must not keep the process alive; a crash drops it so that the next encoder starts a fresh one.
     worker.unref();
     const current = worker;
     const waiting = new Set<(reason: string) => void>();
-    starting = waiting;
+    awaiting = waiting;
     // One listener per event for all jobs (not one per job, which piles up under concurrent requests).
     const forget = (reason: unknown) => {
       if (worker === current) worker = undefined;
@@ -49,7 +50,30 @@ function sharedWorker(): { thread: Worker; starting: Set<(reason: string) => voi
     worker.on('error', forget);
     worker.on('exit', (code) => forget(`exit code ${code}`));
   }
-  return { thread: worker, starting };
+  return { thread: worker, awaiting };
+}
+
+/** The worker's one reply on `port`, or an error reply if the worker stops or `timeoutMs` passes first. */
+function replyOn(
+  port: MessagePort,
+  waiting: Set<(reason: string) => void>,
+  timeoutMs: number | undefined,
+): Promise<AacWorkerReply> {
+  return new Promise<AacWorkerReply>((resolve) => {
+    const end = (reply: AacWorkerReply) => {
+      waiting.delete(failed);
+      clearTimeout(timer);
+      port.close();
+      resolve(reply);
+    };
+    const failed = (reason: string) => end({ error: `worker stopped: ${reason}` });
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => end({ error: `no reply within ${timeoutMs} ms` }), timeoutMs);
+    waiting.add(failed);
+    port.once('message', end);
+  });
 }
 
 /** Jobs open in the shared worker (started, neither finished nor aborted); 0 when no worker runs. */
@@ -70,22 +94,14 @@ export async function createAacEncoder(options: AudioEncoderOptions): Promise<Au
   checkEncoderRate('aac', options.sampleRate, AAC_SAMPLE_RATES);
   const bitrate = options.bitrate ?? DEFAULT_BITRATE;
   checkEncoderBitrate('aac', bitrate, 8000, 512000);
-  const { thread, starting: waiting } = sharedWorker();
+  const { thread, awaiting: waiting } = sharedWorker();
   const id = nextJobId++;
   const post = (message: AacWorkerMessage, transfer: readonly (ArrayBuffer | MessagePort)[] = []) =>
     thread.postMessage(message, transfer);
   // Wait until the worker has loaded and opened this job: its start-up needs the main thread's event loop.
   const started = new MessageChannel();
   post({ type: 'start', id, sampleRate: options.sampleRate, bitrate, port: started.port2 }, [started.port2]);
-  const startReply = await new Promise<AacWorkerReply>((resolve) => {
-    const failed = (reason: string) => resolve({ error: `worker stopped: ${reason}` });
-    waiting.add(failed);
-    started.port1.once('message', (reply: AacWorkerReply) => {
-      waiting.delete(failed);
-      resolve(reply);
-    });
-  });
-  started.port1.close();
+  const startReply = await replyOn(started.port1, waiting, undefined);
   if ('error' in startReply) throw encoderFailed(startReply.error);
   return finishOnce(
     { format: 'aac', sampleRate: options.sampleRate, streamable: false },
@@ -107,6 +123,13 @@ export async function createAacEncoder(options: AudioEncoderOptions): Promise<Au
         if (waited === 'timed-out' || received === undefined)
           throw encoderFailed(`no reply within ${FINISH_TIMEOUT_MS} ms`);
         const reply = received.message as AacWorkerReply;
+        if ('error' in reply) throw encoderFailed(reply.error);
+        return reply.bytes;
+      },
+      async finishAsync() {
+        const channel = new MessageChannel();
+        post({ type: 'finish', id, port: channel.port2 }, [channel.port2]);
+        const reply = await replyOn(channel.port1, waiting, FINISH_TIMEOUT_MS);
         if ('error' in reply) throw encoderFailed(reply.error);
         return reply.bytes;
       },

@@ -12,6 +12,8 @@ export interface AudioEncoder {
   push(pcm: Float32Array): Uint8Array;
   /** Ends the stream; returns the remaining bytes. The encoder is unusable afterwards. */
   finish(): Uint8Array;
+  /** finish() for a server: an encoder in another thread is awaited instead of blocking this thread's event loop. */
+  finishAsync(): Promise<Uint8Array>;
   /** Drops the stream without output and frees what it holds; no-op once finished or aborted, unusable afterwards. */
   abort(): void;
 }
@@ -50,7 +52,7 @@ export function checkEncoderBitrate(format: AudioFormat, bitrate: number, min: n
 /** The encoder `steps` describe, refusing any call after `finish` or `abort` (a bug in the caller). */
 export function finishOnce(
   fields: Pick<AudioEncoder, 'format' | 'sampleRate' | 'streamable'>,
-  steps: Pick<AudioEncoder, 'push' | 'finish'> & { readonly abort?: () => void },
+  steps: Pick<AudioEncoder, 'push' | 'finish'> & Partial<Pick<AudioEncoder, 'finishAsync' | 'abort'>>,
 ): AudioEncoder {
   let ended: 'finish()' | 'abort()' | undefined;
   const refuseAfterEnd = () => {
@@ -70,6 +72,15 @@ export function finishOnce(
       refuseAfterEnd();
       ended = 'finish()';
       return steps.finish();
+    },
+    finishAsync() {
+      return new Promise((resolve, reject) => {
+        refuseAfterEnd();
+        ended = 'finish()';
+        // An encoder in this thread has nothing to wait for: its finish runs now.
+        if (steps.finishAsync === undefined) resolve(steps.finish());
+        else steps.finishAsync().then(resolve, reject);
+      });
     },
     abort() {
       if (ended !== undefined) return;

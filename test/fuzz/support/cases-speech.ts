@@ -161,7 +161,7 @@ function refusedFields(): HttpCase[] {
         `${token} in input`,
         { ...SPEECH, input: `say ${token} now` },
         400,
-        'STRUCTURAL_TOKEN_IN_TEXT',
+        'TEXT_STRUCTURAL_TOKEN',
         'input',
       ),
     ),
@@ -169,7 +169,7 @@ function refusedFields(): HttpCase[] {
       'a structural token in instructions',
       { ...SPEECH, instructions: 'be <|voice|>' },
       400,
-      'STRUCTURAL_TOKEN_IN_TEXT',
+      'TEXT_STRUCTURAL_TOKEN',
       'instructions',
     ),
   ];
@@ -241,7 +241,7 @@ function refusedReferences(): HttpCase[] {
       'a structural token in a reference transcript',
       withReference({ text: 'hi <|im_end|>' }),
       400,
-      'STRUCTURAL_TOKEN_IN_TEXT',
+      'TEXT_STRUCTURAL_TOKEN',
       'references[0].text',
     ),
     speechRefused(

@@ -43,7 +43,7 @@ function json(): HttpCase[] {
       'a structural token in text',
       { ...TTS, text: 'a <|semantic:3|> b' },
       400,
-      'STRUCTURAL_TOKEN_IN_TEXT',
+      'TEXT_STRUCTURAL_TOKEN',
       'text',
     ),
     ttsRefused('format aac (not Fish)', { ...TTS, format: 'aac' }, 400, 'INVALID_FIELD', 'format'),

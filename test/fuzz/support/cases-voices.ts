@@ -91,7 +91,7 @@ function badFields(): HttpCase[] {
       'a structural token in the transcript',
       [...fields('fuzz-bad-4', 'hi <|im_start|> there'), audio()],
       400,
-      'STRUCTURAL_TOKEN_IN_TEXT',
+      'TEXT_STRUCTURAL_TOKEN',
       'text',
     ),
     uploadRefused(
