@@ -190,7 +190,7 @@ function memoryLines(measured: FramesMeasurements): string[] {
   const slabBytes = slots * (slabs.keyValues + slabs.deltaNet);
   const built = memory.built.allocatorBytes - memory.start.allocatorBytes;
   const planned = memory.planned.allocatorBytes - memory.built.allocatorBytes;
-  // Scratch and the weights re-laid out for kernels on first use both come with plan.
+  // Scratch and the experts re-laid out for the kernels come with plan, which frees the per-expert copies they replace.
   const beyondSlabs = planned - slabBytes;
   const gib = (bytes: number) => (bytes / GiB).toFixed(2);
   const expertBytes = weightMapBytes(specs.filter((spec) => spec.role === 'expert' || spec.role === 'expert_scale'));
@@ -200,7 +200,7 @@ function memoryLines(measured: FramesMeasurements): string[] {
       ['weights (weight map: bf16, FP8 experts + scales)', gib(weightMapBytes(specs))],
       ['allocated by the build (weights, arenas and uploads)', gib(built)],
       [`allocated by plan: slabs of ${slots} slots × ${rowsPerSlot} rows`, gib(slabBytes)],
-      ['allocated by plan beyond the slabs: scratch, weights re-laid out for kernels', gib(beyondSlabs)],
+      ['allocated by plan beyond the slabs, net: scratch, experts re-laid out less the copies freed', gib(beyondSlabs)],
       [
         `one lane at ${LANE_ROWS_FOR_TARGET} rows: K/V ${(lane.keyValues / GiB).toFixed(3)} + DeltaNet ${(lane.deltaNet / GiB).toFixed(3)}`,
         (laneBytes / GiB).toFixed(3),
@@ -209,7 +209,7 @@ function memoryLines(measured: FramesMeasurements): string[] {
         `build + plan beyond slabs + one lane at ${LANE_ROWS_FOR_TARGET} rows (goal ≤ ${TARGETS.weightsPlusLaneGiB})`,
         gib(built + beyondSlabs + laneBytes),
       ],
-      ['of which the routed experts (the MoE block holds them again, re-laid out, from plan on)', gib(expertBytes)],
+      ['of which the routed experts (FP8 + scales, held once: re-laid out at plan, the loaded copies freed)', gib(expertBytes)],
       ['in use by the process after plan (driver)', gib(memory.planned.driverBytes)],
     ],
   );

@@ -80,7 +80,7 @@ export interface DeviceModel {
 /** Builds the synthetic model of `preset` in `backend`'s device memory (`cuda` is the backend's context). */
 export async function buildDeviceModel(
   cuda: CudaContext,
-  backend: Backend<CudaBuffer>,
+  backend: Backend<CudaBuffer> & { addWeightOwner?(giveBack: (pointer: bigint) => boolean): void },
   preset: ModelPreset,
   options: DeviceModelOptions = {},
 ): Promise<DeviceModel> {
@@ -96,6 +96,8 @@ export async function buildDeviceModel(
   const gains = residualGains(config);
   const deviceBytes = deviceDrawnBytes(specs, seed, gains, candidates.ids.length);
   const weights = new DeviceWeightSource(cuda, backend, specs, seed, gains, deviceBytes, onTensor);
+  // The MoE block gives the routed experts back once it has packed them (their arena allocations then free).
+  backend.addWeightOwner?.((pointer) => weights.giveBack(pointer));
   try {
     const backbone = await Backbone.load(weights, config.text, PREFIX, candidates.ids);
     const tower = await Tower.load(weights, config.tower, config.audio, config.text);

@@ -8,7 +8,7 @@ import { synthFillBf16, synthFillBlockScales, synthFillE4m3 } from '../backend/c
 import type { CudaBuffer, CudaTensor } from '../backend/cuda/tensors.ts';
 import { elementBytes, shapeElements } from '../backend/cuda/tensors.ts';
 import type { Backend, DType, LinearWeight, SwiGluWeights, Tensor } from '../backend/types.ts';
-import { float32ToTensor, tensorElements } from '../checkpoint/tensor.ts';
+import { float32ToTensor, tensorByteLength, tensorElements } from '../checkpoint/tensor.ts';
 import { DramaError } from '../errors.ts';
 import type { StoredTensor, WeightSource } from '../model/tensor-source.ts';
 import { blockScaleShape, type SwiGluNames, type TensorPart, type TensorSpec } from '../model/weights.ts';
@@ -18,9 +18,12 @@ import { initialValues, uniformCodeTable } from './init.ts';
 const ARENA_BYTES = 2 ** 30;
 const ALIGNMENT = 256;
 
-/** Device bytes handed out in aligned pieces of large allocations, all freed together. */
+/** Device bytes handed out in aligned pieces of large allocations; an allocation is freed when every piece carved
+ *  from it has been given back, or all of them together by release(). */
 class DeviceArena {
   private readonly held: Allocation[] = [];
+  /** Pieces carved from each allocation and not given back yet. */
+  private readonly live = new Map<Allocation, number>();
   private current: Allocation | undefined;
   private used = 0;
   /** Bytes of the tensors carved so far (alignment padding excluded). */
@@ -38,8 +41,10 @@ class DeviceArena {
       const remaining = Math.min(ARENA_BYTES, this.expectedBytes - this.tensorBytes + 64 * ALIGNMENT);
       this.current = this.cuda.allocate(Math.max(remaining, size), 'synthetic weights');
       this.held.push(this.current);
+      this.live.set(this.current, 0);
       this.used = 0;
     }
+    this.live.set(this.current, this.live.get(this.current)! + 1);
     const pointer = this.current.pointer + BigInt(this.used);
     this.used += size;
     this.tensorBytes += bytes;
@@ -51,8 +56,25 @@ class DeviceArena {
     return this.held.reduce((sum, allocation) => sum + allocation.bytes, 0);
   }
 
+  /** Gives back the piece at `pointer`; false when no allocation of this arena holds it. */
+  giveBack(pointer: bigint): boolean {
+    const index = this.held.findIndex((a) => pointer >= a.pointer && pointer < a.pointer + BigInt(a.bytes));
+    if (index < 0) return false;
+    const allocation = this.held[index]!;
+    const left = this.live.get(allocation)! - 1;
+    this.live.set(allocation, left);
+    if (left === 0) {
+      allocation.free();
+      this.held.splice(index, 1);
+      this.live.delete(allocation);
+      if (this.current === allocation) this.current = undefined;
+    }
+    return true;
+  }
+
   release(): void {
     for (const allocation of this.held.splice(0)) allocation.free();
+    this.live.clear();
     this.current = undefined;
   }
 }
@@ -65,6 +87,8 @@ export interface DeviceWeightProgress {
 export class DeviceWeightSource implements WeightSource<CudaBuffer> {
   private readonly specs: ReadonlyMap<string, TensorSpec>;
   private readonly arena: DeviceArena;
+  /** The routed experts apart, so that their allocations empty (and are freed) once the MoE block has packed them. */
+  private readonly expertArena: DeviceArena;
   private readonly codeTable: Allocation;
   private readonly drawn = { tensors: 0, bytes: 0 };
 
@@ -79,7 +103,11 @@ export class DeviceWeightSource implements WeightSource<CudaBuffer> {
     private readonly onTensor?: (progress: DeviceWeightProgress) => void,
   ) {
     this.specs = new Map(specs.map((spec) => [spec.name, spec]));
-    this.arena = new DeviceArena(cuda, deviceBytes);
+    const expertBytes = specs
+      .filter((spec) => isRoutedExpert(spec))
+      .reduce((sum, spec) => sum + tensorByteLength(spec.dtype, spec.shape), 0);
+    this.arena = new DeviceArena(cuda, deviceBytes - expertBytes);
+    this.expertArena = new DeviceArena(cuda, expertBytes);
     this.codeTable = cuda.upload(uniformCodeTable(), 'e4m3 uniform code table');
   }
 
@@ -103,11 +131,11 @@ export class DeviceWeightSource implements WeightSource<CudaBuffer> {
     const count = shapeElements(spec.shape);
     if (fill.kind === 'host') return this.hostDrawn(spec);
     if (fill.kind === 'bf16') {
-      const tensor = this.carve('bf16', spec.shape);
+      const tensor = this.carve('bf16', spec.shape, this.arenaFor(spec));
       synthFillBf16(this.cuda, { out: tensor.data.pointer, first: 0, count, fill });
       return tensor;
     }
-    const tensor = this.carve('e4m3', spec.shape);
+    const tensor = this.carve('e4m3', spec.shape, this.arenaFor(spec));
     synthFillE4m3(this.cuda, { out: tensor.data.pointer, count, stream: fill.weight, table: this.codeTable.pointer });
     return tensor;
   }
@@ -141,7 +169,7 @@ export class DeviceWeightSource implements WeightSource<CudaBuffer> {
     const fill = deviceFill(spec, this.seed, this.gains[spec.part]);
     if (fill.kind !== 'e4m3') throw new DramaError('SYNTHETIC_FILL_MISMATCH', `${name}`, { kind: 'internal' });
     const shape = blockScaleShape(spec.shape[0]!, spec.shape[1]!);
-    const scales = this.carve('f32', shape);
+    const scales = this.carve('f32', shape, this.arenaFor(spec));
     synthFillBlockScales(this.cuda, { out: scales.data.pointer, count: shapeElements(shape), fill: fill.scales });
     return { ...weight, scales };
   }
@@ -156,7 +184,11 @@ export class DeviceWeightSource implements WeightSource<CudaBuffer> {
 
   /** Bytes of every tensor drawn so far, and of the device allocations holding them. */
   get bytes(): { tensors: number; allocated: number } {
-    return { tensors: this.arena.tensorBytes, allocated: this.arena.heldBytes };
+    const arenas = [this.arena, this.expertArena];
+    return {
+      tensors: arenas.reduce((sum, arena) => sum + arena.tensorBytes, 0),
+      allocated: arenas.reduce((sum, arena) => sum + arena.heldBytes, 0),
+    };
   }
 
   /** Waits for the fills (the code table is freed after them); the tensors stay until release. */
@@ -169,6 +201,7 @@ export class DeviceWeightSource implements WeightSource<CudaBuffer> {
     this.cuda.synchronize();
     this.codeTable.free();
     this.arena.release();
+    this.expertArena.release();
   }
 
   private counted(bytes: number): void {
@@ -185,10 +218,19 @@ export class DeviceWeightSource implements WeightSource<CudaBuffer> {
     return spec;
   }
 
-  private carve(dtype: DType, shape: readonly number[]): CudaTensor {
+  private arenaFor(spec: TensorSpec): DeviceArena {
+    return isRoutedExpert(spec) ? this.expertArena : this.arena;
+  }
+
+  /** Gives back a tensor drawn here (the MoE block's packed copy replaces the routed experts); false if not ours. */
+  giveBack(pointer: bigint): boolean {
+    return this.expertArena.giveBack(pointer) || this.arena.giveBack(pointer);
+  }
+
+  private carve(dtype: DType, shape: readonly number[], arena: DeviceArena = this.arena): CudaTensor {
     const elements = shapeElements(shape);
     const bytes = elements * elementBytes(dtype);
-    const data: CudaBuffer = { pointer: this.arena.carve(bytes), dtype, elements };
+    const data: CudaBuffer = { pointer: arena.carve(bytes), dtype, elements };
     this.counted(bytes);
     return { dtype, shape, data };
   }
@@ -207,4 +249,9 @@ export class DeviceWeightSource implements WeightSource<CudaBuffer> {
       elements: tensorElements(float32ToTensor(values, 'BF16', spec.shape)),
     });
   }
+}
+
+/** The routed experts' weights and block scales (not the shared expert). */
+function isRoutedExpert(spec: TensorSpec): boolean {
+  return spec.role === 'expert' || spec.role === 'expert_scale';
 }

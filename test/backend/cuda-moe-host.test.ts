@@ -153,6 +153,8 @@ interface Recorded {
   frees: number;
   synchronizations: number;
   packs: number;
+  /** Pointers of the weights given back after packing, in order. */
+  readonly released: bigint[];
 }
 
 /** A BlockContext over a stand-in device that records launches, copies, allocations and synchronisations. */
@@ -165,6 +167,7 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
     frees: 0,
     synchronizations: 0,
     packs: 0,
+    released: [],
   };
   let made = 0;
   const driver = {
@@ -208,6 +211,9 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
       return cache.get(key) as T;
     },
     countAllocation: () => {},
+    releaseWeight: (tensor) => {
+      log.released.push(tensor.data.pointer);
+    },
   };
   return { ctx, log };
 }
@@ -221,6 +227,12 @@ test('an FP8 MoE call queues router, shared expert, quantiser, grouping, GEMMs a
   runMoe(ctx, weights, buffer('bf16', rows * 2048), buffer('bf16', rows * 2048), rows);
   assert.equal(log.packs, 2 * 256);
   assert.equal(log.copies.length, 3 * 256);
+  // Once packed, every expert's gate, up and down are given back (the packed copy replaces them).
+  const perExpert = weights.experts.flatMap((expert) => [expert.gate, expert.up, expert.down]);
+  assert.deepEqual(
+    log.released,
+    perExpert.map((tensor) => tensor.data.pointer),
+  );
   // Scales as shipped, in expert order: gate then up of each expert in the gate|up scales, down in its own buffer.
   const gateUpBase = log.copies[0]!.to;
   const downBase = log.copies[2]!.to;
@@ -250,6 +262,7 @@ test('an FP8 MoE call queues router, shared expert, quantiser, grouping, GEMMs a
   const before = { allocations: log.allocations, synchronizations: log.synchronizations, packs: log.packs };
   runMoe(ctx, weights, buffer('bf16', rows * 2048), buffer('bf16', rows * 2048), rows);
   assert.deepEqual({ allocations: log.allocations, synchronizations: log.synchronizations, packs: log.packs }, before);
+  assert.equal(log.released.length, perExpert.length, 'a later call gives nothing back again');
 });
 
 test('a bf16 MoE call runs the bf16 grouped GEMMs on x itself, without the quantiser', () => {

@@ -90,6 +90,8 @@ export class CudaBackend implements Backend<CudaBuffer> {
   readonly graphs: StepGraphs;
   private readonly ownsContext: boolean;
   private readonly held: Allocation[] = [];
+  /** Where a weight's pointer was not allocated here: sources that carve tensors from their own allocations. */
+  private readonly weightOwners: ((pointer: bigint) => boolean)[] = [];
   private readonly preparedValues = new WeakMap<object, Map<string, unknown>>();
   private allocated = 0;
 
@@ -115,7 +117,32 @@ export class CudaBackend implements Backend<CudaBuffer> {
       countAllocation: () => {
         this.allocated += 1;
       },
+      releaseWeight: (tensor) => this.releaseWeight(tensor),
     };
+  }
+
+  /** Registers a source of weights carved from its own allocations: `giveBack` frees one, false if not its own. */
+  addWeightOwner(giveBack: (pointer: bigint) => boolean): void {
+    this.weightOwners.push(giveBack);
+  }
+
+  /** Frees a weight tensor's storage (and its scales'): after the queued work, so nothing still reads it. */
+  releaseWeight(tensor: CudaTensor): void {
+    this.cuda.synchronize();
+    for (const pointer of [tensor.data.pointer, tensor.scales?.data.pointer]) {
+      if (pointer === undefined) continue;
+      const index = this.held.findIndex((allocation) => allocation.pointer === pointer);
+      if (index >= 0) {
+        this.held.splice(index, 1)[0]!.free();
+        continue;
+      }
+      if (!this.weightOwners.some((giveBack) => giveBack(pointer))) {
+        throw invalid(
+          'WEIGHT_NOT_OWNED',
+          `no allocation of this backend holds the weight at 0x${pointer.toString(16)}`,
+        );
+      }
+    }
   }
 
   get allocations(): number {

@@ -1,7 +1,7 @@
 // What the cuda backend's block modules (attention, Gated DeltaNet, MoE, SwiGLU) share: the device, the named
 // scratch, the backend's linear (one GEMM path for every projection) and a cache of weights re-laid out for a kernel
 // (made on first use, which plan reaches, and kept as long as the weights object lives).
-import type { LinearWeight } from '../types.ts';
+import type { LinearWeight, Tensor } from '../types.ts';
 import type { CudaContext } from './context.ts';
 import type { DeviceScratch } from './scratch.ts';
 import type { CudaBuffer } from './tensors.ts';
@@ -15,4 +15,10 @@ export interface BlockContext {
   prepared<T>(key: object, label: string, make: () => T): T;
   /** Counts an allocation made outside the scratch (prepared weights), so that plan's zero-allocation check sees it. */
   countAllocation(): void;
+  /**
+   * Frees a loaded weight (and its scales) that a prepared copy has replaced, once the queued work reading it is done:
+   * the routed experts, re-laid out for the grouped kernels, would otherwise sit in device memory twice. The tensor
+   * must not be read again.
+   */
+  releaseWeight(tensor: Tensor<CudaBuffer>): void;
 }

@@ -1,8 +1,8 @@
 // The routed experts in the grouped GEMMs' packed layout (./moeWeights.ts), made on the device from the per-expert
 // tensors the loader placed there: per expert one re-layout launch for gate|up, one for down (kernels/cuda/
 // moe_pack.cu) and plain copies of the block scales, all queued on the stream with no host round trip. The packed
-// buffers live as long as the weights object; the per-expert tensors stay allocated beside them (the Backend seam
-// has no way to free a loaded weight), so the experts' device memory is held twice from plan on.
+// buffers live as long as the weights object; the per-expert tensors are freed once packed (BlockContext.releaseWeight),
+// so the experts are held twice only while one block is being packed.
 import type { MoeWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
 import type { Allocation } from './memory.ts';
@@ -88,6 +88,9 @@ export function packExperts(ctx: BlockContext, weights: MoeWeights<CudaBuffer>, 
     for (const allocation of held.values()) allocation.free();
     throw error;
   }
+  // The packed copy replaces the per-expert tensors: free them, so the experts are not held twice.
+  for (const expert of weights.experts)
+    for (const tensor of [expert.gate, expert.up, expert.down]) ctx.releaseWeight(tensor);
   const allocations = [...held.values()];
   if (g.format === 'fp8') {
     const packed: MoeFp8Weights = {
