@@ -46,9 +46,8 @@ export function cudaGeometryRefusals(config: Drama3Config): string[] {
     ['hidden size', text.hiddenSize],
     ['expert intermediate size', text.expertIntermediate],
   ] as const) {
-    require(width % rule.multiple === 0 &&
-      width <=
-        rule.maximum, `${format} experts need a ${name} that is a multiple of ${rule.multiple} up to ${rule.maximum}, got ${width}`);
+    const fits = width % rule.multiple === 0 && width <= rule.maximum;
+    require(fits, `${format} experts need the ${name} to be a multiple of ${rule.multiple} up to ${rule.maximum}, got ${width}`);
   }
   return reasons;
 }
