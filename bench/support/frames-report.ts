@@ -209,7 +209,10 @@ function memoryLines(measured: FramesMeasurements): string[] {
         `build + plan beyond slabs + one lane at ${LANE_ROWS_FOR_TARGET} rows (goal ≤ ${TARGETS.weightsPlusLaneGiB})`,
         gib(built + beyondSlabs + laneBytes),
       ],
-      ['of which the routed experts (FP8 + scales, held once: re-laid out at plan, the loaded copies freed)', gib(expertBytes)],
+      [
+        'of which the routed experts (FP8 + scales, held once: re-laid out at plan, the loaded copies freed)',
+        gib(expertBytes),
+      ],
       ['in use by the process after plan (driver)', gib(memory.planned.driverBytes)],
     ],
   );
