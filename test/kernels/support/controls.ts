@@ -11,7 +11,8 @@ import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmBf16Case } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import { moeDownFp8Case } from './moeCases.ts';
-import { embedRecordsCase } from './recordsCases.ts';
+import { quantizeE4m3Case } from './quantizeCases.ts';
+import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
 import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
 import { sampleCodeCase, sampleMainBf16Case, sampleMainCase } from './samplerCases.ts';
 
@@ -103,6 +104,31 @@ export const controls: readonly Control[] = [
     description: 'off-by-one column: record embedding reads the next codebook',
     kernelCase: embedRecordsCase,
     kernel: { family: 'records_controls', name: 'control_embed_records_next_codebook' },
+  },
+  {
+    description: 'unmasked code: the code gather reads a table row for code −1 instead of writing zeros',
+    kernelCase: gatherCodesCase,
+    kernel: { family: 'records_controls', name: 'control_gather_codes_unmasked' },
+  },
+  {
+    description: "skipped lane: the slot-record move never copies the batch's last lane",
+    kernelCase: slotRecordsCase,
+    kernel: { family: 'records_controls', name: 'control_slot_records_skip_last_lane' },
+  },
+  {
+    description: 'skipped element: the residual add leaves the last element unadded',
+    kernelCase: addCase,
+    kernel: { family: 'records_controls', name: 'control_add_skips_last' },
+  },
+  {
+    description: 'off-by-one column: concatenation reads its second part one column ahead',
+    kernelCase: concatCase,
+    kernel: { family: 'records_controls', name: 'control_concat_columns_off_by_one' },
+  },
+  {
+    description: 'wrong format: the e4m3 quantiser scales by amax/240 (e4m3fnuz) instead of amax/448',
+    kernelCase: quantizeE4m3Case,
+    kernel: { family: 'quantize_controls', name: 'control_quantize_e4m3_fnuz_scale' },
   },
   ...codecControls(),
 ];
