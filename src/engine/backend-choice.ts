@@ -5,9 +5,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cudaAvailability } from '../backend/cuda/driver.ts';
 import { kernelDirectory } from '../backend/cuda/modules.ts';
-import { cudaGeometryRefusals } from '../backend/cuda/supported-geometry.ts';
 import { DramaError } from '../errors.ts';
 import type { Drama3Config } from '../model/config.ts';
+import { cudaGeometryRefusals } from './cuda-geometry.ts';
 
 export const BACKEND_NAMES = ['auto', 'cuda', 'cpu'] as const;
 export type BackendName = (typeof BACKEND_NAMES)[number];

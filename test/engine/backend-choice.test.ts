@@ -2,8 +2,8 @@
 // says why it stayed on the cpu; an explicit cuda that cannot run is refused by name before any weight is read.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cudaGeometryRefusals } from '../../src/backend/cuda/supported-geometry.ts';
 import { type BackendProbes, chooseBackend, parseBackendName } from '../../src/engine/backend-choice.ts';
+import { cudaGeometryRefusals } from '../../src/engine/cuda-geometry.ts';
 import { loadRuntime } from '../../src/engine/load-runtime.ts';
 import { isDramaError } from '../../src/errors.ts';
 import { loadConfig } from '../../src/model/config.ts';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CpuBackend } from '../../src/backend/cpu/backend.ts';
 import type { CpuBuffer } from '../../src/backend/cpu/tensors.ts';
-import { cudaGeometryRefusals } from '../../src/backend/cuda/supported-geometry.ts';
+import { cudaGeometryRefusals } from '../../src/engine/cuda-geometry.ts';
 import { SMALL_PRESET } from '../../src/model/config.ts';
 import { loadSpeechModel } from '../../src/model/load-model.ts';
 import type { SlotSpeechModel } from '../../src/model/speech-model.ts';

@@ -3,8 +3,9 @@
 // Each limit is a kernel's: attention head dims are template instances, the delta rule keeps a 128 × 128 state per
 // head on chip, the conv is specialised to 4 taps, expert widths follow the grouped GEMMs' warp layout
 // (moe-geometry.ts), GEMMs read 8 bf16 at a time.
-import type { Drama3Config } from '../../model/config.ts';
-import { DIMENSION_RULES } from './moe-geometry.ts';
+
+import { DIMENSION_RULES } from '../backend/cuda/moe-geometry.ts';
+import type { Drama3Config } from '../model/config.ts';
 
 const ATTENTION_HEAD_DIMS = [64, 128, 256];
 const DELTA_NET_HEAD_DIM = 128;
