@@ -81,7 +81,7 @@ function recordingContext(): {
     prepared: (_key, _label, make) => make(),
     countAllocation: () => {},
     // The test frees its weights itself, at the end.
-    releaseWeight: () => {},
+    releaseWeights: () => {},
   };
   return { ctx, launched, calls, names };
 }

@@ -211,8 +211,8 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
       return cache.get(key) as T;
     },
     countAllocation: () => {},
-    releaseWeight: (tensor) => {
-      log.released.push(tensor.data.pointer);
+    releaseWeights: (tensors) => {
+      log.released.push(...tensors.map((tensor) => tensor.data.pointer));
     },
   };
   return { ctx, log };

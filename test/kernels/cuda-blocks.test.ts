@@ -68,7 +68,7 @@ function blockContext(): BlockContext {
     prepared: (_key, _label, make) => make(),
     countAllocation: () => {},
     // The test frees its weights itself, at the end.
-    releaseWeight: () => {},
+    releaseWeights: () => {},
   };
 }
 

@@ -112,7 +112,7 @@ function blockContext(scratch: DeviceScratch): BlockContext {
     },
     countAllocation: () => {},
     // The test frees its weights itself, at the end.
-    releaseWeight: () => {},
+    releaseWeights: () => {},
   };
 }
 

@@ -89,7 +89,8 @@ export class CudaBackend implements Backend<CudaBuffer> {
   readonly blocks: BlockContext;
   readonly graphs: StepGraphs;
   private readonly ownsContext: boolean;
-  private readonly held: Allocation[] = [];
+  /** This backend's tensor allocations by pointer (a weight given back is found without a search). */
+  private readonly held = new Map<bigint, Allocation>();
   /** Where a weight's pointer was not allocated here: sources that carve tensors from their own allocations. */
   private readonly weightOwners: ((pointer: bigint) => boolean)[] = [];
   private readonly preparedValues = new WeakMap<object, Map<string, unknown>>();
@@ -117,7 +118,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
       countAllocation: () => {
         this.allocated += 1;
       },
-      releaseWeight: (tensor) => this.releaseWeight(tensor),
+      releaseWeights: (tensors) => this.releaseWeights(tensors),
     };
   }
 
@@ -126,14 +127,15 @@ export class CudaBackend implements Backend<CudaBuffer> {
     this.weightOwners.push(giveBack);
   }
 
-  /** Frees a weight tensor's storage (and its scales'): after the queued work, so nothing still reads it. */
-  releaseWeight(tensor: CudaTensor): void {
+  /** Frees weight tensors' storage (and their scales'): after the queued work, so nothing still reads them. */
+  releaseWeights(tensors: readonly CudaTensor[]): void {
     this.cuda.synchronize();
-    for (const pointer of [tensor.data.pointer, tensor.scales?.data.pointer]) {
+    for (const pointer of tensors.flatMap((tensor) => [tensor.data.pointer, tensor.scales?.data.pointer])) {
       if (pointer === undefined) continue;
-      const index = this.held.findIndex((allocation) => allocation.pointer === pointer);
-      if (index >= 0) {
-        this.held.splice(index, 1)[0]!.free();
+      const allocation = this.held.get(pointer);
+      if (allocation !== undefined) {
+        this.held.delete(pointer);
+        allocation.free();
         continue;
       }
       if (!this.weightOwners.some((giveBack) => giveBack(pointer))) {
@@ -154,7 +156,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
     const count = shapeElements(shape);
     const bytes = Math.max(count * elementBytes(dtype), 1);
     const allocation = this.cuda.allocate(bytes, `${dtype} [${shape.join(', ')}]`);
-    this.held.push(allocation);
+    this.held.set(allocation.pointer, allocation);
     this.cuda.driver.fillBytes(allocation.pointer, 0, bytes, this.cuda.stream);
     this.allocated += 1;
     return { dtype, shape: [...shape], data: { pointer: allocation.pointer, dtype, elements: count } };
@@ -168,7 +170,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
     }
     requireHostArray(dtype, elements);
     const allocation = this.cuda.upload(elements, `${dtype} [${shape.join(', ')}] weights`);
-    this.held.push(allocation);
+    this.held.set(allocation.pointer, allocation);
     return { dtype, shape: [...shape], data: { pointer: allocation.pointer, dtype, elements: count } };
   }
 
@@ -490,7 +492,8 @@ export class CudaBackend implements Backend<CudaBuffer> {
     this.cuda.synchronize();
     this.graphs.release();
     this.scratch.release();
-    for (const allocation of this.held.splice(0)) allocation.free();
+    for (const allocation of this.held.values()) allocation.free();
+    this.held.clear();
     if (this.ownsContext) this.cuda.close();
   }
 

@@ -16,9 +16,9 @@ export interface BlockContext {
   /** Counts an allocation made outside the scratch (prepared weights), so that plan's zero-allocation check sees it. */
   countAllocation(): void;
   /**
-   * Frees a loaded weight (and its scales) that a prepared copy has replaced, once the queued work reading it is done:
-   * the routed experts, re-laid out for the grouped kernels, would otherwise sit in device memory twice. The tensor
-   * must not be read again.
+   * Frees loaded weights (and their scales) that a prepared copy has replaced, once the queued work reading them is
+   * done (one wait for all): the routed experts, re-laid out for the grouped kernels, would otherwise sit in device
+   * memory twice. The tensors must not be read again.
    */
-  releaseWeight(tensor: Tensor<CudaBuffer>): void;
+  releaseWeights(tensors: readonly Tensor<CudaBuffer>[]): void;
 }

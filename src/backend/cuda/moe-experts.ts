@@ -1,7 +1,7 @@
 // The routed experts in the grouped GEMMs' packed layout (./moeWeights.ts), made on the device from the per-expert
 // tensors the loader placed there: per expert one re-layout launch for gate|up, one for down (kernels/cuda/
 // moe_pack.cu) and plain copies of the block scales, all queued on the stream with no host round trip. The packed
-// buffers live as long as the weights object; the per-expert tensors are freed once packed (BlockContext.releaseWeight),
+// buffers live as long as the weights object; the per-expert tensors are freed once packed (BlockContext.releaseWeights),
 // so the experts are held twice only while one block is being packed.
 import type { MoeWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
@@ -89,8 +89,7 @@ export function packExperts(ctx: BlockContext, weights: MoeWeights<CudaBuffer>, 
     throw error;
   }
   // The packed copy replaces the per-expert tensors: free them, so the experts are not held twice.
-  for (const expert of weights.experts)
-    for (const tensor of [expert.gate, expert.up, expert.down]) ctx.releaseWeight(tensor);
+  ctx.releaseWeights(weights.experts.flatMap((expert) => [expert.gate, expert.up, expert.down]));
   const allocations = [...held.values()];
   if (g.format === 'fp8') {
     const packed: MoeFp8Weights = {
