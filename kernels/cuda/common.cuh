@@ -6,6 +6,28 @@
 
 typedef __nv_bfloat16 bf16;
 
+// Programmatic dependent launch: every launch carries the programmatic-serialization attribute, so a kernel's blocks
+// may start while the previous kernel still runs. Every kernel therefore begins with KERNEL_PROLOGUE(): let the next
+// kernel launch, then wait until everything before this one has finished and its writes are visible. A kernel that
+// reads only weights first may wait later (the GEMMs), but waits before any other load and before any early return.
+__device__ __forceinline__ void allow_dependent_launch() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wait_for_previous_grids() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+#define KERNEL_PROLOGUE()       \
+  do {                          \
+    allow_dependent_launch();   \
+    wait_for_previous_grids();  \
+  } while (0)
+
 __device__ __forceinline__ float to_float(bf16 value) { return __bfloat162float(value); }
 __device__ __forceinline__ bf16 to_bf16(float value) { return __float2bfloat16_rn(value); }
 
