@@ -11,6 +11,7 @@ extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
     bf16* q_out, bf16* keys, bf16* values, const bf16* q_proj, const bf16* k_proj, const bf16* v_proj,
     const bf16* q_norm, const bf16* k_norm, const int* row_table, int rows, int query_heads, int kv_heads,
     int head_dim, int rotary_dims, float theta, int interleaved, int gated, int slots, int capacity, float eps) {
+  KERNEL_PROLOGUE();
   attention_prepare<PREPARE_KEY_ROW_OFF_BY_ONE>(q_out, keys, values, q_proj, k_proj, v_proj, q_norm, k_norm,
                                                 row_table, rows, query_heads, kv_heads, head_dim, rotary_dims, theta,
                                                 interleaved, gated, slots, capacity, eps);
@@ -21,6 +22,7 @@ extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
                                   long long gate_row_stride, long long gate_head_stride, const bf16* keys,        \
                                   const bf16* values, const int* row_table, int rows, int query_heads,           \
                                   int kv_heads, int slots, int capacity, int max_splits, float scale, int fold) { \
+    KERNEL_PROLOGUE();                                                                                            \
     attention_rows<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,       \
                                  row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale,     \
                                  fold);                                                                          \

@@ -10,6 +10,7 @@
 
 extern "C" __global__ void control_gather_off_by_one(bf16* out, const bf16* table, const int* ids, int rows, int cols,
                                                      int vocab) {
+  KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
   const int id = min(ids[row] + 1, vocab - 1);
@@ -20,6 +21,7 @@ extern "C" __global__ void control_gather_off_by_one(bf16* out, const bf16* tabl
 
 extern "C" __global__ void control_swiglu_skips_last(bf16* out, const bf16* gate, const bf16* up, int rows, int cols,
                                                      long long in_stride) {
+  KERNEL_PROLOGUE();
   const long long total = (long long)rows * cols;
   for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < total - 1;
        index += (long long)gridDim.x * blockDim.x) {
@@ -31,6 +33,7 @@ extern "C" __global__ void control_swiglu_skips_last(bf16* out, const bf16* gate
 
 extern "C" __global__ void control_rms_norm_truncating(bf16* out, const bf16* x, const bf16* weight, int rows,
                                                        int cols, float eps, int zero_centred) {
+  KERNEL_PROLOGUE();
   __shared__ float scratch[32];
   const long long row = blockIdx.x;
   if (row >= rows) return;
@@ -49,6 +52,7 @@ extern "C" __global__ void control_rms_norm_truncating(bf16* out, const bf16* x,
 
 extern "C" __global__ void control_router_ties_high(int* expert_ids, float* expert_weights, const bf16* logits,
                                                     int rows, int experts, int top_k) {
+  KERNEL_PROLOGUE();
   // One thread per row, sequential: softmax, then a scan that keeps the later expert on equal probability.
   const long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= rows) return;
@@ -80,6 +84,7 @@ extern "C" __global__ void control_router_ties_high(int* expert_ids, float* expe
 
 extern "C" __global__ void control_swiglu_int_stride(bf16* out, const bf16* gate, const bf16* up, int rows, int cols,
                                                      int in_stride) {
+  KERNEL_PROLOGUE();
   // Right results (the driver copies the low half of the launcher's 8-byte value); the declared layout is wrong.
   const long long total = (long long)rows * cols;
   for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < total;
@@ -92,6 +97,7 @@ extern "C" __global__ void control_swiglu_int_stride(bf16* out, const bf16* gate
 
 extern "C" __global__ void control_rms_norm_batched_path(bf16* out, const bf16* x, const bf16* weight, int rows,
                                                          int cols, float eps, int zero_centred) {
+  KERNEL_PROLOGUE();
   // A "batched" path taken only for calls of several rows, with an extra bf16 rounding inside.
   __shared__ float scratch[32];
   const long long row = blockIdx.x;

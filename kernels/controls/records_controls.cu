@@ -6,6 +6,7 @@ extern "C" __global__ void control_embed_records_next_codebook(bf16* out, const 
                                                                const bf16* code_table, const int* records, int width,
                                                                int codebook, int code_first_row, int rows, int cols,
                                                                int vocab, int code_rows) {
+  KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
   const int* record = records + row * width;
@@ -25,6 +26,7 @@ extern "C" __global__ void control_embed_records_next_codebook(bf16* out, const 
 extern "C" __global__ void control_gather_codes_unmasked(bf16* out, const bf16* code_table, const int* records,
                                                          int width, int codebook, int code_first_row, int rows,
                                                          int cols, int code_rows) {
+  KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
   const int code_row = max(0, min(code_rows - 1, code_first_row + records[row * width + 1 + codebook]));
@@ -37,6 +39,7 @@ extern "C" __global__ void control_gather_codes_unmasked(bf16* out, const bf16* 
 // exact gate (scatter, whose target holds the old slab) must catch it.
 extern "C" __global__ void control_slot_records_skip_last_lane(int* records, const int* slab, const int* lanes,
                                                                int lane_stride, int width, int batch) {
+  KERNEL_PROLOGUE();
   const int b = blockIdx.x;
   if (b >= batch - 1) return;
   const long long slot = lanes[(long long)b * lane_stride];
@@ -46,6 +49,7 @@ extern "C" __global__ void control_slot_records_skip_last_lane(int* records, con
 // A residual add that never adds the last element (it keeps the target's old value there). The accuracy gate must
 // catch it (the output is not poisoned: the target held its input).
 extern "C" __global__ void control_add_skips_last(bf16* target, const bf16* source, long long count) {
+  KERNEL_PROLOGUE();
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count - 1;
        i += (long long)gridDim.x * blockDim.x)
     target[i] = to_bf16(to_float(target[i]) + to_float(source[i]));
@@ -55,6 +59,7 @@ extern "C" __global__ void control_add_skips_last(bf16* target, const bf16* sour
 // must catch it.
 extern "C" __global__ void control_concat_columns_off_by_one(bf16* out, const bf16* a, int a_cols, const bf16* b,
                                                              int b_cols, int rows) {
+  KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
   const int width = a_cols + b_cols;

@@ -28,6 +28,7 @@ extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16*
                                                   int query_heads, int kv_heads, int head_dim, int rotary_dims,
                                                   float theta, int interleaved, int gated, int slots, int capacity,
                                                   float eps) {
+  KERNEL_PROLOGUE();
   attention_prepare<PREPARE_EXACT>(q_out, keys, values, q_proj, k_proj, v_proj, q_norm, k_norm, row_table, rows,
                                    query_heads, kv_heads, head_dim, rotary_dims, theta, interleaved, gated, slots,
                                    capacity, eps);
@@ -38,6 +39,7 @@ extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16*
       bf16* out, float* workspace, const bf16* q, const bf16* gate, long long gate_row_stride,                    \
       long long gate_head_stride, const bf16* keys, const bf16* values, const int* row_table, int rows,           \
       int query_heads, int kv_heads, int slots, int capacity, int max_splits, float scale, int fold) {            \
+    KERNEL_PROLOGUE();                                                                                            \
     attention_rows<D, ATTENTION_EXACT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,  \
                                        row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale, \
                                        fold);                                                                     \
@@ -45,6 +47,7 @@ extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16*
   extern "C" __global__ void attention_combine_bf16_d##D(                                                         \
       bf16* out, const float* workspace, const bf16* gate, long long gate_row_stride, long long gate_head_stride,  \
       const int* row_table, int rows, int query_heads, int kv_heads, int slots, int capacity, int max_splits) {   \
+    KERNEL_PROLOGUE();                                                                                            \
     attention_combine<D, ATTENTION_EXACT>(out, workspace, gate, gate_row_stride, gate_head_stride, row_table,     \
                                           rows, query_heads, kv_heads, slots, capacity, max_splits);              \
   }

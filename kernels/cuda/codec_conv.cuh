@@ -244,6 +244,7 @@ __device__ __forceinline__ void history_update(float* history, const float* x, l
            const float* bias, const float* alpha, const float* residual, long long residual_stride,                 \
            const float* history, const int* sequences, int row_scale, int inputs, int outputs, int kernel,          \
            int dilation, int activation) {                                                                          \
+    KERNEL_PROLOGUE();                                                                                              \
     causal_conv<Weight, FAULT>(out, out_stride, x, x_stride, weight, bias, alpha, residual, residual_stride,        \
                                history, sequences, row_scale, inputs, outputs, kernel, dilation, activation);       \
   }
@@ -253,6 +254,7 @@ __device__ __forceinline__ void history_update(float* history, const float* x, l
       name(float* out, long long out_stride, const float* x, long long x_stride, const Weight* weight,              \
            const float* bias, const float* alpha, const float* history, const int* sequences, int row_scale,        \
            int inputs, int outputs, int kernel, int stride) {                                                       \
+    KERNEL_PROLOGUE();                                                                                              \
     causal_transposed_conv<Weight, FAULT>(out, out_stride, x, x_stride, weight, bias, alpha, history, sequences,    \
                                           row_scale, inputs, outputs, kernel, stride);                              \
   }
@@ -260,11 +262,13 @@ __device__ __forceinline__ void history_update(float* history, const float* x, l
 #define CODEC_HISTORY_ENTRY(name, FAULT)                                                                            \
   extern "C" __global__ void name(float* history, const float* x, long long x_stride, const float* alpha,           \
                                   const int* sequences, int row_scale, int channels, int history_rows) {            \
+    KERNEL_PROLOGUE();                                                                                              \
     history_update<FAULT>(history, x, x_stride, alpha, sequences, row_scale, channels, history_rows);               \
   }
 
 #define CODEC_SNAKE_ENTRY(name, FAULT)                                                                              \
   extern "C" __global__ void name(float* out, const float* x, const float* alpha, long long rows, int channels) {   \
+    KERNEL_PROLOGUE();                                                                                              \
     const long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x;                                       \
     if (index >= rows * channels) return;                                                                           \
     out[index] = snake<FAULT>(x[index], alpha[index % channels]);                                                   \

@@ -34,6 +34,7 @@
 extern "C" __global__ void delta_net_conv_silu_bf16(bf16* out, long long out_row_stride, const bf16* x,
                                                     long long x_row_stride, const bf16* weight, bf16* conv_state,
                                                     const int* sequences, int channels) {
+  KERNEL_PROLOGUE();
   conv_silu<FAULT_NONE>(out, out_row_stride, x, x_row_stride, weight, conv_state, sequences, channels);
 }
 
@@ -58,17 +59,20 @@ __device__ __forceinline__ void gates(float* g, float* beta, const bf16* b, cons
 extern "C" __global__ void delta_net_gates_f32(float* g, float* beta, const bf16* b, const bf16* a,
                                                long long row_stride, const float* a_log, const float* dt_bias,
                                                int rows, int value_heads) {
+  KERNEL_PROLOGUE();
   gates(g, beta, b, a, row_stride, a_log, dt_bias, rows, value_heads);
 }
 
 extern "C" __global__ void delta_net_gates_bf16_parameters(float* g, float* beta, const bf16* b, const bf16* a,
                                                            long long row_stride, const bf16* a_log,
                                                            const bf16* dt_bias, int rows, int value_heads) {
+  KERNEL_PROLOGUE();
   gates(g, beta, b, a, row_stride, a_log, dt_bias, rows, value_heads);
 }
 
 extern "C" __global__ void __launch_bounds__(RECURRENCE_THREADS)
     delta_net_recurrence_bf16(bf16* out, const bf16* qkv, long long qkv_row_stride, const float* g, const float* beta,
                               float* state, const int* sequences, int key_heads, int value_heads) {
+  KERNEL_PROLOGUE();
   recurrence<FAULT_NONE>(out, qkv, qkv_row_stride, g, beta, state, sequences, key_heads, value_heads);
 }

@@ -12,6 +12,7 @@ __device__ __forceinline__ bool in_range(int id, int vocab) { return id >= 0 && 
 
 extern "C" __global__ void embedding_gather_bf16(bf16* out, const bf16* table, const int* ids, int rows, int cols,
                                                  int vocab) {
+  KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
   const int id = ids[row];
@@ -25,6 +26,7 @@ extern "C" __global__ void embedding_gather_bf16(bf16* out, const bf16* table, c
 extern "C" __global__ void frame_row_bf16(bf16* out, const bf16* text_table, const bf16* code_table,
                                           const int* main_ids, const int* codes, int rows, int cols, int text_vocab,
                                           int code_table_rows, int code_stride, int code_row_offset) {
+  KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
   const int text_id = main_ids[row];

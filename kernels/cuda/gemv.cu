@@ -18,18 +18,6 @@
 #define UNROLL 8
 #define GROUP_CHUNKS (32 * UNROLL)
 
-__device__ __forceinline__ void allow_dependent_launch() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void wait_for_previous_grid() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
 __device__ __forceinline__ void copy_async_16(void* shared, const void* global) {
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(global) : "memory");
@@ -81,7 +69,7 @@ __device__ void gemv_vector(bf16* y, const bf16* w, const bf16* x, int out_featu
   int group = 0;
   uint4 next[UNROLL];
   if (feature < out_features) load_group(next, reinterpret_cast<const uint4*>(w) + (long long)feature * chunks, 0, chunks, lane);
-  wait_for_previous_grid();
+  wait_for_previous_grids();
   float sum = 0.0f;
   while (feature < out_features) {
     uint4 current[UNROLL];
@@ -142,7 +130,7 @@ __device__ void gemv_staged(bf16* y, const bf16* w, const bf16* x, int out_featu
     wait_copies(stages - 1);
     __syncthreads();
     // Only now, with `stages` tiles requested, wait for the previous kernel: nothing before this reads x or writes y.
-    if (step == 0) wait_for_previous_grid();
+    if (step == 0) wait_for_previous_grids();
     const int feature = tile * TILE_ROWS + warp;
     if (feature < out_features) {
       const uint4* row = staged + ((step % stages) * TILE_ROWS + warp) * chunks;
@@ -158,7 +146,7 @@ __device__ void gemv_staged(bf16* y, const bf16* w, const bf16* x, int out_featu
 
 __device__ void gemv_scalar(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int warp,
                             int warps, int lane) {
-  wait_for_previous_grid();
+  wait_for_previous_grids();
   for (int feature = warp; feature < out_features; feature += warps) {
     const bf16* w_row = w + (long long)feature * in_features;
     float sum = 0.0f;

@@ -17,6 +17,7 @@ __device__ __forceinline__ bf16 nan_bf16() { return to_bf16(__int_as_float(0x7fc
 extern "C" __global__ void embed_records_bf16(bf16* out, const bf16* token_table, const bf16* code_table,
                                               const int* records, int width, int codebook, int code_first_row,
                                               int rows, int cols, int vocab, int code_rows) {
+  KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
   const int* record = records + row * width;
@@ -38,6 +39,7 @@ extern "C" __global__ void embed_records_bf16(bf16* out, const bf16* token_table
 
 extern "C" __global__ void gather_codes_bf16(bf16* out, const bf16* code_table, const int* records, int width,
                                              int codebook, int code_first_row, int rows, int cols, int code_rows) {
+  KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
   const int code = records[row * width + 1 + codebook];
@@ -52,6 +54,7 @@ extern "C" __global__ void gather_codes_bf16(bf16* out, const bf16* code_table, 
 
 extern "C" __global__ void gather_slot_records(int* records, const int* slab, const int* lanes, int lane_stride,
                                                int width, int batch) {
+  KERNEL_PROLOGUE();
   const int b = blockIdx.x;
   if (b >= batch) return;
   const long long slot = lanes[(long long)b * lane_stride];
@@ -60,6 +63,7 @@ extern "C" __global__ void gather_slot_records(int* records, const int* slab, co
 
 extern "C" __global__ void scatter_slot_records(int* slab, const int* records, const int* lanes, int lane_stride,
                                                 int width, int batch) {
+  KERNEL_PROLOGUE();
   const int b = blockIdx.x;
   if (b >= batch) return;
   const long long slot = lanes[(long long)b * lane_stride];
@@ -67,12 +71,14 @@ extern "C" __global__ void scatter_slot_records(int* slab, const int* records, c
 }
 
 extern "C" __global__ void add_bf16(bf16* target, const bf16* source, long long count) {
+  KERNEL_PROLOGUE();
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
     target[i] = to_bf16(to_float(target[i]) + to_float(source[i]));
 }
 
 extern "C" __global__ void concat_columns_bf16(bf16* out, const bf16* a, int a_cols, const bf16* b, int b_cols,
                                                int rows) {
+  KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
   const int width = a_cols + b_cols;
@@ -82,6 +88,7 @@ extern "C" __global__ void concat_columns_bf16(bf16* out, const bf16* a, int a_c
 }
 
 extern "C" __global__ void fill_half_words(uint16_t* out, unsigned int value, long long count) {
+  KERNEL_PROLOGUE();
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
     out[i] = (uint16_t)value;
 }

@@ -32,6 +32,7 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, const bf16* x, const bf1
 #define RMS_NORM_KERNEL(ENTRY, WEIGHT)                                                                              \
   extern "C" __global__ void ENTRY(bf16* out, const bf16* x, const WEIGHT* weight, int rows, int cols, float eps,    \
                                    int zero_centred) {                                                              \
+    KERNEL_PROLOGUE();                                                                                              \
     const long long row = blockIdx.x;                                                                               \
     if (row >= rows) return;                                                                                        \
     rms_norm_row<false>(out + row * cols, x + row * cols, nullptr, weight, cols, eps, zero_centred != 0);          \
@@ -40,6 +41,7 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, const bf16* x, const bf1
 #define GATED_RMS_NORM_KERNEL(ENTRY, WEIGHT)                                                                        \
   extern "C" __global__ void ENTRY(bf16* out, const bf16* x, const bf16* gate, const WEIGHT* weight, int rows,       \
                                    int cols, float eps) {                                                           \
+    KERNEL_PROLOGUE();                                                                                              \
     const long long row = blockIdx.x;                                                                               \
     if (row >= rows) return;                                                                                        \
     rms_norm_row<true>(out + row * cols, x + row * cols, gate + row * cols, weight, cols, eps, false);             \

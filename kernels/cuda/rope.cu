@@ -11,6 +11,7 @@
 extern "C" __global__ void rope_bf16(bf16* out, const bf16* x, const int* positions, int rows, int heads, int head_dim,
                                      int rotary_dims, float theta, int interleaved, long long row_stride,
                                      long long head_stride) {
+  KERNEL_PROLOGUE();
   const int row = blockIdx.x / heads;
   const int head = blockIdx.x - row * heads;
   if (row >= rows) return;

@@ -27,6 +27,7 @@ __device__ __forceinline__ float max_propagating(float a, float b) { return (b >
 
 extern "C" __global__ void router_top_k(int* expert_ids, float* expert_weights, const bf16* logits, int rows,
                                         int experts, int top_k) {
+  KERNEL_PROLOGUE();
   const int lane = threadIdx.x & 31;
   const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row >= rows) return;

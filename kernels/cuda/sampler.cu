@@ -379,6 +379,7 @@ __device__ __forceinline__ void sample_code_lane(int* out, int out_stride, int o
   extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS)                                                   \
       ENTRY(int* records, int record_stride, const LOGIT* logits, long long logits_stride, int count,               \
             int semantic_count, const int* candidates, const int* lanes, int* window) {                             \
+    KERNEL_PROLOGUE();                                                                                              \
     __shared__ SamplerShared shared;                                                                              \
     sample_main_lane(records, record_stride, logits, logits_stride, count, semantic_count, candidates, lanes,      \
                      window, shared);                                                                             \
@@ -388,6 +389,7 @@ __device__ __forceinline__ void sample_code_lane(int* out, int out_stride, int o
   extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS)                                                   \
       ENTRY(int* out, int out_stride, int out_offset, const LOGIT* logits, long long logits_stride, int count,      \
             int column, const int* lanes) {                                                                         \
+    KERNEL_PROLOGUE();                                                                                              \
     __shared__ SamplerShared shared;                                                                              \
     sample_code_lane(out, out_stride, out_offset, logits, logits_stride, count, column, lanes, shared);           \
   }

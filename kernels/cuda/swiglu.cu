@@ -5,6 +5,7 @@
 
 extern "C" __global__ void swiglu_bf16(bf16* out, const bf16* gate, const bf16* up, int rows, int cols,
                                        long long in_stride) {
+  KERNEL_PROLOGUE();
   const long long total = (long long)rows * cols;
   for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < total;
        index += (long long)gridDim.x * blockDim.x) {
