@@ -5,6 +5,7 @@
 //   control_rms_norm_truncating      zero-centred RMSNorm rounding toward zero      (accuracy gate, tight bound)
 //   control_router_ties_high         router top-k sending ties to the higher index  (exact-index gate)
 //   control_swiglu_int_stride        SwiGLU declaring its int64 row stride as int   (argument-layout gate only)
+//   control_add_rms_norm_no_store    residual add + norm that never stores the sum  (accuracy gate on the sum)
 //   control_rms_norm_batched_path    RMSNorm rounding x·r to bf16 when rows > 1     (batch-invariance gate)
 #include "common.cuh"
 
@@ -113,5 +114,24 @@ extern "C" __global__ void control_rms_norm_batched_path(bf16* out, const bf16* 
     float normalised = to_float(x[row * cols + column]) * scale;
     if (rows > 1) normalised = to_float(to_bf16(normalised));
     out[row * cols + column] = to_bf16(normalised * (zero_centred ? 1.0f + w : w));
+  }
+}
+
+// The fused residual add and norm, forgetting to store the sum: the norm is right, the residual stream is not.
+extern "C" __global__ void control_add_rms_norm_no_store(bf16* out, bf16* x, const bf16* source, const bf16* weight,
+                                                         int rows, int cols, float eps) {
+  KERNEL_PROLOGUE();
+  __shared__ float scratch[32];
+  const long long row = blockIdx.x;
+  if (row >= rows) return;
+  float squares = 0.0f;
+  for (int column = threadIdx.x; column < cols; column += blockDim.x) {
+    const float value = to_float(to_bf16(to_float(x[row * cols + column]) + to_float(source[row * cols + column])));
+    squares += value * value;
+  }
+  const float scale = rsqrtf(block_sum(squares, scratch) / (float)cols + eps);
+  for (int column = threadIdx.x; column < cols; column += blockDim.x) {
+    const float sum = to_float(to_bf16(to_float(x[row * cols + column]) + to_float(source[row * cols + column])));
+    out[row * cols + column] = to_bf16(sum * scale * (1.0f + to_float(weight[column])));
   }
 }

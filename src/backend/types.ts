@@ -184,6 +184,8 @@ export interface Backend<B> {
   scatterSlotRecords(records: Tensor<B>, lanes: B, slab: Tensor<B>, batch: number): void;
   /** y = x · rsqrt(mean x² + eps) · (1 + w), rows of width cols. */
   zeroCentredRmsNorm(x: B, weight: Tensor<B>, out: B, rows: number, cols: number, eps: number): void;
+  /** The residual add and the norm after it: `add(x, source)` then `zeroCentredRmsNorm(x, …, out)`, the same bits. */
+  addZeroCentredRmsNorm(x: B, source: B, weight: Tensor<B>, out: B, rows: number, cols: number, eps: number): void;
   /** out = x · weightᵀ, rounded to bf16 as an activation, or the fp32 sums themselves with output 'f32' (logits). */
   linear(x: B, weight: LinearWeight<B>, out: B, rows: number, output?: 'bf16' | 'f32'): void;
   /** T rows at the (slot, position) of the row table: appends their K/V to their slot, attends causally; out [T, H]. */

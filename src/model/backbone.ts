@@ -135,18 +135,21 @@ export class Backbone<B> {
     const count = rows * hidden;
     const layerInput = this.pool.get('layerInput', count);
     const layerOutput = this.pool.get('layerOutput', count);
+    // Each residual add runs with the norm that reads its sum (the next layer's input norm, or the final norm).
+    const first = this.layers[0];
+    if (first === undefined) backend.zeroCentredRmsNorm(x, this.finalNorm, normed, rows, hidden, eps);
+    else backend.zeroCentredRmsNorm(x, first.inputNorm, layerInput, rows, hidden, eps);
     this.layers.forEach((layer, index) => {
-      backend.zeroCentredRmsNorm(x, layer.inputNorm, layerInput, rows, hidden, eps);
       if (layer.attention !== undefined)
         backend.attention(layer.attention, layerInput, slabs.keyValues[index]!, tables, layerOutput, rows);
       else backend.deltaNet(layer.deltaNet!, layerInput, slabs.deltaNets[index]!, tables, layerOutput, rows);
-      backend.add(x, layerOutput, count);
-      backend.zeroCentredRmsNorm(x, layer.postNorm, layerInput, rows, hidden, eps);
+      backend.addZeroCentredRmsNorm(x, layerOutput, layer.postNorm, layerInput, rows, hidden, eps);
       backend.moe(layer.moe, layerInput, layerOutput, rows);
-      backend.add(x, layerOutput, count);
+      const next = this.layers[index + 1];
+      if (next === undefined) backend.addZeroCentredRmsNorm(x, layerOutput, this.finalNorm, normed, rows, hidden, eps);
+      else backend.addZeroCentredRmsNorm(x, layerOutput, next.inputNorm, layerInput, rows, hidden, eps);
       observe?.(index, x);
     });
-    backend.zeroCentredRmsNorm(x, this.finalNorm, normed, rows, hidden, eps);
   }
 
   /** Logits of the candidate ids for `rows` final-norm rows: [T, N], fp32 sums (never rounded to bf16, so that

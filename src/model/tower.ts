@@ -139,12 +139,10 @@ export class Tower<B> {
       const branch = this.pool.get('branch', rows * d);
       backend.zeroCentredRmsNorm(x, layer.inputNorm, normed, rows, d, eps);
       backend.attention(layer.attention, normed, slabs[index]!, tables, branch, rows);
-      backend.add(x, branch, rows * d);
-      backend.zeroCentredRmsNorm(x, layer.postNorm, normed, rows, d, eps);
+      backend.addZeroCentredRmsNorm(x, branch, layer.postNorm, normed, rows, d, eps);
       backend.swiGlu(layer.mlp, normed, branch, rows);
-      backend.add(x, branch, rows * d);
       const output = this.pool.get(index % 2 === 0 ? 'outputEven' : 'outputOdd', rows * d);
-      backend.zeroCentredRmsNorm(x, layer.outNorm, output, rows, d, eps);
+      backend.addZeroCentredRmsNorm(x, branch, layer.outNorm, output, rows, d, eps);
       input = output;
       if (draw !== undefined && layer.head !== undefined) {
         const logits = this.pool.get('logits', rows * audio.codebookSize, 'f32');

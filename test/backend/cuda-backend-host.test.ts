@@ -197,6 +197,34 @@ describe('cuda backend ops', () => {
     assert.throws(() => backend.zeroCentredRmsNorm(x, backend.allocate('bf16', [128]), x, 3, 256, 1e-6), {
       code: 'TENSOR_TOO_SMALL',
     });
+    const residual = backend.allocate('bf16', [3, 256]).data;
+    const launchesBefore = driver.launches.length;
+    backend.addZeroCentredRmsNorm(residual, x, backend.allocate('bf16', [256]), x, 3, 256, 1e-6);
+    assert.equal(driver.launches.length, launchesBefore + 1, 'the residual add and its norm are one launch');
+    assert.equal(lastLaunch(driver).name, 'add_rms_norm_bf16');
+    backend.addZeroCentredRmsNorm(residual, x, backend.allocate('f32', [256]), x, 3, 256, 1e-6);
+    assert.equal(lastLaunch(driver).name, 'add_rms_norm_f32_weight_bf16');
+    assert.throws(
+      () => backend.addZeroCentredRmsNorm(residual, x, backend.allocate('bf16', [256]), residual, 3, 256, 1e-6),
+      {
+        code: 'KERNEL_ARGUMENT_INVALID',
+      },
+    );
+    assert.throws(
+      () =>
+        backend.addZeroCentredRmsNorm(
+          residual,
+          backend.view(x, 0, 100),
+          backend.allocate('bf16', [256]),
+          x,
+          3,
+          256,
+          1e-6,
+        ),
+      {
+        code: 'TENSOR_TOO_SMALL',
+      },
+    );
     const slab = backend.allocate('i32', [5, 11]);
     const records = backend.allocate('i32', [4, 11]);
     const lanes = backend.allocate('i32', [4, LANE_ENTRY]).data;

@@ -231,6 +231,19 @@ export class CpuBackend implements Backend<CpuBuffer> {
     this.policy.roundActivations(out as FloatArray, rows * cols);
   }
 
+  addZeroCentredRmsNorm(
+    x: CpuBuffer,
+    source: CpuBuffer,
+    weight: CpuTensor,
+    out: CpuBuffer,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void {
+    this.add(x, source, rows * cols);
+    this.zeroCentredRmsNorm(x, weight, out, rows, cols, eps);
+  }
+
   linear(x: CpuBuffer, weight: LinearWeight<CpuBuffer>, out: CpuBuffer, rows: number, output?: 'bf16' | 'f32'): void {
     runLinear(this.policy, this.scratch, x as FloatArray, weight, out as FloatArray, rows, output);
   }

@@ -36,7 +36,7 @@ import {
   gatherCodes,
   moveSlotRecords,
 } from './ops/records.ts';
-import { rmsNorm } from './ops/rmsNorm.ts';
+import { addRmsNorm, type NormWeightDtype, rmsNorm } from './ops/rmsNorm.ts';
 import { sampleCode, sampleMain } from './ops/sampler.ts';
 import { DeviceScratch } from './scratch.ts';
 import { StepGraphs } from './step-graphs.ts';
@@ -342,6 +342,26 @@ export class CudaBackend implements Backend<CudaBuffer> {
     cols: number,
     eps: number,
   ): void {
+    const norm = this.normArguments(x, weight, out, rows, cols, eps);
+    rmsNorm(this.cuda, { ...norm, zeroCentred: true });
+  }
+
+  addZeroCentredRmsNorm(
+    x: CudaBuffer,
+    source: CudaBuffer,
+    weight: CudaTensor,
+    out: CudaBuffer,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void {
+    const norm = this.normArguments(x, weight, out, rows, cols, eps);
+    requireDtype(source, 'bf16', 'add source');
+    requireElements(source, rows * cols, 'add source');
+    addRmsNorm(this.cuda, { ...norm, source: source.pointer });
+  }
+
+  private normArguments(x: CudaBuffer, weight: CudaTensor, out: CudaBuffer, rows: number, cols: number, eps: number) {
     requireDtype(x, 'bf16', 'norm input');
     requireDtype(out, 'bf16', 'norm output');
     requireElements(x, rows * cols, 'norm input');
@@ -350,16 +370,8 @@ export class CudaBackend implements Backend<CudaBuffer> {
       throw invalid('NORM_WEIGHT_DTYPE_UNSUPPORTED', `norm weights must be bf16 or f32, got ${weight.dtype}`);
     }
     requireElements(weight.data, cols, 'norm weight');
-    rmsNorm(this.cuda, {
-      out: out.pointer,
-      x: x.pointer,
-      weight: weight.data.pointer,
-      weightDtype: weight.dtype,
-      rows,
-      cols,
-      eps,
-      zeroCentred: true,
-    });
+    const weightDtype: NormWeightDtype = weight.dtype;
+    return { out: out.pointer, x: x.pointer, weight: weight.data.pointer, weightDtype, rows, cols, eps };
   }
 
   /** out [rows, out] = x [rows, in] · weightᵀ: bf16 out (one rounding), or the fp32 sum when `out` is f32. */

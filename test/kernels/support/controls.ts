@@ -13,7 +13,7 @@ import { routerCase, swigluCase } from './mathCases.ts';
 import { moeDownFp8Case } from './moeCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
-import { embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
+import { addZeroCentredRmsNormCase, embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
 import { sampleCodeCase, sampleMainBf16Case, sampleMainCase } from './samplerCases.ts';
 
 export interface Control {
@@ -39,6 +39,11 @@ export const controls: readonly Control[] = [
     description: 'wrong rounding: RMSNorm truncates to bf16',
     kernelCase: zeroCentredRmsNormCase,
     kernel: { family, name: 'control_rms_norm_truncating' },
+  },
+  {
+    description: 'skipped store: the fused residual add + norm never writes the sum back',
+    kernelCase: addZeroCentredRmsNormCase,
+    kernel: { family, name: 'control_add_rms_norm_no_store' },
   },
   {
     description: 'wrong tie-break: router sends equal probabilities to the higher index',

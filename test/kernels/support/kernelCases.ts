@@ -20,6 +20,7 @@ import { moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
 import {
+  addZeroCentredRmsNormCase,
   embeddingGatherCase,
   frameRowCase,
   gatedRmsNormCase,
@@ -34,6 +35,7 @@ export const kernelCases: readonly KernelCase[] = [
   zeroCentredRmsNormCase,
   plainRmsNormCase,
   gatedRmsNormCase,
+  addZeroCentredRmsNormCase,
   embeddingGatherCase,
   frameRowCase,
   ropeNeoxCase,

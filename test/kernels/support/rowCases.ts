@@ -4,7 +4,7 @@
 import { codebookRow, embedRows, frameRow as frameRowReference } from '../../../src/backend/cpu/ops/embedding.ts';
 import { applyRope, type RopeStyle } from '../../../src/backend/cpu/ops/rope.ts';
 import { embeddingGather, frameRow } from '../../../src/backend/cuda/ops/embedding.ts';
-import { gatedRmsNorm, rmsNorm } from '../../../src/backend/cuda/ops/rmsNorm.ts';
+import { addRmsNorm, gatedRmsNorm, rmsNorm } from '../../../src/backend/cuda/ops/rmsNorm.ts';
 import { rope } from '../../../src/backend/cuda/ops/rope.ts';
 import {
   gatedRmsNorm as gatedReference,
@@ -105,6 +105,61 @@ export const gatedRmsNormCase = normCase(
   ],
   128,
 );
+
+/** x + s rounded to bf16 (judged against the fp64 sum), and the norm judged from the device's own rounded sum. */
+function addNormPrepared(rows: number, cols: number, draw: (index: number) => Random, nonFinite: boolean): Prepared {
+  const weight = randomBf16(draw(0), cols, 0.1);
+  const x = randomBf16(draw(1), rows * cols, 2);
+  const source = randomBf16(draw(2), rows * cols, 2);
+  if (nonFinite) {
+    plant(x, 3 % cols, Number.NaN);
+    plant(source, (rows - 1) * cols + (5 % cols), Number.POSITIVE_INFINITY);
+  }
+  return {
+    inputs: { x, source, weight },
+    outputs: [
+      { name: 'sum', kind: 'bf16', count: rows * cols },
+      { name: 'out', kind: 'bf16', count: rows * cols },
+    ],
+    reference(device) {
+      const sum = new Float64Array(rows * cols);
+      for (let i = 0; i < sum.length; i++) sum[i] = x.values[i]! + source.values[i]!;
+      const out = new Float64Array(rows * cols);
+      rmsNormZeroCentred(device.sum as Float64Array, weight.values, out, rows, cols, EPS);
+      return { sum, out };
+    },
+    run(cuda, p, kernel) {
+      cuda.driver.copyDeviceToDevice(p.sum!, p.x!, x.bits.byteLength, cuda.stream);
+      addRmsNorm(
+        cuda,
+        { out: p.out!, x: p.sum!, source: p.source!, weight: p.weight!, rows, cols, eps: EPS },
+        { kernel },
+      );
+    },
+  };
+}
+
+export const addZeroCentredRmsNormCase: KernelCase = {
+  name: 'residual add + rms_norm zero-centred',
+  bound: BF16_ONE_ROUNDING_BOUND,
+  ulps: 1,
+  shapes: [
+    ['one row, hidden', 1, 2048],
+    ['odd sizes', 37, 1000],
+    ['prefill chunk, hidden', 64, 2048],
+  ].map(([label, rows, cols]) => ({
+    label: `${label} [${rows}, ${cols}]`,
+    prepare: (random: Random, nonFinite: boolean) =>
+      addNormPrepared(rows as number, cols as number, () => random, nonFinite),
+  })),
+  invariance: [
+    {
+      label: 'rows of 2048',
+      prepare: (seed, rows) => addNormPrepared(rows, 2048, (index) => streamOf(seed, index), false),
+      elementsPerRow: { sum: 2048, out: 2048 },
+    },
+  ],
+};
 
 function gatherShape(label: string, rows: number, cols: number, vocab: number): ShapeCase {
   return {

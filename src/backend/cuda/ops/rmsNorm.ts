@@ -1,5 +1,6 @@
-// Launchers for kernels/cuda/rms_norm.cu. x, out: [rows, cols] bf16 (out may alias x); weight: [cols] bf16 or f32
-// (read as stored); gate (gated form): [rows, cols] bf16. One block per row.
+// Launchers for kernels/cuda/rms_norm.cu. x, out: [rows, cols] bf16 (out may alias x, except after a residual add);
+// weight: [cols] bf16 or f32 (read as stored); gate (gated form), source (residual add): [rows, cols] bf16. One block
+// per row.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
@@ -11,6 +12,10 @@ export type NormWeightDtype = 'bf16' | 'f32';
 const RMS_NORM_KERNEL: Record<NormWeightDtype, KernelName> = {
   bf16: { family: 'rms_norm', name: 'rms_norm_bf16' },
   f32: { family: 'rms_norm', name: 'rms_norm_f32_weight_bf16' },
+};
+const ADD_RMS_NORM_KERNEL: Record<NormWeightDtype, KernelName> = {
+  bf16: { family: 'rms_norm', name: 'add_rms_norm_bf16' },
+  f32: { family: 'rms_norm', name: 'add_rms_norm_f32_weight_bf16' },
 };
 const GATED_RMS_NORM_KERNEL: Record<NormWeightDtype, KernelName> = {
   bf16: { family: 'rms_norm', name: 'rms_norm_gated_bf16' },
@@ -79,4 +84,32 @@ export function gatedRmsNorm(
     .int32(a.cols)
     .float32(a.eps);
   launch(cuda, GATED_RMS_NORM_KERNEL[weightDtype(a)], shape(a.rows, a.cols), args, options);
+}
+
+/**
+ * The residual add and the zero-centred norm after it, in one launch: `x = bf16(x + source)`, then
+ * `out = bf16(x·r·(1+w))` from the rounded x (the bits of addInPlace then rmsNorm). `out` must not alias `x`.
+ */
+export function addRmsNorm(
+  cuda: CudaContext,
+  a: RmsNormArguments & { readonly source: DevicePointer },
+  options: LaunchOptions = {},
+): void {
+  requireCount(a.rows, 'rows');
+  requireCount(a.cols, 'cols');
+  if (a.out === a.x) {
+    throw new DramaError('KERNEL_ARGUMENT_INVALID', 'the norm after a residual add cannot write over the residual', {
+      kind: 'internal',
+      param: 'out',
+    });
+  }
+  const args = new KernelArguments()
+    .pointer(a.out)
+    .pointer(a.x)
+    .pointer(a.source)
+    .pointer(a.weight)
+    .int32(a.rows)
+    .int32(a.cols)
+    .float32(a.eps);
+  launch(cuda, ADD_RMS_NORM_KERNEL[weightDtype(a)], shape(a.rows, a.cols), args, options);
 }
