@@ -72,6 +72,7 @@ __device__ __forceinline__ void stage_rows(uint8_t* x, int x_stride, const bf16*
 extern "C" __global__ void __launch_bounds__(THREADS)
     moe_gate_up_bf16(bf16* h, const bf16* x_rows, const uint8_t* w, const int* pair_slots, const int* tiles,
                      const int* tile_count, int hidden, int intermediate, int top_k) {
+  KERNEL_PROLOGUE();
   if ((int)blockIdx.x >= *tile_count) return;
   extern __shared__ uint4 staged_rows[];
   __shared__ int slots[TILE_PAIRS];
@@ -111,6 +112,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 extern "C" __global__ void __launch_bounds__(THREADS)
     moe_down_bf16(bf16* y, const bf16* h, const uint8_t* w, const int* pair_slots, const int* tiles,
                   const int* tile_count, int hidden, int intermediate) {
+  KERNEL_PROLOGUE();
   if ((int)blockIdx.x >= *tile_count) return;
   extern __shared__ uint4 staged_rows[];
   __shared__ int slots[TILE_PAIRS];
