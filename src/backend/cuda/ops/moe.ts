@@ -294,7 +294,7 @@ export function moeDownBf16(
   requireRouting(a.rows, a.topK, a.experts);
   requireBf16Dimension(a.hidden, 'hidden');
   requireBf16Dimension(a.intermediate, 'intermediate');
-  const sharedBytes = MOE_TILE_PAIRS * (2 * a.intermediate + ROW_PAD) + GEMM_WARPS * 128 * 4;
+  const sharedBytes = MOE_TILE_PAIRS * (2 * a.intermediate + ROW_PAD);
   const args = new KernelArguments()
     .pointer(a.y)
     .pointer(a.h)
@@ -304,8 +304,9 @@ export function moeDownBf16(
     .pointer(a.tileCount)
     .int32(a.hidden)
     .int32(a.intermediate);
-  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), a.hidden / 16, 1] as const;
-  launch(cuda, MOE_DOWN_BF16_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
+  // As the FP8 down GEMM: one dimension, tile-major, DOWN_WARPS weight groups per block.
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / DOWN_WARPS), 1, 1] as const;
+  launch(cuda, MOE_DOWN_BF16_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
 }
 
 /** The routed-expert part of the MoE block with bf16 experts: grouping, gate|up + SwiGLU, down, combine. */
