@@ -21,7 +21,7 @@ import { routerTopK } from './ops/router.ts';
 import { runSwiGlu } from './swiglu-block.ts';
 import { type CudaBuffer, requireDtype } from './tensors.ts';
 
-/** The quantiser's grid holds one row per y index. */
+/** One y grid of the quantiser (it walks rows past it, but no FP8 call that large is tested). */
 const FP8_MAX_ROWS = 65535;
 /** The combine and the bf16 experts move 8 bf16 values (16 bytes) at a time. */
 const VECTOR_BYTES = 16n;

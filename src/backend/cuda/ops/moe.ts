@@ -1,7 +1,8 @@
 // Launchers for the sparse MoE block's experts on the device (kernels/cuda/moe_route.cu, moe_fp8.cu): group the
 // router's top-k choices by expert, the grouped FP8 gate|up + SwiGLU, h quantised once (quantize_fp8.cu), the down
-// GEMM over the tile table, and the fixed-order combine with the shared expert. Nothing here reads a device value: every grid is the worst case for
-// the call's row count, so the whole sequence can be captured in a CUDA graph. Weight layout: ../moeWeights.ts.
+// GEMM over the tile table, and the fixed-order combine with the shared expert. Nothing here reads a device value:
+// every grid is the worst case for the call's row count, so the whole sequence can be captured in a CUDA graph.
+// Weight layout: ../moeWeights.ts.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
