@@ -1,10 +1,11 @@
 // GPU bench of the MoE experts at the real geometry (H 2048, I 512, 256 FP8 experts, top-8): the grouping, the
-// grouped gate|up + SwiGLU, the grouped down projection, the combine and the four together, at 1, 8, 64 and 4096
-// rows, and the bf16 experts' gate|up and down. Each is timed inside a captured graph that walks several routings
-// in turn (at one row, 32 routings over disjoint experts, so the 768 MB of weights stream from memory rather than
-// L2), median of 21 replays. Prints the time, the routed experts' weight bytes per second beside the device-to-device
-// copy bandwidth measured in the same run, TFLOP/s at 4096 rows, and the per-op anchors of the H200; writes
-// gpu-moe.json to the folder in argv[2].
+// grouped gate|up + SwiGLU, h's quantisation, the grouped down projection alone (from h already quantised), the
+// combine and the five together, at 1, 8, 64 and 4096 rows, and the bf16 experts' gate|up and down. Each is timed
+// inside a captured graph that walks several routings in turn (at one row, 32 routings over disjoint experts, so the
+// 768 MB of weights stream from memory rather than L2), median of 21 replays. Prints the time, the bytes each step
+// moves (the routed experts' weights and scales, activations read, outputs written) and their rate beside the
+// device-to-device copy bandwidth measured in the same run, TFLOP/s at 4096 rows, and the per-op anchors of the
+// H200; writes gpu-moe.json to the folder in argv[2].
 // Usage: tsx bench/gpu-moe.ts [output directory]
 import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
@@ -17,6 +18,7 @@ import {
   moeGateUpFp8,
   moeGroupingBytes,
   moeGroupPairs,
+  moeQuantizeH,
 } from '../src/backend/cuda/ops/moe.ts';
 import { float32ToE4m3Bits } from '../src/numeric/dtypes.ts';
 import { DeviceBuffers, MiB, normalSample } from './support/device-buffers.ts';
@@ -30,7 +32,8 @@ const EXPERTS = 256;
 const TOP_K = 8;
 const GATE_UP_BYTES = 2 * INTERMEDIATE * HIDDEN;
 const DOWN_BYTES = HIDDEN * INTERMEDIATE;
-const SCALE_BYTES = 3 * (INTERMEDIATE / 128) * (HIDDEN / 128) * 4;
+const DOWN_SCALE_BYTES = (INTERMEDIATE / 128) * (HIDDEN / 128) * 4;
+const SCALE_BYTES = 3 * DOWN_SCALE_BYTES;
 
 const availability = cudaAvailability();
 if (!availability.available) {
@@ -102,6 +105,8 @@ function measureRows(rows: number, routingsCount: number) {
   const quantized = randomE4m3Buffer(rows * HIDDEN, 'x quantized').pointer;
   const scales = upload(new Float32Array((rows * HIDDEN) / 128).fill(1 / 448), 'x scales').pointer;
   const h = allocate(pairs * INTERMEDIATE * 2, 'h').pointer;
+  const hQuantized = randomE4m3Buffer(pairs * INTERMEDIATE, 'h quantized').pointer;
+  const hScales = upload(new Float32Array((pairs * INTERMEDIATE) / 128).fill(1 / 448), 'h scales').pointer;
   const expertOut = allocate(pairs * HIDDEN * 2, 'expert outputs').pointer;
   const out = allocate(rows * HIDDEN * 2, 'out').pointer;
   const sharedOut = allocate(rows * HIDDEN * 2, 'shared out').pointer;
@@ -113,7 +118,8 @@ function measureRows(rows: number, routingsCount: number) {
   const steps = {
     group: (r: Routing) => moeGroupPairs(cuda, { ...r.grouping, expertIds: r.ids, ...sizes }),
     gateUp: (r: Routing) => moeGateUpFp8(cuda, { ...r.grouping, ...sizes, h, quantized, scales, weights }),
-    down: (r: Routing) => moeDownFp8(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights }),
+    quantizeH: () => moeQuantizeH(cuda, { ...sizes, hQuantized, hScales, h }),
+    down: (r: Routing) => moeDownFp8(cuda, { ...r.grouping, ...sizes, y: expertOut, hQuantized, hScales, weights }),
     gateUpBf16: (r: Routing) => moeGateUpBf16(cuda, { ...r.grouping, ...sizes, h, x, weights: bf16Weights }),
     downBf16: (r: Routing) => moeDownBf16(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights: bf16Weights }),
     combine: (r: Routing) =>
@@ -128,20 +134,34 @@ function measureRows(rows: number, routingsCount: number) {
   const distinct = routings.reduce((sum, r) => sum + r.distinctExperts, 0) / routingsCount;
   const gateUpBytes = distinct * GATE_UP_BYTES;
   const downBytes = distinct * DOWN_BYTES;
+  // Activations: h bf16 [pairs, I], its e4m3 bytes and scales, the expert outputs bf16 [pairs, H].
+  const hBytes = pairs * INTERMEDIATE * 2;
+  const hQuantizedBytes = pairs * INTERMEDIATE + (pairs * INTERMEDIATE) / 32;
+  const expertOutBytes = pairs * HIDDEN * 2;
   const block = (r: Routing) => {
     steps.group(r);
     steps.gateUp(r);
+    steps.quantizeH();
     steps.down(r);
     steps.combine(r);
   };
   const results = {
-    group: { microseconds: timeSteps(steps.group), bytes: 0 },
-    gateUp: { microseconds: timeSteps(steps.gateUp), bytes: gateUpBytes },
-    down: { microseconds: timeSteps(steps.down), bytes: downBytes },
-    combine: { microseconds: timeSteps(steps.combine), bytes: 0 },
-    block: { microseconds: timeSteps(block), bytes: gateUpBytes + downBytes + distinct * SCALE_BYTES },
-    gateUpBf16: { microseconds: timeSteps(steps.gateUpBf16), bytes: 2 * gateUpBytes },
-    downBf16: { microseconds: timeSteps(steps.downBf16), bytes: 2 * downBytes },
+    group: { microseconds: timeSteps(steps.group), bytes: 0, weightBytes: 0 },
+    gateUp: { microseconds: timeSteps(steps.gateUp), bytes: gateUpBytes + hBytes, weightBytes: gateUpBytes },
+    quantizeH: { microseconds: timeSteps(steps.quantizeH), bytes: hBytes + hQuantizedBytes, weightBytes: 0 },
+    down: {
+      microseconds: timeSteps(steps.down),
+      bytes: downBytes + distinct * DOWN_SCALE_BYTES + hQuantizedBytes + expertOutBytes,
+      weightBytes: downBytes,
+    },
+    combine: { microseconds: timeSteps(steps.combine), bytes: 0, weightBytes: 0 },
+    block: {
+      microseconds: timeSteps(block),
+      bytes: gateUpBytes + downBytes + distinct * SCALE_BYTES,
+      weightBytes: gateUpBytes + downBytes,
+    },
+    gateUpBf16: { microseconds: timeSteps(steps.gateUpBf16), bytes: 2 * gateUpBytes, weightBytes: 2 * gateUpBytes },
+    downBf16: { microseconds: timeSteps(steps.downBf16), bytes: 2 * downBytes, weightBytes: 2 * downBytes },
   };
   const flops = 2 * pairs * (2 * INTERMEDIATE * HIDDEN + HIDDEN * INTERMEDIATE);
   return { rows, pairs, distinctExperts: distinct, flops, results };
@@ -155,14 +175,16 @@ const lines = [
   `MoE experts (FP8, H ${HIDDEN}, I ${INTERMEDIATE}, ${EXPERTS} experts, top-${TOP_K}) on ${p.name}; ` +
     `copy ${copy.gigabytesPerSecond.toFixed(0)} GB/s (read + written)`,
   ...markdownTable(
-    ['rows', 'pairs', 'experts routed', 'step', 'µs', 'expert weight GB/s', 'share of copy', 'TFLOP/s'],
+    ['rows', 'pairs', 'experts routed', 'step', 'µs', 'MB moved', 'GB/s', 'share of copy', 'weight GB/s', 'TFLOP/s'],
     measured.flatMap((m) =>
       Object.entries(m.results).map(([step, r]) => {
-        const rate = r.bytes > 0 ? r.bytes / r.microseconds / 1e3 : 0;
-        const share = rate > 0 ? `${((100 * rate) / copy.gigabytesPerSecond).toFixed(1)}%` : '';
+        const rate = r.bytes / r.microseconds / 1e3;
+        const share = r.bytes > 0 ? `${((100 * rate) / copy.gigabytesPerSecond).toFixed(1)}%` : '';
+        const weightRate = r.weightBytes > 0 ? (r.weightBytes / r.microseconds / 1e3).toFixed(0) : '';
         const flops = step === 'block' ? (m.flops / r.microseconds / 1e6).toFixed(1) : '';
         const cells = [`${m.rows}`, `${m.pairs}`, m.distinctExperts.toFixed(1), step, r.microseconds.toFixed(2)];
-        return [...cells, rate > 0 ? rate.toFixed(0) : '', share, flops];
+        const moved = r.bytes > 0 ? [(r.bytes / 1e6).toFixed(2), rate.toFixed(0)] : ['', ''];
+        return [...cells, ...moved, share, weightRate, flops];
       }),
     ),
   ),

@@ -2,23 +2,35 @@
 // signature and one planted bug that a gate must catch. Never launched by the backend.
 //   control_moe_down_skips_last_pair   down GEMM that never writes a tile's last pair (an off-by-one pair count;
 //                                      every pair of a one-pair expert)               (poisoned-output gate)
+//   control_moe_gate_up_scales_swapped gate|up GEMM that scales the gate rows by the up projection's block scales and
+//                                      the up rows by the gate's                      (accuracy gate)
 //   control_moe_combine_batched_order  combine that, when the call has more than one row, sums the ranks in rank
 //                                      order in fp32 (a batched fast path): accurate, but a row's bits then depend
 //                                      on the call it is in                            (batch-invariance gate)
 #include "common.cuh"
 #include "moe_fp8.cuh"
 
+extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
+    control_moe_down_skips_last_pair(bf16* y, const uint8_t* q_h, const float* s_h, const uint8_t* w,
+                                     const float* w_scales, const int* pair_slots, const int* tiles,
+                                     const int* tile_count, int hidden, int intermediate) {
+  KERNEL_PROLOGUE();
+  down_fp8(y, q_h, s_h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS - 1);
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS)
-    control_moe_down_skips_last_pair(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
-                                     const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
-                                     int intermediate) {
-  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS - 1);
+    control_moe_gate_up_scales_swapped(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w,
+                                       const float* w_scales, const int* pair_slots, const int* tiles,
+                                       const int* tile_count, int hidden, int intermediate, int top_k) {
+  KERNEL_PROLOGUE();
+  gate_up_fp8(h, q_x, s_x, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, top_k, true);
 }
 
 extern "C" __global__ void control_moe_combine_batched_order(bf16* out, const bf16* y, const int* expert_ids,
                                                              const float* expert_weights, const bf16* shared,
                                                              const bf16* shared_gate, int rows, int top_k,
                                                              int hidden, int experts) {
+  KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
   const double scale = 1.0 / (1.0 + exp(-(double)to_float(shared_gate[row])));

@@ -1,7 +1,8 @@
 // Grouped bf16 expert GEMMs of the sparse MoE block (bf16 expert checkpoints), walking moe_group_pairs' tile table
 // like moe_fp8.cu: y[p, o] = Σ_k x[p, k] · w[o, k] by mma.sync m16n8k16 (bf16 inputs, fp32 accumulator).
-//   Each of the 4 warps accumulates its fixed quarter of K in the mma accumulator (64 columns per step group, in
-//   ascending order); the 4 quarters are then added in ascending order by one thread per output. A pair's result
+//   K is cut in 4 fixed quarters, each accumulated in the mma accumulator from zero (64 columns per step group, in
+//   ascending order); the 4 quarters are then added in ascending order by one thread per output. gate|up: one warp
+//   per quarter of one 16-row group; down: one warp per group walking the four quarters. A pair's result
 //   depends only on its own row and the expert's weights, never on the tile's other pairs.
 // moe_gate_up_bf16: h[slot, j] = bf16(silu(bf16(gate_j)) · bf16(up_j)); x: [rows, hidden] bf16 (the normed rows)
 //   w: [experts, 2I/16 row groups, hidden/64 blocks, 2048 bytes] fragment order (moeWeights.ts): row group r holds
@@ -59,7 +60,7 @@ __device__ __forceinline__ void store_quarter(float* partials, const float (&d)[
 __device__ __forceinline__ void stage_rows(uint8_t* x, int x_stride, const bf16* source, const int* slots, int divisor,
                                            int columns) {
   const int chunks = columns / 8;
-  for (int index = threadIdx.x; index < TILE_PAIRS * chunks; index += THREADS) {
+  for (int index = threadIdx.x; index < TILE_PAIRS * chunks; index += blockDim.x) {
     const int pair = index / chunks;
     const int chunk = index - pair * chunks;
     const int slot = slots[pair];
@@ -72,6 +73,7 @@ __device__ __forceinline__ void stage_rows(uint8_t* x, int x_stride, const bf16*
 extern "C" __global__ void __launch_bounds__(THREADS)
     moe_gate_up_bf16(bf16* h, const bf16* x_rows, const uint8_t* w, const int* pair_slots, const int* tiles,
                      const int* tile_count, int hidden, int intermediate, int top_k) {
+  KERNEL_PROLOGUE();
   if ((int)blockIdx.x >= *tile_count) return;
   extern __shared__ uint4 staged_rows[];
   __shared__ int slots[TILE_PAIRS];
@@ -108,35 +110,70 @@ extern "C" __global__ void __launch_bounds__(THREADS)
   }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+// One block is DOWN_WARPS consecutive 16-row weight groups of one tile (moe_fp8.cuh's down grid), one group per
+// warp, the tile's rows of h staged once per block. The warp walks its group's K blocks in order and keeps the four
+// quarter sums apart, each from zero, adding them in ascending order: the bits of four warps meeting in shared memory.
+extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
     moe_down_bf16(bf16* y, const bf16* h, const uint8_t* w, const int* pair_slots, const int* tiles,
                   const int* tile_count, int hidden, int intermediate) {
-  if ((int)blockIdx.x >= *tile_count) return;
+  KERNEL_PROLOGUE();
+  const int groups = hidden / 16;
+  const int chunks = groups / DOWN_WARPS;
+  const int tile_index = blockIdx.x / chunks;
+  if (tile_index >= *tile_count) return;
   extern __shared__ uint4 staged_rows[];
   __shared__ int slots[TILE_PAIRS];
-  const Tile tile = read_tile(tiles, blockIdx.x);
+  const Tile tile = read_tile(tiles, tile_index);
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int blocks = intermediate / BF16_BLOCK_COLUMNS;
-  const int per_warp = blocks / WARPS;
-  const uint8_t* group = w + ((long long)tile.expert * (hidden / 16) + blockIdx.y) * blocks * BLOCK_BYTES;
+  const int per_quarter = blocks / WARPS;
+  const int group_index = (blockIdx.x - tile_index * chunks) * DOWN_WARPS + warp;
+  const uint8_t* group = w + ((long long)tile.expert * groups + group_index) * blocks * BLOCK_BYTES;
   uint4 weights[MAX_BLOCKS_PER_WARP][4];
-  load_weights(weights, group, warp * per_warp, min(MAX_BLOCKS_PER_WARP, per_warp), lane);
+  load_weights(weights, group, 0, min(MAX_BLOCKS_PER_WARP, blocks), lane);
   const int x_stride = 2 * intermediate + ROW_PAD;
   uint8_t* x = reinterpret_cast<uint8_t*>(staged_rows);
-  float* partials = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
   if (threadIdx.x < TILE_PAIRS) {
     slots[threadIdx.x] = threadIdx.x < tile.pairs ? pair_slots[tile.first + threadIdx.x] : -1;
   }
   __syncthreads();
   stage_rows(x, x_stride, h, slots, 1, intermediate);
   __syncthreads();
-  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  warp_quarter_bf16(d, group, x, x_stride, warp * per_warp, per_warp, weights, lane);
-  store_quarter(partials, d, warp, lane);
-  __syncthreads();
-  const int row = threadIdx.x >> 3;
-  const int pair = threadIdx.x & 7;
-  const int slot = slots[pair];
-  if (slot >= 0) y[(long long)slot * hidden + blockIdx.y * 16 + row] = to_bf16(sum_blocks(partials, WARPS, row, pair));
+  const int row = lane >> 2;
+  const int thread_in_group = lane & 3;
+  float quarter[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int first = 0; first < blocks; first += MAX_BLOCKS_PER_WARP) {
+    if (first > 0) load_weights(weights, group, first, min(MAX_BLOCKS_PER_WARP, blocks - first), lane);
+#pragma unroll
+    for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
+      const int b = first + i;
+      if (b < blocks) {
+        const uint4* x_row = reinterpret_cast<const uint4*>(x + row * x_stride + b * 128 + thread_in_group * 32);
+        const uint4 x_chunks[2] = {x_row[0], x_row[1]};
+        const unsigned* x_words = reinterpret_cast<const unsigned*>(x_chunks);
+#pragma unroll
+        for (int step = 0; step < 4; step++) {
+          mma_bf16(quarter, weights[i][step], x_words[2 * step], x_words[2 * step + 1]);
+        }
+        if ((b + 1) % per_quarter == 0) {
+#pragma unroll
+          for (int j = 0; j < 4; j++) {
+            total[j] = __fadd_rn(total[j], quarter[j]);
+            quarter[j] = 0.0f;
+          }
+        }
+      }
+    }
+  }
+  bf16* out = y + group_index * 16 + row;
+#pragma unroll
+  for (int j = 0; j < 2; j++) {
+    const int slot = slots[thread_in_group * 2 + j];
+    if (slot >= 0) {
+      out[(long long)slot * hidden] = to_bf16(total[j]);
+      out[(long long)slot * hidden + 8] = to_bf16(total[2 + j]);
+    }
+  }
 }

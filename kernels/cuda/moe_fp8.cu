@@ -10,25 +10,29 @@
 //        holds gate rows 8r..8r+7 then up rows 8r..8r+7
 //   w_scales: [experts, 2I/128, hidden/128] fp32: the gate's 128×128 block scales, then the up projection's
 //   h:   [rows · top_k, I] bf16, by slot
-// moe_down_fp8: y[slot, o] = bf16(...) with the activations h quantised here per row per 128 columns, exactly as
-//   quantizeActivationsE4m3 does (scale = max(amax, 1e-10)/448 in fp32, q = e4m3_rn_satfinite(h / scale))
+// moe_down_fp8: y[slot, o] = bf16(...) over h quantised once per call by quantize_e4m3_rows (per row per 128
+//   columns, exactly as quantizeActivationsE4m3)
+//   q_h: [rows · top_k, I] e4m3 bytes, s_h: [rows · top_k, I/128] fp32, by slot
 //   w: [experts, hidden/16 row groups, I/128 blocks, 2048 bytes] fragment order (rows 16r..16r+15)
 //   w_scales: [experts, hidden/128, I/128] fp32; y: [rows · top_k, hidden] bf16 by slot (bf16: the cpu rounds every
 //   expert's output to bf16 before the combine, and half the bytes of fp32)
-// Grid: x = tile (the worst-case count; tiles past tile_count exit), y = 16-row weight group; 4 warps split the
-// K blocks (each warp a fixed range); partials meet in shared memory and are summed in block order, so a pair's
-// result depends only on its own row and the expert's weights, never on the tile's other pairs (padding is zero).
+// gate|up grid: x = tile (the worst-case count; tiles past tile_count exit), y = 16-row weight group; 4 warps split
+// the K blocks (each warp a fixed range); partials meet in shared memory and are summed in block order. down grid: one
+// dimension, tile-major, DOWN_WARPS weight groups per block (moe_fp8.cuh). Either way a pair's result depends only on
+// its own row and the expert's weights, never on the tile's other pairs (padding is zero).
 #include "moe_fp8.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     moe_gate_up_fp8(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w, const float* w_scales,
                     const int* pair_slots, const int* tiles, const int* tile_count, int hidden, int intermediate,
                     int top_k) {
-  gate_up_fp8(h, q_x, s_x, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, top_k);
+  KERNEL_PROLOGUE();
+  gate_up_fp8(h, q_x, s_x, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, top_k, false);
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS)
-    moe_down_fp8(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales, const int* pair_slots,
-                 const int* tiles, const int* tile_count, int hidden, int intermediate) {
-  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS);
+extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
+    moe_down_fp8(bf16* y, const uint8_t* q_h, const float* s_h, const uint8_t* w, const float* w_scales,
+                 const int* pair_slots, const int* tiles, const int* tile_count, int hidden, int intermediate) {
+  KERNEL_PROLOGUE();
+  down_fp8(y, q_h, s_h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS);
 }

@@ -10,6 +10,8 @@
 #define MAX_BLOCKS_PER_WARP 4
 #define BLOCK_BYTES 2048
 #define ROW_PAD 16
+#define DOWN_WARPS 8
+#define DOWN_THREADS (DOWN_WARPS * 32)
 
 // Two e4m3 bytes (low byte first) to an f16x2 register, exactly (NaN stays NaN).
 __device__ __forceinline__ unsigned e4m3x2_to_f16x2(unsigned short pair) {
@@ -50,18 +52,19 @@ __device__ __forceinline__ void load_weights(uint4 (&w)[MAX_BLOCKS_PER_WARP][4],
   }
 }
 
-// One block's 16×8 sums S_b by mma, scaled, stored as partials[b][m][n] (m: weight row of the group, n: pair).
+// One block's 16×8 sum S_b by mma from zero, scaled: d[0], d[1] weight row `group` for pairs 2t, 2t+1 (t: the lane's
+// thread in group), d[2], d[3] row `group + 8`; each scaled as (S_b · s_x[pair, b]) · s_w.
 //   x: the tile's quantised rows in shared memory (row stride x_stride bytes); x_scales: [TILE_PAIRS][blocks]
-__device__ __forceinline__ void block_partials(float* partials, const uint4 (&w)[4], const uint8_t* x, int x_stride,
-                                               const float* x_scales, int blocks, int b, float scale_low,
-                                               float scale_high, int lane) {
+__device__ __forceinline__ void scaled_block_sums(float (&d)[4], const uint4 (&w)[4], const uint8_t* x, int x_stride,
+                                                  const float* x_scales, int blocks, int b, float scale_low,
+                                                  float scale_high, int lane) {
   const int group = lane >> 2;
   const int thread_in_group = lane & 3;
   const uint4* x_row = reinterpret_cast<const uint4*>(x + group * x_stride + b * 128 + thread_in_group * 32);
   const uint4 x_chunks[2] = {x_row[0], x_row[1]};
   const unsigned* x_words = reinterpret_cast<const unsigned*>(x_chunks);
   const unsigned* w_words = reinterpret_cast<const unsigned*>(w);
-  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  d[0] = d[1] = d[2] = d[3] = 0.0f;
 #pragma unroll
   for (int step = 0; step < 8; step++) {
     const unsigned low_row = w_words[2 * step];       // weight row `group`
@@ -71,11 +74,25 @@ __device__ __forceinline__ void block_partials(float* partials, const uint4 (&w)
             e4m3x2_to_f16x2(high_row >> 16), e4m3x2_to_f16x2(x_word & 0xffff), e4m3x2_to_f16x2(x_word >> 16));
   }
   const int pair = thread_in_group * 2;
+  d[0] = __fmul_rn(__fmul_rn(d[0], x_scales[pair * blocks + b]), scale_low);
+  d[1] = __fmul_rn(__fmul_rn(d[1], x_scales[(pair + 1) * blocks + b]), scale_low);
+  d[2] = __fmul_rn(__fmul_rn(d[2], x_scales[pair * blocks + b]), scale_high);
+  d[3] = __fmul_rn(__fmul_rn(d[3], x_scales[(pair + 1) * blocks + b]), scale_high);
+}
+
+// The scaled sums of block b stored as partials[b][m][n] (m: weight row of the group, n: pair).
+__device__ __forceinline__ void block_partials(float* partials, const uint4 (&w)[4], const uint8_t* x, int x_stride,
+                                               const float* x_scales, int blocks, int b, float scale_low,
+                                               float scale_high, int lane) {
+  float d[4];
+  scaled_block_sums(d, w, x, x_stride, x_scales, blocks, b, scale_low, scale_high, lane);
+  const int group = lane >> 2;
+  const int pair = (lane & 3) * 2;
   float* out = partials + b * 128;
-  out[group * 8 + pair] = __fmul_rn(__fmul_rn(d[0], x_scales[pair * blocks + b]), scale_low);
-  out[group * 8 + pair + 1] = __fmul_rn(__fmul_rn(d[1], x_scales[(pair + 1) * blocks + b]), scale_low);
-  out[(group + 8) * 8 + pair] = __fmul_rn(__fmul_rn(d[2], x_scales[pair * blocks + b]), scale_high);
-  out[(group + 8) * 8 + pair + 1] = __fmul_rn(__fmul_rn(d[3], x_scales[(pair + 1) * blocks + b]), scale_high);
+  out[group * 8 + pair] = d[0];
+  out[group * 8 + pair + 1] = d[1];
+  out[(group + 8) * 8 + pair] = d[2];
+  out[(group + 8) * 8 + pair + 1] = d[3];
 }
 
 // Σ_b partials[b][m][n] in ascending b, from zero (as the reference's total).
@@ -85,15 +102,12 @@ __device__ __forceinline__ float sum_blocks(const float* partials, int blocks, i
   return total;
 }
 
-// NaN-propagating maximum of magnitudes (quantizeActivationsE4m3's Math.max keeps a NaN).
-__device__ __forceinline__ float max_magnitude(float a, float b) {
-  b = fabsf(b);
-  return (b > a || b != b) ? b : a;
-}
-
-__device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w, const float* w_scales,
-                    const int* pair_slots, const int* tiles, const int* tile_count, int hidden, int intermediate,
-                    int top_k) {
+// `swap_scales` applies the gate's block scales to the up rows and the up's to the gate rows: only the contract's
+// control asks for that.
+__device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w,
+                                            const float* w_scales, const int* pair_slots, const int* tiles,
+                                            const int* tile_count, int hidden, int intermediate, int top_k,
+                                            bool swap_scales) {
   if ((int)blockIdx.x >= *tile_count) return;
   extern __shared__ uint4 shared_words[];
   const Tile tile = read_tile(tiles, blockIdx.x);
@@ -137,7 +151,9 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
   for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
     if (i < per_warp) {
       const int b = warp * per_warp + i;
-      block_partials(partials, weights[i], x, x_stride, x_scales, blocks, b, gate_scales[b], up_scales[b], lane);
+      const float gate_scale = swap_scales ? up_scales[b] : gate_scales[b];
+      const float up_scale = swap_scales ? gate_scales[b] : up_scales[b];
+      block_partials(partials, weights[i], x, x_stride, x_scales, blocks, b, gate_scale, up_scale, lane);
     }
   }
   __syncthreads();
@@ -153,77 +169,78 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
   }
 }
 
-// `written_pairs` below TILE_PAIRS leaves a tile's last pairs unwritten: only the contract's control asks for that.
-__device__ __forceinline__ void down_fp8(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
-                                         const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
-                                         int intermediate, int written_pairs) {
-  if ((int)blockIdx.x >= *tile_count) return;
+// The down projection: one block is DOWN_WARPS consecutive 16-row weight groups of one tile, one group per warp (at
+// I = 512, 8 KB of weights per warp and 64 KB per block). The tile's quantised rows of h (q_h, s_h: quantize_e4m3_rows
+// over [slots, I]) are staged in shared memory once per block; each warp sums its group's K blocks in ascending order
+// in registers, each block's S_b from zero by the same k-steps as the gate|up GEMM, so the bits are those of a
+// partials-then-sum pass. `written_pairs` below TILE_PAIRS leaves a tile's last pairs unwritten: only the contract's
+// control asks for that.
+__device__ __forceinline__ void down_fp8(bf16* y, const uint8_t* q_h, const float* s_h, const uint8_t* w,
+                                         const float* w_scales, const int* pair_slots, const int* tiles,
+                                         const int* tile_count, int hidden, int intermediate, int written_pairs) {
+  const int groups = hidden / 16;
+  const int chunks = groups / DOWN_WARPS;
+  const int tile_index = blockIdx.x / chunks;
+  if (tile_index >= *tile_count) return;
   extern __shared__ uint4 shared_words[];
-  const Tile tile = read_tile(tiles, blockIdx.x);
+  const Tile tile = read_tile(tiles, tile_index);
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int blocks = intermediate / 128;
-  const int per_warp = blocks / WARPS;
-  const int group_index = blockIdx.y;
-  const int groups = hidden / 16;
+  const int group_index = (blockIdx.x - tile_index * chunks) * DOWN_WARPS + warp;
   const uint8_t* group = w + ((long long)tile.expert * groups + group_index) * blocks * BLOCK_BYTES;
+  // The first K blocks' weights are in flight while the tile's rows are staged.
   uint4 weights[MAX_BLOCKS_PER_WARP][4];
-  load_weights(weights, group, warp * per_warp, per_warp, lane);
+  load_weights(weights, group, 0, min(blocks, MAX_BLOCKS_PER_WARP), lane);
   const int x_stride = intermediate + ROW_PAD;
   uint8_t* x = reinterpret_cast<uint8_t*>(shared_words);
   float* x_scales = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
-  float* partials = x_scales + TILE_PAIRS * blocks;
   __shared__ int slots[TILE_PAIRS];
   if (threadIdx.x < TILE_PAIRS) {
     slots[threadIdx.x] = threadIdx.x < tile.pairs ? pair_slots[tile.first + threadIdx.x] : -1;
   }
   __syncthreads();
-  // Quantise the tile's rows of h: one warp per (pair, block), each lane 4 of the block's 128 values.
-  for (int job = warp; job < TILE_PAIRS * blocks; job += WARPS) {
-    const int pair = job / blocks;
-    const int b = job - pair * blocks;
+  const int row_chunks = intermediate / 16;
+  for (int index = threadIdx.x; index < TILE_PAIRS * row_chunks; index += DOWN_THREADS) {
+    const int pair = index / row_chunks;
+    const int chunk = index - pair * row_chunks;
     const int slot = slots[pair];
-    float values[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (slot >= 0) {
-      const uint2 packed = *reinterpret_cast<const uint2*>(h + (long long)slot * intermediate + b * 128 + lane * 4);
-      const bf16* pair_values = reinterpret_cast<const bf16*>(&packed);
-#pragma unroll
-      for (int i = 0; i < 4; i++) values[i] = to_float(pair_values[i]);
-    }
-    float amax = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 4; i++) amax = max_magnitude(amax, values[i]);
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) {
-      amax = max_magnitude(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
-    }
-    // The floor as the reference forms it: fp32(1e-10 / 448), the division in fp64.
-    const float scale = ((double)amax > 1e-10 || amax != amax) ? __fdiv_rn(amax, 448.0f) : (float)(1e-10 / 448.0);
-    unsigned packed_q = 0;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-      const unsigned q = __nv_cvt_float_to_fp8(__fdiv_rn(values[i], scale), __NV_SATFINITE, __NV_E4M3);
-      packed_q |= (q & 0xffu) << (8 * i);
-    }
-    *reinterpret_cast<unsigned*>(x + pair * x_stride + b * 128 + lane * 4) = packed_q;
-    if (lane == 0) x_scales[pair * blocks + b] = scale;
+    uint4 value = make_uint4(0, 0, 0, 0);
+    if (slot >= 0) value = reinterpret_cast<const uint4*>(q_h + (long long)slot * intermediate)[chunk];
+    reinterpret_cast<uint4*>(x + pair * x_stride)[chunk] = value;
+  }
+  for (int index = threadIdx.x; index < TILE_PAIRS * blocks; index += DOWN_THREADS) {
+    const int pair = index / blocks;
+    const int slot = slots[pair];
+    x_scales[index] = slot >= 0 ? s_h[(long long)slot * blocks + index - pair * blocks] : 0.0f;
   }
   __syncthreads();
   // Rows 16r..16r+15 share one 128-row scale block (r/8).
   const float* scales = w_scales + ((long long)tile.expert * (hidden / 128) + group_index / 8) * blocks;
+  float total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int first = 0; first < blocks; first += MAX_BLOCKS_PER_WARP) {
+    if (first > 0) load_weights(weights, group, first, min(blocks - first, MAX_BLOCKS_PER_WARP), lane);
 #pragma unroll
-  for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
-    if (i < per_warp) {
-      const int b = warp * per_warp + i;
-      block_partials(partials, weights[i], x, x_stride, x_scales, blocks, b, scales[b], scales[b], lane);
+    for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
+      const int b = first + i;
+      if (b < blocks) {
+        float d[4];
+        scaled_block_sums(d, weights[i], x, x_stride, x_scales, blocks, b, scales[b], scales[b], lane);
+#pragma unroll
+        for (int j = 0; j < 4; j++) total[j] = __fadd_rn(total[j], d[j]);
+      }
     }
   }
-  __syncthreads();
-  const int row = threadIdx.x >> 3;
-  const int pair = threadIdx.x & 7;
-  const int slot = slots[pair];
+  const int row = lane >> 2;
   const int last = tile.pairs - TILE_PAIRS + written_pairs;
-  if (slot >= 0 && pair < last) {
-    y[(long long)slot * hidden + group_index * 16 + row] = to_bf16(sum_blocks(partials, blocks, row, pair));
+  bf16* out = y + group_index * 16 + row;
+#pragma unroll
+  for (int j = 0; j < 2; j++) {
+    const int pair = (lane & 3) * 2 + j;
+    const int slot = slots[pair];
+    if (slot >= 0 && pair < last) {
+      out[(long long)slot * hidden] = to_bf16(total[j]);
+      out[(long long)slot * hidden + 8] = to_bf16(total[2 + j]);
+    }
   }
 }

@@ -29,6 +29,7 @@
 extern "C" __global__ void __launch_bounds__(GROUP_THREADS)
     moe_group_pairs(int* pair_slots, int* expert_offsets, int* tiles, int* tile_count, const int* expert_ids,
                     int rows, int top_k, int experts, int tile_pairs, int max_tiles) {
+  KERNEL_PROLOGUE();
   __shared__ int counts[MAX_EXPERTS];
   __shared__ int cursor[MAX_EXPERTS];
   __shared__ int first_tile[MAX_EXPERTS + 1];
@@ -139,6 +140,7 @@ extern "C" __global__ void __launch_bounds__(GROUP_THREADS)
 extern "C" __global__ void __launch_bounds__(COMBINE_THREADS)
     moe_combine(bf16* out, const bf16* y, const int* expert_ids, const float* expert_weights, const bf16* shared,
                 const bf16* shared_gate, int rows, int top_k, int hidden, int experts) {
+  KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
   // The ranks in ascending expert id (ties by rank), sorted once per row by thread 0 into shared memory.

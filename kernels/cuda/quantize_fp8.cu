@@ -33,36 +33,39 @@ __device__ __forceinline__ unsigned e4m3_bits(float value) {
 
 extern "C" __global__ void __launch_bounds__(QUANTIZE_WARPS * 32)
     quantize_e4m3_rows(uint8_t* q, float* scales, const bf16* x, int rows, int cols) {
+  KERNEL_PROLOGUE();
   const int lane = threadIdx.x & 31;
   const int blocks = (cols + QUANTIZE_BLOCK - 1) / QUANTIZE_BLOCK;
   const int block = blockIdx.x * QUANTIZE_WARPS + (threadIdx.x >> 5);
-  const long long row = blockIdx.y;
-  if (block >= blocks || row >= rows) return;
-  const bf16* source = x + row * cols;
-  float values[QUANTIZE_BLOCK / 32];
-  float amax = 0.0f;
+  if (block >= blocks) return;
+  // Rows past the grid's y limit (65535) are walked in steps of gridDim.y.
+  for (long long row = blockIdx.y; row < rows; row += gridDim.y) {
+    const bf16* source = x + row * cols;
+    float values[QUANTIZE_BLOCK / 32];
+    float amax = 0.0f;
 #pragma unroll
-  for (int i = 0; i < QUANTIZE_BLOCK / 32; i++) {
-    const int column = block * QUANTIZE_BLOCK + i * 32 + lane;
-    values[i] = column < cols ? to_float(source[column]) : 0.0f;
-    amax = max_or_nan(amax, fabsf(values[i]));
-  }
+    for (int i = 0; i < QUANTIZE_BLOCK / 32; i++) {
+      const int column = block * QUANTIZE_BLOCK + i * 32 + lane;
+      values[i] = column < cols ? to_float(source[column]) : 0.0f;
+      amax = max_or_nan(amax, fabsf(values[i]));
+    }
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) amax = max_or_nan(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
-  const float floor_scale = static_cast<float>(1e-10 / 448.0);
-  float scale;
-  if (amax != amax) {
-    scale = amax;
-  } else if (static_cast<double>(amax) < 1e-10) {
-    scale = floor_scale;
-  } else {
-    scale = __fdiv_rn(amax, 448.0f);
-  }
-  uint8_t* target = q + row * cols;
+    for (int offset = 16; offset > 0; offset >>= 1) amax = max_or_nan(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+    const float floor_scale = static_cast<float>(1e-10 / 448.0);
+    float scale;
+    if (amax != amax) {
+      scale = amax;
+    } else if (static_cast<double>(amax) < 1e-10) {
+      scale = floor_scale;
+    } else {
+      scale = __fdiv_rn(amax, 448.0f);
+    }
+    uint8_t* target = q + row * cols;
 #pragma unroll
-  for (int i = 0; i < QUANTIZE_BLOCK / 32; i++) {
-    const int column = block * QUANTIZE_BLOCK + i * 32 + lane;
-    if (column < cols) target[column] = static_cast<uint8_t>(e4m3_bits(__fdiv_rn(values[i], scale)));
+    for (int i = 0; i < QUANTIZE_BLOCK / 32; i++) {
+      const int column = block * QUANTIZE_BLOCK + i * 32 + lane;
+      if (column < cols) target[column] = static_cast<uint8_t>(e4m3_bits(__fdiv_rn(values[i], scale)));
+    }
+    if (lane == 0) scales[row * blocks + block] = scale;
   }
-  if (lane == 0) scales[row * blocks + block] = scale;
 }

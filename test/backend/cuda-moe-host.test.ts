@@ -147,7 +147,8 @@ test('the packed experts at the full geometry: 768 MiB of FP8 per layer (1.5 GiB
 
 interface Recorded {
   readonly calls: string[];
-  readonly grids: Map<string, readonly number[]>;
+  /** Every launch's grid, by kernel name, in launch order. */
+  readonly grids: Map<string, (readonly number[])[]>;
   readonly copies: { to: bigint; from: bigint; bytes: number }[];
   allocations: number;
   frees: number;
@@ -174,7 +175,7 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
     launch(_kernel: unknown, shape: { grid: readonly number[] }, _stream: unknown, _p: unknown, name: string) {
       if (name === 'moe_pack_rows') log.packs++;
       else log.calls.push(name);
-      log.grids.set(name, shape.grid);
+      log.grids.set(name, [...(log.grids.get(name) ?? []), shape.grid]);
     },
     copyDeviceToDevice(to: bigint, from: bigint, bytes: number) {
       log.copies.push({ to, from, bytes });
@@ -251,13 +252,19 @@ test('an FP8 MoE call queues router, shared expert, quantiser, grouping, GEMMs a
     'quantize_e4m3_rows',
     'moe_group_pairs',
     'moe_gate_up_fp8',
+    'quantize_e4m3_rows',
     'moe_down_fp8',
     'moe_combine',
   ]);
-  assert.deepEqual(log.grids.get('moe_gate_up_fp8'), [moeMaxTiles(rows * 8, 256), 64, 1]);
-  assert.deepEqual(log.grids.get('moe_down_fp8'), [moeMaxTiles(rows * 8, 256), 128, 1]);
-  assert.deepEqual(log.grids.get('moe_combine'), [rows, 1, 1]);
-  assert.deepEqual(log.grids.get('quantize_e4m3_rows'), [4, rows, 1]);
+  assert.deepEqual(log.grids.get('moe_gate_up_fp8'), [[moeMaxTiles(rows * 8, 256), 64, 1]]);
+  // One block per tile and 8 of the 128 sixteen-row weight groups, in one dimension.
+  assert.deepEqual(log.grids.get('moe_down_fp8'), [[moeMaxTiles(rows * 8, 256) * 16, 1, 1]]);
+  assert.deepEqual(log.grids.get('moe_combine'), [[rows, 1, 1]]);
+  // x [rows, 2048] for gate|up, then h [rows · 8, 512] for down, each quantised once.
+  assert.deepEqual(log.grids.get('quantize_e4m3_rows'), [
+    [4, rows, 1],
+    [1, rows * 8, 1],
+  ]);
   // The step after plan: the same call again makes nothing, packs nothing and never waits on the device.
   const before = { allocations: log.allocations, synchronizations: log.synchronizations, packs: log.packs };
   runMoe(ctx, weights, buffer('bf16', rows * 2048), buffer('bf16', rows * 2048), rows);

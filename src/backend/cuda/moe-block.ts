@@ -1,9 +1,10 @@
 // The sparse MoE block on the device, the computation of src/backend/cpu/moe-block.ts with its bf16 rounding points:
 //   logits = router(x) [T, E] bf16 (the cpu rounds the router projection too); softmax, top-k, renormalise in fp32
 //   (router.cu) → ids [T, k] i32, weights [T, k] f32; the routed experts grouped by expert on the device and run by
-//   the grouped GEMMs (FP8: x quantised per row per 128 columns first; bf16: x as is), each expert output bf16; the
-//   shared expert (a SwiGLU MLP) and its gate logit bf16; the combine sums each row's experts in ascending expert id
-//   with bf16 weights, adds sigmoid(gate) · shared, in fp64, and rounds fp64 → fp32 → bf16 (moe_route.cu).
+//   the grouped GEMMs (FP8: x, and h before the down GEMM, quantised per row per 128 columns; bf16: x as is), each
+//   expert output bf16; the shared expert (a SwiGLU MLP) and its gate logit bf16; the combine sums each row's experts
+//   in ascending expert id with bf16 weights, adds sigmoid(gate) · shared, in fp64, and rounds fp64 → fp32 → bf16
+//   (moe_route.cu).
 // Where the device differs from the cpu below a bf16 rounding: the softmax's exp and sums are fp32 (the cpu's are
 // fp64, each probability then rounded to fp32), the renormalised weights are fp32 quotients, and the expert GEMMs
 // accumulate in fp32 (the cpu in fp64); SwiGLU products are fp32 before their one bf16 rounding.
@@ -14,13 +15,13 @@ import type { MoeWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
 import { type PackedExperts, packExperts } from './moe-experts.ts';
 import { type MoeGeometry, moeGeometry } from './moe-geometry.ts';
-import { type MoeGrouping, moeExpertsBf16, moeExpertsFp8, moeGroupingBytes } from './ops/moe.ts';
+import { type MoeGrouping, moeExpertsBf16, moeExpertsFp8, moeGroupingBytes, moeQuantizedHBytes } from './ops/moe.ts';
 import { quantizeE4m3 } from './ops/quantizeFp8.ts';
 import { routerTopK } from './ops/router.ts';
 import { runSwiGlu } from './swiglu-block.ts';
 import { type CudaBuffer, requireDtype } from './tensors.ts';
 
-/** The quantiser's grid holds one row per y index. */
+/** One y grid of the quantiser (it walks rows past it, but no FP8 call that large is tested). */
 const FP8_MAX_ROWS = 65535;
 /** The combine and the bf16 experts move 8 bf16 values (16 bytes) at a time. */
 const VECTOR_BYTES = 16n;
@@ -112,8 +113,11 @@ export function runMoe(
   if (packed.format === 'fp8') {
     const quantized = scratch.bytes('moe.quantized', rows * g.hidden);
     const scales = scratch.buffer('moe.scales', 'f32', rows * (g.hidden / 128)).pointer;
+    const hBytes = moeQuantizedHBytes(rows, g.topK, g.intermediate);
+    const hQuantized = scratch.bytes('moe.hQuantized', hBytes.hQuantized);
+    const hScales = scratch.bytes('moe.hScales', hBytes.hScales);
     quantizeE4m3(cuda, { q: quantized, scales, x: x.pointer, rows, cols: g.hidden });
-    moeExpertsFp8(cuda, { ...common, quantized, scales, weights: packed.weights });
+    moeExpertsFp8(cuda, { ...common, quantized, scales, hQuantized, hScales, weights: packed.weights });
   } else {
     moeExpertsBf16(cuda, { ...common, x: x.pointer, weights: packed.weights });
   }

@@ -10,7 +10,7 @@ import { deltaNetConvCase } from './deltaNetCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmBf16Case } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
-import { moeDownFp8Case } from './moeCases.ts';
+import { moeDownFp8Case, moeGateUpFp8Case } from './moeCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
 import { addZeroCentredRmsNormCase, embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
@@ -136,6 +136,11 @@ export const controls: readonly Control[] = [
     kernel: { family: 'quantize_controls', name: 'control_quantize_e4m3_fnuz_scale' },
   },
   ...codecControls(),
+  {
+    description: "swapped scales: the grouped gate|up GEMM scales gate rows by the up projection's block scales",
+    kernelCase: moeGateUpFp8Case,
+    kernel: { family: 'moe_controls', name: 'control_moe_gate_up_scales_swapped' },
+  },
 ];
 
 function codecControls(): Control[] {

@@ -13,6 +13,7 @@ import {
   moeExpertsFp8,
   moeGateUpFp8,
   moeGroupPairs,
+  moeQuantizeH,
 } from '../../../src/backend/cuda/ops/moe.ts';
 import {
   BF16_ONE_ROUNDING_BOUND,
@@ -31,6 +32,8 @@ import {
   label,
   type Pointers,
   plantScenario,
+  quantizedHOutputs,
+  quantizedHReference,
   referenceH,
   referenceOut,
   referenceY,
@@ -122,14 +125,24 @@ function downShape(o: ShapeOptions): ShapeCase {
       const view: Scenario = { ...s, rows, ids };
       return {
         inputs: { ids, h, ...weightInputs(experts) },
-        outputs: [...groupingOutputs(rows, g), { name: 'y', kind: 'bf16', count: pairs * g.hidden }],
-        reference: () => ({ ...groupingReference(ids, g), y: referenceY(experts, view, h.values) }),
+        outputs: [
+          ...groupingOutputs(rows, g),
+          ...quantizedHOutputs(pairs, g),
+          { name: 'y', kind: 'bf16', count: pairs * g.hidden },
+        ],
+        reference: () => ({
+          ...groupingReference(ids, g),
+          ...quantizedHReference(h.values, pairs, g),
+          y: referenceY(experts, view, h.values),
+        }),
         run(cuda, p, kernel) {
           const grouping = groupingPointers(p);
           const sizes = { rows, topK: g.topK, experts: g.experts };
           moeGroupPairs(cuda, { ...grouping, expertIds: p.ids!, ...sizes });
           const a = { ...grouping, ...sizes, hidden: g.hidden, intermediate: g.intermediate };
-          moeDownFp8(cuda, { ...a, y: p.y!, h: p.h!, weights: weightPointers(p) }, { kernel });
+          const quantizedH = { hQuantized: p.hQuantized!, hScales: p.hScales! };
+          moeQuantizeH(cuda, { ...a, ...quantizedH, h: p.h! });
+          moeDownFp8(cuda, { ...a, ...quantizedH, y: p.y!, weights: weightPointers(p) }, { kernel });
         },
       };
     },
@@ -191,6 +204,7 @@ function blockPrepared(
     outputs: [
       ...groupingOutputs(s.rows, g),
       { name: 'h', kind: 'bf16', count: pairs * g.intermediate },
+      ...quantizedHOutputs(pairs, g),
       { name: 'expertOut', kind: 'bf16', count: pairs * g.hidden },
       { name: 'out', kind: 'bf16', count: s.rows * g.hidden },
     ],
@@ -199,7 +213,8 @@ function blockPrepared(
       const h = referenceH(experts, s);
       const y = referenceY(experts, s, device.h as Float64Array);
       const out = referenceOut(s, device.expertOut!, s.shared.values, s.sharedGate.values);
-      return { ...groupingReference(s.ids, g), h, expertOut: y, out };
+      const quantizedH = quantizedHReference(device.h as Float64Array, pairs, g);
+      return { ...groupingReference(s.ids, g), h, ...quantizedH, expertOut: y, out };
     },
     run(cuda: CudaContext, p: Pointers) {
       moeExpertsFp8(
@@ -208,6 +223,8 @@ function blockPrepared(
           ...groupingPointers(p),
           out: p.out!,
           h: p.h!,
+          hQuantized: p.hQuantized!,
+          hScales: p.hScales!,
           expertOut: p.expertOut!,
           quantized: p.quantized!,
           scales: p.scales!,
@@ -259,7 +276,7 @@ export const moeGateUpFp8Case: KernelCase = {
 };
 
 export const moeDownFp8Case: KernelCase = {
-  name: 'moe down fp8 (grouped, activations quantised inside)',
+  name: 'moe down fp8 (grouped, h quantised once per call)',
   bound: BF16_ONE_ROUNDING_BOUND,
   ulps: 2,
   shapes: [real(1), real(7), real(16), small(64)].map(downShape),
@@ -299,6 +316,8 @@ function blockInvariance(
     },
     elementsPerRow: {
       h: geometry.topK * geometry.intermediate,
+      hQuantized: (geometry.topK * geometry.intermediate) / 4,
+      hScales: (geometry.topK * geometry.intermediate) / 128,
       expertOut: geometry.topK * geometry.hidden,
       out: geometry.hidden,
     },

@@ -1,12 +1,14 @@
 // Launchers for the sparse MoE block's experts on the device (kernels/cuda/moe_route.cu, moe_fp8.cu): group the
-// router's top-k choices by expert, the grouped FP8 gate|up + SwiGLU and down GEMMs over the tile table, and the
-// fixed-order combine with the shared expert. Nothing here reads a device value: every grid is the worst case for
-// the call's row count, so the whole sequence can be captured in a CUDA graph. Weight layout: ../moeWeights.ts.
+// router's top-k choices by expert, the grouped FP8 gate|up + SwiGLU, h quantised once (quantize_fp8.cu), the down
+// GEMM over the tile table, and the fixed-order combine with the shared expert. Nothing here reads a device value:
+// every grid is the worst case for the call's row count, so the whole sequence can be captured in a CUDA graph.
+// Weight layout: ../moeWeights.ts.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
+import { quantizeE4m3 } from './quantizeFp8.ts';
 
 export const MOE_GROUP_KERNEL: KernelName = { family: 'moe_route', name: 'moe_group_pairs' };
 export const MOE_COMBINE_KERNEL: KernelName = { family: 'moe_route', name: 'moe_combine' };
@@ -23,6 +25,8 @@ export const MOE_MAX_TOP_K = 16;
 const GROUP_THREADS = 1024;
 const GEMM_THREADS = 128;
 const GEMM_WARPS = 4;
+/** The down GEMM's block: one 16-row weight group per warp (moe_fp8.cuh DOWN_WARPS). */
+const DOWN_WARPS = 8;
 const ROW_PAD = 16;
 const COMBINE_THREADS = 256;
 /** Each of the 4 warps sums 1 to 4 of the 128-column blocks: dimensions 512, 1024, 1536, 2048. */
@@ -139,11 +143,34 @@ export function moeGateUpFp8(
   launch(cuda, MOE_GATE_UP_FP8_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
 }
 
+/** h ([rows · topK, I] bf16) quantised per row per 128 columns for the down GEMM, once per call. */
+export function moeQuantizeH(
+  cuda: CudaContext,
+  a: {
+    hQuantized: DevicePointer;
+    hScales: DevicePointer;
+    h: DevicePointer;
+    rows: number;
+    topK: number;
+    intermediate: number;
+  },
+  options: LaunchOptions = {},
+): void {
+  const rows = a.rows * a.topK;
+  quantizeE4m3(cuda, { q: a.hQuantized, scales: a.hScales, x: a.h, rows, cols: a.intermediate }, options);
+}
+
+/** Bytes of the quantised h the down GEMM reads: e4m3 rows and their fp32 scales per 128 columns. */
+export function moeQuantizedHBytes(rows: number, topK: number, intermediate: number) {
+  return { hQuantized: rows * topK * intermediate, hScales: ((rows * topK * intermediate) / 128) * 4 };
+}
+
 export function moeDownFp8(
   cuda: CudaContext,
   a: MoeGrouping & {
     y: DevicePointer;
-    h: DevicePointer;
+    hQuantized: DevicePointer;
+    hScales: DevicePointer;
     weights: MoeFp8Weights;
     rows: number;
     topK: number;
@@ -157,10 +184,11 @@ export function moeDownFp8(
   requireFp8Dimension(a.hidden, 'hidden');
   requireFp8Dimension(a.intermediate, 'intermediate');
   const blocks = a.intermediate / 128;
-  const sharedBytes = MOE_TILE_PAIRS * (a.intermediate + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4 + blocks * 128 * 4;
+  const sharedBytes = MOE_TILE_PAIRS * (a.intermediate + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4;
   const args = new KernelArguments()
     .pointer(a.y)
-    .pointer(a.h)
+    .pointer(a.hQuantized)
+    .pointer(a.hScales)
     .pointer(a.weights.down)
     .pointer(a.weights.downScales)
     .pointer(a.pairSlots)
@@ -168,8 +196,9 @@ export function moeDownFp8(
     .pointer(a.tileCount)
     .int32(a.hidden)
     .int32(a.intermediate);
-  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), a.hidden / 16, 1] as const;
-  launch(cuda, MOE_DOWN_FP8_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
+  // One dimension, tile-major: a tile's blocks stream its expert's weights in order.
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / DOWN_WARPS), 1, 1] as const;
+  launch(cuda, MOE_DOWN_FP8_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
 }
 
 export function moeCombine(
@@ -266,7 +295,7 @@ export function moeDownBf16(
   requireRouting(a.rows, a.topK, a.experts);
   requireBf16Dimension(a.hidden, 'hidden');
   requireBf16Dimension(a.intermediate, 'intermediate');
-  const sharedBytes = MOE_TILE_PAIRS * (2 * a.intermediate + ROW_PAD) + GEMM_WARPS * 128 * 4;
+  const sharedBytes = MOE_TILE_PAIRS * (2 * a.intermediate + ROW_PAD);
   const args = new KernelArguments()
     .pointer(a.y)
     .pointer(a.h)
@@ -276,8 +305,9 @@ export function moeDownBf16(
     .pointer(a.tileCount)
     .int32(a.hidden)
     .int32(a.intermediate);
-  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), a.hidden / 16, 1] as const;
-  launch(cuda, MOE_DOWN_BF16_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
+  // As the FP8 down GEMM: one dimension, tile-major, DOWN_WARPS weight groups per block.
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / DOWN_WARPS), 1, 1] as const;
+  launch(cuda, MOE_DOWN_BF16_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
 }
 
 /** The routed-expert part of the MoE block with bf16 experts: grouping, gate|up + SwiGLU, down, combine. */
@@ -316,14 +346,17 @@ export interface MoeKernels {
 }
 
 /**
- * The whole routed-expert part of the MoE block on one stream: grouping, gate|up + SwiGLU, down, combine. `h`
- * ([rows · topK, I] bf16) and `expertOut` ([rows · topK, H] bf16) are scratch the caller owns.
+ * The whole routed-expert part of the MoE block on one stream: grouping, gate|up + SwiGLU, h quantised, down,
+ * combine. `h` ([rows · topK, I] bf16), `hQuantized` and `hScales` (moeQuantizedHBytes) and `expertOut`
+ * ([rows · topK, H] bf16) are scratch the caller owns.
  */
 export function moeExpertsFp8(
   cuda: CudaContext,
   a: MoeGrouping & {
     out: DevicePointer;
     h: DevicePointer;
+    hQuantized: DevicePointer;
+    hScales: DevicePointer;
     expertOut: DevicePointer;
     quantized: DevicePointer;
     scales: DevicePointer;
@@ -343,6 +376,7 @@ export function moeExpertsFp8(
 ): void {
   moeGroupPairs(cuda, a, { ...options, kernel: kernels.group });
   moeGateUpFp8(cuda, a, { ...options, kernel: kernels.gateUp });
+  moeQuantizeH(cuda, a, options);
   moeDownFp8(cuda, { ...a, y: a.expertOut }, { ...options, kernel: kernels.down });
   moeCombine(cuda, a, { ...options, kernel: kernels.combine });
 }
