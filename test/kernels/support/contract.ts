@@ -33,6 +33,8 @@ export interface OutputSpec {
   readonly ulps?: number;
   /** Below this fraction of the output's RMS, ulps are counted at that magnitude (ulps.ts; default 2⁻⁸). */
   readonly ulpFloor?: number;
+  /** Per element, a magnitude to count ulps at where larger than the reference's own (ulps.ts). */
+  readonly ulpMagnitudes?: (expected: Float64Array) => Float64Array;
 }
 
 /** One shape's inputs, its reference and how to launch the kernel on them. */
@@ -178,6 +180,7 @@ function compareAccuracy(kernelCase: KernelCase, prepared: Prepared, run: Uint8A
       expected as Float64Array,
       ulpBound,
       spec.ulpFloor,
+      spec.ulpMagnitudes?.(expected as Float64Array),
     );
     worstUlps = Math.max(worstUlps, ulps.worst);
     if (ulps.over > 0) {
