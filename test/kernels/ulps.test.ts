@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { applyRope } from '../../src/backend/cpu/ops/rope.ts';
 import { bf16BitsToFloat32, float32ToBf16Bits, roundToBf16 } from '../../src/numeric/dtypes.ts';
-import { compareUlps, rotatedPairMagnitudes, ulpAt } from './support/ulps.ts';
+import { compareUlps, offBf16Grid, rotatedPairMagnitudes, ulpAt } from './support/ulps.ts';
 
 test('the ulp is the spacing of the dtype at the magnitude, also at powers of two', () => {
   assert.equal(ulpAt('bf16', 1), 2 ** -7);
@@ -88,4 +88,17 @@ test('at the pair norm a position off by one, a wrong angle or a wrong direction
   assert.ok(judged(rotated(HEAD, position + 1)).over >= 2, 'one position later');
   assert.ok(judged(rotated(HEAD, position, 1e6)).over >= 2, 'theta 1e6 instead of 1e7');
   assert.ok(judged(rotated(HEAD, -position)).over >= 2, 'rotated the other way');
+});
+
+test('an fp32 output held as bf16 values is checked for values off the bf16 grid, non-finite ones aside', () => {
+  const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
+  const inputs = [-2.5, -0.3, 0, 0.7, 3.1];
+  const rounded = Float64Array.from(inputs, (x) => roundToBf16(sigmoid(x)));
+  assert.equal(offBf16Grid('beta', Float64Array.of(...rounded, Number.NaN, Number.POSITIVE_INFINITY)).count, 0);
+  // Left in fp32, every one but sigmoid(0) = 0.5 is off the grid, while within beta's bound of one bf16 ulp.
+  const unrounded = Float64Array.from(inputs, (x) => Math.fround(sigmoid(x)));
+  const off = offBf16Grid('beta', unrounded);
+  assert.equal(off.count, 4);
+  assert.match(off.examples[0]!, /^beta\[0\] = 0\.0758/);
+  assert.equal(compareUlps('beta', 'f32', unrounded, rounded, 2 ** 16).over, 0);
 });

@@ -2,7 +2,7 @@
 // held to these gates against the cpu backend's fp64 reference:
 //   accuracy   ‖out − ref‖₂ / ‖ref‖₂ within the kernel's stated bound (integer outputs: exactly equal)
 //   ulps       every element within the case's bound in ulps of the output dtype (ulps.ts); the first few
-//              elements over it are printed
+//              elements over it are printed; an fp32 output held as bf16 values has none off the bf16 grid
 //   written    outputs are poisoned with a NaN payload no kernel produces before every run; none may survive
 //   repeat     five runs give bit-identical outputs
 //   graph      the same launches captured in a CUDA graph and replayed give the direct launch's bytes
@@ -18,7 +18,7 @@ import { type KernelName, observeLaunches } from '../../../src/backend/cuda/ops/
 import { decode, execute, poisonedCount } from './execution.ts';
 import type { Bf16Tensor, Random } from './random.ts';
 import { runEquivalence, runInvariance, type ScheduleResult } from './schedules.ts';
-import { compareUlps } from './ulps.ts';
+import { compareUlps, offBf16Grid } from './ulps.ts';
 
 export type OutputKind = 'bf16' | 'f32' | 'i32';
 export type HostInput = Bf16Tensor | Int32Array | Float32Array;
@@ -35,6 +35,8 @@ export interface OutputSpec {
   readonly ulpFloor?: number;
   /** Per element, a magnitude to count ulps at where larger than the reference's own (ulps.ts). */
   readonly ulpMagnitudes?: (expected: Float64Array) => Float64Array;
+  /** An fp32 output rounded to bf16 in fp32 storage: an element off the bf16 grid fails the ulps gate. */
+  readonly heldAsBf16?: boolean;
 }
 
 /** One shape's inputs, its reference and how to launch the kernel on them. */
@@ -182,6 +184,13 @@ function compareAccuracy(kernelCase: KernelCase, prepared: Prepared, run: Uint8A
       spec.ulpFloor,
       spec.ulpMagnitudes?.(expected as Float64Array),
     );
+    if (spec.heldAsBf16) {
+      const off = offBf16Grid(spec.name, actual as Float64Array);
+      if (off.count > 0) {
+        ulpsFailed = true;
+        details.push(`${off.count} elements of ${spec.name} off the bf16 grid, first: ${off.examples.join('; ')}`);
+      }
+    }
     worstUlps = Math.max(worstUlps, ulps.worst);
     if (ulps.over > 0) {
       ulpsFailed = true;

@@ -179,6 +179,11 @@ function deltaNetAndMoeControls(): Control[] {
       kernel: { family: 'delta_net_controls', name: 'control_delta_net_gates_without_dt_bias' },
     },
     {
+      description: 'skipped rounding: the DeltaNet gates leave beta in fp32 instead of rounding it to bf16',
+      kernelCase: deltaNetGatesCase,
+      kernel: { family: 'delta_net_controls', name: 'control_delta_net_gates_beta_unrounded' },
+    },
+    {
       description: "off-by-one count: the MoE grouping's last tile of each expert holds one pair fewer",
       kernelCase: moeGroupingCase,
       kernel: { family: 'moe_route_controls', name: 'control_moe_group_drops_last_pair' },

@@ -4,6 +4,7 @@
 // its terms, not one relative to itself. An output may also name, per element, a larger magnitude to count at
 // (a rotation's outputs: their pair's norm, `rotatedPairMagnitudes`).
 import type { RopeStyle } from '../../../src/backend/cpu/ops/rope.ts';
+import { roundToBf16 } from '../../../src/numeric/dtypes.ts';
 import type { OutputKind } from './contract.ts';
 
 const MANTISSA_BITS: Record<Exclude<OutputKind, 'i32'>, number> = { bf16: 7, f32: 23 };
@@ -105,4 +106,17 @@ export function rotatedPairMagnitudes(
     }
   }
   return magnitudes;
+}
+
+/** The finite elements of an fp32 output that should hold bf16 values but do not: "index = value", the first few. */
+export function offBf16Grid(name: string, values: Float64Array, limit = 5): { count: number; examples: string[] } {
+  let count = 0;
+  const examples: string[] = [];
+  for (let index = 0; index < values.length; index++) {
+    const value = values[index]!;
+    if (!Number.isFinite(value) || roundToBf16(value) === value) continue;
+    count++;
+    if (examples.length < limit) examples.push(`${name}[${index}] = ${value}`);
+  }
+  return { count, examples };
 }
