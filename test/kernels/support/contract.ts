@@ -256,11 +256,16 @@ function checkLayouts(cuda: CudaContext, work: () => void): string[] {
   return [...mismatches];
 }
 
+/**
+ * Runs every shape, invariance and equivalence of the case through every gate. With `untilCaught` (a control: caught
+ * once any gate fails on any shape) it stops after the first shape or schedule that fails a gate.
+ */
 export function runCase(
   cuda: CudaContext,
   kernelCase: KernelCase,
   random: Random,
   kernel: KernelName | undefined = undefined,
+  untilCaught = false,
 ): CaseResult {
   const shapes: ShapeResult[] = [];
   const schedules: ScheduleResult[] = [];
@@ -295,16 +300,19 @@ export function runCase(
       if (!graphIdentical) failed.add('graph');
       if (result.nonFiniteMismatches > 0) failed.add('non-finite');
       shapes.push(result);
+      if (untilCaught && failed.size > 0) return;
     }
     for (const invariance of kernelCase.invariance ?? []) {
       const result = runInvariance(cuda, invariance, random.integer(2 ** 32), kernel);
       if (!result.identical || result.unwritten > 0) failed.add('invariance');
       schedules.push(result);
+      if (untilCaught && failed.size > 0) return;
     }
     for (const equivalence of kernelCase.equivalences ?? []) {
       const result = runEquivalence(cuda, equivalence, random, kernel);
       if (!result.identical || result.unwritten > 0) failed.add('equivalence');
       schedules.push(result);
+      if (untilCaught && failed.size > 0) return;
     }
   });
   if (layoutMismatches.length > 0) failed.add('layout');
