@@ -81,7 +81,7 @@ export function compareUlps(
 
 /**
  * The magnitude to count each element of rotated heads ([..., headDim], RoPE on the first `rotaryDims`) at: a rotated
- * element's pair norm √(x₁² + x₂²), its own size elsewhere. A rotation passes its inputs' errors on at their size
+ * element's pair norm √(x₁² + x₂²), elsewhere 0 (its own size stands). A rotation passes its inputs' errors on at their size
  * (a 1-ulp flip of a normed x₁ moves x₁·cos − x₂·sin by ulp(x₁)·cos) and keeps the pair's norm, but where the two
  * terms cancel the output is far smaller than its inputs, so the output's own ulp would count that same error many
  * times over; at the pair's norm it counts as what it is, while a wrong angle or position, an error of the pair's
@@ -93,13 +93,16 @@ export function rotatedPairMagnitudes(
   rotaryDims: number,
   style: RopeStyle,
 ): Float64Array {
-  const magnitudes = values.map(Math.abs);
+  const magnitudes = new Float64Array(values.length);
   const half = rotaryDims / 2;
   for (let base = 0; base + headDim <= values.length; base += headDim) {
     for (let i = 0; i < half; i++) {
       const first = style === 'neox' ? base + i : base + 2 * i;
       const second = style === 'neox' ? base + i + half : base + 2 * i + 1;
-      const norm = Math.hypot(values[first]!, values[second]!);
+      const a = values[first]!;
+      const b = values[second]!;
+      // bf16 values square without overflow or underflow in fp64, so no hypot is needed.
+      const norm = Math.sqrt(a * a + b * b);
       if (!Number.isFinite(norm)) continue;
       magnitudes[first] = norm;
       magnitudes[second] = norm;
