@@ -81,11 +81,11 @@ export function compareUlps(
 
 /**
  * The magnitude to count each element of rotated heads ([..., headDim], RoPE on the first `rotaryDims`) at: a rotated
- * element's pair norm √(x₁² + x₂²), elsewhere 0 (its own size stands). A rotation passes its inputs' errors on at their size
- * (a 1-ulp flip of a normed x₁ moves x₁·cos − x₂·sin by ulp(x₁)·cos) and keeps the pair's norm, but where the two
- * terms cancel the output is far smaller than its inputs, so the output's own ulp would count that same error many
- * times over; at the pair's norm it counts as what it is, while a wrong angle or position, an error of the pair's
- * size, still reads as many ulps.
+ * element's pair norm √(x₁² + x₂²), elsewhere 0 (its own size stands). A rotation passes its inputs' errors on at
+ * their size (a 1-ulp flip of a normed x₁ moves x₁·cos − x₂·sin by ulp(x₁)·cos) and keeps the pair's norm, but where
+ * the two terms cancel the output is far smaller than its inputs, so the output's own ulp would count that same error
+ * many times over; at the pair's norm it counts as what it is, while a wrong angle or position, an error of the
+ * pair's size, still reads as many ulps.
  */
 export function rotatedPairMagnitudes(
   values: Float64Array,
