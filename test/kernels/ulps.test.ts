@@ -51,7 +51,7 @@ function rotated(head: readonly number[], position: number, theta = THETA): Floa
   return out.map(roundToBf16);
 }
 
-/** The first position from 1000 where the first rotated element cancels to 2–6 % of its pair norm (on the H200: 4 %). */
+/** The first position from 1000 where the first rotated element cancels to 2–6 % of its pair norm (H200 case: 4 %). */
 function cancellingPosition(): number {
   const norm = Math.hypot(HEAD[0]!, HEAD[2]!);
   for (let position = 1000; position < 10000; position++) {
@@ -61,7 +61,7 @@ function cancellingPosition(): number {
   throw new Error('no cancelling position');
 }
 
-test('after a rotation that cancels, a 1-ulp input flip is many ulps of the output but within 2 at its pair norm', () => {
+test('a 1-ulp input flip rotated where the terms cancel is many ulps of the output, within 2 at its pair norm', () => {
   const position = cancellingPosition();
   const expected = rotated(HEAD, position);
   const flipped = [...HEAD];
