@@ -4,6 +4,7 @@
 // [0, 2³²)) or a fresh seed, printed either way; each case draws from its own stream of it, so one case repeats
 // alone. Skips, saying why, where there is no CUDA device.
 import assert from 'node:assert/strict';
+import { performance } from 'node:perf_hooks';
 import { after, before, test } from 'node:test';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
@@ -33,6 +34,10 @@ function streamFor(seed: number, name: string): Random {
   return new Random((seed ^ hash) >>> 0);
 }
 
+function seconds(started: number): string {
+  return ((performance.now() - started) / 1000).toFixed(1);
+}
+
 const seed = contractSeed();
 let passed = 0;
 let caught = 0;
@@ -54,9 +59,10 @@ after(() => {
 
 for (const kernelCase of kernelCases) {
   test(`kernel ${kernelCase.name} meets its contract`, { skip }, () => {
+    const started = performance.now();
     const result = runCase(cuda, kernelCase, streamFor(seed, kernelCase.name));
     const description = describeCase(result);
-    console.log(description);
+    console.log(`${description}\n         (${seconds(started)} s)`);
     if (result.failedGates.length === 0) passed++;
     assert.deepEqual(result.failedGates, [], `${description}\n(seed ${seed})`);
   });
@@ -65,9 +71,12 @@ for (const kernelCase of kernelCases) {
 for (const control of controls) {
   const name = `${control.kernel.name} (${control.description})`;
   test(`control ${name} is caught`, { skip }, () => {
-    const result = runCase(cuda, control.kernelCase, streamFor(seed, name), control.kernel);
-    const verdict = result.failedGates.length > 0 ? `CAUGHT by ${result.failedGates.join(', ')}` : 'MISSED';
-    console.log(`CONTROL ${name}: ${verdict}`);
+    const started = performance.now();
+    // A control is caught at its first failing shape: the rest of its case would only repeat the verdict.
+    const result = runCase(cuda, control.kernelCase, streamFor(seed, name), control.kernel, true);
+    const where = result.schedules.at(-1)?.label ?? result.shapes.at(-1)?.label;
+    const verdict = result.failedGates.length > 0 ? `CAUGHT by ${result.failedGates.join(', ')} at ${where}` : 'MISSED';
+    console.log(`CONTROL ${name}: ${verdict} (${seconds(started)} s)`);
     if (result.failedGates.length > 0) caught++;
     assert.notDeepEqual(result.failedGates, [], `a deliberately wrong control passed every gate (seed ${seed})`);
   });

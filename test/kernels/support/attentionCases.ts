@@ -23,6 +23,7 @@ import {
 } from './attentionReference.ts';
 import { BF16_ONE_ROUNDING_BOUND, type KernelCase, type ShapeCase } from './contract.ts';
 import { plant, type Random, randomBf16 } from './random.ts';
+import { rotatedPairMagnitudes } from './ulps.ts';
 
 /** A call's rows and the slab they live in. */
 interface Scenario {
@@ -109,11 +110,12 @@ function prepareShape(g: AttentionGeometry, scenario: Scenario): ShapeCase {
       const slabCount = slots * capacity * hkv * d;
       const initialKeys = zerosBf16(slabCount);
       const initialValues = zerosBf16(slabCount);
+      const atPairNorms = (expected: Float64Array) => rotatedPairMagnitudes(expected, d, g.rotaryDims, g.style);
       return {
         inputs: { qProj, kProj, vProj, qNorm, kNorm, rowTable: rowTable(rows), initialKeys, initialValues },
         outputs: [
-          { name: 'q', kind: 'bf16', count: count * hq * d },
-          { name: 'keys', kind: 'bf16', count: slabCount },
+          { name: 'q', kind: 'bf16', count: count * hq * d, ulpMagnitudes: atPairNorms },
+          { name: 'keys', kind: 'bf16', count: slabCount, ulpMagnitudes: atPairNorms },
           { name: 'values', kind: 'bf16', count: slabCount },
         ],
         reference() {
@@ -221,7 +223,8 @@ const ATTENTION_BOUND = BF16_ONE_ROUNDING_BOUND;
 export const attentionPrepareBackboneCase: KernelCase = {
   name: 'attention prepare (q/k norm, RoPE, KV append), backbone',
   bound: BF16_ONE_ROUNDING_BOUND,
-  // Norm then RoPE, each rounded to bf16: an fp32-vs-fp64 norm can land on the other side of a rounding boundary.
+  // Norm then RoPE, each rounded to bf16: an fp32-vs-fp64 norm can land on the other side of a rounding boundary,
+  // and the rotation carries that one ulp on, so rotated outputs count ulps at their pair's norm (ulps.ts).
   ulps: 2,
   shapes: ALL_SCENARIOS.map((scenario) => prepareShape(BACKBONE, scenario)),
 };

@@ -2,7 +2,7 @@
 // held to these gates against the cpu backend's fp64 reference:
 //   accuracy   ‖out − ref‖₂ / ‖ref‖₂ within the kernel's stated bound (integer outputs: exactly equal)
 //   ulps       every element within the case's bound in ulps of the output dtype (ulps.ts); the first few
-//              elements over it are printed
+//              elements over it are printed; an fp32 output held as bf16 values has none off the bf16 grid
 //   written    outputs are poisoned with a NaN payload no kernel produces before every run; none may survive
 //   repeat     five runs give bit-identical outputs
 //   graph      the same launches captured in a CUDA graph and replayed give the direct launch's bytes
@@ -18,7 +18,7 @@ import { type KernelName, observeLaunches } from '../../../src/backend/cuda/ops/
 import { decode, execute, poisonedCount } from './execution.ts';
 import type { Bf16Tensor, Random } from './random.ts';
 import { runEquivalence, runInvariance, type ScheduleResult } from './schedules.ts';
-import { compareUlps } from './ulps.ts';
+import { compareUlps, offBf16Grid } from './ulps.ts';
 
 export type OutputKind = 'bf16' | 'f32' | 'i32';
 export type HostInput = Bf16Tensor | Int32Array | Float32Array;
@@ -33,6 +33,10 @@ export interface OutputSpec {
   readonly ulps?: number;
   /** Below this fraction of the output's RMS, ulps are counted at that magnitude (ulps.ts; default 2⁻⁸). */
   readonly ulpFloor?: number;
+  /** Per element, a magnitude to count ulps at where larger than the reference's own (ulps.ts). */
+  readonly ulpMagnitudes?: (expected: Float64Array) => Float64Array;
+  /** An fp32 output rounded to bf16 in fp32 storage: an element off the bf16 grid fails the ulps gate. */
+  readonly heldAsBf16?: boolean;
 }
 
 /** One shape's inputs, its reference and how to launch the kernel on them. */
@@ -178,7 +182,15 @@ function compareAccuracy(kernelCase: KernelCase, prepared: Prepared, run: Uint8A
       expected as Float64Array,
       ulpBound,
       spec.ulpFloor,
+      spec.ulpMagnitudes?.(expected as Float64Array),
     );
+    if (spec.heldAsBf16) {
+      const off = offBf16Grid(spec.name, actual as Float64Array);
+      if (off.count > 0) {
+        ulpsFailed = true;
+        details.push(`${off.count} elements of ${spec.name} off the bf16 grid, first: ${off.examples.join('; ')}`);
+      }
+    }
     worstUlps = Math.max(worstUlps, ulps.worst);
     if (ulps.over > 0) {
       ulpsFailed = true;
@@ -244,11 +256,16 @@ function checkLayouts(cuda: CudaContext, work: () => void): string[] {
   return [...mismatches];
 }
 
+/**
+ * Runs every shape, invariance and equivalence of the case through every gate. With `untilCaught` (a control: caught
+ * once any gate fails on any shape) it stops after the first shape or schedule that fails a gate.
+ */
 export function runCase(
   cuda: CudaContext,
   kernelCase: KernelCase,
   random: Random,
   kernel: KernelName | undefined = undefined,
+  untilCaught = false,
 ): CaseResult {
   const shapes: ShapeResult[] = [];
   const schedules: ScheduleResult[] = [];
@@ -283,16 +300,19 @@ export function runCase(
       if (!graphIdentical) failed.add('graph');
       if (result.nonFiniteMismatches > 0) failed.add('non-finite');
       shapes.push(result);
+      if (untilCaught && failed.size > 0) return;
     }
     for (const invariance of kernelCase.invariance ?? []) {
       const result = runInvariance(cuda, invariance, random.integer(2 ** 32), kernel);
       if (!result.identical || result.unwritten > 0) failed.add('invariance');
       schedules.push(result);
+      if (untilCaught && failed.size > 0) return;
     }
     for (const equivalence of kernelCase.equivalences ?? []) {
       const result = runEquivalence(cuda, equivalence, random, kernel);
       if (!result.identical || result.unwritten > 0) failed.add('equivalence');
       schedules.push(result);
+      if (untilCaught && failed.size > 0) return;
     }
   });
   if (layoutMismatches.length > 0) failed.add('layout');

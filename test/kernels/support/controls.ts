@@ -6,11 +6,12 @@ import { codecConvCase } from './codecConvCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
 import { codecTransposedConvCase } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
-import { deltaNetConvCase } from './deltaNetCases.ts';
+import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmBf16Case } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
-import { moeDownFp8Case, moeGateUpFp8Case } from './moeCases.ts';
+import { moeDownFp8Case, moeGateUpFp8Case, moeGroupingCase } from './moeCases.ts';
+import { moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
 import { addZeroCentredRmsNormCase, embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
@@ -141,6 +142,7 @@ export const controls: readonly Control[] = [
     kernelCase: moeGateUpFp8Case,
     kernel: { family: 'moe_controls', name: 'control_moe_gate_up_scales_swapped' },
   },
+  ...deltaNetAndMoeControls(),
 ];
 
 function codecControls(): Control[] {
@@ -175,6 +177,36 @@ function codecControls(): Control[] {
       description: 'wrong formula: Snake adds sin(αx)/α, not its square',
       kernelCase: codecSnakeCase,
       kernel: codec('control_codec_snake_unsquared'),
+    },
+  ];
+}
+
+function deltaNetAndMoeControls(): Control[] {
+  return [
+    {
+      description: 'wrong formula: the DeltaNet gates take softplus(a), leaving out dt_bias',
+      kernelCase: deltaNetGatesCase,
+      kernel: { family: 'delta_net_controls', name: 'control_delta_net_gates_without_dt_bias' },
+    },
+    {
+      description: 'skipped rounding: the DeltaNet gates leave beta in fp32 instead of rounding it to bf16',
+      kernelCase: deltaNetGatesCase,
+      kernel: { family: 'delta_net_controls', name: 'control_delta_net_gates_beta_unrounded' },
+    },
+    {
+      description: "off-by-one count: the MoE grouping's last tile of each expert holds one pair fewer",
+      kernelCase: moeGroupingCase,
+      kernel: { family: 'moe_route_controls', name: 'control_moe_group_drops_last_pair' },
+    },
+    {
+      description: "wrong order: the MoE grouping lists an expert's pairs in descending slot order",
+      kernelCase: moeGroupingCase,
+      kernel: { family: 'moe_route_controls', name: 'control_moe_group_expert_reversed' },
+    },
+    {
+      description: "swapped fragments: the expert re-layout trades each chunk's words 1 and 2",
+      kernelCase: moePackCase,
+      kernel: { family: 'moe_pack_controls', name: 'control_moe_pack_fragments_swapped' },
     },
   ];
 }

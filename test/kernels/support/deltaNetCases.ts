@@ -258,7 +258,15 @@ function gatesPrepared(layout: GatesLayout, draw: (index: number) => Random, non
       { name: 'g', kind: 'f32', count: rows * valueHeads },
       // beta is rounded to bf16 in fp32 storage: where the fp32 and fp64 sigmoids round to neighbouring bf16
       // values the two differ by one bf16 ulp (2¹⁶ fp32 ulps).
-      { name: 'beta', kind: 'f32', count: rows * valueHeads, bound: BF16_ONE_ROUNDING_BOUND, ulps: 2 ** 16 },
+      // An unrounded beta is within that bound, so the rounding itself is checked: every beta is a bf16 value.
+      {
+        name: 'beta',
+        kind: 'f32',
+        count: rows * valueHeads,
+        bound: BF16_ONE_ROUNDING_BOUND,
+        ulps: 2 ** 16,
+        heldAsBf16: true,
+      },
     ],
     reference() {
       const g = new Float64Array(rows * valueHeads);

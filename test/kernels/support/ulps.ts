@@ -1,7 +1,10 @@
 // The contract's per-element gate: |actual − reference| in units of the output dtype's ulp (the spacing of bf16 or
 // fp32 values at the reference's magnitude). Where the reference is smaller than `floor` (a fraction of the
 // output's RMS) the ulp is taken at that floor: a result that cancels to near zero carries the absolute error of
-// its terms, not one relative to itself.
+// its terms, not one relative to itself. An output may also name, per element, a larger magnitude to count at
+// (a rotation's outputs: their pair's norm, `rotatedPairMagnitudes`).
+import type { RopeStyle } from '../../../src/backend/cpu/ops/rope.ts';
+import { roundToBf16 } from '../../../src/numeric/dtypes.ts';
 import type { OutputKind } from './contract.ts';
 
 const MANTISSA_BITS: Record<Exclude<OutputKind, 'i32'>, number> = { bf16: 7, f32: 23 };
@@ -48,6 +51,7 @@ export function compareUlps(
   expected: Float64Array,
   bound: number,
   floor = DEFAULT_ULP_FLOOR,
+  magnitudes: ArrayLike<number> | undefined = undefined,
   limit = 5,
 ): UlpComparison {
   const floorMagnitude = floor * rootMeanSquare(expected);
@@ -60,7 +64,10 @@ export function compareUlps(
     let ulps: number;
     if (Object.is(a, e) || (Number.isNaN(a) && Number.isNaN(e)) || a === e) ulps = 0;
     else if (!Number.isFinite(a) || !Number.isFinite(e)) ulps = Number.POSITIVE_INFINITY;
-    else ulps = Math.abs(a - e) / ulpAt(kind, Math.max(Math.abs(e), floorMagnitude));
+    else {
+      const magnitude = Math.max(Math.abs(e), floorMagnitude, magnitudes?.[index] ?? 0);
+      ulps = Math.abs(a - e) / ulpAt(kind, magnitude);
+    }
     if (ulps > worst) worst = ulps;
     if (ulps > bound) {
       over++;
@@ -70,4 +77,49 @@ export function compareUlps(
     }
   }
   return { worst, over, examples };
+}
+
+/**
+ * The magnitude to count each element of rotated heads ([..., headDim], RoPE on the first `rotaryDims`) at: a rotated
+ * element's pair norm √(x₁² + x₂²), elsewhere 0 (its own size stands). A rotation passes its inputs' errors on at
+ * their size (a 1-ulp flip of a normed x₁ moves x₁·cos − x₂·sin by ulp(x₁)·cos) and keeps the pair's norm, but where
+ * the two terms cancel the output is far smaller than its inputs, so the output's own ulp would count that same error
+ * many times over; at the pair's norm it counts as what it is, while a wrong angle or position, an error of the
+ * pair's size, still reads as many ulps.
+ */
+export function rotatedPairMagnitudes(
+  values: Float64Array,
+  headDim: number,
+  rotaryDims: number,
+  style: RopeStyle,
+): Float64Array {
+  const magnitudes = new Float64Array(values.length);
+  const half = rotaryDims / 2;
+  for (let base = 0; base + headDim <= values.length; base += headDim) {
+    for (let i = 0; i < half; i++) {
+      const first = style === 'neox' ? base + i : base + 2 * i;
+      const second = style === 'neox' ? base + i + half : base + 2 * i + 1;
+      const a = values[first]!;
+      const b = values[second]!;
+      // bf16 values square without overflow or underflow in fp64, so no hypot is needed.
+      const norm = Math.sqrt(a * a + b * b);
+      if (!Number.isFinite(norm)) continue;
+      magnitudes[first] = norm;
+      magnitudes[second] = norm;
+    }
+  }
+  return magnitudes;
+}
+
+/** The finite elements of an fp32 output that should hold bf16 values but do not: "index = value", the first few. */
+export function offBf16Grid(name: string, values: Float64Array, limit = 5): { count: number; examples: string[] } {
+  let count = 0;
+  const examples: string[] = [];
+  for (let index = 0; index < values.length; index++) {
+    const value = values[index]!;
+    if (!Number.isFinite(value) || roundToBf16(value) === value) continue;
+    count++;
+    if (examples.length < limit) examples.push(`${name}[${index}] = ${value}`);
+  }
+  return { count, examples };
 }
