@@ -18,18 +18,6 @@
 #define UNROLL 8
 #define GROUP_CHUNKS (32 * UNROLL)
 
-__device__ __forceinline__ void allow_dependent_launch() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void wait_for_previous_grid() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
 __device__ __forceinline__ void copy_async_16(void* shared, const void* global) {
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(global) : "memory");
@@ -81,7 +69,7 @@ __device__ void gemv_vector(bf16* y, const bf16* w, const bf16* x, int out_featu
   int group = 0;
   uint4 next[UNROLL];
   if (feature < out_features) load_group(next, reinterpret_cast<const uint4*>(w) + (long long)feature * chunks, 0, chunks, lane);
-  wait_for_previous_grid();
+  wait_for_previous_grids();
   float sum = 0.0f;
   while (feature < out_features) {
     uint4 current[UNROLL];
@@ -131,6 +119,8 @@ __device__ void gemv_staged(bf16* y, const bf16* w, const bf16* x, int out_featu
     if (tile < tiles) load_tile(staged + slot * TILE_ROWS * chunks, w_chunks, tile, out_features, chunks);
     commit_copies();
   }
+  // A block past the last tile still waits: a kernel returns only after the previous one is done (common.cuh).
+  if (blockIdx.x >= tiles) wait_for_previous_grids();
   for (int step = 0;; step++) {
     const int tile = blockIdx.x + step * gridDim.x;
     if (tile >= tiles) break;
@@ -142,7 +132,7 @@ __device__ void gemv_staged(bf16* y, const bf16* w, const bf16* x, int out_featu
     wait_copies(stages - 1);
     __syncthreads();
     // Only now, with `stages` tiles requested, wait for the previous kernel: nothing before this reads x or writes y.
-    if (step == 0) wait_for_previous_grid();
+    if (step == 0) wait_for_previous_grids();
     const int feature = tile * TILE_ROWS + warp;
     if (feature < out_features) {
       const uint4* row = staged + ((step % stages) * TILE_ROWS + warp) * chunks;
@@ -158,7 +148,7 @@ __device__ void gemv_staged(bf16* y, const bf16* w, const bf16* x, int out_featu
 
 __device__ void gemv_scalar(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int warp,
                             int warps, int lane) {
-  wait_for_previous_grid();
+  wait_for_previous_grids();
   for (int feature = warp; feature < out_features; feature += warps) {
     const bf16* w_row = w + (long long)feature * in_features;
     float sum = 0.0f;
@@ -173,7 +163,10 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 3)
     gemv_staged_bf16(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int rows, int stages) {
   allow_dependent_launch();
   const int row = blockIdx.y;
-  if (row >= rows) return;
+  if (row >= rows) {
+    wait_for_previous_grids();
+    return;
+  }
   gemv_staged(y + (long long)row * out_features, w, x + (long long)row * in_features, out_features, in_features,
               stages, threadIdx.x & 31);
 }
@@ -186,7 +179,10 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 2)
   const int warp = blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5);
   const int warps = gridDim.x * WARPS_PER_BLOCK;
   const int row = blockIdx.y;
-  if (row >= rows) return;
+  if (row >= rows) {
+    wait_for_previous_grids();
+    return;
+  }
   const bf16* x_row = x + (long long)row * in_features;
   bf16* y_row = y + (long long)row * out_features;
   const bool aligned = ((reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(x)) & 15) == 0;
