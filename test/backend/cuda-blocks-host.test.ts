@@ -10,7 +10,10 @@ import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
 import type { CudaContext } from '../../src/backend/cuda/context.ts';
 import { runDeltaNet } from '../../src/backend/cuda/delta-net-block.ts';
 import type { LaunchShape } from '../../src/backend/cuda/driver.ts';
+import { fusedLinear } from '../../src/backend/cuda/fused-linear.ts';
+import { gemm, gemmWorkspaceBytes } from '../../src/backend/cuda/ops/gemm.ts';
 import { DeviceScratch } from '../../src/backend/cuda/scratch.ts';
+import { runSwiGlu } from '../../src/backend/cuda/swiglu-block.ts';
 import type { CudaBuffer, CudaTensor } from '../../src/backend/cuda/tensors.ts';
 import type {
   AttentionWeights,
@@ -27,7 +30,14 @@ interface Launched {
   readonly parameters: BigUint64Array;
 }
 
-type Call = { readonly linear: string; readonly x: bigint; readonly out: bigint; readonly rows: number };
+type Call = {
+  readonly linear: string;
+  readonly x: bigint;
+  readonly out: bigint;
+  readonly rows: number;
+  /** The fused call it came in (its first weight's name), or undefined for a lone linear. */
+  readonly fused?: string;
+};
 
 let nextPointer = 0x1000_0000n;
 function buffer(dtype: DType, elements: number): CudaBuffer {
@@ -78,6 +88,12 @@ function recordingContext(): {
     linear(x, weight, out, rows) {
       calls.push({ linear: names.get(weight) ?? '?', x: x.pointer, out: out.pointer, rows });
     },
+    linears(x, segments, rows) {
+      const fused = names.get(segments[0]!.weight) ?? '?';
+      for (const { weight, out } of segments) {
+        calls.push({ linear: names.get(weight) ?? '?', x: x.pointer, out: out.pointer, rows, fused });
+      }
+    },
     prepared: (_key, _label, make) => make(),
     countAllocation: () => {},
     // The test frees its weights itself, at the end.
@@ -85,6 +101,47 @@ function recordingContext(): {
   };
   return { ctx, launched, calls, names };
 }
+
+/**
+ * A block context over the same recording device whose linear and linears launch the real GEMM launchers: `fused`
+ * runs linears as the backend does (segmented GEMMs), `separate` as one gemm() per weight, as before.
+ */
+function launchingContext(mode: 'fused' | 'separate'): { ctx: BlockContext; launched: Launched[] } {
+  const { ctx: recording, launched } = recordingContext();
+  const cuda = recording.cuda as unknown as {
+    kernels: Record<string, unknown>;
+    driver: Record<string, unknown>;
+  };
+  cuda.kernels.prepareOnce = () => {};
+  cuda.driver.launchEx = (
+    _handle: unknown,
+    shape: LaunchShape,
+    _stream: unknown,
+    parameters: BigUint64Array,
+    _attributes: unknown,
+    name: string,
+  ) => {
+    launched.push({ name, shape, parameters: parameters.slice() });
+  };
+  const workspace = (bytes: number) => recording.scratch.bytes('linear.workspace', bytes);
+  const ctx: BlockContext = {
+    ...recording,
+    linear(x, weight, out, rows) {
+      const [outFeatures, inFeatures] = weight.shape as [number, number];
+      const bytes = gemmWorkspaceBytes(rows, outFeatures, inFeatures);
+      const a = { y: out.pointer, x: x.pointer, w: weight.data.pointer, rows, outFeatures, inFeatures };
+      gemm(recording.cuda, { ...a, workspace: bytes > 0 ? workspace(bytes) : undefined });
+    },
+    linears(x, segments, rows) {
+      if (mode === 'fused') fusedLinear(recording.cuda, workspace, 64, x, segments, rows);
+      else for (const { weight, out } of segments) ctx.linear(x, weight, out, rows);
+    },
+  };
+  return { ctx, launched };
+}
+
+const gemmLaunches = (launched: readonly Launched[]) =>
+  launched.filter((launch) => launch.name.startsWith('gemm')).map((launch) => launch.name);
 
 /** A context that fails the test if a block touches it: refusals must come before any work. */
 const untouchable: BlockContext = new Proxy({} as BlockContext, {
@@ -174,6 +231,11 @@ test('backbone attention: q|gate, k, v projections, prepare (gated, NeoX), gated
   assert.deepEqual(
     calls.map((call) => call.linear),
     ['q', 'k', 'v', 'o'],
+  );
+  assert.deepEqual(
+    calls.map((call) => call.fused),
+    ['q', 'q', 'q', undefined],
+    'q, k and v in one fused linear',
   );
   assert.equal(calls[3]!.out, out.pointer);
   assert.deepEqual(
@@ -276,6 +338,11 @@ test('Gated DeltaNet: four projections, conv over q|k|v, gates, recurrence, gate
     calls.map((call) => call.linear),
     ['qkv', 'z', 'b', 'a', 'out'],
   );
+  assert.deepEqual(
+    calls.map((call) => call.fused),
+    ['qkv', 'qkv', 'qkv', 'qkv', undefined],
+    'the four input projections in one fused linear',
+  );
   assert.equal(calls[4]!.out, out.pointer);
   assert.deepEqual(
     launched.map((launch) => launch.name),
@@ -310,4 +377,113 @@ test('Gated DeltaNet with fp32 A_log and dt_bias runs the fp32-parameter gates',
   const weights = deltaNetWeights({}, 'f32');
   runDeltaNet(ctx, weights, buffer('bf16', HIDDEN), deltaNetSlab(), callTables(1, 1), buffer('bf16', HIDDEN), 1);
   assert.equal(launched[1]!.name, 'delta_net_gates_f32');
+});
+
+test('fused projections: one GEMM launch and at most one combine where each projection had its own two', () => {
+  const count = (mode: 'fused' | 'separate', run: (ctx: BlockContext) => void) => {
+    const { ctx, launched } = launchingContext(mode);
+    run(ctx);
+    return gemmLaunches(launched);
+  };
+  const deltaNet = (rows: number) => (ctx: BlockContext) =>
+    runDeltaNet(
+      ctx,
+      deltaNetWeights(),
+      buffer('bf16', rows * HIDDEN),
+      deltaNetSlab(),
+      callTables(rows, 1),
+      buffer('bf16', rows * HIDDEN),
+      rows,
+    );
+  const attention = (rows: number) => (ctx: BlockContext) =>
+    runAttention(
+      ctx,
+      attentionWeights(),
+      buffer('bf16', rows * HIDDEN),
+      keyValueSlab(2, 256),
+      callTables(rows, 1),
+      buffer('bf16', rows * HIDDEN),
+      rows,
+    );
+  const swiGlu = (rows: number) => (ctx: BlockContext) => {
+    const weights = {
+      gate: tensor('bf16', [6144, HIDDEN]),
+      up: tensor('bf16', [6144, HIDDEN]),
+      down: tensor('bf16', [HIDDEN, 6144]),
+    };
+    runSwiGlu(ctx, weights, buffer('bf16', rows * HIDDEN), buffer('bf16', rows * HIDDEN), rows);
+  };
+  // Decode: every projection splits K, so each separate linear was a GEMM and a combine.
+  assert.deepEqual(count('separate', deltaNet(1)), Array(5).fill(['gemm_rows16_bf16', 'gemm_combine']).flat());
+  assert.deepEqual(count('fused', deltaNet(1)), [
+    'gemm_segments_rows16_bf16',
+    'gemm_segments_combine',
+    'gemm_rows16_bf16',
+    'gemm_combine',
+  ]);
+  assert.equal(count('separate', attention(1)).length, 8);
+  assert.deepEqual(count('fused', attention(1)), [
+    'gemm_segments_rows16_bf16',
+    'gemm_segments_combine',
+    'gemm_rows16_bf16',
+    'gemm_combine',
+  ]);
+  assert.equal(count('separate', swiGlu(1)).length, 6);
+  assert.equal(count('fused', swiGlu(1)).length, 4);
+  // Small batches take rows64 tiles; prefill keeps its chunks in registers and needs no combine at all.
+  assert.deepEqual(count('fused', deltaNet(40)).slice(0, 2), ['gemm_segments_rows64_bf16', 'gemm_segments_combine']);
+  assert.deepEqual(count('separate', deltaNet(300)), Array(5).fill('gemm_rows96_bf16'));
+  assert.deepEqual(count('fused', deltaNet(300)), ['gemm_segments_rows96_bf16', 'gemm_rows96_bf16']);
+});
+
+test('fused projections: the segmented launch carries each weight, output, width and its own K chunking', () => {
+  const { ctx, launched } = launchingContext('fused');
+  const weights = deltaNetWeights();
+  runDeltaNet(ctx, weights, buffer('bf16', HIDDEN), deltaNetSlab(), callTables(1, 1), buffer('bf16', HIDDEN), 1);
+  const [segmented, combine] = launched as [Launched, Launched];
+  assert.equal(segmented.name, 'gemm_segments_rows16_bf16');
+  const widths = [CHANNELS, VALUE_HEADS * 128, VALUE_HEADS, VALUE_HEADS];
+  const projections = [weights.inProjQkv, weights.inProjZ, weights.inProjB, weights.inProjA];
+  projections.forEach((projection, index) => {
+    assert.equal(word(segmented, 7 + 4 * index), projection.data.pointer, `segment ${index} weight`);
+    assert.equal(int32At(segmented, 8 + 4 * index), widths[index]);
+  });
+  // Over 2048 features (32 K tiles): 8192 columns split K 4 ways, 4096 columns 8 ways, the narrow ones 16 ways.
+  assert.deepEqual(
+    [0, 1, 2, 3].map((index) => int32At(segmented, 9 + 4 * index)),
+    [8, 4, 2, 2],
+  );
+  const columnTiles = widths.reduce((sum, n) => sum + Math.ceil(n / 64), 0);
+  assert.deepEqual(segmented.shape.grid, [columnTiles, 1, 16], 'all segments side by side, the most chunks deep');
+  assert.equal(combine.name, 'gemm_segments_combine');
+  assert.deepEqual(
+    [0, 1, 2, 3, 4, 5].map((index) => word(combine, index)),
+    [0, 1, 2, 3, 4, 5].map((index) => word(segmented, index)),
+    'the combine takes the same parameters',
+  );
+});
+
+test('a fused linear refuses weights of different widths of x, by name, before any launch', () => {
+  const { ctx, launched } = launchingContext('fused');
+  const x = buffer('bf16', HIDDEN);
+  const segments = [
+    { weight: tensor('bf16', [64, HIDDEN]), out: buffer('bf16', 64) },
+    { weight: tensor('bf16', [64, HIDDEN + 8]), out: buffer('bf16', 64) },
+  ];
+  assert.throws(() => ctx.linears(x, segments, 1), refusal('TENSOR_SHAPE_MISMATCH', 'segments[1]'));
+  const small = [
+    { weight: tensor('bf16', [64, HIDDEN]), out: buffer('bf16', 64) },
+    { ...segments[0]!, out: buffer('bf16', 8) },
+  ];
+  assert.throws(
+    () => ctx.linears(x, small, 1),
+    (error: unknown) => (error as { code?: string }).code === 'TENSOR_TOO_SMALL',
+  );
+  const fp8 = [{ weight: tensor('e4m3', [64, HIDDEN]), out: buffer('bf16', 64) }];
+  assert.throws(() => ctx.linears(x, fp8, 1), refusal('LINEAR_WEIGHT_DTYPE_UNSUPPORTED', 'segments[0]'));
+  assert.throws(
+    () => ctx.linears(x, [], 1),
+    (error: unknown) => (error as { code?: string }).code === 'LINEAR_SEGMENTS_INVALID',
+  );
+  assert.equal(launched.length, 0);
 });
