@@ -8,7 +8,7 @@ import { codecTransposedConvCase } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase } from './deltaNetCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
-import { gemmBf16Case } from './gemmCases.ts';
+import { gemmBf16Case, gemmSegmentsCase } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import { moeDownFp8Case } from './moeCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
@@ -131,6 +131,11 @@ export const controls: readonly Control[] = [
     kernel: { family: 'quantize_controls', name: 'control_quantize_e4m3_fnuz_scale' },
   },
   ...codecControls(),
+  {
+    description: "shared chunking: the segmented GEMM closes every segment's K sums at segment 0's chunk size",
+    kernelCase: gemmSegmentsCase,
+    kernel: { family: 'gemm_controls', name: 'control_gemm_segments_shared_chunking' },
+  },
 ];
 
 function codecControls(): Control[] {
