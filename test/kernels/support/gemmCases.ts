@@ -180,7 +180,7 @@ const MIXED_CHUNKINGS: readonly SegmentShape[] = [
 ];
 /** Gated DeltaNet's input projections: qkv, z, b, a. */
 const DELTA_NET_INPUTS: readonly SegmentShape[] = [
-  { outFeatures: 12352, output: 'bf16' },
+  { outFeatures: 8192, output: 'bf16' },
   { outFeatures: 4096, output: 'bf16' },
   { outFeatures: 32, output: 'bf16' },
   { outFeatures: 32, output: 'bf16' },
