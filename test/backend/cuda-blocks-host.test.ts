@@ -1,20 +1,14 @@
 // The cuda attention and Gated DeltaNet blocks' host side, without a GPU: geometry the kernels cannot serve is
 // refused by name before anything is projected or launched, and the backbone's, the tower's and the DeltaNet's
-// geometries reach the kernels with the arguments kernels/cuda/{attention,delta_net,rms_norm}.cu declare (a
-// recording device: real named scratch over a bump allocator, launches recorded, nothing run).
+// geometries reach the kernels with the arguments kernels/cuda/{attention,delta_net,rms_norm}.cu declare, and the
+// projections that share x go out as one segmented GEMM (support/recording-blocks.ts: launches recorded, nothing run).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import koffi from 'koffi';
 import { runAttention } from '../../src/backend/cuda/attention-block.ts';
 import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
-import type { CudaContext } from '../../src/backend/cuda/context.ts';
 import { runDeltaNet } from '../../src/backend/cuda/delta-net-block.ts';
-import type { LaunchShape } from '../../src/backend/cuda/driver.ts';
-import { fusedLinear } from '../../src/backend/cuda/fused-linear.ts';
-import { gemm, gemmWorkspaceBytes } from '../../src/backend/cuda/ops/gemm.ts';
-import { DeviceScratch } from '../../src/backend/cuda/scratch.ts';
 import { runSwiGlu } from '../../src/backend/cuda/swiglu-block.ts';
-import type { CudaBuffer, CudaTensor } from '../../src/backend/cuda/tensors.ts';
+import type { CudaBuffer } from '../../src/backend/cuda/tensors.ts';
 import type {
   AttentionWeights,
   CallTables,
@@ -23,137 +17,18 @@ import type {
   DType,
   KeyValueSlab,
 } from '../../src/backend/types.ts';
-
-interface Launched {
-  readonly name: string;
-  readonly shape: LaunchShape;
-  readonly parameters: BigUint64Array;
-}
-
-type Call = {
-  readonly linear: string;
-  readonly x: bigint;
-  readonly out: bigint;
-  readonly rows: number;
-  /** The fused call it came in (its first weight's name), or undefined for a lone linear. */
-  readonly fused?: string;
-};
-
-let nextPointer = 0x1000_0000n;
-function buffer(dtype: DType, elements: number): CudaBuffer {
-  const pointer = nextPointer;
-  nextPointer += BigInt(Math.ceil((elements * 4) / 256 + 1) * 256);
-  return { pointer, dtype, elements };
-}
-
-function tensor(dtype: DType, shape: readonly number[]): CudaTensor {
-  return {
-    dtype,
-    shape,
-    data: buffer(
-      dtype,
-      shape.reduce((a, b) => a * b, 1),
-    ),
-  };
-}
-
-/** A block context whose device records launches and whose linear records what it projected. */
-function recordingContext(): {
-  ctx: BlockContext;
-  launched: Launched[];
-  calls: Call[];
-  names: Map<CudaTensor, string>;
-} {
-  const launched: Launched[] = [];
-  const calls: Call[] = [];
-  const names = new Map<CudaTensor, string>();
-  const cuda = {
-    stream: 0n,
-    kernels: { kernel: (family: string, name: string) => `${family}/${name}` },
-    driver: {
-      launch: (_handle: unknown, shape: LaunchShape, _stream: unknown, parameters: BigUint64Array, name: string) => {
-        launched.push({ name, shape, parameters: parameters.slice() });
-      },
-      fillBytes: () => {},
-    },
-    allocate: (bytes: number, label: string) => {
-      const { pointer } = buffer('i32', Math.ceil(bytes / 4));
-      return { kind: 'device', pointer, bytes, label, free: () => {} };
-    },
-    synchronize: () => {},
-  } as unknown as CudaContext;
-  const ctx: BlockContext = {
-    cuda,
-    scratch: new DeviceScratch(cuda),
-    linear(x, weight, out, rows) {
-      calls.push({ linear: names.get(weight) ?? '?', x: x.pointer, out: out.pointer, rows });
-    },
-    linears(x, segments, rows) {
-      const fused = names.get(segments[0]!.weight) ?? '?';
-      for (const { weight, out } of segments) {
-        calls.push({ linear: names.get(weight) ?? '?', x: x.pointer, out: out.pointer, rows, fused });
-      }
-    },
-    prepared: (_key, _label, make) => make(),
-    countAllocation: () => {},
-    // The test frees its weights itself, at the end.
-    releaseWeights: () => {},
-  };
-  return { ctx, launched, calls, names };
-}
-
-/**
- * A block context over the same recording device whose linear and linears launch the real GEMM launchers: `fused`
- * runs linears as the backend does (segmented GEMMs), `separate` as one gemm() per weight, as before.
- */
-function launchingContext(mode: 'fused' | 'separate'): { ctx: BlockContext; launched: Launched[] } {
-  const { ctx: recording, launched } = recordingContext();
-  const cuda = recording.cuda as unknown as {
-    kernels: Record<string, unknown>;
-    driver: Record<string, unknown>;
-  };
-  cuda.kernels.prepareOnce = () => {};
-  cuda.driver.launchEx = (
-    _handle: unknown,
-    shape: LaunchShape,
-    _stream: unknown,
-    parameters: BigUint64Array,
-    _attributes: unknown,
-    name: string,
-  ) => {
-    launched.push({ name, shape, parameters: parameters.slice() });
-  };
-  const workspace = (bytes: number) => recording.scratch.bytes('linear.workspace', bytes);
-  const ctx: BlockContext = {
-    ...recording,
-    linear(x, weight, out, rows) {
-      const [outFeatures, inFeatures] = weight.shape as [number, number];
-      const bytes = gemmWorkspaceBytes(rows, outFeatures, inFeatures);
-      const a = { y: out.pointer, x: x.pointer, w: weight.data.pointer, rows, outFeatures, inFeatures };
-      gemm(recording.cuda, { ...a, workspace: bytes > 0 ? workspace(bytes) : undefined });
-    },
-    linears(x, segments, rows) {
-      if (mode === 'fused') fusedLinear(recording.cuda, workspace, 64, x, segments, rows);
-      else for (const { weight, out } of segments) ctx.linear(x, weight, out, rows);
-    },
-  };
-  return { ctx, launched };
-}
-
-const gemmLaunches = (launched: readonly Launched[]) =>
-  launched.filter((launch) => launch.name.startsWith('gemm')).map((launch) => launch.name);
-
-/** A context that fails the test if a block touches it: refusals must come before any work. */
-const untouchable: BlockContext = new Proxy({} as BlockContext, {
-  get(_target, property) {
-    throw new Error(`the block used ctx.${String(property)} before refusing`);
-  },
-});
-
-const dtypeRefusal = (error: unknown) => (error as { code?: string }).code === 'TENSOR_DTYPE_UNSUPPORTED';
-
-const word = (launch: Launched, index: number) => BigInt(koffi.decode(launch.parameters[index]!, 'int64_t'));
-const int32At = (launch: Launched, index: number) => koffi.decode(launch.parameters[index]!, 'int32_t') as number;
+import {
+  buffer,
+  dtypeRefusal,
+  gemmLaunches,
+  int32At,
+  type Launched,
+  launchingContext,
+  recordingContext,
+  tensor,
+  untouchable,
+  word,
+} from './support/recording-blocks.ts';
 
 const HIDDEN = 2048;
 
