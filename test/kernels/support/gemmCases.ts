@@ -2,7 +2,8 @@
 // batches, sizes that are no multiple of any tile (N odd, K not a multiple of 64), the model's projections
 // (MODEL.md §2, §3), every tile configuration forced at row counts it is not picked for, and the invariance cases:
 // rows alone against the same rows inside calls of 1, 2, 7, 64 and 257 rows at real shapes (three tile
-// configurations, split and unsplit K, meet there).
+// configurations, split and unsplit K, meet there). Then the segmented GEMM (several projections of one x in one
+// launch) against the same projections as separate GEMMs, byte for byte.
 import { linearBf16 } from '../../../src/backend/cpu/ops/linear.ts';
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import { type GemmTiles, gemm, gemmWorkspaceBytes } from '../../../src/backend/cuda/ops/gemm.ts';
