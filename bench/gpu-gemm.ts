@@ -2,7 +2,9 @@
 // rows, beside cuBLASLt (its heuristic's algorithm, not batch-invariant) at the same shapes and the per-op anchors
 // measured on the H200 (ECOSYSTEM.md). Each figure is the median of 21 replays of a captured graph of back-to-back
 // launches, the weights rotated through more memory than four L2s, so a launch pays what a decode step pays.
-// GB/s counts weight bytes; "copy" is the device-to-device copy bandwidth measured in the same run.
+// GB/s counts weight bytes; "copy" is the device-to-device copy bandwidth measured in the same run. Then the
+// projections the blocks fuse (DeltaNet's inputs, attention's q, k, v, SwiGLU's gate and up, the MoE's router and
+// shared expert) at 1 and 64 rows: one GEMM each against one segmented launch, each in one graph.
 // Prints one table; writes gpu-gemm.json to the output directory.
 // Usage: tsx bench/gpu-gemm.ts [output directory]
 import { CudaContext } from '../src/backend/cuda/context.ts';
@@ -10,6 +12,7 @@ import { CublasLt } from '../src/backend/cuda/cublaslt.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
 import type { Allocation } from '../src/backend/cuda/memory.ts';
 import { gemm, gemmChunks, gemmTilesFor, gemmWorkspaceBytes } from '../src/backend/cuda/ops/gemm.ts';
+import { gemmSegments, gemmSegmentsWorkspaceBytes } from '../src/backend/cuda/ops/gemmSegments.ts';
 import { DeviceBuffers, MiB, randomBf16Block, rotationSets } from './support/device-buffers.ts';
 import { timeGraph } from './support/gpu-timing.ts';
 import { markdownTable, writeReport } from './support/output.ts';
@@ -80,6 +83,68 @@ function perLaunch(sets: readonly Allocation[], launches: number, enqueue: (w: b
     for (let index = 0; index < launches; index++) enqueue(sets[index % sets.length]!.pointer);
   };
   return timeGraph(cuda, enqueueAll, { trials: REPLAYS, warmups: 2 }) / launches;
+}
+
+/** Projections that read the same x, as the blocks run them: one segmented launch against one GEMM each. */
+interface FusedSet {
+  readonly name: string;
+  readonly inFeatures: number;
+  readonly outFeatures: readonly number[];
+}
+
+const FUSED_SETS: readonly FusedSet[] = [
+  { name: 'GDN inputs qkv, z, b, a', inFeatures: 2048, outFeatures: [8192, 4096, 32, 32] },
+  { name: 'attention q+gate, k, v', inFeatures: 2048, outFeatures: [8192, 512, 512] },
+  { name: 'tower SwiGLU gate, up', inFeatures: 2048, outFeatures: [6144, 6144] },
+  { name: 'MoE router, shared gate, up, sigmoid gate', inFeatures: 2048, outFeatures: [256, 512, 512, 1] },
+];
+const FUSED_ROWS = [1, 64] as const;
+
+/** Per set of projections: the separate GEMMs and the segmented launch, each a graph over rotated weight sets. */
+function timeFusedSet(set: FusedSet, rows: number) {
+  const { inFeatures, outFeatures } = set;
+  const weightBytes = outFeatures.reduce((sum, n) => sum + n * inFeatures * 2, 0);
+  // Each rotation holds every projection's weights, 256-byte aligned one after another.
+  const offsets = outFeatures.map((_, index) =>
+    outFeatures.slice(0, index).reduce((sum, n) => sum + Math.ceil((n * inFeatures * 2) / 256) * 256, 0),
+  );
+  const setBytes = offsets.at(-1)! + Math.ceil((outFeatures.at(-1)! * inFeatures * 2) / 256) * 256;
+  const sets = Array.from({ length: rotationSets(cuda, setBytes) }, (_, i) => randomBuffer(setBytes, `fused w${i}`));
+  const x = randomBuffer(rows * inFeatures * 2, 'fused x');
+  const ys = outFeatures.map((n) => buffers.allocate(rows * n * 2, 'fused y'));
+  const separateBytes = Math.max(...outFeatures.map((n) => gemmWorkspaceBytes(rows, n, inFeatures)));
+  const workspaceBytes = Math.max(separateBytes, gemmSegmentsWorkspaceBytes(rows, inFeatures, outFeatures), 16);
+  const workspace = buffers.allocate(workspaceBytes, 'fused workspace');
+  cuda.driver.fillWords(workspace.pointer, 0, workspaceBytes / 4, cuda.stream);
+  const launches = sets.length * 4;
+  const separate = perLaunch(sets, launches, (base) => {
+    outFeatures.forEach((n, index) => {
+      const w = base + BigInt(offsets[index]!);
+      const a = { y: ys[index]!.pointer, x: x.pointer, w, workspace: workspace.pointer, outFeatures: n };
+      gemm(cuda, { ...a, rows, inFeatures });
+    });
+  });
+  const segmented = perLaunch(sets, launches, (base) => {
+    const segments = outFeatures.map((n, index) => ({
+      y: ys[index]!.pointer,
+      w: base + BigInt(offsets[index]!),
+      outFeatures: n,
+    }));
+    gemmSegments(cuda, { x: x.pointer, rows, inFeatures, segments, workspace: workspace.pointer });
+  });
+  for (const allocation of [x, ...ys, workspace, ...sets]) buffers.free(allocation);
+  return {
+    set: set.name,
+    inFeatures,
+    outFeatures,
+    rows,
+    weightBytes,
+    separateMicroseconds: separate * 1000,
+    separateGigabytesPerSecond: weightBytes / separate / 1e6,
+    segmentedMicroseconds: segmented * 1000,
+    segmentedGigabytesPerSecond: weightBytes / segmented / 1e6,
+    speedup: separate / segmented,
+  };
 }
 
 const blas = new CublasLt(cuda);
@@ -161,6 +226,7 @@ for (const shape of SHAPES) {
   for (const allocation of sets) buffers.free(allocation);
 }
 blas.destroy();
+const fused = FUSED_SETS.flatMap((set) => FUSED_ROWS.map((rows) => timeFusedSet(set, rows)));
 
 const p = cuda.properties;
 const percent = (share: number) => `${(100 * share).toFixed(1)}%`;
@@ -202,10 +268,30 @@ const lines = [
   ),
 ];
 console.log(lines.join('\n'));
+console.log(
+  [
+    '',
+    `projections of one x: separate GEMMs against one segmented launch (GB/s of weights; copy ${copyGigabytesPerSecond.toFixed(0)} GB/s)`,
+    ...markdownTable(
+      ['projections', 'K→N', 'rows', 'weight MB', 'separate µs', 'GB/s', 'segmented µs', 'GB/s', 'speedup'],
+      fused.map((r) => [
+        r.set,
+        `${r.inFeatures}→${r.outFeatures.join('+')}`,
+        `${r.rows}`,
+        (r.weightBytes / 1e6).toFixed(1),
+        r.separateMicroseconds.toFixed(2),
+        r.separateGigabytesPerSecond.toFixed(0),
+        r.segmentedMicroseconds.toFixed(2),
+        r.segmentedGigabytesPerSecond.toFixed(0),
+        `${r.speedup.toFixed(2)}×`,
+      ]),
+    ),
+  ].join('\n'),
+);
 const decodeLarge = results.filter((r) => r.rows === 1 && r.inFeatures * r.outFeatures >= 2048 * 4096);
 const worst = Math.min(...decodeLarge.map((r) => r.shareOfCopy));
 console.log(
   `one row at ≥ 70% of copy for N·K ≥ 2048·4096: ${worst >= 0.7 ? 'met' : 'NOT met'} (worst ${percent(worst)})`,
 );
-writeReport('gpu-gemm.json', { device: p, copyGigabytesPerSecond, results, cublasLtVersion: blas.version });
+writeReport('gpu-gemm.json', { device: p, copyGigabytesPerSecond, results, fused, cublasLtVersion: blas.version });
 cuda.close();

@@ -15,35 +15,40 @@
 //   gemm_rows96_bf16   96 × 128 block tile, 12 warps, 3 stages: prefill, K chunks summed in registers; grid.x
 //                      walks row tiles (x stays in L2, the weights stream about once)
 //   gemm_combine       y = Σ_c partials[c] in ascending c, then the one rounding
+//   gemm_segments_rows{16,64,96}_bf16, gemm_segments_combine: the same for up to four GEMMs sharing x in one launch
+//                      (gemm_segments.cuh), each with the bits of its own launch
 // Programmatic dependent launch: the first weight stages are requested before griddepcontrol.wait; x is read and
 // y written only after it.
-#include "gemm_tiles.cuh"
+#include "gemm_segments.cuh"
 
 extern "C" __global__ void __launch_bounds__(128, 4)
     gemm_rows16_bf16(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M, int N, int K,
                      int chunk_tiles, int output_fp32) {
-  gemm_allow_dependent_launch();
-  gemm_tiles<16, 64, 1, 4, 4, false, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
+  allow_dependent_launch();
+  gemm_tiles<16, 64, 1, 4, 4, false, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32,
+                                               gemm_grid_block<false>(chunk_tiles));
 }
 
 extern "C" __global__ void __launch_bounds__(128, 3)
     gemm_rows64_bf16(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M, int N, int K,
                      int chunk_tiles, int output_fp32) {
-  gemm_allow_dependent_launch();
-  gemm_tiles<64, 64, 1, 4, 4, false, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
+  allow_dependent_launch();
+  gemm_tiles<64, 64, 1, 4, 4, false, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32,
+                                               gemm_grid_block<false>(chunk_tiles));
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1)
     gemm_rows96_bf16(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M, int N, int K,
                      int chunk_tiles, int output_fp32) {
-  gemm_allow_dependent_launch();
-  gemm_tiles<96, 128, 3, 4, 3, true, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32);
+  allow_dependent_launch();
+  gemm_tiles<96, 128, 3, 4, 3, true, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32,
+                                               gemm_grid_block<true>(chunk_tiles));
 }
 
 // One thread per output element: the chunk partials in ascending order, exactly as the tile loop adds them.
 extern "C" __global__ void gemm_combine(void* y, const float* partials, int M, int N, int chunks, int output_fp32) {
-  gemm_allow_dependent_launch();
-  gemm_wait_for_previous_grid();
+  allow_dependent_launch();
+  wait_for_previous_grids();
   const long long elements = (long long)M * N;
   for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < elements;
        index += (long long)gridDim.x * blockDim.x) {
@@ -55,4 +60,21 @@ extern "C" __global__ void gemm_combine(void* y, const float* partials, int M, i
       static_cast<bf16*>(y)[index] = to_bf16(total);
     }
   }
+}
+
+extern "C" __global__ void __launch_bounds__(128, 4) gemm_segments_rows16_bf16(GEMM_SEGMENT_PARAMETERS) {
+  gemm_segments_tiles<16, 64, 1, 4, 4, false, false>(x, GEMM_SEGMENT_TABLE);
+}
+
+extern "C" __global__ void __launch_bounds__(128, 3) gemm_segments_rows64_bf16(GEMM_SEGMENT_PARAMETERS) {
+  gemm_segments_tiles<64, 64, 1, 4, 4, false, false>(x, GEMM_SEGMENT_TABLE);
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_segments_rows96_bf16(GEMM_SEGMENT_PARAMETERS) {
+  gemm_segments_tiles<96, 128, 3, 4, 3, true, false>(x, GEMM_SEGMENT_TABLE);
+}
+
+// The split segments' partials, all segments in one launch (x and the weights are not read).
+extern "C" __global__ void gemm_segments_combine(GEMM_SEGMENT_PARAMETERS) {
+  gemm_segments_add_partials(GEMM_SEGMENT_TABLE);
 }

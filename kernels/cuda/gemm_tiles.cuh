@@ -4,8 +4,8 @@
 //   STAGES deep; warps hold (BM/WARPS_M)×(BN/WARPS_N) of the tile as m16n8k16 bf16 mma.sync accumulators.
 //   K is cut into chunks of `chunk_tiles` K tiles (the launcher derives it from N and K only). Every chunk is
 //   accumulated from zero by the same mma sequence (k ascending in steps of 16); chunk sums are then added in
-//   ascending chunk order: in registers (gridDim.z == 1), or as fp32 partials [chunks, M, N] that gemm_combine adds
-//   in the same order (gridDim.z == chunks), or that the last block of a tile to finish adds (same order) when
+//   ascending chunk order: in registers (one block per tile), or as fp32 partials [chunks, M, N] that gemm_combine
+//   adds in the same order (one block per chunk), or that the last block of a tile to finish adds (same order) when
 //   `counters` is given. All three give the same bits.
 #pragma once
 #include "common.cuh"
@@ -13,17 +13,16 @@
 #define GEMM_BK 64
 #define GEMM_ROW_ELEMENTS (GEMM_BK + 8)  // padded shared-memory rows: ldmatrix reads hit 8 distinct bank groups
 
-__device__ __forceinline__ void gemm_allow_dependent_launch() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void gemm_wait_for_previous_grid() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
+// Where a block sits in its GEMM: row and column tile, its K chunk (used when `splits` > 1: the chunks run on
+// separate blocks and write partials), and `sum_tiles`, the K tiles after which a register sum closes (chunk_tiles
+// for every real kernel; only a control passes another).
+struct GemmBlock {
+  int row_tile;
+  int column_tile;
+  int chunk;
+  int splits;
+  int sum_tiles;
+};
 
 // Copies 16 bytes, or writes 16 zero bytes when `valid` is false (nothing is read then).
 __device__ __forceinline__ void gemm_copy_16(void* shared, const void* global, bool valid) {
@@ -78,13 +77,25 @@ __device__ __forceinline__ void gemm_store_pair(void* out, bool fp32, long long 
   }
 }
 
+// The block of a single GEMM's grid: (column, row, chunk) tiles, or (row, column, chunk) when ROWS_FASTEST.
+template <bool ROWS_FASTEST>
+__device__ __forceinline__ GemmBlock gemm_grid_block(int chunk_tiles) {
+  GemmBlock block;
+  block.row_tile = ROWS_FASTEST ? blockIdx.x : blockIdx.y;
+  block.column_tile = ROWS_FASTEST ? blockIdx.y : blockIdx.x;
+  block.chunk = blockIdx.z;
+  block.splits = gridDim.z;
+  block.sum_tiles = chunk_tiles;
+  return block;
+}
+
 // ROWS_FASTEST: blockIdx.x walks row tiles (blockIdx.y column tiles), so the blocks running together share weight
 // tiles and x stays in L2 while the weights stream about once (prefill). REVERSED_K (the contract's control only):
 // with more than one row, the four 16-wide steps of each K tile run in reverse order, which is accurate but changes
 // the bits with the row count.
 template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, bool ROWS_FASTEST, bool REVERSED_K>
 __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w, float* partials, int* counters,
-                                           int M, int N, int K, int chunk_tiles, int output_fp32) {
+                                           int M, int N, int K, int chunk_tiles, int output_fp32, GemmBlock block) {
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   constexpr int WARP_ROWS = BM / WARPS_M;
   constexpr int WARP_COLUMNS = BN / WARPS_N;
@@ -102,11 +113,11 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
   const int warp = threadIdx.x >> 5;
   const int warp_m = warp / WARPS_N;
   const int warp_n = warp % WARPS_N;
-  const int row0 = (ROWS_FASTEST ? blockIdx.x : blockIdx.y) * BM;
-  const int column0 = (ROWS_FASTEST ? blockIdx.y : blockIdx.x) * BN;
+  const int row0 = block.row_tile * BM;
+  const int column0 = block.column_tile * BN;
   const int k_tiles = (K + GEMM_BK - 1) / GEMM_BK;
-  const bool split = gridDim.z > 1;
-  const int tile_begin = split ? blockIdx.z * chunk_tiles : 0;
+  const bool split = block.splits > 1;
+  const int tile_begin = split ? block.chunk * chunk_tiles : 0;
   const int tile_end = split ? min(tile_begin + chunk_tiles, k_tiles) : k_tiles;
   const int tiles = tile_end - tile_begin;
 
@@ -137,7 +148,7 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
   for (int s = 0; s < STAGES - 1; s++) {
     if (s < tiles) load_w(s, tile_begin + s);
   }
-  gemm_wait_for_previous_grid();
+  wait_for_previous_grids();
   for (int s = 0; s < STAGES - 1; s++) {
     if (s < tiles) load_x(s, tile_begin + s);
     gemm_commit();
@@ -196,7 +207,7 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
     }
     // End of a chunk: its sum joins the total in ascending chunk order, and the next chunk starts from zero.
     const int global_tile = tile_begin + t;
-    if ((global_tile + 1) % chunk_tiles == 0 || t == tiles - 1) {
+    if ((global_tile + 1) % block.sum_tiles == 0 || t == tiles - 1) {
 #pragma unroll
       for (int i = 0; i < MT; i++)
 #pragma unroll
@@ -211,7 +222,7 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
   }
   gemm_wait<0>();
 
-  void* out = split ? static_cast<void*>(partials + (long long)blockIdx.z * M * N) : y;
+  void* out = split ? static_cast<void*>(partials + (long long)block.chunk * M * N) : y;
   const bool fp32 = split || output_fp32 != 0;
   const int group = lane >> 2;
   const int pair = (lane & 3) * 2;
@@ -233,7 +244,7 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
   __syncthreads();
   if (threadIdx.x == 0) {
     int* counter = counters + blockIdx.y * gridDim.x + blockIdx.x;
-    last_arrival = atomicAdd(counter, 1) == (int)gridDim.z - 1;
+    last_arrival = atomicAdd(counter, 1) == block.splits - 1;
     if (last_arrival) *counter = 0;
   }
   __syncthreads();
@@ -246,7 +257,7 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
     if (r >= M || column >= N) continue;
     const long long element = (long long)r * N + column;
     float sum = __ldcg(partials + element);
-    for (int c = 1; c < (int)gridDim.z; c++) sum = sum + __ldcg(partials + c * elements + element);
+    for (int c = 1; c < block.splits; c++) sum = sum + __ldcg(partials + c * elements + element);
     if (output_fp32) {
       static_cast<float*>(y)[element] = sum;
     } else {

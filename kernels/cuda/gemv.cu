@@ -119,6 +119,8 @@ __device__ void gemv_staged(bf16* y, const bf16* w, const bf16* x, int out_featu
     if (tile < tiles) load_tile(staged + slot * TILE_ROWS * chunks, w_chunks, tile, out_features, chunks);
     commit_copies();
   }
+  // A block past the last tile still waits: a kernel returns only after the previous one is done (common.cuh).
+  if (blockIdx.x >= tiles) wait_for_previous_grids();
   for (int step = 0;; step++) {
     const int tile = blockIdx.x + step * gridDim.x;
     if (tile >= tiles) break;
@@ -161,7 +163,10 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 3)
     gemv_staged_bf16(bf16* y, const bf16* w, const bf16* x, int out_features, int in_features, int rows, int stages) {
   allow_dependent_launch();
   const int row = blockIdx.y;
-  if (row >= rows) return;
+  if (row >= rows) {
+    wait_for_previous_grids();
+    return;
+  }
   gemv_staged(y + (long long)row * out_features, w, x + (long long)row * in_features, out_features, in_features,
               stages, threadIdx.x & 31);
 }
@@ -174,7 +179,10 @@ extern "C" __global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 2)
   const int warp = blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5);
   const int warps = gridDim.x * WARPS_PER_BLOCK;
   const int row = blockIdx.y;
-  if (row >= rows) return;
+  if (row >= rows) {
+    wait_for_previous_grids();
+    return;
+  }
   const bf16* x_row = x + (long long)row * in_features;
   bf16* y_row = y + (long long)row * out_features;
   const bool aligned = ((reinterpret_cast<uintptr_t>(w) | reinterpret_cast<uintptr_t>(x)) & 15) == 0;

@@ -1,17 +1,14 @@
 // The cuda attention and Gated DeltaNet blocks' host side, without a GPU: geometry the kernels cannot serve is
 // refused by name before anything is projected or launched, and the backbone's, the tower's and the DeltaNet's
-// geometries reach the kernels with the arguments kernels/cuda/{attention,delta_net,rms_norm}.cu declare (a
-// recording device: real named scratch over a bump allocator, launches recorded, nothing run).
+// geometries reach the kernels with the arguments kernels/cuda/{attention,delta_net,rms_norm}.cu declare, and the
+// projections that share x go out as one segmented GEMM (support/recording-blocks.ts: launches recorded, nothing run).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import koffi from 'koffi';
 import { runAttention } from '../../src/backend/cuda/attention-block.ts';
 import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
-import type { CudaContext } from '../../src/backend/cuda/context.ts';
 import { runDeltaNet } from '../../src/backend/cuda/delta-net-block.ts';
-import type { LaunchShape } from '../../src/backend/cuda/driver.ts';
-import { DeviceScratch } from '../../src/backend/cuda/scratch.ts';
-import type { CudaBuffer, CudaTensor } from '../../src/backend/cuda/tensors.ts';
+import { runSwiGlu } from '../../src/backend/cuda/swiglu-block.ts';
+import type { CudaBuffer } from '../../src/backend/cuda/tensors.ts';
 import type {
   AttentionWeights,
   CallTables,
@@ -20,83 +17,18 @@ import type {
   DType,
   KeyValueSlab,
 } from '../../src/backend/types.ts';
-
-interface Launched {
-  readonly name: string;
-  readonly shape: LaunchShape;
-  readonly parameters: BigUint64Array;
-}
-
-type Call = { readonly linear: string; readonly x: bigint; readonly out: bigint; readonly rows: number };
-
-let nextPointer = 0x1000_0000n;
-function buffer(dtype: DType, elements: number): CudaBuffer {
-  const pointer = nextPointer;
-  nextPointer += BigInt(Math.ceil((elements * 4) / 256 + 1) * 256);
-  return { pointer, dtype, elements };
-}
-
-function tensor(dtype: DType, shape: readonly number[]): CudaTensor {
-  return {
-    dtype,
-    shape,
-    data: buffer(
-      dtype,
-      shape.reduce((a, b) => a * b, 1),
-    ),
-  };
-}
-
-/** A block context whose device records launches and whose linear records what it projected. */
-function recordingContext(): {
-  ctx: BlockContext;
-  launched: Launched[];
-  calls: Call[];
-  names: Map<CudaTensor, string>;
-} {
-  const launched: Launched[] = [];
-  const calls: Call[] = [];
-  const names = new Map<CudaTensor, string>();
-  const cuda = {
-    stream: 0n,
-    kernels: { kernel: (family: string, name: string) => `${family}/${name}` },
-    driver: {
-      launch: (_handle: unknown, shape: LaunchShape, _stream: unknown, parameters: BigUint64Array, name: string) => {
-        launched.push({ name, shape, parameters: parameters.slice() });
-      },
-      fillBytes: () => {},
-    },
-    allocate: (bytes: number, label: string) => {
-      const { pointer } = buffer('i32', Math.ceil(bytes / 4));
-      return { kind: 'device', pointer, bytes, label, free: () => {} };
-    },
-    synchronize: () => {},
-  } as unknown as CudaContext;
-  const ctx: BlockContext = {
-    cuda,
-    scratch: new DeviceScratch(cuda),
-    linear(x, weight, out, rows) {
-      calls.push({ linear: names.get(weight) ?? '?', x: x.pointer, out: out.pointer, rows });
-    },
-    prepared: (_key, _label, make) => make(),
-    countAllocation: () => {},
-    // The test frees its weights itself, at the end.
-    releaseWeights: () => {},
-  };
-  return { ctx, launched, calls, names };
-}
-
-/** A context that fails the test if a block touches it: refusals must come before any work. */
-const untouchable: BlockContext = new Proxy({} as BlockContext, {
-  get(_target, property) {
-    throw new Error(`the block used ctx.${String(property)} before refusing`);
-  },
-});
-
-const dtypeRefusal = (error: unknown) => (error as { code?: string }).code === 'TENSOR_DTYPE_UNSUPPORTED';
-
-const word = (launch: Launched, index: number) => BigInt(koffi.decode(launch.parameters[index]!, 'int64_t'));
-const int32At = (launch: Launched, index: number) => koffi.decode(launch.parameters[index]!, 'int32_t') as number;
+import {
+  buffer,
+  dtypeRefusal,
+  gemmLaunches,
+  int32At,
+  type Launched,
+  launchingContext,
+  recordingContext,
+  tensor,
+  untouchable,
+  word,
+} from './support/recording-blocks.ts';
 
 const HIDDEN = 2048;
 
@@ -174,6 +106,11 @@ test('backbone attention: q|gate, k, v projections, prepare (gated, NeoX), gated
   assert.deepEqual(
     calls.map((call) => call.linear),
     ['q', 'k', 'v', 'o'],
+  );
+  assert.deepEqual(
+    calls.map((call) => call.fused),
+    ['q', 'q', 'q', undefined],
+    'q, k and v in one fused linear',
   );
   assert.equal(calls[3]!.out, out.pointer);
   assert.deepEqual(
@@ -276,6 +213,11 @@ test('Gated DeltaNet: four projections, conv over q|k|v, gates, recurrence, gate
     calls.map((call) => call.linear),
     ['qkv', 'z', 'b', 'a', 'out'],
   );
+  assert.deepEqual(
+    calls.map((call) => call.fused),
+    ['qkv', 'qkv', 'qkv', 'qkv', undefined],
+    'the four input projections in one fused linear',
+  );
   assert.equal(calls[4]!.out, out.pointer);
   assert.deepEqual(
     launched.map((launch) => launch.name),
@@ -310,4 +252,113 @@ test('Gated DeltaNet with fp32 A_log and dt_bias runs the fp32-parameter gates',
   const weights = deltaNetWeights({}, 'f32');
   runDeltaNet(ctx, weights, buffer('bf16', HIDDEN), deltaNetSlab(), callTables(1, 1), buffer('bf16', HIDDEN), 1);
   assert.equal(launched[1]!.name, 'delta_net_gates_f32');
+});
+
+test('fused projections: one GEMM launch and at most one combine where each projection had its own two', () => {
+  const count = (mode: 'fused' | 'separate', run: (ctx: BlockContext) => void) => {
+    const { ctx, launched } = launchingContext(mode);
+    run(ctx);
+    return gemmLaunches(launched);
+  };
+  const deltaNet = (rows: number) => (ctx: BlockContext) =>
+    runDeltaNet(
+      ctx,
+      deltaNetWeights(),
+      buffer('bf16', rows * HIDDEN),
+      deltaNetSlab(),
+      callTables(rows, 1),
+      buffer('bf16', rows * HIDDEN),
+      rows,
+    );
+  const attention = (rows: number) => (ctx: BlockContext) =>
+    runAttention(
+      ctx,
+      attentionWeights(),
+      buffer('bf16', rows * HIDDEN),
+      keyValueSlab(2, 256),
+      callTables(rows, 1),
+      buffer('bf16', rows * HIDDEN),
+      rows,
+    );
+  const swiGlu = (rows: number) => (ctx: BlockContext) => {
+    const weights = {
+      gate: tensor('bf16', [6144, HIDDEN]),
+      up: tensor('bf16', [6144, HIDDEN]),
+      down: tensor('bf16', [HIDDEN, 6144]),
+    };
+    runSwiGlu(ctx, weights, buffer('bf16', rows * HIDDEN), buffer('bf16', rows * HIDDEN), rows);
+  };
+  // Decode: every projection splits K, so each separate linear was a GEMM and a combine.
+  assert.deepEqual(count('separate', deltaNet(1)), Array(5).fill(['gemm_rows16_bf16', 'gemm_combine']).flat());
+  assert.deepEqual(count('fused', deltaNet(1)), [
+    'gemm_segments_rows16_bf16',
+    'gemm_segments_combine',
+    'gemm_rows16_bf16',
+    'gemm_combine',
+  ]);
+  assert.equal(count('separate', attention(1)).length, 8);
+  assert.deepEqual(count('fused', attention(1)), [
+    'gemm_segments_rows16_bf16',
+    'gemm_segments_combine',
+    'gemm_rows16_bf16',
+    'gemm_combine',
+  ]);
+  assert.equal(count('separate', swiGlu(1)).length, 6);
+  assert.equal(count('fused', swiGlu(1)).length, 4);
+  // Small batches take rows64 tiles; prefill keeps its chunks in registers and needs no combine at all.
+  assert.deepEqual(count('fused', deltaNet(40)).slice(0, 2), ['gemm_segments_rows64_bf16', 'gemm_segments_combine']);
+  assert.deepEqual(count('separate', deltaNet(300)), Array(5).fill('gemm_rows96_bf16'));
+  assert.deepEqual(count('fused', deltaNet(300)), ['gemm_segments_rows96_bf16', 'gemm_rows96_bf16']);
+});
+
+test('fused projections: the segmented launch carries each weight, output, width and its own K chunking', () => {
+  const { ctx, launched } = launchingContext('fused');
+  const weights = deltaNetWeights();
+  runDeltaNet(ctx, weights, buffer('bf16', HIDDEN), deltaNetSlab(), callTables(1, 1), buffer('bf16', HIDDEN), 1);
+  const [segmented, combine] = launched as [Launched, Launched];
+  assert.equal(segmented.name, 'gemm_segments_rows16_bf16');
+  const widths = [CHANNELS, VALUE_HEADS * 128, VALUE_HEADS, VALUE_HEADS];
+  const projections = [weights.inProjQkv, weights.inProjZ, weights.inProjB, weights.inProjA];
+  projections.forEach((projection, index) => {
+    assert.equal(word(segmented, 7 + 4 * index), projection.data.pointer, `segment ${index} weight`);
+    assert.equal(int32At(segmented, 8 + 4 * index), widths[index]);
+  });
+  // Over 2048 features (32 K tiles): 8192 columns split K 4 ways, 4096 columns 8 ways, the narrow ones 16 ways.
+  assert.deepEqual(
+    [0, 1, 2, 3].map((index) => int32At(segmented, 9 + 4 * index)),
+    [8, 4, 2, 2],
+  );
+  const columnTiles = widths.reduce((sum, n) => sum + Math.ceil(n / 64), 0);
+  assert.deepEqual(segmented.shape.grid, [columnTiles, 1, 16], 'all segments side by side, the most chunks deep');
+  assert.equal(combine.name, 'gemm_segments_combine');
+  assert.deepEqual(
+    [0, 1, 2, 3, 4, 5].map((index) => word(combine, index)),
+    [0, 1, 2, 3, 4, 5].map((index) => word(segmented, index)),
+    'the combine takes the same parameters',
+  );
+});
+
+test('a fused linear refuses weights of different widths of x, by name, before any launch', () => {
+  const { ctx, launched } = launchingContext('fused');
+  const x = buffer('bf16', HIDDEN);
+  const segments = [
+    { weight: tensor('bf16', [64, HIDDEN]), out: buffer('bf16', 64) },
+    { weight: tensor('bf16', [64, HIDDEN + 8]), out: buffer('bf16', 64) },
+  ];
+  assert.throws(() => ctx.linears(x, segments, 1), refusal('TENSOR_SHAPE_MISMATCH', 'segments[1]'));
+  const small = [
+    { weight: tensor('bf16', [64, HIDDEN]), out: buffer('bf16', 64) },
+    { ...segments[0]!, out: buffer('bf16', 8) },
+  ];
+  assert.throws(
+    () => ctx.linears(x, small, 1),
+    (error: unknown) => (error as { code?: string }).code === 'TENSOR_TOO_SMALL',
+  );
+  const fp8 = [{ weight: tensor('e4m3', [64, HIDDEN]), out: buffer('bf16', 64) }];
+  assert.throws(() => ctx.linears(x, fp8, 1), refusal('LINEAR_WEIGHT_DTYPE_UNSUPPORTED', 'segments[0]'));
+  assert.throws(
+    () => ctx.linears(x, [], 1),
+    (error: unknown) => (error as { code?: string }).code === 'LINEAR_SEGMENTS_INVALID',
+  );
+  assert.equal(launched.length, 0);
 });

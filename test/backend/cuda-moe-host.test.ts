@@ -207,6 +207,9 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
       assert.ok(out.elements >= rows * weight.shape[0]!, 'a linear output too small for its rows');
       log.calls.push(`linear [${weight.shape}]`);
     },
+    linears(x, segments, rows) {
+      for (const { weight, out } of segments) ctx.linear(x, weight, out, rows);
+    },
     prepared<T>(key: object, _label: string, make: () => T): T {
       if (!cache.has(key)) cache.set(key, make());
       return cache.get(key) as T;

@@ -3,6 +3,7 @@
 // match what the kernels assume (kernels/cuda/gemm_tiles.cuh, quantize_fp8.cu). A stand-in context records launches.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import koffi from 'koffi';
 import type { CudaContext } from '../../src/backend/cuda/context.ts';
 import type { LaunchShape } from '../../src/backend/cuda/driver.ts';
 import {
@@ -13,6 +14,11 @@ import {
   gemmTilesFor,
   gemmWorkspaceBytes,
 } from '../../src/backend/cuda/ops/gemm.ts';
+import {
+  type GemmSegmentsArguments,
+  gemmSegments,
+  gemmSegmentsWorkspaceBytes,
+} from '../../src/backend/cuda/ops/gemmSegments.ts';
 import { quantizeE4m3 } from '../../src/backend/cuda/ops/quantizeFp8.ts';
 
 interface Recorded {
@@ -22,8 +28,10 @@ interface Recorded {
   readonly sharedLimit: number | undefined;
 }
 
-function standIn(): { cuda: CudaContext; launches: Recorded[] } {
+function standIn(): { cuda: CudaContext; launches: Recorded[]; parameters: BigUint64Array[] } {
   const launches: Recorded[] = [];
+  /** Each launch's parameter address table, as the driver would read it. */
+  const parameters: BigUint64Array[] = [];
   const limits = new Map<string, number>();
   const driver = {
     setMaxDynamicSharedBytes: (kernel: string, bytes: number) => limits.set(kernel, bytes),
@@ -34,17 +42,20 @@ function standIn(): { cuda: CudaContext; launches: Recorded[] } {
       _kernel: string,
       shape: LaunchShape,
       _stream: unknown,
-      _parameters: unknown,
+      table: BigUint64Array,
       _attributes: unknown,
       name: string,
-    ) => launches.push({ name, shape, dependent: true, sharedLimit: limits.get(name) }),
+    ) => {
+      parameters.push(table.slice());
+      launches.push({ name, shape, dependent: true, sharedLimit: limits.get(name) });
+    },
   };
   const kernels = {
     kernel: (_family: string, name: string) => name,
     prepareOnce: (kernel: string, prepare: (d: unknown, k: string) => void) => prepare(driver, kernel),
   };
   const cuda = { driver, kernels, stream: 0n, properties: { multiprocessors: 132 } } as unknown as CudaContext;
-  return { cuda, launches };
+  return { cuda, launches, parameters };
 }
 
 const base: GemmArguments = {
@@ -177,4 +188,131 @@ test('the quantiser launches one warp per row and 128-column block, and refuses 
   quantizeE4m3(cuda, { q: 0n, scales: 0n, x: 0n, rows: 70000, cols: 8 });
   assert.deepEqual(launches[1]!.shape, { grid: [1, 65535, 1], block: [128, 1, 1] });
   assert.throws(() => quantizeE4m3(cuda, { q: 0n, scales: 0n, x: 0n, rows: 2 ** 24 + 1, cols: 8 }), /rows must be/);
+});
+
+const segmented: GemmSegmentsArguments = {
+  x: 0x2000n,
+  rows: 1,
+  inFeatures: 2048,
+  workspace: 0x4000n,
+  segments: [
+    { y: 0x10000n, w: 0x20000n, outFeatures: 12352 },
+    { y: 0x11000n, w: 0x21000n, outFeatures: 4097, output: 'f32' },
+    { y: 0x12000n, w: 0x22000n, outFeatures: 512 },
+    { y: 0x13000n, w: 0x23000n, outFeatures: 32 },
+  ],
+};
+
+function segmentRefusal(change: Partial<GemmSegmentsArguments>, param: string) {
+  const { cuda, launches } = standIn();
+  assert.throws(
+    () => gemmSegments(cuda, { ...segmented, ...change }),
+    (error: { code?: string; param?: string }) => error.code === 'KERNEL_ARGUMENT_INVALID' && error.param === param,
+    `expected KERNEL_ARGUMENT_INVALID naming ${param}`,
+  );
+  assert.equal(launches.length, 0, 'nothing launched');
+}
+
+test('bad segmented GEMM arguments are refused, naming the segment and the argument', () => {
+  const [first, second, third] = segmented.segments as [
+    GemmSegmentsArguments['segments'][0],
+    GemmSegmentsArguments['segments'][0],
+    GemmSegmentsArguments['segments'][0],
+  ];
+  segmentRefusal({ segments: [] }, 'segments');
+  segmentRefusal({ segments: [...segmented.segments, first] }, 'segments');
+  segmentRefusal({ segments: [first, { ...second, w: second.w + 8n }] }, 'segments[1].w');
+  segmentRefusal({ segments: [first, second, { ...third, y: third.y + 4n }] }, 'segments[2].y');
+  segmentRefusal({ segments: [{ ...first, outFeatures: 0 }] }, 'segments[0].outFeatures');
+  segmentRefusal({ segments: [{ ...first, output: 'f16' as 'f32' }] }, 'segments[0].output');
+  segmentRefusal({ x: 0x2008n }, 'x');
+  segmentRefusal({ inFeatures: 1001 }, 'inFeatures');
+  segmentRefusal({ rows: 0 }, 'rows');
+  segmentRefusal({ workspace: undefined }, 'workspace');
+  segmentRefusal({ workspace: 0x4008n }, 'workspace');
+});
+
+const int32At = (table: BigUint64Array, index: number) => koffi.decode(table[index]!, 'int32_t') as number;
+const wordAt = (table: BigUint64Array, index: number) => BigInt(koffi.decode(table[index]!, 'int64_t'));
+
+test('one segmented launch carries every segment with the K chunking and tiles its own GEMM would get', () => {
+  for (const [rows, tiles, blockColumns, split] of [
+    [1, 'rows16', 64, true],
+    [16, 'rows16', 64, true],
+    [17, 'rows64', 64, true],
+    [64, 'rows64', 64, true],
+    [65, 'rows96', 128, false],
+    [257, 'rows96', 128, false],
+  ] as const) {
+    const { cuda, launches, parameters } = standIn();
+    const args = { ...segmented, rows };
+    gemmSegments(cuda, args);
+    // The same launch alone, per segment: its kernel, block, shared memory and chunk count.
+    const alone = args.segments.map((segment) => {
+      const separate = standIn();
+      const y = segment.y;
+      gemm(separate.cuda, { ...args, y, w: segment.w, outFeatures: segment.outFeatures, output: segment.output });
+      return separate.launches[0]!;
+    });
+    const [main] = launches as [Recorded];
+    assert.equal(main.name, `gemm_segments_${tiles}_bf16`);
+    assert.deepEqual(main.shape.block, alone[0]!.shape.block);
+    assert.equal(main.shape.sharedBytes, alone[0]!.shape.sharedBytes);
+    assert.equal(main.sharedLimit, alone[0]!.sharedLimit);
+    const columnTiles = args.segments.reduce((sum, s) => sum + Math.ceil(s.outFeatures / blockColumns), 0);
+    const chunks = alone.map((launch) => launch.shape.grid[2]);
+    const rowTiles = split ? alone[0]!.shape.grid[1] : alone[0]!.shape.grid[0];
+    assert.deepEqual(
+      main.shape.grid,
+      split ? [columnTiles, rowTiles, Math.max(...chunks)] : [rowTiles, columnTiles, 1],
+    );
+    assert.deepEqual(
+      launches.map((launch) => launch.name),
+      split ? [main.name, 'gemm_segments_combine'] : [main.name],
+    );
+    const table = parameters[0]!;
+    assert.deepEqual([int32At(table, 2), int32At(table, 3), int32At(table, 4)], [rows, 2048, split ? 1 : 0]);
+    assert.equal(int32At(table, 5), 0b10, 'segment 1 writes fp32');
+    args.segments.forEach((segment, index) => {
+      const at = 6 + 4 * index;
+      assert.deepEqual([wordAt(table, at), wordAt(table, at + 1)], [segment.y, segment.w]);
+      assert.equal(int32At(table, at + 2), segment.outFeatures);
+      assert.equal(int32At(table, at + 3), gemmChunkTiles(segment.outFeatures, 2048), `segment ${index} chunking`);
+    });
+    const partials = chunks.reduce(
+      (sum, c, index) =>
+        sum + (split && c > 1 ? Math.ceil((c * rows * args.segments[index]!.outFeatures) / 4) * 16 : 0),
+      0,
+    );
+    const widths = args.segments.map((segment) => segment.outFeatures);
+    assert.equal(gemmSegmentsWorkspaceBytes(rows, 2048, widths), partials);
+  }
+});
+
+test('unused segment slots are empty, and a launch whose segments do not split K needs no combine', () => {
+  const { cuda, launches, parameters } = standIn();
+  gemmSegments(cuda, { ...segmented, inFeatures: 64, workspace: undefined, segments: segmented.segments.slice(0, 2) });
+  assert.deepEqual(
+    launches.map((launch) => launch.name),
+    ['gemm_segments_rows16_bf16'],
+  );
+  const table = parameters[0]!;
+  for (const index of [2, 3]) {
+    const at = 6 + 4 * index;
+    assert.deepEqual([wordAt(table, at), wordAt(table, at + 1), int32At(table, at + 2)], [0n, 0n, 0]);
+  }
+  assert.equal(gemmSegmentsWorkspaceBytes(1, 64, [12352, 4097]), 0);
+});
+
+test('a replacement segmented kernel runs on rows16 geometry with the split the row count would pick', () => {
+  const { cuda, launches, parameters } = standIn();
+  const kernel = { family: 'gemm_controls', name: 'control_gemm_segments_shared_chunking' };
+  gemmSegments(cuda, { ...segmented, rows: 257, workspace: undefined }, { kernel });
+  assert.deepEqual(
+    launches.map((launch) => launch.name),
+    [kernel.name],
+  );
+  const columnTiles = segmented.segments.reduce((sum, s) => sum + Math.ceil(s.outFeatures / 64), 0);
+  assert.deepEqual(launches[0]!.shape.grid, [columnTiles, 17, 1]);
+  assert.equal(int32At(parameters[0]!, 4), 0, 'K chunks in registers, as rows96 keeps them');
 });

@@ -10,6 +10,7 @@ import type { CpuBuffer } from '../../src/backend/cpu/tensors.ts';
 import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
+import { fusedLinear } from '../../src/backend/cuda/fused-linear.ts';
 import { CapturedGraph } from '../../src/backend/cuda/graph.ts';
 import type { Allocation } from '../../src/backend/cuda/memory.ts';
 import { runMoe } from '../../src/backend/cuda/moe-block.ts';
@@ -105,6 +106,9 @@ function blockContext(scratch: DeviceScratch): BlockContext {
       const bytes = gemmWorkspaceBytes(rows, outFeatures, inFeatures);
       const workspace = bytes > 0 ? scratch.bytes('test.gemmWorkspace', bytes) : undefined;
       gemm(cuda, { y: out.pointer, x: x.pointer, w: weight.data.pointer, workspace, rows, outFeatures, inFeatures });
+    },
+    linears(x, segments, rows) {
+      fusedLinear(cuda, (bytes) => scratch.bytes('test.gemmWorkspace', bytes), rows, x, segments, rows);
     },
     prepared<T>(key: object, _label: string, make: () => T): T {
       if (!cache.has(key)) cache.set(key, make());

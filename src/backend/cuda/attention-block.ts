@@ -1,6 +1,6 @@
 // Softmax attention on the device (the backbone's gated attention and the tower's plain attention), over lane slots:
 // the cpu block's computation (src/backend/cpu/attention-block.ts) with its bf16 rounding points.
-//   q (+gate), k, v = x · W{q,k,v}ᵀ (bf16) → attention_prepare_bf16: zero-centred q/k norms per head (bf16), partial
+//   q (+gate), k, v = x · W{q,k,v}ᵀ (bf16, one segmented GEMM) → attention_prepare_bf16: zero-centred q/k norms per head (bf16), partial
 //   RoPE at each row's position (bf16), K/V appended at the row's (slot, position) → attention_bf16_d{D}: causal GQA
 //   over the slot's keys 0..position in 64-key tiles, × sigmoid(gate) when gated (bf16) → o_proj into `out`.
 // A row whose (slot, position) lies outside the slab gets NaN outputs and writes no slab rows (the kernels check each
@@ -101,9 +101,15 @@ export function runAttention(
   const value = scratch.buffer('attention.value', 'bf16', rows * kvWidth);
   const query = scratch.buffer('attention.query', 'bf16', rows * queryWidth);
   const attended = scratch.buffer('attention.attended', 'bf16', rows * queryWidth);
-  ctx.linear(x, weights.qProj, projected, rows);
-  ctx.linear(x, weights.kProj, key, rows);
-  ctx.linear(x, weights.vProj, value, rows);
+  ctx.linears(
+    x,
+    [
+      { weight: weights.qProj, out: projected },
+      { weight: weights.kProj, out: key },
+      { weight: weights.vProj, out: value },
+    ],
+    rows,
+  );
   const geometry = {
     queryHeads: heads,
     kvHeads: keyValueHeads,

@@ -24,6 +24,7 @@ import { runAttention } from './attention-block.ts';
 import type { BlockContext } from './block-context.ts';
 import { CudaContext, type CudaContextOptions } from './context.ts';
 import { runDeltaNet } from './delta-net-block.ts';
+import { fusedLinear } from './fused-linear.ts';
 import { decodeElements, hostArrayFor, requireHostArray } from './host-elements.ts';
 import type { Allocation } from './memory.ts';
 import { runMoe } from './moe-block.ts';
@@ -106,6 +107,10 @@ export class CudaBackend implements Backend<CudaBuffer> {
       cuda: this.cuda,
       scratch: this.scratch,
       linear: (x, weight, out, rows) => this.linear(x, weight, out, rows),
+      linears: (x, segments, rows) => {
+        const workspace = (bytes: number) => this.scratch.bytes(LINEAR_WORKSPACE, bytes);
+        fusedLinear(this.cuda, workspace, SPLIT_ROWS, x, segments, rows);
+      },
       prepared<T>(key: object, label: string, make: () => T): T {
         let values = prepared.get(key);
         if (values === undefined) {

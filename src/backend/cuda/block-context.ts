@@ -1,8 +1,9 @@
 // What the cuda backend's block modules (attention, Gated DeltaNet, MoE, SwiGLU) share: the device, the named
-// scratch, the backend's linear (one GEMM path for every projection) and a cache of weights re-laid out for a kernel
+// scratch, the backend's linear (one GEMM path for every projection) and its fused form, and a cache of weights re-laid out for a kernel
 // (made on first use, which plan reaches, and kept as long as the weights object lives).
 import type { LinearWeight, Tensor } from '../types.ts';
 import type { CudaContext } from './context.ts';
+import type { LinearSegment } from './fused-linear.ts';
 import type { DeviceScratch } from './scratch.ts';
 import type { CudaBuffer } from './tensors.ts';
 
@@ -11,6 +12,11 @@ export interface BlockContext {
   readonly scratch: DeviceScratch;
   /** out [rows, weight.shape[0]] bf16 = x [rows, weight.shape[1]] bf16 · weightᵀ (or f32 with output 'f32'). */
   linear(x: CudaBuffer, weight: LinearWeight<CudaBuffer>, out: CudaBuffer, rows: number): void;
+  /**
+   * Every segment's out = x · weightᵀ, as `linear` would give it bit for bit, in one GEMM launch per four segments
+   * (the projections that read the same x). The weights must share x's features.
+   */
+  linears(x: CudaBuffer, segments: readonly LinearSegment[], rows: number): void;
   /** The value made by `make` for `key` (a weights object) the first time it is asked for, the same one after. */
   prepared<T>(key: object, label: string, make: () => T): T;
   /** Counts an allocation made outside the scratch (prepared weights), so that plan's zero-allocation check sees it. */

@@ -1,12 +1,12 @@
 // Gated DeltaNet on the device over the sequences of a call: the cpu block's recurrent form
 // (src/backend/cpu/delta-net-block.ts) with its bf16 rounding points. x: [T, H].
-//   qkv, z, b, a = x · W{qkv,z,b,a}ᵀ (bf16, four projections) → delta_net_conv_silu_bf16: causal depthwise conv (width
+//   qkv, z, b, a = x · W{qkv,z,b,a}ᵀ (bf16, four projections in one segmented GEMM) → delta_net_conv_silu_bf16: causal depthwise conv (width
 //   4, each sequence's slot's conv state carried) + SiLU (bf16) → delta_net_gates: beta = sigmoid(b), g = −exp(A_log)
 //   · softplus(a + dt_bias) (fp32) → delta_net_recurrence_bf16: the delta rule with the slot's fp32 state, q/k
 //   L2-normalised and q scaled by 1/sqrt(128) inside (bf16 out) → rms_norm_gated_bf16: norm(o)·w·SiLU(z) per value
 //   head (bf16) → out_proj into `out`.
-// The projections stay four GEMMs: a fused one would put z's rows a projection width apart, and the gated norm reads
-// its gate rows contiguous.
+// The four projections keep their own outputs (one launch, four segments): a single concatenated weight would put
+// z's rows a projection width apart, and the gated norm reads its gate rows contiguous.
 import { DramaError } from '../../errors.ts';
 import type { CallTables, DeltaNetSlab, DeltaNetWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
@@ -111,10 +111,16 @@ export function runDeltaNet(
   const beta = scratch.buffer('deltaNet.beta', 'f32', rows * valueHeads);
   const core = scratch.buffer('deltaNet.core', 'bf16', rows * valueWidth);
   const normed = scratch.buffer('deltaNet.normed', 'bf16', rows * valueWidth);
-  ctx.linear(x, weights.inProjQkv, mixed, rows);
-  ctx.linear(x, weights.inProjZ, z, rows);
-  ctx.linear(x, weights.inProjB, b, rows);
-  ctx.linear(x, weights.inProjA, a, rows);
+  ctx.linears(
+    x,
+    [
+      { weight: weights.inProjQkv, out: mixed },
+      { weight: weights.inProjZ, out: z },
+      { weight: weights.inProjB, out: b },
+      { weight: weights.inProjA, out: a },
+    ],
+    rows,
+  );
   deltaNetConv(cuda, {
     out: convolved.pointer,
     outRowStride: channels,

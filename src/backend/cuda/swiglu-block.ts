@@ -1,5 +1,5 @@
 // A SwiGLU MLP on the device, as src/backend/cpu/moe-block.ts runSwiGlu computes it: gate(x) and up(x) by the
-// backend's linear (each rounded to bf16), silu(gate) · up in fp32 rounded once to bf16 (kernels/cuda/swiglu.cu,
+// backend's fused linear (one launch, each rounded to bf16), silu(gate) · up in fp32 rounded once to bf16 (kernels/cuda/swiglu.cu,
 // written over the gate buffer as the cpu does), then down(·) into `out`. x: [rows, hidden] bf16, out [rows, outputs].
 import type { SwiGluWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
@@ -17,8 +17,14 @@ export function runSwiGlu(
   const width = swiGluWidth(weights, 'SwiGLU MLP');
   const gate = ctx.scratch.buffer('swiglu.gate', 'bf16', rows * width);
   const up = ctx.scratch.buffer('swiglu.up', 'bf16', rows * width);
-  ctx.linear(x, weights.gate, gate, rows);
-  ctx.linear(x, weights.up, up, rows);
+  ctx.linears(
+    x,
+    [
+      { weight: weights.gate, out: gate },
+      { weight: weights.up, out: up },
+    ],
+    rows,
+  );
   // Elementwise: each element reads its gate and up before writing the same index, so in place is exact.
   swiglu(ctx.cuda, { out: gate.pointer, gate: gate.pointer, up: up.pointer, rows, cols: width });
   ctx.linear(gate, weights.down, out, rows);

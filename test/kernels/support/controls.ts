@@ -8,7 +8,7 @@ import { codecTransposedConvCase } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
-import { gemmBf16Case } from './gemmCases.ts';
+import { gemmBf16Case, gemmSegmentsCase } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import { moeDownFp8Case, moeGateUpFp8Case, moeGroupingCase } from './moeCases.ts';
 import { moePackCase } from './moePackCases.ts';
@@ -141,6 +141,11 @@ export const controls: readonly Control[] = [
     description: "swapped scales: the grouped gate|up GEMM scales gate rows by the up projection's block scales",
     kernelCase: moeGateUpFp8Case,
     kernel: { family: 'moe_controls', name: 'control_moe_gate_up_scales_swapped' },
+  },
+  {
+    description: "shared chunking: the segmented GEMM closes every segment's K sums at segment 0's chunk size",
+    kernelCase: gemmSegmentsCase,
+    kernel: { family: 'gemm_controls', name: 'control_gemm_segments_shared_chunking' },
   },
   ...deltaNetAndMoeControls(),
 ];

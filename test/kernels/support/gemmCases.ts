@@ -2,10 +2,12 @@
 // batches, sizes that are no multiple of any tile (N odd, K not a multiple of 64), the model's projections
 // (MODEL.md §2, §3), every tile configuration forced at row counts it is not picked for, and the invariance cases:
 // rows alone against the same rows inside calls of 1, 2, 7, 64 and 257 rows at real shapes (three tile
-// configurations, split and unsplit K, meet there).
+// configurations, split and unsplit K, meet there). Then the segmented GEMM (several projections of one x in one
+// launch) against the same projections as separate GEMMs, byte for byte.
 import { linearBf16 } from '../../../src/backend/cpu/ops/linear.ts';
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import { type GemmTiles, gemm, gemmWorkspaceBytes } from '../../../src/backend/cuda/ops/gemm.ts';
+import { gemmSegments, gemmSegmentsWorkspaceBytes } from '../../../src/backend/cuda/ops/gemmSegments.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import {
   BF16_ONE_ROUNDING_BOUND,
@@ -160,4 +162,203 @@ export const gemmFp32Case: KernelCase = {
   ],
   invariance: [gemmInvariance('candidate head', 2048, 4097, 'f32')],
   equivalences: [gemmConfigurations(7, 2048, 4097, 'f32')],
+};
+
+// The segmented GEMM (several projections of one x in one launch): each segment must give the bits of its own gemm()
+// launch. The segments differ in width, in K chunking (12352 columns over 2048 features split K 2 ways, 4097 7 ways,
+// 512 and 32 16 ways) and in output dtype (an f32 one, an odd width).
+interface SegmentShape {
+  readonly outFeatures: number;
+  readonly output: Output;
+}
+
+/** Segment 0 has the finest chunking, so a kernel that imposed it on the others would change their bits. */
+const MIXED_CHUNKINGS: readonly SegmentShape[] = [
+  { outFeatures: 512, output: 'bf16' },
+  { outFeatures: 12352, output: 'bf16' },
+  { outFeatures: 4097, output: 'f32' },
+  { outFeatures: 32, output: 'bf16' },
+];
+/** Gated DeltaNet's input projections: qkv, z, b, a. */
+const DELTA_NET_INPUTS: readonly SegmentShape[] = [
+  { outFeatures: 8192, output: 'bf16' },
+  { outFeatures: 4096, output: 'bf16' },
+  { outFeatures: 32, output: 'bf16' },
+  { outFeatures: 32, output: 'bf16' },
+];
+const SEGMENT_ROW_COUNTS: readonly number[] = [1, 2, 7, 16, 17, 64, 65, 257];
+/** An f32 output counts against the fp32 case's bounds (no output rounding), a bf16 one against the case's. */
+const F32_OUTPUT_BOUNDS = { bound: 2e-5, ulps: 64, ulpFloor: 1 } as const;
+
+function segmentOutputs(rows: number, segments: readonly SegmentShape[]) {
+  return segments.map(({ outFeatures, output }, index) => ({
+    name: `y${index}`,
+    kind: output,
+    count: rows * outFeatures,
+    ...(output === 'f32' ? F32_OUTPUT_BOUNDS : {}),
+  }));
+}
+
+/** Bytes of one workspace that fits the fused launch and every separate one (they run one after another). */
+function segmentWorkspace(rows: number, inFeatures: number, segments: readonly SegmentShape[]): Float32Array {
+  const widths = segments.map((segment) => segment.outFeatures);
+  const separate = widths.map((n) => gemmWorkspaceBytes(rows, n, inFeatures));
+  return new Float32Array(Math.max(gemmSegmentsWorkspaceBytes(rows, inFeatures, widths), ...separate, 16) / 4);
+}
+
+function fusedRun(rows: number, inFeatures: number, segments: readonly SegmentShape[], dependentLaunch = true) {
+  return (cuda: CudaContext, p: Readonly<Record<string, bigint>>, kernel: KernelName | undefined) => {
+    const list = segments.map(({ outFeatures, output }, index) => ({
+      y: p[`y${index}`]!,
+      w: p[`w${index}`]!,
+      outFeatures,
+      output,
+    }));
+    gemmSegments(
+      cuda,
+      { x: p.x!, rows, inFeatures, segments: list, workspace: p.workspace },
+      { kernel, dependentLaunch },
+    );
+  };
+}
+
+/** The same projections as one gemm() each (the control replaces only the segmented kernel). */
+function separateRun(rows: number, inFeatures: number, segments: readonly SegmentShape[]) {
+  return (cuda: CudaContext, p: Readonly<Record<string, bigint>>) => {
+    segments.forEach(({ outFeatures, output }, index) => {
+      const a = { y: p[`y${index}`]!, x: p.x!, w: p[`w${index}`]!, workspace: p.workspace, outFeatures, output };
+      gemm(cuda, { ...a, rows, inFeatures });
+    });
+  };
+}
+
+function segmentWeights(random: Random, inFeatures: number, segments: readonly SegmentShape[]): Bf16Tensor[] {
+  return segments.map(({ outFeatures }) => randomBf16(random, outFeatures * inFeatures, 1 / Math.sqrt(inFeatures)));
+}
+
+function segmentsShape(label: string, rows: number, inFeatures: number, segments: readonly SegmentShape[]): ShapeCase {
+  const widths = segments.map(({ outFeatures, output }) => `${outFeatures}${output === 'f32' ? ' f32' : ''}`);
+  return {
+    label: `${label} ${inFeatures}→[${widths.join(', ')}], ${rows} row${rows > 1 ? 's' : ''}`,
+    prepare(random: Random, nonFinite: boolean): Prepared {
+      const x = randomBf16(random, rows * inFeatures, 1);
+      const weights = segmentWeights(random, inFeatures, segments);
+      if (nonFinite) {
+        plant(x, 0, Number.NaN);
+        weights.forEach((w, index) => {
+          plant(w, inFeatures + 1, index % 2 === 0 ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY);
+          // In the last K chunk and the last column of every segment: each split's last partial and N tail.
+          plant(w, w.values.length - 1, Number.NEGATIVE_INFINITY);
+        });
+      }
+      const inputs: Record<string, Bf16Tensor | Float32Array> = {
+        x,
+        workspace: segmentWorkspace(rows, inFeatures, segments),
+      };
+      weights.forEach((w, index) => {
+        inputs[`w${index}`] = w;
+      });
+      return {
+        inputs,
+        outputs: segmentOutputs(rows, segments),
+        reference() {
+          const outputs: Record<string, Float64Array> = {};
+          segments.forEach(({ outFeatures }, index) => {
+            const y = new Float64Array(rows * outFeatures);
+            linearBf16(x.values, weights[index]!.bits, y, rows, inFeatures, outFeatures, 'fp64');
+            outputs[`y${index}`] = y;
+          });
+          return outputs;
+        },
+        run: fusedRun(rows, inFeatures, segments),
+      };
+    },
+  };
+}
+
+/** Fused against separate at one row count, on the same inputs: every output byte for byte. */
+function segmentsAgainstSeparate(rows: number, inFeatures: number, segments: readonly SegmentShape[]): EquivalenceCase {
+  return {
+    label: `segments against separate GEMMs ${inFeatures}→[${segments.map((s) => s.outFeatures).join(', ')}], ${rows} rows`,
+    prepare(random: Random) {
+      const inputs: Record<string, Bf16Tensor | Float32Array> = {
+        x: randomBf16(random, rows * inFeatures, 1),
+        workspace: segmentWorkspace(rows, inFeatures, segments),
+      };
+      segmentWeights(random, inFeatures, segments).forEach((w, index) => {
+        inputs[`w${index}`] = w;
+      });
+      return {
+        inputs,
+        outputs: segmentOutputs(rows, segments),
+        runs: {
+          separate: separateRun(rows, inFeatures, segments),
+          segmented: fusedRun(rows, inFeatures, segments),
+          'segmented, plain launch': fusedRun(rows, inFeatures, segments, false),
+        },
+      };
+    },
+  };
+}
+
+/** Weights once per seed, rows in order: row r's outputs alone and inside every larger fused call. */
+function segmentsInvariance(inFeatures: number, segments: readonly SegmentShape[]): InvarianceCase {
+  return {
+    label: `segments ${inFeatures}→[${segments.map((s) => s.outFeatures).join(', ')}]`,
+    rowCounts: SEGMENT_ROW_COUNTS,
+    prepare(seed: number, rows: number): Prepared {
+      const weights = segments.map(({ outFeatures }, index) =>
+        drawnOnce(`gemm segment ${index} ${inFeatures}→${outFeatures}`, seed, () =>
+          randomBf16(streamOf(seed, index + 2), outFeatures * inFeatures, 1 / Math.sqrt(inFeatures)),
+        ),
+      );
+      const x = randomBf16(streamOf(seed, 1), rows * inFeatures, 1);
+      const inputs: Record<string, Bf16Tensor | Float32Array> = {
+        x,
+        workspace: segmentWorkspace(rows, inFeatures, segments),
+      };
+      weights.forEach((w, index) => {
+        inputs[`w${index}`] = w;
+      });
+      return {
+        inputs,
+        outputs: segmentOutputs(rows, segments),
+        reference: () => ({}),
+        run: fusedRun(rows, inFeatures, segments),
+      };
+    },
+    elementsPerRow: Object.fromEntries(segments.map((segment, index) => [`y${index}`, segment.outFeatures])),
+  };
+}
+
+export const gemmSegmentsCase: KernelCase = {
+  name: 'gemm segments (several projections of one x in one launch, each with its own bits)',
+  bound: BF16_ONE_ROUNDING_BOUND,
+  ulps: 1,
+  shapes: [
+    segmentsShape('decode, Gated DeltaNet inputs', 1, 2048, DELTA_NET_INPUTS),
+    segmentsShape('decode, mixed chunkings', 1, 2048, MIXED_CHUNKINGS),
+    segmentsShape('batch, chunkings 7 and 16', 7, 2048, [
+      { outFeatures: 4097, output: 'f32' },
+      { outFeatures: 512, output: 'bf16' },
+      { outFeatures: 999, output: 'bf16' },
+    ]),
+    segmentsShape('batch, one segment', 17, 2048, [{ outFeatures: 4097, output: 'bf16' }]),
+    segmentsShape('small batch', 64, 1000, [
+      { outFeatures: 999, output: 'bf16' },
+      { outFeatures: 130, output: 'f32' },
+      { outFeatures: 8, output: 'bf16' },
+    ]),
+    segmentsShape('prefill, chunks in registers', 65, 2048, [
+      { outFeatures: 4097, output: 'f32' },
+      { outFeatures: 512, output: 'bf16' },
+    ]),
+    segmentsShape('prefill, odd sizes', 257, 1000, [
+      { outFeatures: 999, output: 'bf16' },
+      { outFeatures: 130, output: 'f32' },
+      { outFeatures: 8, output: 'bf16' },
+    ]),
+  ],
+  invariance: [segmentsInvariance(2048, MIXED_CHUNKINGS)],
+  equivalences: SEGMENT_ROW_COUNTS.map((rows) => segmentsAgainstSeparate(rows, 2048, MIXED_CHUNKINGS)),
 };

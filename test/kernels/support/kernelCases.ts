@@ -12,7 +12,7 @@ import { codecTransposedConvCase, codecTransposedConvF16Case } from './codecTran
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
-import { gemmBf16Case, gemmFp32Case } from './gemmCases.ts';
+import { gemmBf16Case, gemmFp32Case, gemmSegmentsCase } from './gemmCases.ts';
 import { gemmCase, gemvCase, gemvOtherTuningsCase, routerCase, swigluCase } from './mathCases.ts';
 import { moeBlockBf16Case } from './moeBf16Cases.ts';
 import { moeBlockFp8Case, moeCombineCase, moeDownFp8Case, moeGateUpFp8Case, moeGroupingCase } from './moeCases.ts';
@@ -62,6 +62,7 @@ export const kernelCases: readonly KernelCase[] = [
   moePackCase,
   gemmBf16Case,
   gemmFp32Case,
+  gemmSegmentsCase,
   quantizeE4m3Case,
   deltaNetConvCase,
   deltaNetGatesCase,

@@ -18,7 +18,7 @@ const SHARED_ROW_ELEMENTS = K_TILE + 8;
 
 export type GemmTiles = 'rows16' | 'rows64' | 'rows96';
 
-interface TileConfiguration {
+export interface TileConfiguration {
   readonly kernel: KernelName;
   readonly blockRows: number;
   readonly blockColumns: number;
@@ -30,7 +30,7 @@ interface TileConfiguration {
   readonly rowsFastest: boolean;
 }
 
-const CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>> = {
+export const GEMM_CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>> = {
   rows16: {
     kernel: { family: FAMILY, name: 'gemm_rows16_bf16' },
     blockRows: 16,
@@ -68,13 +68,13 @@ const CHUNK_TARGET_BLOCKS = 512;
 const MAX_CHUNKS = 16;
 /** A chunk is at least two K tiles (128 elements), so a split never makes blocks that only fill the pipeline. */
 const MIN_CHUNK_TILES = 2;
-const COMBINE_THREADS = 256;
-const COMBINE_MAX_BLOCKS = 4096;
+export const COMBINE_THREADS = 256;
+export const COMBINE_MAX_BLOCKS = 4096;
 
 /** K tiles per chunk: a function of (outFeatures, inFeatures) alone, never of the row count. */
 export function gemmChunkTiles(outFeatures: number, inFeatures: number): number {
   const kTiles = Math.ceil(inFeatures / K_TILE);
-  const columnTiles = Math.ceil(outFeatures / CONFIGURATIONS.rows16.blockColumns);
+  const columnTiles = Math.ceil(outFeatures / GEMM_CONFIGURATIONS.rows16.blockColumns);
   const wanted = Math.max(
     1,
     Math.min(MAX_CHUNKS, Math.floor(CHUNK_TARGET_BLOCKS / columnTiles), Math.floor(kTiles / MIN_CHUNK_TILES)),
@@ -93,8 +93,9 @@ export function gemmTilesFor(rows: number): GemmTiles {
   return 'rows96';
 }
 
-function splits(tiles: GemmTiles, outFeatures: number, inFeatures: number): number {
-  return CONFIGURATIONS[tiles].splitK ? gemmChunks(outFeatures, inFeatures) : 1;
+/** K chunks on separate blocks for one GEMM of this shape under `tiles` (1: summed in registers, or not split). */
+export function gemmSplits(tiles: GemmTiles, outFeatures: number, inFeatures: number): number {
+  return GEMM_CONFIGURATIONS[tiles].splitK ? gemmChunks(outFeatures, inFeatures) : 1;
 }
 
 function partialBytes(rows: number, outFeatures: number, chunks: number): number {
@@ -112,9 +113,9 @@ export function gemmWorkspaceBytes(
   inFeatures: number,
   tiles: GemmTiles = gemmTilesFor(rows),
 ): number {
-  const chunks = splits(tiles, outFeatures, inFeatures);
+  const chunks = gemmSplits(tiles, outFeatures, inFeatures);
   if (chunks === 1) return 0;
-  const rows16 = CONFIGURATIONS.rows16;
+  const rows16 = GEMM_CONFIGURATIONS.rows16;
   const counters = Math.ceil(rows / rows16.blockRows) * Math.ceil(outFeatures / rows16.blockColumns);
   return partialBytes(rows, outFeatures, chunks) + counters * 4;
 }
@@ -149,11 +150,11 @@ export interface GemmArguments {
   readonly output?: 'bf16' | 'f32';
 }
 
-function invalid(param: string, message: string): DramaError {
+export function invalid(param: string, message: string): DramaError {
   return new DramaError('KERNEL_ARGUMENT_INVALID', message, { kind: 'internal', param });
 }
 
-function requireAligned(pointer: DevicePointer, bytes: number, name: string): void {
+export function requireAligned(pointer: DevicePointer, bytes: number, name: string): void {
   if (pointer % BigInt(bytes) !== 0n)
     throw invalid(name, `${name} must be ${bytes}-byte aligned, got 0x${pointer.toString(16)}`);
 }
@@ -173,12 +174,12 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
   requireAligned(a.w, 16, 'w');
   requireAligned(a.y, 8, 'y');
   const tiles = options.tiles ?? gemmTilesFor(a.rows);
-  if (!(tiles in CONFIGURATIONS))
+  if (!(tiles in GEMM_CONFIGURATIONS))
     throw invalid('tiles', `tiles must be rows16, rows64 or rows96, got ${String(tiles)}`);
   // A replacement kernel keeps the split the picked configuration would make (so the workspace fits) on rows16's geometry.
-  const configuration = CONFIGURATIONS[options.kernel ? 'rows16' : tiles];
+  const configuration = GEMM_CONFIGURATIONS[options.kernel ? 'rows16' : tiles];
   const chunkTiles = gemmChunkTiles(a.outFeatures, a.inFeatures);
-  const chunks = splits(tiles, a.outFeatures, a.inFeatures);
+  const chunks = gemmSplits(tiles, a.outFeatures, a.inFeatures);
   const workspace = a.workspace ?? 0n;
   if (chunks > 1) {
     if (workspace === 0n) {
@@ -188,8 +189,7 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
     requireAligned(workspace, 16, 'workspace');
   }
   const chosen = options.kernel ?? configuration.kernel;
-  const sharedBytes =
-    configuration.stages * (configuration.blockRows + configuration.blockColumns) * SHARED_ROW_ELEMENTS * 2;
+  const sharedBytes = gemmSharedBytes(configuration);
   cuda.kernels.prepareOnce(cuda.kernels.kernel(chosen.family, chosen.name), (driver, kernel) =>
     raiseSharedLimit(driver, kernel, sharedBytes),
   );
@@ -234,7 +234,12 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
   launch(cuda, COMBINE_KERNEL, combineShape, combineArgs, { stream: options.stream }, attributes);
 }
 
-function raiseSharedLimit(driver: CudaDriver, kernel: Handle, bytes: number): void {
+/** Dynamic shared memory of a configuration: its stages of x and weight tiles. */
+export function gemmSharedBytes(configuration: TileConfiguration): number {
+  return configuration.stages * (configuration.blockRows + configuration.blockColumns) * SHARED_ROW_ELEMENTS * 2;
+}
+
+export function raiseSharedLimit(driver: CudaDriver, kernel: Handle, bytes: number): void {
   driver.setMaxDynamicSharedBytes(kernel, bytes);
   // All of L1 as shared memory, so that several blocks' stages fit a multiprocessor at once.
   driver.setPreferredSharedCarveout(kernel, 100);
