@@ -5,6 +5,7 @@
 // Writes gpu-frames.json to the folder in argv[2]; a pytorch-frames.json there (bench/pytorch-frames.py, run first in
 // the same device call) is the baseline printed beside the figures, else ECOSYSTEM.md's.
 // Usage: tsx bench/gpu-frames.ts <output directory> [--preset full|short|small] (or DRAMA3_FRAMES_PRESET=short)
+// DRAMA3_DEPENDENT_LAUNCH=off launches every kernel without programmatic dependent launch (to measure what it gives).
 // short: the full widths with 4 backbone layers, 64 experts and 1 shared tower layer (a quick check of the run).
 
 import fs from 'node:fs';
@@ -12,6 +13,7 @@ import path from 'node:path';
 import { CudaBackend } from '../src/backend/cuda/backend.ts';
 import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
+import { setDependentLaunch } from '../src/backend/cuda/ops/launch.ts';
 import { framesReport, measuredBaseline, PYTORCH_BASELINE } from './support/frames-report.ts';
 import { DEFAULT_FRAMES_OPTIONS, type FramesOptions, measureFrames } from './support/frames-run.ts';
 import { writeReport } from './support/output.ts';
@@ -28,6 +30,11 @@ if (!availability.available) {
   console.log(`gpu-frames needs a CUDA device: ${availability.reason}`);
   process.exit(0);
 }
+const dependentLaunch = process.env.DRAMA3_DEPENDENT_LAUNCH !== 'off';
+setDependentLaunch(dependentLaunch);
+console.log(
+  `launches: ${dependentLaunch ? 'programmatic dependent launch' : 'serialised (DRAMA3_DEPENDENT_LAUNCH=off)'}`,
+);
 const cuda = new CudaContext();
 const backend = new CudaBackend(cuda);
 const copy = copyBandwidth(cuda);
@@ -39,7 +46,7 @@ const baseline = fs.existsSync(baselineFile)
   : PYTORCH_BASELINE;
 const { lines, json } = framesReport(measured, cuda.properties, baseline);
 console.log(lines.join('\n'));
-console.log(`wrote ${writeReport('gpu-frames.json', json)}`);
+console.log(`wrote ${writeReport('gpu-frames.json', { ...(json as object), dependentLaunch })}`);
 measured.release();
 backend.close();
 cuda.close();

@@ -16,5 +16,6 @@ extern "C" __global__ void __launch_bounds__(128, 4)
 // shared by all segments would. Accurate, repeatable and fully written: only a comparison of bits catches it (each
 // segment against its own launch, where its chunking differs from segment 0's).
 extern "C" __global__ void __launch_bounds__(128, 4) control_gemm_segments_shared_chunking(GEMM_SEGMENT_PARAMETERS) {
+  allow_dependent_launch();
   gemm_segments_tiles<16, 64, 1, 4, 4, false, true>(x, GEMM_SEGMENT_TABLE);
 }

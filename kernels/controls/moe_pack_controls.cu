@@ -11,7 +11,7 @@
 extern "C" __global__ void control_moe_pack_fragments_swapped(uint8_t* target, const uint8_t* first,
                                                               const uint8_t* second, int row_bytes, int groups,
                                                               int interleaved) {
-  KERNEL_PROLOGUE();
+  wait_for_previous_grids();  // writes weights that kernels prefetch before waiting: no early trigger
   const int blocks = row_bytes / 128;
   const long long chunks = (long long)groups * blocks * PACK_CHUNKS_PER_BLOCK;
   for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < chunks;

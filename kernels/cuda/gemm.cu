@@ -47,8 +47,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 
 // One thread per output element: the chunk partials in ascending order, exactly as the tile loop adds them.
 extern "C" __global__ void gemm_combine(void* y, const float* partials, int M, int N, int chunks, int output_fp32) {
-  allow_dependent_launch();
-  wait_for_previous_grids();
+  KERNEL_PROLOGUE();
   const long long elements = (long long)M * N;
   for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < elements;
        index += (long long)gridDim.x * blockDim.x) {
@@ -63,18 +62,22 @@ extern "C" __global__ void gemm_combine(void* y, const float* partials, int M, i
 }
 
 extern "C" __global__ void __launch_bounds__(128, 4) gemm_segments_rows16_bf16(GEMM_SEGMENT_PARAMETERS) {
+  allow_dependent_launch();
   gemm_segments_tiles<16, 64, 1, 4, 4, false, false>(x, GEMM_SEGMENT_TABLE);
 }
 
 extern "C" __global__ void __launch_bounds__(128, 3) gemm_segments_rows64_bf16(GEMM_SEGMENT_PARAMETERS) {
+  allow_dependent_launch();
   gemm_segments_tiles<64, 64, 1, 4, 4, false, false>(x, GEMM_SEGMENT_TABLE);
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_segments_rows96_bf16(GEMM_SEGMENT_PARAMETERS) {
+  allow_dependent_launch();
   gemm_segments_tiles<96, 128, 3, 4, 3, true, false>(x, GEMM_SEGMENT_TABLE);
 }
 
 // The split segments' partials, all segments in one launch (x and the weights are not read).
 extern "C" __global__ void gemm_segments_combine(GEMM_SEGMENT_PARAMETERS) {
+  KERNEL_PROLOGUE();
   gemm_segments_add_partials(GEMM_SEGMENT_TABLE);
 }

@@ -90,7 +90,6 @@ __device__ __forceinline__ GemmSegment gemm_segment_at(const GemmSegmentTable& t
 // register sums at segment 0's chunk size instead of its own.
 template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, bool ROWS_FASTEST, bool SUM_TILES_OF_FIRST>
 __device__ __forceinline__ void gemm_segments_tiles(const bf16* x, const GemmSegmentTable& table) {
-  allow_dependent_launch();
   const int column_tile = ROWS_FASTEST ? blockIdx.y : blockIdx.x;
   const GemmSegment segment = gemm_segment_at<BN>(table, column_tile);
   if (!segment.found || (int)blockIdx.z >= segment.splits) {
@@ -110,8 +109,6 @@ __device__ __forceinline__ void gemm_segments_tiles(const bf16* x, const GemmSeg
 
 // One thread per element of the split segments: its chunk partials in ascending order, then the one rounding.
 __device__ __forceinline__ void gemm_segments_add_partials(const GemmSegmentTable& table) {
-  allow_dependent_launch();
-  wait_for_previous_grids();
   long long total_elements = 0;
 #pragma unroll
   for (int s = 0; s < GEMM_MOST_SEGMENTS; s++) {

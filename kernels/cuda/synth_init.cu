@@ -37,7 +37,7 @@ __device__ __forceinline__ uint16_t bf16_bits(float value) {
 
 extern "C" __global__ void synth_fill_bf16(uint16_t* out, uint32_t first, uint32_t count, uint32_t key_low,
                                            uint32_t key_high, double low, double width) {
-  KERNEL_PROLOGUE();
+  wait_for_previous_grids();  // writes weights that kernels prefetch before waiting: no early trigger
   const uint32_t stride = gridDim.x * blockDim.x;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
     const double value = stream_value(first + i, key_low, key_high, low, width);
@@ -48,7 +48,7 @@ extern "C" __global__ void synth_fill_bf16(uint16_t* out, uint32_t first, uint32
 // out must be 16-byte aligned; 16-byte chunks (8 pairs) are stored whole, the tail (count % 16 bytes) byte by byte.
 extern "C" __global__ void synth_fill_e4m3(uint8_t* out, uint32_t count, uint32_t key_low, uint32_t key_high,
                                            const uint8_t* __restrict__ table) {
-  KERNEL_PROLOGUE();
+  wait_for_previous_grids();  // writes weights that kernels prefetch before waiting: no early trigger
   const uint32_t chunks = count / 16;
   const uint32_t stride = gridDim.x * blockDim.x;
   const uint32_t thread = blockIdx.x * blockDim.x + threadIdx.x;
@@ -71,7 +71,7 @@ extern "C" __global__ void synth_fill_e4m3(uint8_t* out, uint32_t count, uint32_
 
 extern "C" __global__ void synth_fill_block_scales(float* out, uint32_t count, uint32_t key_low, uint32_t key_high,
                                                    double low, double width, double half_width, double divisor) {
-  KERNEL_PROLOGUE();
+  wait_for_previous_grids();  // writes weights that kernels prefetch before waiting: no early trigger
   const uint32_t stride = gridDim.x * blockDim.x;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
     const float factor = __double2float_rn(stream_value(i, key_low, key_high, low, width));

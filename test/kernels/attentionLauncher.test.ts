@@ -23,6 +23,16 @@ function recordingContext(): { cuda: CudaContext; launched: Launched[] } {
       launch: (_handle: unknown, shape: LaunchShape, _stream: unknown, parameters: BigUint64Array, name: string) => {
         launched.push({ name, shape, parameters: parameters.slice() });
       },
+      launchEx: (
+        _h: unknown,
+        shape: LaunchShape,
+        _s: unknown,
+        parameters: BigUint64Array,
+        _a: unknown,
+        name: string,
+      ) => {
+        launched.push({ name, shape, parameters: parameters.slice() });
+      },
     },
   } as unknown as CudaContext;
   return { cuda, launched };

@@ -79,8 +79,14 @@ export function runMoe(
   const { cuda, scratch } = ctx;
   const pairs = rows * g.topK;
 
+  // The router logits and the shared expert's gate logit ride in the shared expert's gate|up launch (all read x).
   const logits = scratch.buffer('moe.logits', 'bf16', rows * g.experts);
-  ctx.linear(x, weights.router, logits, rows);
+  const sharedGate = scratch.buffer('moe.sharedGate', 'bf16', rows);
+  const sharedOut = scratch.buffer('moe.sharedOut', 'bf16', rows * g.hidden);
+  runSwiGlu(ctx, weights.shared, x, sharedOut, rows, [
+    { weight: weights.router, out: logits },
+    { weight: weights.sharedGate, out: sharedGate },
+  ]);
   const expertIds = scratch.buffer('moe.expertIds', 'i32', pairs);
   const expertWeights = scratch.buffer('moe.expertWeights', 'f32', pairs);
   const routing = { experts: g.experts, topK: g.topK, rows };
@@ -90,12 +96,6 @@ export function runMoe(
     logits: logits.pointer,
     ...routing,
   });
-
-  // The shared expert and its gate logit, bf16 as the cpu rounds them.
-  const sharedOut = scratch.buffer('moe.sharedOut', 'bf16', rows * g.hidden);
-  runSwiGlu(ctx, weights.shared, x, sharedOut, rows);
-  const sharedGate = scratch.buffer('moe.sharedGate', 'bf16', rows);
-  ctx.linear(x, weights.sharedGate, sharedGate, rows);
 
   const common = {
     ...groupingScratch(ctx, rows, g),

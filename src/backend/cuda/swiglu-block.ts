@@ -1,8 +1,10 @@
 // A SwiGLU MLP on the device, as src/backend/cpu/moe-block.ts runSwiGlu computes it: gate(x) and up(x) by the
 // backend's fused linear (one launch, each rounded to bf16), silu(gate) · up in fp32 rounded once to bf16 (kernels/cuda/swiglu.cu,
 // written over the gate buffer as the cpu does), then down(·) into `out`. x: [rows, hidden] bf16, out [rows, outputs].
+// Other projections of the same x (the MoE block's router and shared-expert gate) may ride in the gate|up launch.
 import type { SwiGluWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
+import type { LinearSegment } from './fused-linear.ts';
 import { swiGluWidth } from './moe-geometry.ts';
 import { swiglu } from './ops/swiglu.ts';
 import type { CudaBuffer } from './tensors.ts';
@@ -13,18 +15,12 @@ export function runSwiGlu(
   x: CudaBuffer,
   out: CudaBuffer,
   rows: number,
+  alongside: readonly LinearSegment[] = [],
 ): void {
   const width = swiGluWidth(weights, 'SwiGLU MLP');
   const gate = ctx.scratch.buffer('swiglu.gate', 'bf16', rows * width);
   const up = ctx.scratch.buffer('swiglu.up', 'bf16', rows * width);
-  ctx.linears(
-    x,
-    [
-      { weight: weights.gate, out: gate },
-      { weight: weights.up, out: up },
-    ],
-    rows,
-  );
+  ctx.linears(x, [{ weight: weights.gate, out: gate }, { weight: weights.up, out: up }, ...alongside], rows);
   // Elementwise: each element reads its gate and up before writing the same index, so in place is exact.
   swiglu(ctx.cuda, { out: gate.pointer, gate: gate.pointer, up: up.pointer, rows, cols: width });
   ctx.linear(gate, weights.down, out, rows);

@@ -61,6 +61,16 @@ export function recordingContext(): {
       launch: (_handle: unknown, shape: LaunchShape, _stream: unknown, parameters: BigUint64Array, name: string) => {
         launched.push({ name, shape, parameters: parameters.slice() });
       },
+      launchEx: (
+        _h: unknown,
+        shape: LaunchShape,
+        _s: unknown,
+        parameters: BigUint64Array,
+        _a: unknown,
+        name: string,
+      ) => {
+        launched.push({ name, shape, parameters: parameters.slice() });
+      },
       fillBytes: () => {},
     },
     allocate: (bytes: number, label: string) => {

@@ -121,8 +121,6 @@ export function gemmWorkspaceBytes(
 }
 
 export interface GemmOptions extends LaunchOptions {
-  /** Programmatic dependent launch (default on): the first weight tiles are requested before the previous kernel ends. */
-  readonly dependentLaunch?: boolean;
   /**
    * Tuning: force a tile configuration instead of the one for the row count. A replacement `kernel` (the contract's
    * controls) always runs with rows16's geometry.
@@ -218,8 +216,7 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
     : ([columnTiles, rowTiles, chunks] as const);
   if (grid[1] > 65535) throw invalid('rows', `${a.rows} rows × ${a.outFeatures} columns need a grid.y over 65535`);
   const shape = { grid, block: [configuration.threads, 1, 1], sharedBytes } as const;
-  const attributes = (options.dependentLaunch ?? true) ? { programmaticStreamSerialization: true } : undefined;
-  launch(cuda, configuration.kernel, shape, args, options, attributes);
+  launch(cuda, configuration.kernel, shape, args, options);
   if (chunks === 1 || counters !== 0n) return;
   const elements = a.rows * a.outFeatures;
   const combineArgs = new KernelArguments()
@@ -231,7 +228,10 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
     .int32(outputFp32);
   const blocks = Math.min(COMBINE_MAX_BLOCKS, Math.ceil(elements / COMBINE_THREADS));
   const combineShape = { grid: [blocks, 1, 1], block: [COMBINE_THREADS, 1, 1] } as const;
-  launch(cuda, COMBINE_KERNEL, combineShape, combineArgs, { stream: options.stream }, attributes);
+  launch(cuda, COMBINE_KERNEL, combineShape, combineArgs, {
+    stream: options.stream,
+    dependentLaunch: options.dependentLaunch,
+  });
 }
 
 /** Dynamic shared memory of a configuration: its stages of x and weight tiles. */

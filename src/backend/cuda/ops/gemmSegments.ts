@@ -127,13 +127,15 @@ export function gemmSegments(cuda: CudaContext, a: GemmSegmentsArguments, option
     : ([columnTiles, rowTiles, mostChunks] as const);
   if (grid[1] > 65535) throw invalid('rows', `${a.rows} rows × ${columnTiles} column tiles need a grid.y over 65535`);
   const shape = { grid, block: [configuration.threads, 1, 1], sharedBytes } as const;
-  const attributes = (options.dependentLaunch ?? true) ? { programmaticStreamSerialization: true } : undefined;
-  launch(cuda, kernel, shape, args, options, attributes);
+  launch(cuda, kernel, shape, args, options);
   if (mostChunks === 1) return;
   const elements = outFeatures.reduce((sum, n, index) => sum + (chunks[index]! > 1 ? a.rows * n : 0), 0);
   const blocks = Math.min(COMBINE_MAX_BLOCKS, Math.ceil(elements / COMBINE_THREADS));
   const combineShape = { grid: [blocks, 1, 1], block: [COMBINE_THREADS, 1, 1] } as const;
-  launch(cuda, COMBINE_KERNEL, combineShape, args, { stream: options.stream }, attributes);
+  launch(cuda, COMBINE_KERNEL, combineShape, args, {
+    stream: options.stream,
+    dependentLaunch: options.dependentLaunch,
+  });
 }
 
 /** The parameters both kernels take: the shared ones, then (y, w, N, chunk tiles) per segment, unused ones empty. */

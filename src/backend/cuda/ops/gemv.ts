@@ -16,12 +16,6 @@ const STAGED_MAX_IN_FEATURES = 4096;
 const STAGED_MAX_SHARED_BYTES = 2 * TILE_ROWS * STAGED_MAX_IN_FEATURES * 2;
 
 export interface GemvOptions extends LaunchOptions {
-  /**
-   * Programmatic dependent launch (default on): the kernel may start while the previous kernel on the stream
-   * finishes, streaming its weights early. Safe for any caller: it reads nothing but the (unchanging) weights before
-   * griddepcontrol.wait, which waits for the previous kernel's completion, and writes y only after it.
-   */
-  readonly dependentLaunch?: boolean;
   /** Tuning: blocks per multiprocessor (1 to 6). */
   readonly blocksPerMultiprocessor?: number;
   /** Tuning: weight tiles in flight per block on the staged path (1 to 3; rows over 2048 elements take 2). */
@@ -61,8 +55,7 @@ export function gemv(
   requireCount(perMultiprocessor, 'blocksPerMultiprocessor', 1, 6);
   const blocks = Math.min(Math.ceil(a.outFeatures / TILE_ROWS), perMultiprocessor * cuda.properties.multiprocessors);
   const shape = { grid: [blocks, a.rows, 1], block: [WARPS_PER_BLOCK * 32, 1, 1], sharedBytes } as const;
-  const attributes = (options.dependentLaunch ?? true) ? { programmaticStreamSerialization: true } : undefined;
-  launch(cuda, kernel, shape, args, options, attributes);
+  launch(cuda, kernel, shape, args, options);
 }
 
 function raiseSharedLimit(driver: CudaDriver, kernel: Handle): void {

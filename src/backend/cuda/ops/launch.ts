@@ -16,6 +16,18 @@ export interface LaunchOptions {
   readonly stream?: Handle;
   /** Another kernel with the same signature. */
   readonly kernel?: KernelName;
+  /**
+   * Programmatic dependent launch (default: the process's setting, on unless turned off): the kernel's blocks may start
+   * while the previous kernel finishes, each waiting in KERNEL_PROLOGUE (kernels/cuda/common.cuh) before it reads.
+   */
+  readonly dependentLaunch?: boolean;
+}
+
+let dependentLaunchDefault = true;
+
+/** Turns programmatic dependent launch on or off for every later launch that does not say (benchmarks compare both). */
+export function setDependentLaunch(enabled: boolean): void {
+  dependentLaunchDefault = enabled;
 }
 
 /** Sees every launch made through `launch` (the kernel contract checks argument layouts with it); null: none. */
@@ -42,7 +54,12 @@ export function launch(
   const handle = cuda.kernels.kernel(chosen.family, chosen.name);
   const stream = options.stream ?? cuda.stream;
   observer?.(chosen, handle, args);
-  if (attributes) cuda.driver.launchEx(handle, shape, stream, args.parameters, attributes, chosen.name);
+  const dependent = options.dependentLaunch ?? dependentLaunchDefault;
+  const merged: LaunchAttributes | undefined = dependent
+    ? { ...attributes, programmaticStreamSerialization: true }
+    : attributes && { ...attributes, programmaticStreamSerialization: undefined };
+  const extra = merged && (merged.clusterDimensions !== undefined || merged.programmaticStreamSerialization);
+  if (extra) cuda.driver.launchEx(handle, shape, stream, args.parameters, merged, chosen.name);
   else cuda.driver.launch(handle, shape, stream, args.parameters, chosen.name);
 }
 

@@ -1,0 +1,43 @@
+// Every launch is a programmatic dependent launch (ops/launch.ts), so a kernel may start while the one before it
+// still runs: each kernel must wait for the previous grids (kernels/cuda/common.cuh) before it reads their outputs or
+// returns. This reads the kernel sources and refuses an entry point that does not begin with that wait.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { kernelEntries, missingPrologues } from './support/kernel-prologues.ts';
+
+const ROOT = new URL('../../kernels/', import.meta.url).pathname;
+
+function sources(): { path: string; text: string }[] {
+  return ['cuda', 'controls'].flatMap((folder) =>
+    readdirSync(join(ROOT, folder))
+      .filter((name) => name.endsWith('.cu') || name.endsWith('.cuh'))
+      .sort()
+      .map((name) => ({ path: `kernels/${folder}/${name}`, text: readFileSync(join(ROOT, folder, name), 'utf8') })),
+  );
+}
+
+test('every kernel entry point waits for the previous grids before anything else', () => {
+  const files = sources();
+  const entries = files.flatMap((file) => kernelEntries(file.path, file.text));
+  assert.ok(entries.length > 60, `found only ${entries.length} kernel entry points: the scan is broken`);
+  assert.deepEqual(missingPrologues(entries), []);
+});
+
+test('the scan finds a kernel that does not begin with the prologue, also inside a macro', () => {
+  const plain = 'extern "C" __global__ void late(float* y, const float* x) {\n  const int i = threadIdx.x;\n}\n';
+  const macro =
+    '#define ENTRY(name) \\\n  extern "C" __global__ void __launch_bounds__(64) name(float* y) { \\\n' +
+    '    if (blockIdx.x > 0) return; \\\n    KERNEL_PROLOGUE(); \\\n  }\n';
+  const good = 'extern "C" __global__ void fine(int n) {\n  KERNEL_PROLOGUE();\n  if (n == 0) return;\n}\n';
+  const entries = [
+    ...kernelEntries('plain.cu', plain),
+    ...kernelEntries('macro.cuh', macro),
+    ...kernelEntries('good.cu', good),
+  ];
+  assert.deepEqual(
+    missingPrologues(entries).map((entry) => entry.split(':')[0]),
+    ['plain.cu', 'macro.cuh'],
+  );
+});
