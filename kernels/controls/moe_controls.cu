@@ -5,8 +5,10 @@
 //   control_moe_gate_up_scales_swapped gate|up GEMM that scales the gate rows by the up projection's block scales and
 //                                      the up rows by the gate's                      (accuracy gate)
 //   control_moe_combine_batched_order  combine that, when the call has more than one row, sums the ranks in rank
-//                                      order in fp32 (a batched fast path): accurate, but a row's bits then depend
-//                                      on the call it is in                            (batch-invariance gate)
+//                                      order with a bf16 accumulator (a batched fast path): close, but a row's bits
+//                                      then depend on the call it is in                (batch-invariance gate)
+//                                      (an fp32 accumulator was MISSED: products of two bf16 values are exact in
+//                                      fp32 and their sums nearly always are, so the bits rarely change)
 #include "common.cuh"
 #include "moe_fp8.cuh"
 
@@ -39,7 +41,9 @@ extern "C" __global__ void control_moe_combine_batched_order(bf16* out, const bf
     if (rows > 1) {
       float sum = 0.0f;
       for (int k = 0; k < top_k; k++) {
-        sum += to_float(to_bf16(expert_weights[row * top_k + k])) * to_float(y[(row * top_k + k) * hidden + column]);
+        const float weight = to_float(to_bf16(expert_weights[row * top_k + k]));
+        const float product = weight * to_float(y[(row * top_k + k) * hidden + column]);
+        sum = to_float(to_bf16(sum + product));
       }
       total = (double)sum;
     } else {
