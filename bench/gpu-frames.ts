@@ -5,6 +5,7 @@
 // Writes gpu-frames.json to the folder in argv[2]; a pytorch-frames.json there (bench/pytorch-frames.py, run first in
 // the same device call) is the baseline printed beside the figures, else ECOSYSTEM.md's.
 // Usage: tsx bench/gpu-frames.ts <output directory> [--preset full|short|small] (or DRAMA3_FRAMES_PRESET=short)
+// DRAMA3_PROFILER_RANGE=1 opens the profiler range around one recorded step at batch 1 and 64 (bench/ncu-step.sh).
 // DRAMA3_DEPENDENT_LAUNCH=off launches every kernel without programmatic dependent launch (to measure what it gives).
 // short: the full widths with 4 backbone layers, 64 experts and 1 shared tower layer (a quick check of the run).
 
@@ -22,7 +23,8 @@ import { copyBandwidth } from './support/roofline.ts';
 function options(): FramesOptions {
   const flag = process.argv.indexOf('--preset');
   const preset = flag >= 0 ? process.argv[flag + 1] : process.env.DRAMA3_FRAMES_PRESET;
-  return { ...DEFAULT_FRAMES_OPTIONS, preset: preset ?? DEFAULT_FRAMES_OPTIONS.preset };
+  const profilerRange = process.env.DRAMA3_PROFILER_RANGE === '1';
+  return { ...DEFAULT_FRAMES_OPTIONS, preset: preset ?? DEFAULT_FRAMES_OPTIONS.preset, profilerRange };
 }
 
 const availability = cudaAvailability();

@@ -47,6 +47,11 @@ export interface FramesOptions {
   readonly runs: number;
   readonly prefillRows: readonly number[];
   readonly prefillRuns: number;
+  /**
+   * Open the profiler range (cuProfilerStart … Stop) around one recorded step at the first and last batch, for a
+   * kernel profiler run with `--profile-from-start off` (ncu's per-kernel durations inside the graph).
+   */
+  readonly profilerRange?: boolean;
 }
 
 export const DEFAULT_FRAMES_OPTIONS: FramesOptions = {
@@ -223,6 +228,13 @@ export async function measureFrames(
       ended,
     });
     log(`batch ${batch}: ${stepMilliseconds.toFixed(2)} ms per step, ${framesPerSecond.toFixed(1)} frames/s`);
+    if (options.profilerRange && (batch === options.batches[0] || batch === options.batches.at(-1))) {
+      cuda.synchronize();
+      cuda.driver.profilerRange(true);
+      step();
+      cuda.synchronize();
+      cuda.driver.profilerRange(false);
+    }
     if (batch === options.batches[0] || batch === options.batches.at(-1)) {
       const direct = directSteps(model);
       profiles.push({ batch, profile: profileLaunches(cuda, () => direct.step(group)) });

@@ -65,6 +65,8 @@ const SIGNATURES: Signatures = {
   cuDevicePrimaryCtxRelease_v2: ['int', ['int']],
   cuCtxSetCurrent: ['int', ['void*']],
   cuCtxSynchronize: ['int', []],
+  cuProfilerStart: ['int', []],
+  cuProfilerStop: ['int', []],
   cuMemGetInfo_v2: ['int', ['_Out_ size_t*', '_Out_ size_t*']],
   cuMemAlloc_v2: ['int', ['_Out_ uint64_t*', 'size_t']],
   cuMemFree_v2: ['int', ['uint64_t']],
@@ -212,6 +214,12 @@ export class CudaDriver {
 
   synchronizeContext(): void {
     this.call('cuCtxSynchronize', 'cuCtxSynchronize');
+  }
+
+  /** Opens or closes the range a profiler started with `--profile-from-start off` records (no effect without one). */
+  profilerRange(on: boolean): void {
+    if (on) this.call('cuProfilerStart', 'cuProfilerStart');
+    else this.call('cuProfilerStop', 'cuProfilerStop');
   }
 
   memoryInfo(): { freeBytes: number; totalBytes: number } {
