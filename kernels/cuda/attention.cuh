@@ -5,7 +5,7 @@
 #include "common.cuh"
 
 #define ATTENTION_TILE_KEYS 64
-#define ATTENTION_SPLIT_KEYS 1024
+#define ATTENTION_SPLIT_KEYS 256
 #define ATTENTION_MAX_PREPARE_DIM 256
 
 enum PrepareVariant { PREPARE_EXACT = 0, PREPARE_KEY_ROW_OFF_BY_ONE = 1 };

@@ -51,12 +51,12 @@ test('a call of at most 64 rows spreads its splits over blocks and folds them in
     launched.map((launch) => launch.name),
     ['attention_bf16_d256', 'attention_combine_bf16_d256'],
   );
-  assert.deepEqual(launched[0]!.shape, { grid: [64, 2, 5], block: [256, 1, 1] });
+  assert.deepEqual(launched[0]!.shape, { grid: [64, 2, 20], block: [256, 1, 1] });
   assert.deepEqual(launched[1]!.shape, { grid: [64, 2, 1], block: [256, 1, 1] });
-  assert.equal(int32At(launched[0]!, 14), 5, 'max splits = ceil(5000 / 1024)');
+  assert.equal(int32At(launched[0]!, 14), 20, 'max splits = ceil(5000 / 256)');
   assert.equal(floatAt(launched[0]!, 15), 1 / 16, 'scale 1/sqrt(256)');
   assert.equal(int32At(launched[0]!, 16), 0, 'fold off');
-  assert.equal(attentionWorkspaceBytes(64, geometry), 64 * 16 * 5 * 258 * 4);
+  assert.equal(attentionWorkspaceBytes(64, geometry), 64 * 16 * 20 * 258 * 4);
 });
 
 test('a larger call folds every split of a row in one block and needs no workspace', () => {
@@ -96,8 +96,8 @@ test('bad sizes are refused with KERNEL_ARGUMENT_INVALID naming the value, befor
   assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 0 }), refused('rows'));
   assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 2, workspace: 0n }), refused('workspace'));
   assert.throws(
-    () => attention(cuda, { ...geometry, ...buffers, rows: 1, capacity: 1024 * 65536 + 1 }),
-    refused('capacity / 1024 (splits in a grid dimension)'),
+    () => attention(cuda, { ...geometry, ...buffers, rows: 1, capacity: 256 * 65535 + 1 }),
+    refused('capacity / 256 (splits in a grid dimension)'),
   );
   const pointers = { qOut: 1n, keys: 2n, values: 3n, qProj: 4n, kProj: 5n, vProj: 6n, qNorm: 7n, kNorm: 8n };
   const a = {

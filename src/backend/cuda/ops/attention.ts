@@ -8,7 +8,7 @@ import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
 
 /** Keys per split (kernels/cuda/attention.cuh ATTENTION_SPLIT_KEYS): split points are these absolute positions. */
-export const ATTENTION_SPLIT_KEYS = 1024;
+export const ATTENTION_SPLIT_KEYS = 256;
 /** Calls of at most this many rows spread a row's splits over blocks and fold them in a second kernel. */
 const MOST_ROWS_SPREAD = 64;
 const HEAD_DIMS = [64, 128, 256] as const;
@@ -130,7 +130,7 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
   const gateHeadStride = a.gateHeadStride ?? a.headDim;
   const gateRowStride = a.gateRowStride ?? a.queryHeads * gateHeadStride;
   const maxSplits = splitsFor(a.capacity);
-  requireCount(maxSplits, 'capacity / 1024 (splits in a grid dimension)', 1, 65535);
+  requireCount(maxSplits, `capacity / ${ATTENTION_SPLIT_KEYS} (splits in a grid dimension)`, 1, 65535);
   const spread = a.rows <= MOST_ROWS_SPREAD;
   if (spread && a.workspace === 0n) {
     throw new DramaError('KERNEL_ARGUMENT_INVALID', `a call of ${a.rows} rows needs a workspace`, {
