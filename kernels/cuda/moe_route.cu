@@ -19,120 +19,16 @@
 //   The sum runs in fp64 in the cpu reference's order (src/backend/cpu/moe-block.ts: ascending expert id, weights
 //   rounded to bf16, products of bf16 values exact in fp64), then rounds fp64 → fp32 → bf16 as the cpu's bf16 mode
 //   stores it. A row with an expert id out of range is NaN. No atomics: each output element is one thread's sum.
-#include "common.cuh"
+#include "moe_group.cuh"
 
-#define GROUP_THREADS 1024
-#define GROUP_WARPS (GROUP_THREADS / 32)
-#define MAX_EXPERTS 256
 #define MAX_TOP_K 16
 
 extern "C" __global__ void __launch_bounds__(GROUP_THREADS)
     moe_group_pairs(int* pair_slots, int* expert_offsets, int* tiles, int* tile_count, const int* expert_ids,
                     int rows, int top_k, int experts, int tile_pairs, int max_tiles) {
   KERNEL_PROLOGUE();
-  __shared__ int counts[MAX_EXPERTS];
-  __shared__ int cursor[MAX_EXPERTS];
-  __shared__ int first_tile[MAX_EXPERTS + 1];
-  __shared__ int warp_counts[GROUP_WARPS][MAX_EXPERTS];
-  const int thread = threadIdx.x;
-  const int lane = thread & 31;
-  const int warp = thread >> 5;
-  const int pairs = rows * top_k;
-  for (int e = thread; e < MAX_EXPERTS; e += GROUP_THREADS) counts[e] = 0;
-  for (int index = thread; index < GROUP_WARPS * MAX_EXPERTS; index += GROUP_THREADS) {
-    (&warp_counts[0][0])[index] = 0;
-  }
-  __syncthreads();
-  for (int slot = thread; slot < pairs; slot += GROUP_THREADS) {
-    const int e = expert_ids[slot];
-    if (e >= 0 && e < experts) atomicAdd(&counts[e], 1);
-  }
-  __syncthreads();
-  // Exclusive scans of the counts and of the tiles per expert: warp 0, eight experts per lane.
-  if (warp == 0) {
-    int local_pairs = 0;
-    int local_tiles = 0;
-    for (int j = 0; j < MAX_EXPERTS / 32; j++) {
-      const int count = counts[lane * (MAX_EXPERTS / 32) + j];
-      local_pairs += count;
-      local_tiles += (count + tile_pairs - 1) / tile_pairs;
-    }
-    int pair_prefix = local_pairs;
-    int tile_prefix = local_tiles;
-    for (int offset = 1; offset < 32; offset <<= 1) {
-      const int p = __shfl_up_sync(0xffffffffu, pair_prefix, offset);
-      const int t = __shfl_up_sync(0xffffffffu, tile_prefix, offset);
-      if (lane >= offset) {
-        pair_prefix += p;
-        tile_prefix += t;
-      }
-    }
-    pair_prefix -= local_pairs;
-    tile_prefix -= local_tiles;
-    for (int j = 0; j < MAX_EXPERTS / 32; j++) {
-      const int e = lane * (MAX_EXPERTS / 32) + j;
-      const int count = counts[e];
-      cursor[e] = pair_prefix;
-      first_tile[e] = tile_prefix;
-      if (e < experts) expert_offsets[e] = pair_prefix;
-      pair_prefix += count;
-      tile_prefix += (count + tile_pairs - 1) / tile_pairs;
-    }
-    if (lane == 31) {
-      first_tile[MAX_EXPERTS] = tile_prefix;
-      expert_offsets[experts] = pair_prefix;
-      *tile_count = min(tile_prefix, max_tiles);
-    }
-  }
-  __syncthreads();
-  // Slots left out (an expert id out of range) leave the list's tail: mark it so every entry is written.
-  for (int index = cursor[MAX_EXPERTS - 1] + counts[MAX_EXPERTS - 1] + thread; index < pairs; index += GROUP_THREADS) {
-    pair_slots[index] = -1;
-  }
-  // The tile table: each tile finds its expert by binary search over the tile prefix.
-  const int total_tiles = first_tile[MAX_EXPERTS];
-  for (int tile = thread; tile < max_tiles; tile += GROUP_THREADS) {
-    int4 entry = make_int4(-1, 0, 0, 0);
-    if (tile < total_tiles) {
-      int low = 0;
-      int high = MAX_EXPERTS - 1;
-      while (low < high) {  // the last expert whose first tile is <= tile
-        const int middle = (low + high + 1) >> 1;
-        if (first_tile[middle] <= tile) low = middle;
-        else high = middle - 1;
-      }
-      const int within = (tile - first_tile[low]) * tile_pairs;
-      entry = make_int4(low, cursor[low] + within, min(tile_pairs, counts[low] - within), 0);
-    }
-    reinterpret_cast<int4*>(tiles)[tile] = entry;
-  }
-  __syncthreads();
-  // Positions, 1024 slots at a time in slot order.
-  const unsigned lanes_below = (1u << lane) - 1u;
-  for (int base = 0; base < pairs; base += GROUP_THREADS) {
-    const int slot = base + thread;
-    const int e = slot < pairs ? expert_ids[slot] : -1;
-    const bool valid = e >= 0 && e < experts;
-    const unsigned peers = __match_any_sync(0xffffffffu, valid ? e : -1);
-    const int rank_in_warp = __popc(peers & lanes_below);
-    if (valid && rank_in_warp == 0) warp_counts[warp][e] = __popc(peers);
-    __syncthreads();
-    if (valid) {
-      int position = cursor[e] + rank_in_warp;
-      for (int w = 0; w < warp; w++) position += warp_counts[w][e];
-      pair_slots[position] = slot;
-    }
-    __syncthreads();
-    for (int expert = thread; expert < MAX_EXPERTS; expert += GROUP_THREADS) {
-      int added = 0;
-      for (int w = 0; w < GROUP_WARPS; w++) {
-        added += warp_counts[w][expert];
-        warp_counts[w][expert] = 0;
-      }
-      cursor[expert] += added;
-    }
-    __syncthreads();
-  }
+  group_pairs<FAULT_NONE>(pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts, tile_pairs,
+                          max_tiles);
 }
 
 #define COMBINE_THREADS 256

@@ -4,39 +4,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import koffi from 'koffi';
-import type { CudaContext } from '../../src/backend/cuda/context.ts';
-import type { LaunchShape } from '../../src/backend/cuda/driver.ts';
 import { attention, attentionPrepare, attentionWorkspaceBytes } from '../../src/backend/cuda/ops/attention.ts';
-
-interface Launched {
-  readonly name: string;
-  readonly shape: LaunchShape;
-  readonly parameters: BigUint64Array;
-}
-
-function recordingContext(): { cuda: CudaContext; launched: Launched[] } {
-  const launched: Launched[] = [];
-  const cuda = {
-    stream: 0n,
-    kernels: { kernel: (family: string, name: string) => `${family}/${name}` },
-    driver: {
-      launch: (_handle: unknown, shape: LaunchShape, _stream: unknown, parameters: BigUint64Array, name: string) => {
-        launched.push({ name, shape, parameters: parameters.slice() });
-      },
-      launchEx: (
-        _h: unknown,
-        shape: LaunchShape,
-        _s: unknown,
-        parameters: BigUint64Array,
-        _a: unknown,
-        name: string,
-      ) => {
-        launched.push({ name, shape, parameters: parameters.slice() });
-      },
-    },
-  } as unknown as CudaContext;
-  return { cuda, launched };
-}
+import { type Launched, recordingDevice as recordingContext } from '../backend/support/recording-blocks.ts';
 
 const int32At = (launch: Launched, index: number) => koffi.decode(launch.parameters[index]!, 'int32_t') as number;
 const floatAt = (launch: Launched, index: number) => koffi.decode(launch.parameters[index]!, 'float') as number;

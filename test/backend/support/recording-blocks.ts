@@ -44,33 +44,20 @@ export function tensor(dtype: DType, shape: readonly number[]): CudaTensor {
   };
 }
 
-/** A block context whose device records launches and whose linear records what it projected. */
-export function recordingContext(): {
-  ctx: BlockContext;
-  launched: Launched[];
-  calls: Call[];
-  names: Map<CudaTensor, string>;
-} {
+/** A device that records every launch (name, shape, parameter table) and hands out fake allocations. */
+export function recordingDevice(): { cuda: CudaContext; launched: Launched[] } {
   const launched: Launched[] = [];
-  const calls: Call[] = [];
-  const names = new Map<CudaTensor, string>();
+  const record = (shape: LaunchShape, parameters: BigUint64Array, name: string) => {
+    launched.push({ name, shape, parameters: parameters.slice() });
+  };
   const cuda = {
     stream: 0n,
     kernels: { kernel: (family: string, name: string) => `${family}/${name}` },
     driver: {
-      launch: (_handle: unknown, shape: LaunchShape, _stream: unknown, parameters: BigUint64Array, name: string) => {
-        launched.push({ name, shape, parameters: parameters.slice() });
-      },
-      launchEx: (
-        _h: unknown,
-        shape: LaunchShape,
-        _s: unknown,
-        parameters: BigUint64Array,
-        _a: unknown,
-        name: string,
-      ) => {
-        launched.push({ name, shape, parameters: parameters.slice() });
-      },
+      launch: (_h: unknown, shape: LaunchShape, _s: unknown, parameters: BigUint64Array, name: string) =>
+        record(shape, parameters, name),
+      launchEx: (_h: unknown, shape: LaunchShape, _s: unknown, parameters: BigUint64Array, _a: unknown, name: string) =>
+        record(shape, parameters, name),
       fillBytes: () => {},
     },
     allocate: (bytes: number, label: string) => {
@@ -79,6 +66,19 @@ export function recordingContext(): {
     },
     synchronize: () => {},
   } as unknown as CudaContext;
+  return { cuda, launched };
+}
+
+/** A block context whose device records launches and whose linear records what it projected. */
+export function recordingContext(): {
+  ctx: BlockContext;
+  launched: Launched[];
+  calls: Call[];
+  names: Map<CudaTensor, string>;
+} {
+  const { cuda, launched } = recordingDevice();
+  const calls: Call[] = [];
+  const names = new Map<CudaTensor, string>();
   const ctx: BlockContext = {
     cuda,
     scratch: new DeviceScratch(cuda),
