@@ -16,7 +16,6 @@ __device__ __forceinline__ void group_pairs(int* pair_slots, int* expert_offsets
                                             int max_tiles) {
   __shared__ int counts[MAX_EXPERTS];
   __shared__ int cursor[MAX_EXPERTS];
-  __shared__ int start[MAX_EXPERTS];
   __shared__ int first_tile[MAX_EXPERTS + 1];
   __shared__ int warp_counts[GROUP_WARPS][MAX_EXPERTS];
   const int thread = threadIdx.x;
@@ -58,7 +57,6 @@ __device__ __forceinline__ void group_pairs(int* pair_slots, int* expert_offsets
       const int e = lane * (MAX_EXPERTS / 32) + j;
       const int count = counts[e];
       cursor[e] = pair_prefix;
-      start[e] = pair_prefix;
       first_tile[e] = tile_prefix;
       if (e < experts) expert_offsets[e] = pair_prefix;
       pair_prefix += count;
@@ -88,9 +86,9 @@ __device__ __forceinline__ void group_pairs(int* pair_slots, int* expert_offsets
         else high = middle - 1;
       }
       const int within = (tile - first_tile[low]) * tile_pairs;
-      const int pairs_here = min(tile_pairs, counts[low] - within);
-      const bool last = within + pairs_here == counts[low];
-      entry = make_int4(low, cursor[low] + within, pairs_here - (FAULT == FAULT_LAST_PAIR_DROPPED && last), 0);
+      int pairs_here = min(tile_pairs, counts[low] - within);
+      if constexpr (FAULT == FAULT_LAST_PAIR_DROPPED) pairs_here -= within + pairs_here == counts[low];
+      entry = make_int4(low, cursor[low] + within, pairs_here, 0);
     }
     reinterpret_cast<int4*>(tiles)[tile] = entry;
   }
@@ -108,7 +106,7 @@ __device__ __forceinline__ void group_pairs(int* pair_slots, int* expert_offsets
     if (valid) {
       int position = cursor[e] + rank_in_warp;
       for (int w = 0; w < warp; w++) position += warp_counts[w][e];
-      if (FAULT == FAULT_EXPERT_REVERSED) position = 2 * start[e] + counts[e] - 1 - position;
+      if constexpr (FAULT == FAULT_EXPERT_REVERSED) position = 2 * expert_offsets[e] + counts[e] - 1 - position;
       pair_slots[position] = slot;
     }
     __syncthreads();

@@ -83,7 +83,13 @@ async function bundle(output: string): Promise<string[]> {
       platform: 'node',
       target: 'node20',
       format: 'esm',
-      external: ['koffi'],
+      // koffi is carried as a package; the decoder of APE files is an optional dependency the server never installs.
+      external: ['koffi', '@audio/decode-ape'],
+      // The opus encoder's native addon is copied beside the bundles that import the server (Linux x64 only).
+      loader: { '.node': 'copy' },
+      // Minified to fit the transfer (names kept, so stack traces still read).
+      minify: true,
+      keepNames: true,
       // Bundled CommonJS dependencies may call require(); the alias leaves sources free to import createRequire.
       banner: {
         js: "import { createRequire as bundleCreateRequire } from 'node:module'; const require = bundleCreateRequire(import.meta.url);",
@@ -91,7 +97,17 @@ async function bundle(output: string): Promise<string[]> {
       logLevel: 'warning',
     });
   }
+  removeOtherPlatformAddons(path.join(output, 'app'));
   return entries;
+}
+
+/** The copied native addons of other platforms than the GPU machine's (Linux x64) are left behind. */
+function removeOtherPlatformAddons(folder: string): void {
+  for (const entry of fs.readdirSync(folder, { withFileTypes: true })) {
+    const file = path.join(folder, entry.name);
+    if (entry.isDirectory()) removeOtherPlatformAddons(file);
+    else if (entry.name.endsWith('.node') && !entry.name.startsWith('x64-linux')) fs.rmSync(file);
+  }
 }
 
 function hasNvcc(): boolean {

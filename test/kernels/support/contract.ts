@@ -128,6 +128,19 @@ export interface CaseResult {
 
 /** One rounding of an exact result to bf16 gives about 1.65e-3 on normal data; truncating gives about 3.3e-3. */
 export const BF16_ONE_ROUNDING_BOUND = 2.2e-3;
+/** The most one correct rounding to bf16 can be off, relative to the value: the unit roundoff 2^-8. */
+export const BF16_UNIT_ROUNDOFF = 2 ** -8;
+/** Fewer elements than this make the one-rounding norm a small sample (a 15-element output measured 2.56e-3). */
+const STATISTICAL_ELEMENTS = 256;
+
+/**
+ * The norm bound a group of `elements` values is held to: the one-rounding bound is a statistical figure (the RMS
+ * over many elements), so a small output is held to the worst case of correctly rounded values instead (its every
+ * element still answers to the ulps gate). Other bounds are returned as they are.
+ */
+export function normBound(bound: number, elements: number): number {
+  return bound === BF16_ONE_ROUNDING_BOUND && elements < STATISTICAL_ELEMENTS ? BF16_UNIT_ROUNDOFF : bound;
+}
 
 const REPEATS = 5;
 
@@ -153,7 +166,7 @@ function besideReference(prepared: Prepared, run: Uint8Array[]) {
 
 function compareAccuracy(kernelCase: KernelCase, prepared: Prepared, run: Uint8Array[]) {
   // Norm errors per group: outputs with their own bound alone, the rest together against the case's bound.
-  const groups = new Map<string, { bound: number; squaredError: number; squaredReference: number }>();
+  const groups = new Map<string, { bound: number; elements: number; squaredError: number; squaredReference: number }>();
   let integerMismatches = 0;
   let unwritten = 0;
   let worstUlps = 0;
@@ -167,8 +180,14 @@ function compareAccuracy(kernelCase: KernelCase, prepared: Prepared, run: Uint8A
       continue;
     }
     const key = spec.bound === undefined ? '' : spec.name;
-    const group = groups.get(key) ?? { bound: spec.bound ?? kernelCase.bound, squaredError: 0, squaredReference: 0 };
+    const group = groups.get(key) ?? {
+      bound: spec.bound ?? kernelCase.bound,
+      elements: 0,
+      squaredError: 0,
+      squaredReference: 0,
+    };
     groups.set(key, group);
+    group.elements += spec.count;
     for (let element = 0; element < spec.count; element++) {
       const difference = actual[element]! - expected[element]!;
       group.squaredError += Number.isNaN(difference) ? Number.POSITIVE_INFINITY : difference * difference;
@@ -205,7 +224,7 @@ function compareAccuracy(kernelCase: KernelCase, prepared: Prepared, run: Uint8A
         ? Math.sqrt(group.squaredError / group.squaredReference)
         : Math.sqrt(group.squaredError);
     error = Math.max(error, relative);
-    if (!(relative <= group.bound)) normFailed = true;
+    if (!(relative <= normBound(group.bound, group.elements))) normFailed = true;
   }
   return { error, normFailed, worstUlps, ulpsFailed, integerMismatches, unwritten, details };
 }
