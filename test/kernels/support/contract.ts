@@ -346,12 +346,18 @@ export function runCase(
   };
 }
 
+function describeBound(bound: number): string {
+  return bound === BF16_ONE_ROUNDING_BOUND
+    ? `${bound}; 2^-8 for outputs under ${STATISTICAL_ELEMENTS} elements`
+    : String(bound);
+}
+
 export function describeCase(result: CaseResult): string {
   const verdict = result.failedGates.length === 0 ? 'PASS' : `FAIL (${result.failedGates.join(', ')})`;
   const worst = Math.max(...result.shapes.map((shape) => shape.error));
   const worstUlps = Math.max(...result.shapes.map((shape) => shape.worstUlps));
   const lines = [
-    `${verdict.padEnd(6)} ${result.name}: worst error ${worst.toExponential(2)} (bound ${result.bound}), ` +
+    `${verdict.padEnd(6)} ${result.name}: worst error ${worst.toExponential(2)} (bound ${describeBound(result.bound)}), ` +
       `worst ${worstUlps.toFixed(2)} ulps (bound ${result.ulps})`,
   ];
   for (const shape of result.shapes) {
