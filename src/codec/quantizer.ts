@@ -84,7 +84,10 @@ export class Quantizer {
     }
   }
 
-  /** Frames → z [latent, F]; each code is clamped into its codebook's range first. */
+  /**
+   * Frames → z [latent, F]; each code is clamped into its codebook's range first, as the reference vocoder does (the
+   * engine refuses an out-of-range code before it gets here: src/engine/engine-codes.ts).
+   */
   decode(frames: readonly Frame[], out: Float32Array): void {
     const { latent } = this;
     const rows = frames.length;

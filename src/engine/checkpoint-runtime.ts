@@ -6,6 +6,7 @@ import type { SpeechModel } from '../model/types.ts';
 import { buildPrompt } from '../text/prompt.ts';
 import { splitLongText, withSpeakerTags } from '../text/split.ts';
 import { Tokenizer } from '../text/tokenizer.ts';
+import { checkedStream } from './engine-codes.ts';
 import { joinFrames } from './frame-decoder.ts';
 import type { SpeechRuntime } from './runtime.ts';
 
@@ -38,7 +39,7 @@ export async function loadCheckpointRuntime(
     codec: {
       sampleRate: codec.config.sampleRate,
       frameLength: codec.config.frameLength,
-      openStream: () => codec.openStream(),
+      openStream: () => checkedStream(codec.openStream(), codec.config),
     },
     text: {
       split: (text, budget) => withSpeakerTags(splitLongText(text, { maxCodePoints: budget })),

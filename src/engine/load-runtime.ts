@@ -9,6 +9,7 @@ import { loadConfig } from '../model/config.ts';
 import { loadSpeechModel } from '../model/load-model.ts';
 import { type BackendName, chooseBackend } from './backend-choice.ts';
 import { loadCheckpointRuntime } from './checkpoint-runtime.ts';
+import { checkedStream } from './engine-codes.ts';
 import { NullCodec, type NullCodecOptions } from './null-codec.ts';
 import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
 import { NullTextFrontEnd } from './null-text.ts';
@@ -58,6 +59,6 @@ export async function loadEngineCodec(spec: RuntimeSpec): Promise<EngineCodec> {
   return {
     sampleRate: codec.config.sampleRate,
     frameLength: codec.config.frameLength,
-    openStream: () => codec.openStream(),
+    openStream: () => checkedStream(codec.openStream(), codec.config),
   };
 }
