@@ -60,6 +60,7 @@ export class EngineCore {
     this.info = {
       modelId: runtime.modelId,
       synthetic: runtime.model.synthetic,
+      backend: runtime.backend ?? 'none',
       contextRows,
       maxFrames: Math.min(settings.maxFrames, contextRows - 2, memoryRows - 2),
       maxPromptRows: Math.min(contextRows, memoryRows) - 2,

@@ -41,7 +41,7 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
         ? loadSpeechModel(dir, new CudaBackend(), options)
         : loadSpeechModel(dir, new CpuBackend(), options);
     const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load);
-    return { ...runtime, notices: [choice.reason, ...(runtime.notices ?? [])] };
+    return { ...runtime, backend: choice.backend, notices: [choice.reason, ...(runtime.notices ?? [])] };
   } catch (error) {
     if (error instanceof DramaError) throw error;
     throw new DramaError('CHECKPOINT_LOAD_FAILED', `could not load the checkpoint in ${spec.dir}: ${String(error)}`, {

@@ -52,6 +52,8 @@ export interface EngineInfo {
   readonly sampleRate: number;
   readonly frameLength: number;
   readonly lanes: number;
+  /** The backend the speech model runs on: cpu, cuda, or none (the null runtime of tests). */
+  readonly backend: 'cpu' | 'cuda' | 'none';
   /** One-line facts about the checkpoint to print at start. */
   readonly notices: readonly string[];
 }

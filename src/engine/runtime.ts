@@ -44,4 +44,6 @@ export interface SpeechRuntime {
   readonly text: TextFrontEnd;
   /** Facts about the loaded checkpoint worth one line at start (tokenizer in use, config keys ignored or defaulted). */
   readonly notices?: readonly string[];
+  /** Which backend runs the speech model (absent for the null runtime of tests). */
+  readonly backend?: 'cpu' | 'cuda';
 }

@@ -51,6 +51,8 @@ function speak(input: string, seed: number, format: 'pcm' | 'wav' = 'pcm') {
 test('small on cuda over HTTP: frames × 2048 samples, the same bytes for the same seed, WAV of the same samples', {
   skip,
 }, async () => {
+  const model = (await app!.inject({ method: 'GET', url: '/v1/models' })).json().data[0];
+  assert.equal(model.speech.backend, 'cuda');
   const started = performance.now();
   const first = await speak(TEXTS[0]!, 3);
   console.log(`first reply (${FRAMES} frames) in ${(performance.now() - started).toFixed(0)} ms`);

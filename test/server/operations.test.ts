@@ -26,7 +26,7 @@ test('while the engine loads, /health and speech answer 503 with Retry-After in 
   await app.close();
 });
 
-test('/v1/models lists the model with its speech limits and the synthetic flag', async () => {
+test('/v1/models lists the model with its speech limits, its backend and the synthetic flag', async () => {
   const server = await startTestServer({
     settings: { maxFrames: 1000, maxInputCodePoints: 2000, lanes: 3, memoryRows: 9000 },
     model: { contextRows: 5000 },
@@ -46,6 +46,7 @@ test('/v1/models lists the model with its speech limits and the synthetic flag',
       sample_rate: 44100,
       frame_length: 2048,
       lanes: 3,
+      backend: 'none',
     });
     assert.deepEqual((await server.app.inject({ method: 'GET', url: '/health' })).json(), { status: 'ready' });
   } finally {

@@ -49,6 +49,7 @@ function speak(input: string, seed: number) {
 test('tiny checkpoint: /v1/models says synthetic; a reply has frames × 2048 samples and repeats with its seed', async () => {
   const model = (await app.inject({ method: 'GET', url: '/v1/models' })).json().data[0];
   assert.equal(model.synthetic, true);
+  assert.equal(model.speech.backend, 'cpu', 'tiny runs on the cpu backend');
   const first = await speak(TEXTS[0]!, 3);
   assert.equal(first.statusCode, 200);
   assert.equal(first.headers['x-output-frames'], '4');

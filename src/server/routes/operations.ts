@@ -30,6 +30,7 @@ function describeModel(info: EngineInfo, created: number) {
       sample_rate: info.sampleRate,
       frame_length: info.frameLength,
       lanes: info.lanes,
+      backend: info.backend,
     },
   };
 }
