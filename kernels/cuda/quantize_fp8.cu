@@ -12,6 +12,12 @@
 #define QUANTIZE_BLOCK 128
 #define QUANTIZE_WARPS 4
 
+// The contract's control (kernels/controls/quantize_controls.cu) compiles this file under another name and maximum.
+#ifndef QUANTIZE_ENTRY
+#define QUANTIZE_ENTRY quantize_e4m3_rows
+#define QUANTIZE_MAXIMUM 448.0f
+#endif
+
 // Largest magnitude, with NaN winning (fmaxf alone would drop it).
 __device__ __forceinline__ float max_or_nan(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
 
@@ -32,7 +38,7 @@ __device__ __forceinline__ unsigned e4m3_bits(float value) {
 }
 
 extern "C" __global__ void __launch_bounds__(QUANTIZE_WARPS * 32)
-    quantize_e4m3_rows(uint8_t* q, float* scales, const bf16* x, int rows, int cols) {
+    QUANTIZE_ENTRY(uint8_t* q, float* scales, const bf16* x, int rows, int cols) {
   KERNEL_PROLOGUE();
   const int lane = threadIdx.x & 31;
   const int blocks = (cols + QUANTIZE_BLOCK - 1) / QUANTIZE_BLOCK;
@@ -58,7 +64,7 @@ extern "C" __global__ void __launch_bounds__(QUANTIZE_WARPS * 32)
     } else if (static_cast<double>(amax) < 1e-10) {
       scale = floor_scale;
     } else {
-      scale = __fdiv_rn(amax, 448.0f);
+      scale = __fdiv_rn(amax, QUANTIZE_MAXIMUM);
     }
     uint8_t* target = q + row * cols;
 #pragma unroll
