@@ -24,6 +24,7 @@ export interface LaunchOptions {
 }
 
 let dependentLaunchDefault = true;
+const DEPENDENT: LaunchAttributes = { programmaticStreamSerialization: true };
 
 /** Turns programmatic dependent launch on or off for every later launch that does not say (benchmarks compare both). */
 export function setDependentLaunch(enabled: boolean): void {
@@ -48,19 +49,14 @@ export function launch(
   shape: LaunchShape,
   args: KernelArguments,
   options: LaunchOptions,
-  attributes?: LaunchAttributes,
 ): void {
   const chosen = options.kernel ?? kernel;
   const handle = cuda.kernels.kernel(chosen.family, chosen.name);
   const stream = options.stream ?? cuda.stream;
   observer?.(chosen, handle, args);
-  const dependent = options.dependentLaunch ?? dependentLaunchDefault;
-  const merged: LaunchAttributes | undefined = dependent
-    ? { ...attributes, programmaticStreamSerialization: true }
-    : attributes && { ...attributes, programmaticStreamSerialization: undefined };
-  const extra = merged && (merged.clusterDimensions !== undefined || merged.programmaticStreamSerialization);
-  if (extra) cuda.driver.launchEx(handle, shape, stream, args.parameters, merged, chosen.name);
-  else cuda.driver.launch(handle, shape, stream, args.parameters, chosen.name);
+  if (options.dependentLaunch ?? dependentLaunchDefault) {
+    cuda.driver.launchEx(handle, shape, stream, args.parameters, DEPENDENT, chosen.name);
+  } else cuda.driver.launch(handle, shape, stream, args.parameters, chosen.name);
 }
 
 /** Refuses a size that is not an integer within [minimum, maximum]. */
