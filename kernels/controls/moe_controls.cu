@@ -7,8 +7,8 @@
 //   control_moe_combine_batched_order  combine that, when the call has more than one row, sums the ranks in rank
 //                                      order with a bf16 accumulator (a batched fast path): close, but a row's bits
 //                                      then depend on the call it is in                (batch-invariance gate)
-//                                      (an fp32 accumulator was MISSED: products of two bf16 values are exact in
-//                                      fp32 and their sums nearly always are, so the bits rarely change)
+//                                      (not an fp32 accumulator: products of two bf16 values are exact in fp32 and
+//                                      their sums nearly always are, so its bits would rarely change)
 #include "common.cuh"
 #include "moe_fp8.cuh"
 
