@@ -2,7 +2,8 @@
 // are): one test per kernel and per control, so one failure hides no other, then
 // `SUMMARY N kernels: P pass, F fail; C controls: C caught`. Inputs come from DRAMA3_CONTRACT_SEED (an integer in
 // [0, 2³²)) or a fresh seed, printed either way; each case draws from its own stream of it, so one case repeats
-// alone. Skips, saying why, where there is no CUDA device.
+// alone. DRAMA3_CONTRACT_ONLY (a substring of case names) runs only the kernels and controls whose case name has it.
+// Skips, saying why, where there is no CUDA device.
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { after, before, test } from 'node:test';
@@ -39,6 +40,9 @@ function seconds(started: number): string {
 }
 
 const seed = contractSeed();
+const only = process.env.DRAMA3_CONTRACT_ONLY ?? '';
+const chosenCases = kernelCases.filter((kernelCase) => kernelCase.name.includes(only));
+const chosenControls = controls.filter((control) => control.kernelCase.name.includes(only));
 let passed = 0;
 let caught = 0;
 
@@ -57,7 +61,7 @@ after(() => {
   }
 });
 
-for (const kernelCase of kernelCases) {
+for (const kernelCase of chosenCases) {
   test(`kernel ${kernelCase.name} meets its contract`, { skip }, () => {
     const started = performance.now();
     const result = runCase(cuda, kernelCase, streamFor(seed, kernelCase.name));
@@ -68,7 +72,7 @@ for (const kernelCase of kernelCases) {
   });
 }
 
-for (const control of controls) {
+for (const control of chosenControls) {
   const name = `${control.kernel.name} (${control.description})`;
   test(`control ${name} is caught`, { skip }, () => {
     const started = performance.now();
@@ -84,10 +88,11 @@ for (const control of controls) {
 
 test('summary', { skip }, () => {
   // A case that threw counts as failed, a control that threw as not caught.
-  const failed = kernelCases.length - passed;
+  const failed = chosenCases.length - passed;
   console.log(
-    `SUMMARY ${kernelCases.length} kernels: ${passed} pass, ${failed} fail; ${controls.length} controls: ${caught} caught`,
+    `SUMMARY ${chosenCases.length} kernels: ${passed} pass, ${failed} fail; ${chosenControls.length} controls: ${caught} caught`,
   );
-  assert.equal(passed, kernelCases.length, `kernels failing their contract (seed ${seed})`);
-  assert.equal(caught, controls.length, 'a deliberately wrong control passed the gates');
+  assert.ok(chosenCases.length > 0, `no kernel case has "${only}" in its name`);
+  assert.equal(passed, chosenCases.length, `kernels failing their contract (seed ${seed})`);
+  assert.equal(caught, chosenControls.length, 'a deliberately wrong control passed the gates');
 });
