@@ -4,6 +4,12 @@ import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
 import { codecConvCase } from './codecConvCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
+import {
+  codecTransformerAttentionCase,
+  codecTransformerRingCase,
+  codecTransformerRopeCase,
+} from './codecTransformerCases.ts';
+import { codecTransformerStreamCase } from './codecTransformerStreamCases.ts';
 import { codecTransposedConvCase } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
@@ -148,6 +154,7 @@ export const controls: readonly Control[] = [
     kernel: { family: 'gemm_controls', name: 'control_gemm_segments_shared_chunking' },
   },
   ...deltaNetAndMoeControls(),
+  ...codecTransformerControls(),
 ];
 
 function codecControls(): Control[] {
@@ -212,6 +219,32 @@ function deltaNetAndMoeControls(): Control[] {
       description: "swapped fragments: the expert re-layout trades each chunk's words 1 and 2",
       kernelCase: moePackCase,
       kernel: { family: 'moe_pack_controls', name: 'control_moe_pack_fragments_swapped' },
+    },
+  ];
+}
+
+function codecTransformerControls(): Control[] {
+  const transformer = (name: string) => ({ family: 'codec_transformer_controls', name });
+  return [
+    {
+      description: 'off-by-one window: the codec attention attends window − 1 positions',
+      kernelCase: codecTransformerAttentionCase,
+      kernel: transformer('control_codec_attention_window_short'),
+    },
+    {
+      description: 'off-by-one slot: the codec ring update writes each kept row one ring slot further',
+      kernelCase: codecTransformerRingCase,
+      kernel: transformer('control_codec_ring_update_slot_off'),
+    },
+    {
+      description: 'off-by-one position: the codec RoPE turns each row by position − 1',
+      kernelCase: codecTransformerRopeCase,
+      kernel: transformer('control_codec_rope_position_behind'),
+    },
+    {
+      description: 'batch-dependent order: the codec attention sums its keys last to first beside other lanes',
+      kernelCase: codecTransformerStreamCase,
+      kernel: transformer('control_codec_attention_keys_reversed_with_lanes'),
     },
   ];
 }

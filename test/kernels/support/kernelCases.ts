@@ -8,6 +8,13 @@ import {
 import { codecConvCase, codecConvF16Case } from './codecConvCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
 import { codecDecoderBlockCase } from './codecStreamCases.ts';
+import {
+  codecTransformerAttentionCase,
+  codecTransformerRingCase,
+  codecTransformerRopeCase,
+} from './codecTransformerCases.ts';
+import { codecTransformerRmsNormCase, codecTransformerSwiGluCase } from './codecTransformerRowCases.ts';
+import { codecTransformerStreamCase } from './codecTransformerStreamCases.ts';
 import { codecTransposedConvCase, codecTransposedConvF16Case } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
@@ -78,4 +85,10 @@ export const kernelCases: readonly KernelCase[] = [
   codecTransposedConvCase,
   codecTransposedConvF16Case,
   codecDecoderBlockCase,
+  codecTransformerRmsNormCase,
+  codecTransformerSwiGluCase,
+  codecTransformerRopeCase,
+  codecTransformerAttentionCase,
+  codecTransformerRingCase,
+  codecTransformerStreamCase,
 ];
