@@ -3,6 +3,8 @@
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
 import { codecConvCase } from './codecConvCases.ts';
+import { codecQuantizerCase } from './codecQuantizerCases.ts';
+import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
 import { codecTransposedConvCase } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
@@ -148,6 +150,7 @@ export const controls: readonly Control[] = [
     kernel: { family: 'gemm_controls', name: 'control_gemm_segments_shared_chunking' },
   },
   ...deltaNetAndMoeControls(),
+  ...codecRowsControls(),
 ];
 
 function codecControls(): Control[] {
@@ -212,6 +215,32 @@ function deltaNetAndMoeControls(): Control[] {
       description: "swapped fragments: the expert re-layout trades each chunk's words 1 and 2",
       kernelCase: moePackCase,
       kernel: { family: 'moe_pack_controls', name: 'control_moe_pack_fragments_swapped' },
+    },
+  ];
+}
+
+function codecRowsControls(): Control[] {
+  const codecRows = (name: string) => ({ family: 'codec_rows_controls', name });
+  return [
+    {
+      description: "wrong tap order: the codec depthwise conv applies each channel's kernel flipped",
+      kernelCase: codecDepthwiseConvCase,
+      kernel: codecRows('control_codec_depthwise_taps_reversed'),
+    },
+    {
+      description: 'off-by-one history: the codec depthwise conv reads its carried rows one row further back',
+      kernelCase: codecDepthwiseConvCase,
+      kernel: codecRows('control_codec_depthwise_history_off_by_one'),
+    },
+    {
+      description: 'wrong formula: the codec LayerNorm divides the variance by width − 1',
+      kernelCase: codecLayerNormCase,
+      kernel: codecRows('control_codec_layer_norm_unbiased'),
+    },
+    {
+      description: 'wrong order: the quantizer adds the residual codebooks to the semantic one, one by one',
+      kernelCase: codecQuantizerCase,
+      kernel: codecRows('control_codec_quantizer_semantic_first'),
     },
   ];
 }

@@ -6,6 +6,8 @@ import {
   attentionPrepareOtherCase,
 } from './attentionCases.ts';
 import { codecConvCase, codecConvF16Case } from './codecConvCases.ts';
+import { codecQuantizerCase } from './codecQuantizerCases.ts';
+import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
 import { codecDecoderBlockCase } from './codecStreamCases.ts';
 import { codecTransposedConvCase, codecTransposedConvF16Case } from './codecTransposedConvCases.ts';
@@ -78,4 +80,7 @@ export const kernelCases: readonly KernelCase[] = [
   codecTransposedConvCase,
   codecTransposedConvF16Case,
   codecDecoderBlockCase,
+  codecDepthwiseConvCase,
+  codecLayerNormCase,
+  codecQuantizerCase,
 ];
