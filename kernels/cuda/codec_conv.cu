@@ -5,10 +5,13 @@
 // a fresh lane). No two sequences of one call may share a slot.
 //
 // codec_conv_{f32,f16w}: causal dilated conv, weights [Cin, K, Cout] (fp32, or fp16 rounded to nearest even)
-//   out[t, o] = epilogue(bias[o] + Σ_i Σ_k w[i, k, o] · in[t − (K − 1 − k)·d, i]) with in = history ++ snake?(x)
+//   v[t, o] = bias?[o] + Σ_i Σ_k w[i, k, o] · in[t − (K − 1 − k)·d, i] with in = history ++ snake?(x)
+//   out[t, o] = act(residual?[t, o] + scale?[o] · v[t, o]), the scaled residual in one fma; act: identity, tanh or
+//   exact GELU; bias, scale, residual each null when absent (at k = 1 these are the codec's linears)
 //   history: [S, (K − 1)·d, Cin] fp32, the conv's last inputs (after Snake), oldest first; read only
-//   alpha: [Cin] Snake on the input, or null; residual: [T, Cout] added after the conv, or null; activation: tanh
+//   alpha: [Cin] Snake on the input, or null
 //   Sums in fp32: each chunk of 32 input channels from zero (channel, then tap), chunks added in ascending order.
+// codec_conv_narrow_{f32,f16w}: the same conv, arguments and order, one thread per (row, output): for ≤ 8 outputs.
 // codec_transposed_conv_{f32,f16w}: causal transposed conv, stride s, K = m·s, the last K − s outputs trimmed
 //   out[n·s + j, o] = bias[o] + Σ_i Σ_{q<m} w[i, j + q·s, o] · in[n − q, i]; history [S, m − 1, Cin]; out rows are
 //   s times the input's (row_scale counts input rows). The same chunked order.
@@ -18,6 +21,8 @@
 
 CODEC_CONV_ENTRY(codec_conv_f32, float, CODEC_FAULT_NONE)
 CODEC_CONV_ENTRY(codec_conv_f16w, __half, CODEC_FAULT_NONE)
+CODEC_NARROW_ENTRY(codec_conv_narrow_f32, float, CODEC_FAULT_NONE)
+CODEC_NARROW_ENTRY(codec_conv_narrow_f16w, __half, CODEC_FAULT_NONE)
 CODEC_TRANSPOSED_ENTRY(codec_transposed_conv_f32, float, CODEC_FAULT_NONE)
 CODEC_TRANSPOSED_ENTRY(codec_transposed_conv_f16w, __half, CODEC_FAULT_NONE)
 CODEC_HISTORY_ENTRY(codec_history_update, CODEC_FAULT_NONE)

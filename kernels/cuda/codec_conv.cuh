@@ -15,11 +15,12 @@ enum CodecFault {
   CODEC_FAULT_SNAKE_UNSQUARED = 6,
 };
 
-enum CodecActivation { CODEC_IDENTITY = 0, CODEC_TANH = 1 };
+enum CodecActivation { CODEC_IDENTITY = 0, CODEC_TANH = 1, CODEC_GELU = 2 };
 
 constexpr int CODEC_THREADS = 128;
 constexpr int CODEC_ROWS = 8;
 constexpr int CODEC_CHUNK = 32;
+constexpr int CODEC_NARROW_THREADS = 128;
 
 // Sequence table entries (LAYOUT.md): (slot, firstRow, rowCount, startPosition); rows are counted in the table's
 // unit (frames) and scaled by the layer's rows per unit.
@@ -62,12 +63,25 @@ __device__ __forceinline__ float conv_input(const float* x, long long x_stride, 
   return slab[(history_rows + row) * inputs + channel];
 }
 
-// Output epilogue: conv + bias, then the residual added or tanh, as the cpu codec rounds (the conv to fp32 first).
-__device__ __forceinline__ float conv_epilogue(float sum, float bias, const float* residual, long long residual_stride,
-                                               long long row, int output, int activation) {
-  float value = __fadd_rn(sum, bias);
-  if (residual != nullptr) value = __fadd_rn(residual[row * residual_stride + output], value);
+// Exact GELU 0.5·v·erfc(−v/√2) (= 0.5·v·(1 + erf(v/√2)), without the cancellation of 1 + erf for v ≪ 0).
+__device__ __forceinline__ float gelu(float value) {
+  return __fmul_rn(__fmul_rn(0.5f, value), erfcf(__fmul_rn(-value, 0.70710678118654752f)));
+}
+
+// Output epilogue, as the cpu codec rounds: the conv (in fp32) + bias when there is one, then the residual with the
+// scale in one fma (LayerScale / ConvNeXt γ: residual + scale·value; scale·value alone without a residual) or the
+// residual added, then the activation.
+__device__ __forceinline__ float conv_epilogue(float sum, const float* bias, const float* scale, const float* residual,
+                                               long long residual_stride, long long row, int output, int activation) {
+  float value = bias != nullptr ? __fadd_rn(sum, bias[output]) : sum;
+  if (scale != nullptr) {
+    value = residual != nullptr ? __fmaf_rn(scale[output], value, residual[row * residual_stride + output])
+                                : __fmul_rn(scale[output], value);
+  } else if (residual != nullptr) {
+    value = __fadd_rn(residual[row * residual_stride + output], value);
+  }
   if (activation == CODEC_TANH) value = tanhf(value);
+  if (activation == CODEC_GELU) value = gelu(value);
   return value;
 }
 
@@ -85,9 +99,9 @@ __device__ __forceinline__ int chunk_at(int step, int chunks) {
 template <typename Weight, int FAULT>
 __device__ __forceinline__ void causal_conv(float* out, long long out_stride, const float* x, long long x_stride,
                                             const Weight* weight, const float* bias, const float* alpha,
-                                            const float* residual, long long residual_stride, const float* history,
-                                            const int* sequences, int row_scale, int inputs, int outputs, int kernel,
-                                            int dilation, int activation) {
+                                            const float* residual, long long residual_stride, const float* scale,
+                                            const float* history, const int* sequences, int row_scale, int inputs,
+                                            int outputs, int kernel, int dilation, int activation) {
   extern __shared__ float tile[];
   const int output = blockIdx.x * CODEC_THREADS + threadIdx.x;
   const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
@@ -139,8 +153,65 @@ __device__ __forceinline__ void causal_conv(float* out, long long out_stride, co
       if (row >= sequence.row_count) break;
       const long long at = sequence.first_row + row;
       out[at * out_stride + output] =
-          conv_epilogue(total[r], bias[output], residual, residual_stride, at, output, activation);
+          conv_epilogue(total[r], bias, scale, residual, residual_stride, at, output, activation);
     }
+  }
+}
+
+// Causal dilated conv for very few outputs (the decoder's last conv, 96 → 1). Block = R = ⌊128 / outputs⌋ rows of one
+// sequence, thread = one (row, output); inputs staged 32 channels at a time as causal_conv stages them (rows
+// t0 − H .. t0 + R − 1, through Snake once each). The chunked kernel's order exactly (chunk of 32 input channels
+// from zero, channel then tap, chunks added ascending), so both give the same bits.
+template <typename Weight, int FAULT>
+__device__ __forceinline__ void narrow_conv(float* out, long long out_stride, const float* x, long long x_stride,
+                                            const Weight* weight, const float* bias, const float* alpha,
+                                            const float* residual, long long residual_stride, const float* scale,
+                                            const float* history, const int* sequences, int row_scale, int inputs,
+                                            int outputs, int kernel, int dilation, int activation) {
+  extern __shared__ float tile[];
+  const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
+  const int history_rows = (kernel - 1) * dilation;
+  const int rows = CODEC_NARROW_THREADS / outputs;
+  const int tile_rows = rows + history_rows;
+  const int reach = FAULT == CODEC_FAULT_HISTORY_OFF_BY_ONE ? 1 : 0;
+  const int chunks = (inputs + CODEC_CHUNK - 1) / CODEC_CHUNK;
+  const int own_row = threadIdx.x / outputs;
+  const int output = threadIdx.x % outputs;
+  const int tiles = (sequence.row_count + rows - 1) / rows;
+  for (int row_tile = blockIdx.x; row_tile < tiles; row_tile += gridDim.x) {
+    const long long first = (long long)row_tile * rows;
+    float total = 0.0f;
+    for (int step = 0; step < chunks; step++) {
+      const int base = chunk_at<FAULT>(step, chunks) * CODEC_CHUNK;
+      const int width = min(CODEC_CHUNK, inputs - base);
+      __syncthreads();
+      for (int index = threadIdx.x; index < tile_rows * CODEC_CHUNK; index += CODEC_NARROW_THREADS) {
+        const int r = index / CODEC_CHUNK;
+        const int c = index % CODEC_CHUNK;
+        long long row = first - history_rows + r;
+        if (row < 0) row -= reach;
+        tile[index] = c < width ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row,
+                                                    base + c)
+                                : 0.0f;
+      }
+      __syncthreads();
+      float partial = 0.0f;
+      if (own_row < rows) {
+        for (int c = 0; c < width; c++) {
+          const Weight* taps = weight + ((long long)(base + c) * kernel) * outputs + output;
+          for (int tap = 0; tap < kernel; tap++) {
+            const int weight_tap = FAULT == CODEC_FAULT_TAPS_REVERSED ? kernel - 1 - tap : tap;
+            const float w = weight_value(taps[(long long)weight_tap * outputs]);
+            partial = __fmaf_rn(w, tile[(own_row + tap * dilation) * CODEC_CHUNK + c], partial);
+          }
+        }
+      }
+      total = step == 0 ? partial : __fadd_rn(total, partial);
+    }
+    const long long row = first + own_row;
+    if (own_row >= rows || row >= sequence.row_count) continue;
+    const long long at = sequence.first_row + row;
+    out[at * out_stride + output] = conv_epilogue(total, bias, scale, residual, residual_stride, at, output, activation);
   }
 }
 
@@ -208,7 +279,7 @@ __device__ __forceinline__ void causal_transposed_conv(float* out, long long out
       const long long row = first + r;
       if (row >= output_rows) break;
       const long long at = sequence.first_row * stride + row;
-      out[at * out_stride + output] = conv_epilogue(total[r], bias[output], nullptr, 0, at, output, CODEC_IDENTITY);
+      out[at * out_stride + output] = __fadd_rn(total[r], bias[output]);
     }
   }
 }
@@ -238,14 +309,23 @@ __device__ __forceinline__ void history_update(float* history, const float* x, l
 }
 
 // Entry points, one macro per kernel signature: the real kernels and the controls share them.
+#define CODEC_CONV_SIGNATURE(name, Weight)                                                                          \
+  name(float* out, long long out_stride, const float* x, long long x_stride, const Weight* weight, const float* bias,  \
+       const float* alpha, const float* residual, long long residual_stride, const float* scale,                      \
+       const float* history, const int* sequences, int row_scale, int inputs, int outputs, int kernel, int dilation,  \
+       int activation)
+
 #define CODEC_CONV_ENTRY(name, Weight, FAULT)                                                                       \
-  extern "C" __global__ void __launch_bounds__(CODEC_THREADS)                                                        \
-      name(float* out, long long out_stride, const float* x, long long x_stride, const Weight* weight,              \
-           const float* bias, const float* alpha, const float* residual, long long residual_stride,                 \
-           const float* history, const int* sequences, int row_scale, int inputs, int outputs, int kernel,          \
-           int dilation, int activation) {                                                                          \
+  extern "C" __global__ void __launch_bounds__(CODEC_THREADS) CODEC_CONV_SIGNATURE(name, Weight) {                   \
     KERNEL_PROLOGUE();                                                                                              \
-    causal_conv<Weight, FAULT>(out, out_stride, x, x_stride, weight, bias, alpha, residual, residual_stride,        \
+    causal_conv<Weight, FAULT>(out, out_stride, x, x_stride, weight, bias, alpha, residual, residual_stride, scale, \
+                               history, sequences, row_scale, inputs, outputs, kernel, dilation, activation);       \
+  }
+
+#define CODEC_NARROW_ENTRY(name, Weight, FAULT)                                                                     \
+  extern "C" __global__ void __launch_bounds__(CODEC_NARROW_THREADS) CODEC_CONV_SIGNATURE(name, Weight) {           \
+    KERNEL_PROLOGUE();                                                                                              \
+    narrow_conv<Weight, FAULT>(out, out_stride, x, x_stride, weight, bias, alpha, residual, residual_stride, scale, \
                                history, sequences, row_scale, inputs, outputs, kernel, dilation, activation);       \
   }
 

@@ -3,6 +3,8 @@
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
 import { codecConvCase } from './codecConvCases.ts';
+import { codecQuantizerCase } from './codecQuantizerCases.ts';
+import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
 import {
   codecTransformerAttentionCase,
@@ -155,6 +157,7 @@ export const controls: readonly Control[] = [
   },
   ...deltaNetAndMoeControls(),
   ...codecTransformerControls(),
+  ...codecRowsControls(),
 ];
 
 function codecControls(): Control[] {
@@ -245,6 +248,32 @@ function codecTransformerControls(): Control[] {
       description: 'batch-dependent order: the codec attention sums its keys last to first beside other lanes',
       kernelCase: codecTransformerStreamCase,
       kernel: transformer('control_codec_attention_keys_reversed_with_lanes'),
+    },
+  ];
+}
+
+function codecRowsControls(): Control[] {
+  const codecRows = (name: string) => ({ family: 'codec_rows_controls', name });
+  return [
+    {
+      description: "wrong tap order: the codec depthwise conv applies each channel's kernel flipped",
+      kernelCase: codecDepthwiseConvCase,
+      kernel: codecRows('control_codec_depthwise_taps_reversed'),
+    },
+    {
+      description: 'off-by-one history: the codec depthwise conv reads its carried rows one row further back',
+      kernelCase: codecDepthwiseConvCase,
+      kernel: codecRows('control_codec_depthwise_history_off_by_one'),
+    },
+    {
+      description: 'wrong formula: the codec LayerNorm divides the variance by width − 1',
+      kernelCase: codecLayerNormCase,
+      kernel: codecRows('control_codec_layer_norm_unbiased'),
+    },
+    {
+      description: 'wrong order: the quantizer adds the residual codebooks to the semantic one, one by one',
+      kernelCase: codecQuantizerCase,
+      kernel: codecRows('control_codec_quantizer_semantic_first'),
     },
   ];
 }

@@ -6,6 +6,8 @@ import {
   attentionPrepareOtherCase,
 } from './attentionCases.ts';
 import { codecConvCase, codecConvF16Case } from './codecConvCases.ts';
+import { codecQuantizerCase } from './codecQuantizerCases.ts';
+import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
 import { codecDecoderBlockCase } from './codecStreamCases.ts';
 import {
@@ -91,4 +93,7 @@ export const kernelCases: readonly KernelCase[] = [
   codecTransformerAttentionCase,
   codecTransformerRingCase,
   codecTransformerStreamCase,
+  codecDepthwiseConvCase,
+  codecLayerNormCase,
+  codecQuantizerCase,
 ];

@@ -1,5 +1,6 @@
 // Launchers for kernels/cuda/codec_conv.cu (its header has the formulas and layouts): the codec decoder's causal
-// dilated conv and causal transposed conv over many lanes, each with Snake fused on its input, the history update
+// dilated conv (at k = 1 also the codec's linears, with optional bias, scaled residual and GELU) and causal
+// transposed conv over many lanes, each with Snake fused on its input, the history update
 // that carries each lane's last input rows in a slab indexed by slot, and Snake alone. The grid depends on the
 // sizes only, and every output's reduction order on (inputs, kernel) alone, so a lane's samples do not depend on
 // the chunk or the lanes beside it. Weights are laid out once at load by the layout functions below.
@@ -18,6 +19,10 @@ const CONV_KERNELS: Record<CodecPrecision, KernelName> = {
   f32: { family: FAMILY, name: 'codec_conv_f32' },
   'f16-weights': { family: FAMILY, name: 'codec_conv_f16w' },
 };
+const NARROW_KERNELS: Record<CodecPrecision, KernelName> = {
+  f32: { family: FAMILY, name: 'codec_conv_narrow_f32' },
+  'f16-weights': { family: FAMILY, name: 'codec_conv_narrow_f16w' },
+};
 const TRANSPOSED_KERNELS: Record<CodecPrecision, KernelName> = {
   f32: { family: FAMILY, name: 'codec_transposed_conv_f32' },
   'f16-weights': { family: FAMILY, name: 'codec_transposed_conv_f16w' },
@@ -29,6 +34,10 @@ const SNAKE_KERNEL: KernelName = { family: FAMILY, name: 'codec_snake' };
 const THREADS = 128;
 const ROWS_PER_TILE = 8;
 const CHUNK_CHANNELS = 32;
+/** Threads of the narrow conv's block: one per (row, output), ⌊128 / outputs⌋ rows. */
+const NARROW_THREADS = 128;
+/** Up to this many outputs the narrow conv runs (the chunked kernel would leave most of its 128 threads idle). */
+export const CODEC_NARROW_MAXIMUM_OUTPUTS = 8;
 const HISTORY_THREADS = 128;
 const SNAKE_THREADS = 256;
 const MAXIMUM_GRID_Y = 65535;
@@ -37,9 +46,14 @@ export const CODEC_MAXIMUM_HISTORY_ROWS = 256;
 
 const NULL_POINTER = 0n;
 /** The conv kernel's parameter count (more than KernelArguments' default 16). */
-const CONV_ARGUMENTS = 17;
+const CONV_ARGUMENTS = 18;
 
-export type CodecActivation = 'identity' | 'tanh';
+/** The conv's last step (codec_conv.cuh); gelu is the exact one, x · Φ(x). */
+export type CodecActivation = 'identity' | 'tanh' | 'gelu';
+const ACTIVATION_CODES: Record<CodecActivation, number> = { identity: 0, tanh: 1, gelu: 2 };
+
+/** The chunked kernel (128 outputs a block) or the narrow one (one thread per row and output). */
+export type CodecConvVariant = 'chunked' | 'narrow';
 
 /** Any weight → the kernel's [Cin, K, Cout], `source` giving each (input, output, tap)'s index in the given layout. */
 function inputTapOutput(
@@ -108,12 +122,15 @@ export interface CodecConvArguments extends CodecCall {
   readonly xStride: number;
   /** [inputs, kernel, outputs] fp32 or fp16 (codecConvWeightLayout). */
   readonly weight: DevicePointer;
-  readonly bias: DevicePointer;
+  /** [outputs] added to the conv, or undefined (none read). */
+  readonly bias?: DevicePointer;
   /** Snake's [inputs] α applied to x, or undefined. */
   readonly alpha?: DevicePointer;
   /** [T, outputs] added after the conv (a residual unit), rows residualStride apart, or undefined. */
   readonly residual?: DevicePointer;
   readonly residualStride?: number;
+  /** [outputs] LayerScale / ConvNeXt γ: out = residual + scale · (conv + bias) in one fma (scale · value alone). */
+  readonly scale?: DevicePointer;
   /** [S, (kernel − 1)·dilation, inputs] fp32; read only (codecHistoryUpdate writes it after the conv). */
   readonly history: DevicePointer;
   readonly inputs: number;
@@ -122,6 +139,8 @@ export interface CodecConvArguments extends CodecCall {
   readonly dilation: number;
   readonly activation?: CodecActivation;
   readonly precision: CodecPrecision;
+  /** Default: narrow for up to 8 outputs, else chunked (both give the same bits; a test forces each). */
+  readonly variant?: CodecConvVariant;
 }
 
 function requireCall(a: CodecCall): void {
@@ -153,7 +172,20 @@ function tileShape(outputs: number, rows: number, sequenceCount: number, history
   };
 }
 
-/** The causal dilated conv of every sequence of the call (codecHistoryUpdate then carries its history). */
+/** The narrow conv's grid: blocks of ⌊128 / outputs⌋ rows, one sequence each. */
+function narrowShape(outputs: number, rows: number, sequenceCount: number, historyRows: number) {
+  const blockRows = Math.floor(NARROW_THREADS / outputs);
+  return {
+    grid: [Math.min(MAXIMUM_GRID_Y, Math.ceil(rows / blockRows)), 1, sequenceCount] as const,
+    block: [NARROW_THREADS, 1, 1] as const,
+    sharedBytes: (blockRows + historyRows) * CHUNK_CHANNELS * 4,
+  };
+}
+
+/**
+ * The causal dilated conv of every sequence of the call (codecHistoryUpdate then carries its history). A kernel
+ * given in `options` (a control) runs as the variant the arguments name, chunked by default.
+ */
 export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: LaunchOptions = {}): void {
   requireCall(a);
   requireCount(a.inputs, 'inputs');
@@ -165,16 +197,20 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
   if (a.residual !== undefined) requireStride(a.residualStride ?? 0, 'residualStride', a.outputs);
   const historyRows = (a.kernel - 1) * a.dilation;
   requireHistory(historyRows);
+  const automatic = options.kernel === undefined && a.outputs <= CODEC_NARROW_MAXIMUM_OUTPUTS ? 'narrow' : 'chunked';
+  const variant = a.variant ?? automatic;
+  if (variant === 'narrow') requireCount(a.outputs, 'outputs of the narrow conv', 1, CODEC_NARROW_MAXIMUM_OUTPUTS);
   const args = new KernelArguments(CONV_ARGUMENTS)
     .pointer(a.out)
     .int64(a.outStride)
     .pointer(a.x)
     .int64(a.xStride)
     .pointer(a.weight)
-    .pointer(a.bias)
+    .pointer(a.bias ?? NULL_POINTER)
     .pointer(a.alpha ?? NULL_POINTER)
     .pointer(a.residual ?? NULL_POINTER)
     .int64(a.residual === undefined ? 0 : (a.residualStride ?? 0))
+    .pointer(a.scale ?? NULL_POINTER)
     .pointer(a.history)
     .pointer(a.sequences)
     .int32(a.rowScale)
@@ -182,9 +218,14 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
     .int32(a.outputs)
     .int32(a.kernel)
     .int32(a.dilation)
-    .int32(a.activation === 'tanh' ? 1 : 0);
-  const shape = tileShape(a.outputs, a.longestSequence * a.rowScale, a.sequenceCount, historyRows);
-  launch(cuda, CONV_KERNELS[a.precision], shape, args, options);
+    .int32(ACTIVATION_CODES[a.activation ?? 'identity']);
+  const rows = a.longestSequence * a.rowScale;
+  if (variant === 'narrow') {
+    const shape = narrowShape(a.outputs, rows, a.sequenceCount, historyRows);
+    launch(cuda, NARROW_KERNELS[a.precision], shape, args, options);
+  } else {
+    launch(cuda, CONV_KERNELS[a.precision], tileShape(a.outputs, rows, a.sequenceCount, historyRows), args, options);
+  }
 }
 
 export interface CodecTransposedConvArguments extends CodecCall {
