@@ -12,18 +12,24 @@
 //   alpha: [Cin] Snake on the input, or null
 //   Sums in fp32: each chunk of 32 input channels from zero (channel, then tap), chunks added in ascending order.
 // codec_conv_narrow_{f32,f16w}: the same conv, arguments and order, one thread per (row, output): for ≤ 8 outputs.
+// codec_conv_tiled_{f32,f16w}: the same conv, arguments and order, 8 outputs × 8 rows a thread: for K ≤ 8.
 // codec_transposed_conv_{f32,f16w}: causal transposed conv, stride s, K = m·s, the last K − s outputs trimmed
 //   out[n·s + j, o] = bias[o] + Σ_i Σ_{q<m} w[i, j + q·s, o] · in[n − q, i]; history [S, m − 1, Cin]; out rows are
 //   s times the input's (row_scale counts input rows). The same chunked order.
+// codec_transposed_conv_tiled_{f32,f16w}: the same, 8 outputs × 8 rows of one phase a thread: for s | 8, s | K ≤ 16.
 // codec_history_update: history ← the last H rows of history ++ snake?(x), per sequence; run after the conv.
 // codec_snake: out = snake(x) per channel, rows [T, C] (the conv kernels apply the same function to their inputs).
-#include "codec_conv.cuh"
+#include "codec_conv_tiled.cuh"
 
 CODEC_CONV_ENTRY(codec_conv_f32, float, CODEC_FAULT_NONE)
 CODEC_CONV_ENTRY(codec_conv_f16w, __half, CODEC_FAULT_NONE)
 CODEC_NARROW_ENTRY(codec_conv_narrow_f32, float, CODEC_FAULT_NONE)
 CODEC_NARROW_ENTRY(codec_conv_narrow_f16w, __half, CODEC_FAULT_NONE)
+CODEC_TILED_ENTRY(codec_conv_tiled_f32, float, CODEC_FAULT_NONE)
+CODEC_TILED_ENTRY(codec_conv_tiled_f16w, __half, CODEC_FAULT_NONE)
 CODEC_TRANSPOSED_ENTRY(codec_transposed_conv_f32, float, CODEC_FAULT_NONE)
 CODEC_TRANSPOSED_ENTRY(codec_transposed_conv_f16w, __half, CODEC_FAULT_NONE)
+CODEC_TILED_TRANSPOSED_ENTRY(codec_transposed_conv_tiled_f32, float, CODEC_FAULT_NONE)
+CODEC_TILED_TRANSPOSED_ENTRY(codec_transposed_conv_tiled_f16w, __half, CODEC_FAULT_NONE)
 CODEC_HISTORY_ENTRY(codec_history_update, CODEC_FAULT_NONE)
 CODEC_SNAKE_ENTRY(codec_snake, CODEC_FAULT_NONE)

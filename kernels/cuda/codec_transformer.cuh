@@ -29,7 +29,8 @@ __device__ __forceinline__ TransformerSequence transformer_sequence(const int* s
   return {entry[0], (long long)entry[1] * row_scale, entry[2] * row_scale, (long long)entry[3] * row_scale};
 }
 
-// Keys staged per attention tile: as many as fit 33 KB of fp32 rows padded by one (conflict-free column reads).
+// Keys staged per attention tile, 33 KB of fp32 rows padded by one (conflict-free reads); codecTransformer.ts sizes
+// the shared memory by the same rule.
 __host__ __device__ __forceinline__ int attention_tile_keys(int head_dim) { return head_dim <= 64 ? 128 : 64; }
 
 // Sum over the block in a fixed order: each warp's butterfly, then the warps' sums added in ascending order.

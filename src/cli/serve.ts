@@ -1,7 +1,10 @@
 // `drama3 serve`: the HTTP server. It listens at once (503 while the model loads, so the URL is usable immediately),
 // then starts the engine in its worker thread. Every flag has an environment twin; `--help` prints the defaults.
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import type { CodecPrecision } from '../backend/cuda/ops/codecConv.ts';
 import { BACKEND_NAMES, type BackendName } from '../engine/backend-choice.ts';
+import { CODEC_PRECISIONS } from '../engine/codec-choice.ts';
+import { DEFAULT_CUDA_CODEC_SETTINGS } from '../engine/cuda-codec.ts';
 import { Engine } from '../engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS, DEFAULT_MEMORY_ROWS_PER_LANE, type EngineSettings } from '../engine/engine-core.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
@@ -53,6 +56,24 @@ export function addEngineOptions(command: Command): Command {
         .default('auto'),
     )
     .addOption(
+      new Option(
+        '--codec-backend <name>',
+        'where the codec decodes: cuda, cpu, or auto (cuda when a GPU and its kernels are there, unless --backend cpu)',
+      )
+        .choices([...BACKEND_NAMES])
+        .env('DRAMA3_CODEC_BACKEND')
+        .default('auto'),
+    )
+    .addOption(
+      new Option(
+        '--codec-precision <mode>',
+        'CUDA codec weights: f32, or f16-weights (rounded to fp16 as the release runs them; sums in fp32 either way)',
+      )
+        .choices([...CODEC_PRECISIONS])
+        .env('DRAMA3_CODEC_PRECISION')
+        .default(DEFAULT_CUDA_CODEC_SETTINGS.precision),
+    )
+    .addOption(
       new Option('--cache-dir <dir>', 'where the embedded tiny checkpoint is created once')
         .env('DRAMA3_CACHE_DIR')
         .default(DEFAULT_CACHE_DIR),
@@ -96,6 +117,8 @@ export interface EngineFlags {
   readonly nullModel?: boolean;
   readonly cacheDir: string;
   readonly backend?: BackendName;
+  readonly codecBackend?: BackendName;
+  readonly codecPrecision?: CodecPrecision;
   readonly prefillChunk: number;
   readonly maxFrames: number;
   readonly maxInput: number;

@@ -41,7 +41,8 @@ export class Codec {
 
   private constructor(
     readonly config: CodecConfig,
-    private readonly weights: CodecWeights,
+    /** The folded weights (the CUDA codec uploads them). */
+    readonly weights: CodecWeights,
   ) {
     this.quantizer = new Quantizer(weights, config);
   }

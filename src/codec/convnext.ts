@@ -5,8 +5,8 @@ import { geluInPlace, layerNorm, linear, transpose } from './rows.ts';
 import type { ScratchArena } from './scratch.ts';
 import { type CodecWeights, weight } from './weights.ts';
 
-const LAYER_NORM_EPS = 1e-6;
-const DEPTHWISE_KERNEL = 7;
+export const LAYER_NORM_EPS = 1e-6;
+export const DEPTHWISE_KERNEL = 7;
 
 class ConvNeXtBlock {
   private readonly depthwise: CausalConv;

@@ -1,6 +1,7 @@
 // The runtime of a checkpoint folder on the cpu backend: the speech model, the codec (streamed decode; references
 // arrive encoded), and the tokenizer-backed text front end (normalisation, splitting, reference prompt).
 import { basename, resolve } from 'node:path';
+import type { Codec } from '../codec/codec.ts';
 import { loadCheckpointCodec } from '../codec/reference.ts';
 import type { SpeechModel } from '../model/types.ts';
 import { buildPrompt } from '../text/prompt.ts';
@@ -8,7 +9,7 @@ import { splitLongText, withSpeakerTags } from '../text/split.ts';
 import { Tokenizer } from '../text/tokenizer.ts';
 import { checkedStream } from './engine-codes.ts';
 import { joinFrames } from './frame-decoder.ts';
-import type { SpeechRuntime } from './runtime.ts';
+import type { EngineCodec, SpeechRuntime } from './runtime.ts';
 
 /** Loads the speech model of a checkpoint folder (the model module's `loadSpeechModel`). */
 export type SpeechModelLoader = (
@@ -16,10 +17,20 @@ export type SpeechModelLoader = (
   options: { prefillChunk?: number },
 ) => Promise<SpeechModel & { readonly unknownKeys?: readonly string[]; readonly defaulted?: readonly string[] }>;
 
+/** How the runtime's codec decodes, given the loaded cpu codec (default: the cpu codec itself, checked). */
+export type EngineCodecMaker = (codec: Codec) => EngineCodec;
+
+export const cpuEngineCodec: EngineCodecMaker = (codec) => ({
+  sampleRate: codec.config.sampleRate,
+  frameLength: codec.config.frameLength,
+  openStream: () => checkedStream(codec.openStream(), codec.config),
+});
+
 export async function loadCheckpointRuntime(
   dir: string,
   prefillChunk: number | undefined,
   loadModel: SpeechModelLoader,
+  engineCodec: EngineCodecMaker = cpuEngineCodec,
 ): Promise<SpeechRuntime> {
   const [model, codec, tokenizer] = await Promise.all([
     loadModel(dir, prefillChunk === undefined ? {} : { prefillChunk }),
@@ -36,11 +47,7 @@ export async function loadCheckpointRuntime(
         ? [`config.json sections absent, real values assumed: ${model.defaulted.join(', ')}`]
         : []),
     ],
-    codec: {
-      sampleRate: codec.config.sampleRate,
-      frameLength: codec.config.frameLength,
-      openStream: () => checkedStream(codec.openStream(), codec.config),
-    },
+    codec: engineCodec(codec),
     text: {
       split: (text, budget) => withSpeakerTags(splitLongText(text, { maxCodePoints: budget })),
       prompt(request) {

@@ -30,5 +30,6 @@ export function checkedStream(stream: CodecStream, config: CodecConfig): CodecSt
       checkEngineCodes(frames, config);
       return stream.push(frames);
     },
+    close: () => stream.close?.(),
   };
 }

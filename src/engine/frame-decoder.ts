@@ -46,7 +46,12 @@ export class InlineFrameDecoder implements FrameDecoder {
   ) {}
 
   open(id: number): void {
-    this.streams.set(id, this.codec.openStream());
+    try {
+      this.streams.set(id, this.codec.openStream());
+    } catch (error) {
+      // No stream (a GPU codec with every lane busy): the request's frames are ignored and its end is this failure.
+      this.failed.set(id, { type: 'failed', id, error: serializeError(error) });
+    }
   }
 
   decode(id: number, frames: readonly Frame[]): void {
@@ -55,24 +60,72 @@ export class InlineFrameDecoder implements FrameDecoder {
     try {
       this.emit({ type: 'audio', id, pcm: stream.push(frames), frames: frames.length, codes: joinFrames(frames) });
     } catch (error) {
-      this.streams.delete(id);
-      this.failed.set(id, { type: 'failed', id, error: serializeError(error) });
+      this.fail(id, error);
     }
+  }
+
+  /**
+   * Decodes several requests' groups, in order: through the codec's one pass for many streams where it has one
+   * (a request appearing twice waits for the next pass), else one push each.
+   */
+  decodeMany(groups: readonly { id: number; frames: readonly Frame[] }[]): void {
+    const decodeTogether = this.codec.decodeTogether?.bind(this.codec);
+    if (decodeTogether === undefined) {
+      for (const { id, frames } of groups) this.decode(id, frames);
+      return;
+    }
+    let pending = groups.filter(({ id, frames }) => this.streams.has(id) && frames.length > 0);
+    while (pending.length > 0) {
+      const pass: typeof pending = [];
+      const later: typeof pending = [];
+      const seen = new Set<number>();
+      for (const group of pending) {
+        if (seen.has(group.id)) later.push(group);
+        else {
+          seen.add(group.id);
+          pass.push(group);
+        }
+      }
+      let results: (Float32Array | Error)[];
+      try {
+        results = decodeTogether(pass.map(({ id, frames }) => ({ stream: this.streams.get(id)!, frames })));
+      } catch (error) {
+        results = pass.map(() => (error instanceof Error ? error : new Error(String(error))));
+      }
+      pass.forEach(({ id, frames }, index) => {
+        const result = results[index]!;
+        if (result instanceof Error) this.fail(id, result);
+        else if (this.streams.has(id)) {
+          this.emit({ type: 'audio', id, pcm: result, frames: frames.length, codes: joinFrames(frames) });
+        }
+      });
+      pending = later.filter(({ id }) => this.streams.has(id));
+    }
+  }
+
+  private fail(id: number, error: unknown): void {
+    this.closeStream(id);
+    this.failed.set(id, { type: 'failed', id, error: serializeError(error) });
+  }
+
+  private closeStream(id: number): void {
+    this.streams.get(id)?.close?.();
+    this.streams.delete(id);
   }
 
   end(event: TerminalEvent): void {
     const failure = this.failed.get(event.id);
     this.failed.delete(event.id);
-    this.streams.delete(event.id);
+    this.closeStream(event.id);
     this.emit(failure ?? event);
   }
 
   drop(id: number): void {
-    this.streams.delete(id);
+    this.closeStream(id);
     this.failed.delete(id);
   }
 
   async close(): Promise<void> {
-    this.streams.clear();
+    for (const id of [...this.streams.keys()]) this.closeStream(id);
   }
 }

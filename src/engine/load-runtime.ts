@@ -3,13 +3,16 @@
 
 import { CpuBackend } from '../backend/cpu/backend.ts';
 import { CudaBackend } from '../backend/cuda/backend.ts';
+import type { CodecPrecision } from '../backend/cuda/ops/codecConv.ts';
+import type { Codec } from '../codec/codec.ts';
 import { loadCheckpointCodec } from '../codec/reference.ts';
 import { DramaError } from '../errors.ts';
 import { loadConfig } from '../model/config.ts';
 import { loadSpeechModel } from '../model/load-model.ts';
 import { type BackendName, chooseBackend } from './backend-choice.ts';
-import { loadCheckpointRuntime } from './checkpoint-runtime.ts';
-import { checkedStream } from './engine-codes.ts';
+import { cpuEngineCodec, loadCheckpointRuntime } from './checkpoint-runtime.ts';
+import { chooseCodecBackend } from './codec-choice.ts';
+import { cudaEngineCodec, DEFAULT_CUDA_CODEC_SETTINGS, lazyCudaEngineCodec } from './cuda-codec.ts';
 import { NullCodec, type NullCodecOptions } from './null-codec.ts';
 import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
 import { NullTextFrontEnd } from './null-text.ts';
@@ -23,7 +26,16 @@ export type RuntimeSpec =
       readonly prefillChunk?: number;
       /** Which backend runs the speech model (default auto). */
       readonly backend?: BackendName;
+      /** Where the codec decodes (default auto: codec-choice.ts). */
+      readonly codecBackend?: BackendName;
+      /** The CUDA codec's weights (default DEFAULT_CUDA_CODEC_SETTINGS.precision). */
+      readonly codecPrecision?: CodecPrecision;
     };
+
+function codecChoiceOf(spec: Extract<RuntimeSpec, { kind: 'checkpoint' }>) {
+  const precision = spec.codecPrecision ?? DEFAULT_CUDA_CODEC_SETTINGS.precision;
+  return chooseCodecBackend(spec.codecBackend ?? 'auto', spec.backend ?? 'auto', precision);
+}
 
 export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
   if (spec.kind === 'null') {
@@ -40,8 +52,12 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
       choice.backend === 'cuda'
         ? loadSpeechModel(dir, new CudaBackend(), options)
         : loadSpeechModel(dir, new CpuBackend(), options);
-    const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load);
-    return { ...runtime, backend: choice.backend, notices: [choice.reason, ...(runtime.notices ?? [])] };
+    const codec = codecChoiceOf(spec);
+    const settings = { ...DEFAULT_CUDA_CODEC_SETTINGS, precision: codec.precision };
+    const engineCodec =
+      codec.backend === 'cuda' ? (made: Codec) => lazyCudaEngineCodec(made, settings) : cpuEngineCodec;
+    const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load, engineCodec);
+    return { ...runtime, backend: choice.backend, notices: [choice.reason, codec.reason, ...(runtime.notices ?? [])] };
   } catch (error) {
     if (error instanceof DramaError) throw error;
     throw new DramaError('CHECKPOINT_LOAD_FAILED', `could not load the checkpoint in ${spec.dir}: ${String(error)}`, {
@@ -52,13 +68,13 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
   }
 }
 
-/** The codec alone (for the decode thread): decode only, no reference encode. */
+/** The codec alone (for the decode thread): decode only, no reference encode; on CUDA where codec-choice.ts says. */
 export async function loadEngineCodec(spec: RuntimeSpec): Promise<EngineCodec> {
   if (spec.kind === 'null') return new NullCodec(spec.codec);
+  const choice = codecChoiceOf(spec);
   const codec = await loadCheckpointCodec(spec.dir);
-  return {
-    sampleRate: codec.config.sampleRate,
-    frameLength: codec.config.frameLength,
-    openStream: () => checkedStream(codec.openStream(), codec.config),
-  };
+  if (choice.backend === 'cuda') {
+    return cudaEngineCodec(codec, { ...DEFAULT_CUDA_CODEC_SETTINGS, precision: choice.precision });
+  }
+  return cpuEngineCodec(codec);
 }

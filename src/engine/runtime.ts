@@ -31,10 +31,21 @@ export interface BuiltPrompt {
 }
 
 /** The codec as the engine uses it: streaming decode (references arrive encoded). */
+/** One stream's new frames in a decode of several streams together. */
+export interface StreamPush {
+  readonly stream: CodecStream;
+  readonly frames: readonly Frame[];
+}
+
 export interface EngineCodec {
   readonly sampleRate: number;
   readonly frameLength: number;
   openStream(): CodecStream;
+  /**
+   * Decodes several streams' new frames in one pass (a GPU codec's launch sequence for every lane), each result the
+   * samples its push would have returned, or the error that refused it alone. Absent: each stream is pushed in turn.
+   */
+  decodeTogether?(pushes: readonly StreamPush[]): (Float32Array | Error)[];
 }
 
 export interface SpeechRuntime {

@@ -70,4 +70,6 @@ export interface SpeechModel {
 export interface CodecStream {
   /** Decodes the new frames and returns exactly their samples (frames.length × frame length). */
   push(frames: readonly Frame[]): Float32Array;
+  /** Gives back what the stream holds beyond memory (a device lane); the stream is not pushed again. */
+  close?(): void;
 }

@@ -1,13 +1,19 @@
 // Reads the codec oracle's fixtures (tools/oracle/codec.py): manifest.json plus little-endian .bin arrays, and compares
 // a pass's recorded stage outputs with them.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StageObserver } from '../../src/codec/blocks.ts';
 import { parseCodecConfig } from '../../src/codec/config.ts';
 import type { Frame } from '../../src/model/types.ts';
 
-export const FIXTURE_DIR = join(import.meta.dirname, '..', 'fixtures', 'codec');
+/** test/fixtures/codec beside this file, or under the working directory when a bundle runs it (the GPU machine). */
+function fixtureDirectory(): string {
+  const beside = join(import.meta.dirname, '..', 'fixtures', 'codec');
+  return existsSync(beside) ? beside : join(process.cwd(), 'test', 'fixtures', 'codec');
+}
+
+export const FIXTURE_DIR = fixtureDirectory();
 
 interface ArrayEntry {
   readonly name: string;

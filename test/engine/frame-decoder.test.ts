@@ -78,3 +78,77 @@ test('a codec failure ends that request as failed, by name; another request is u
     failure.type === 'failed' && failure.error.code === 'ENGINE_FAILURE' && /blew up/.test(failure.error.message),
   );
 });
+
+/** A NullCodec that decodes several streams in one pass, recording each pass, refusing frames whose code 0 is 999. */
+function passCodec() {
+  const codec = new NullCodec();
+  const passes: number[][] = [];
+  const closed: number[] = [];
+  const owners = new Map<unknown, number>();
+  let opened = 0;
+  return {
+    passes,
+    closed,
+    codec: {
+      sampleRate: codec.sampleRate,
+      frameLength: codec.frameLength,
+      openStream() {
+        const number = opened++;
+        const stream = { ...codec.openStream(), close: () => closed.push(number) };
+        owners.set(stream, number);
+        return stream;
+      },
+      decodeTogether(
+        pushes: readonly { stream: { push(f: readonly Int32Array[]): Float32Array }; frames: readonly Int32Array[] }[],
+      ) {
+        passes.push(pushes.map(({ stream }) => owners.get(stream)!));
+        return pushes.map(({ stream, frames: batch }) =>
+          batch.some((frame) => frame[0] === 999) ? new Error('refused') : stream.push(batch),
+        );
+      },
+    },
+  };
+}
+
+test('groups decoded together: one pass per round of distinct requests, same audio, a refusal fails only its request', () => {
+  const { codec, passes, closed } = passCodec();
+  const events: EngineEvent[] = [];
+  const decoder = new InlineFrameDecoder(codec, (event) => events.push(event));
+  const alone: EngineEvent[] = [];
+  const reference = new InlineFrameDecoder(new NullCodec(), (event) => alone.push(event));
+  for (const id of [1, 2, 3]) {
+    decoder.open(id);
+    reference.open(id);
+  }
+  const bad = [Int32Array.from({ length: CODES_PER_FRAME }, () => 999)];
+  decoder.decodeMany([
+    { id: 1, frames: groups[0]! },
+    { id: 2, frames: groups[1]! },
+    { id: 1, frames: groups[1]! },
+    { id: 3, frames: bad },
+  ]);
+  // Request 1's second group waits for a second pass; request 3 is refused alone.
+  assert.deepEqual(passes, [[0, 1, 2], [0]]);
+  reference.decode(1, groups[0]!);
+  reference.decode(2, groups[1]!);
+  reference.decode(1, groups[1]!);
+  const audio = (list: EngineEvent[]) => list.filter((event) => event.type === 'audio');
+  assert.deepEqual(
+    audio(events).map((event) => [event.id, event.frames]),
+    [
+      [1, 1],
+      [2, 4],
+      [1, 4],
+    ],
+  );
+  assert.deepEqual(
+    audio(events).map((event) => (event.type === 'audio' ? event.pcm : [])),
+    audio(alone).map((event) => (event.type === 'audio' ? event.pcm : [])),
+  );
+  assert.deepEqual(closed, [2], 'the refused stream gave its lane back');
+  decoder.end({ ...finished, id: 3 });
+  assert.equal(events.at(-1)?.type, 'failed');
+  decoder.end({ ...finished, id: 1 });
+  decoder.drop(2);
+  assert.deepEqual(closed, [2, 0, 1]);
+});

@@ -1,11 +1,12 @@
 // The codec conv epilogue's and row kernels' launchers on the host side, without a GPU: which conv kernel a call
-// gets (narrow for up to 8 outputs unless a variant or a control kernel is named), the grids, the arguments in the
+// gets (narrow for up to 8 outputs, register-tiled after the frame rate, unless a variant or a control kernel is
+// named), the grids, the arguments in the
 // order kernels/cuda/codec_conv.cuh and codec_rows.cuh declare them, argument checks that name the bad value, and
 // the quantizer's stacked tables.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import koffi from 'koffi';
-import { codecConv } from '../../src/backend/cuda/ops/codecConv.ts';
+import { codecConv, codecTransposedConv } from '../../src/backend/cuda/ops/codecConv.ts';
 import {
   codecDepthwiseConv,
   codecLayerNorm,
@@ -34,20 +35,62 @@ test('a conv of at most 8 outputs runs the narrow kernel: 128 rows a block for o
   codecConv(cuda, { ...lastConv, outputs: 3, outStride: 3, precision: 'f16-weights' });
   assert.equal(launched[1]!.name, 'codec_conv_narrow_f16w');
   assert.deepEqual(launched[1]!.shape.grid, [Math.ceil(4096 / 42), 1, 3], '⌊128 / 3⌋ = 42 rows a block');
+  codecConv(cuda, { ...lastConv, outputs: 8, outStride: 8 });
+  assert.equal(launched[2]!.name, 'codec_conv_narrow_f32', 'eight outputs are still narrow');
 });
 
-test('nine outputs, a named variant or a control kernel run the chunked conv', () => {
+test('nine outputs at the frame rate, a named variant or a control kernel run the chunked conv', () => {
   const { cuda, launched } = recordingDevice();
-  codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9 });
+  codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, rowScale: 1 });
   codecConv(cuda, { ...lastConv, variant: 'chunked' });
   codecConv(cuda, lastConv, { kernel: { family: 'codec_controls', name: 'control_codec_conv_taps_reversed' } });
+  codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, kernel: 9 });
   assert.deepEqual(
     launched.map((launch) => launch.name),
-    ['codec_conv_f32', 'codec_conv_f32', 'control_codec_conv_taps_reversed'],
+    ['codec_conv_f32', 'codec_conv_f32', 'control_codec_conv_taps_reversed', 'codec_conv_f32'],
   );
   assert.deepEqual(launched[1]!.shape, { grid: [1, 512, 3], block: [128, 1, 1], sharedBytes: (8 + 6) * 32 * 4 });
   assert.throws(
     () => codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, variant: 'narrow' }),
+    (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',
+  );
+});
+
+test('a wider conv of at most 8 taps after the frame rate runs the register-tiled kernel: 128 × 64 a block', () => {
+  const { cuda, launched } = recordingDevice();
+  codecConv(cuda, { ...lastConv, outputs: 768, outStride: 768, dilation: 9 });
+  codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, rowScale: 2, precision: 'f16-weights' });
+  assert.deepEqual(
+    launched.map((launch) => launch.name),
+    ['codec_conv_tiled_f32', 'codec_conv_tiled_f16w'],
+  );
+  // 2 × 2048 rows in tiles of 64; weights [8, 7, 128] and inputs [8, 64 + 54] staged.
+  const shared = (8 * 7 * 128 + 8 * (64 + 54)) * 4;
+  assert.deepEqual(launched[0]!.shape, { grid: [6, 64, 3], block: [128, 1, 1], sharedBytes: shared });
+  assert.throws(
+    () => codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, kernel: 9, variant: 'tiled' }),
+    (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',
+  );
+});
+
+test('a transposed conv whose stride divides 8 and its kernel runs tiled; others and controls run chunked', () => {
+  const { cuda, launched } = recordingDevice();
+  const transposed = {
+    ...call,
+    ...{ out: 1n, outStride: 768, x: 2n, xStride: 1536, weight: 3n, bias: 4n, alpha: 5n, history: 6n },
+    ...{ inputs: 1536, outputs: 768, kernel: 16, stride: 8, precision: 'f32' as const, rowScale: 4 },
+  };
+  codecTransposedConv(cuda, transposed);
+  codecTransposedConv(cuda, { ...transposed, kernel: 7, stride: 3 });
+  codecTransposedConv(cuda, transposed, { kernel: { family: 'codec_controls', name: 'control_x' } });
+  assert.deepEqual(
+    launched.map((launch) => launch.name),
+    ['codec_transposed_conv_tiled_f32', 'codec_transposed_conv_f32', 'control_x'],
+  );
+  // 2 × 4 input rows in tiles of 64 / 8 = 8; four channels of weights [16, 128] and inputs [8 + 1] staged.
+  assert.deepEqual(launched[0]!.shape, { grid: [6, 1, 3], block: [128, 1, 1], sharedBytes: 4 * (16 * 128 + 9) * 4 });
+  assert.throws(
+    () => codecTransposedConv(cuda, { ...transposed, kernel: 7, stride: 3, variant: 'tiled' }),
     (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',
   );
 });

@@ -1,6 +1,7 @@
 // The server end to end on the CUDA backend: the `small` synthetic checkpoint (the real head dimensions) written in
-// the real format and loaded with `backend: 'cuda'` (the codec and the text front end on the cpu), then requests over
-// the OpenAI speech route: a reply has frames × 2048 samples and repeats with its seed, a WAV reply carries the same
+// the real format and loaded with `backend: 'cuda'` and `codecBackend: 'cuda'` (the model and the codec on CUDA, the
+// text front end on the cpu; one thread, as the device bundles carry no worker entries), then requests over the
+// OpenAI speech route: a reply has frames × 2048 samples and repeats with its seed, a WAV reply carries the same
 // samples, and 4 requests served together on 4 lanes give the bytes of the same 4 served alone (contract 3 over HTTP
 // on CUDA). Skips, saying why, without a CUDA device or without built kernels.
 import assert from 'node:assert/strict';
@@ -25,11 +26,12 @@ const TEXTS = [
 ];
 
 let app: FastifyInstance | undefined;
+let engine: Engine | undefined;
 before(async () => {
   if (skip) return;
   const dir = await speechCheckpointDir('small');
-  const engine = await Engine.start({
-    runtime: { kind: 'checkpoint', dir, prefillChunk: 256, backend: 'cuda' },
+  engine = await Engine.start({
+    runtime: { kind: 'checkpoint', dir, prefillChunk: 256, backend: 'cuda', codecBackend: 'cuda' },
     settings: { ...DEFAULT_ENGINE_SETTINGS, lanes: 4 },
     queueLimit: 8,
     thread: 'inline',
@@ -53,6 +55,10 @@ test('small on cuda over HTTP: frames × 2048 samples, the same bytes for the sa
 }, async () => {
   const model = (await app!.inject({ method: 'GET', url: '/v1/models' })).json().data[0];
   assert.equal(model.speech.backend, 'cuda');
+  assert.ok(
+    engine!.info.notices.some((notice) => notice.startsWith('codec: cuda')),
+    engine!.info.notices.join('; '),
+  );
   const started = performance.now();
   const first = await speak(TEXTS[0]!, 3);
   console.log(`first reply (${FRAMES} frames) in ${(performance.now() - started).toFixed(0)} ms`);

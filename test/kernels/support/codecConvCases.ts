@@ -4,7 +4,11 @@
 // linears (pwconv1 + GELU, pwconv2 + γ + residual, a linear without bias), odd sizes, lanes at scattered slots with
 // irregular row counts; fp32 and fp16 weights. The equivalences hold one lane decoded whole and in chunks of 1, 4,
 // 32 and irregular ones, lanes alone and together, and the narrow kernel against the chunked one.
-import type { CodecConvVariant, CodecPrecision } from '../../../src/backend/cuda/ops/codecConv.ts';
+import {
+  CODEC_NARROW_MAXIMUM_OUTPUTS,
+  type CodecConvVariant,
+  type CodecPrecision,
+} from '../../../src/backend/cuda/ops/codecConv.ts';
 import { type CodecLanes, lanesTable } from './codecCases.ts';
 import {
   CONV_BOUND,
@@ -16,7 +20,7 @@ import {
   convShape,
   deviceInputs,
   historyRowsOf,
-  layerOf,
+  layerOf as plainLayerOf,
   runConvCall,
   type Schedule,
 } from './codecConvLayers.ts';
@@ -113,8 +117,8 @@ function convInvariance(label: string, layer: ConvLayer, rowScale: number) {
   };
 }
 
-/** The narrow kernel (forced) against the chunked one on the same lanes of 3, 1 and 2 units: the same bytes. */
-function narrowAgainstChunked(layer: ConvLayer, rowScale: number): EquivalenceCase {
+/** Two kernels (forced) on the same lanes of 3, 1 and 2 units: the same bytes. */
+function variantsAgree(layer: ConvLayer, rowScale: number, variants: readonly CodecConvVariant[]): EquivalenceCase {
   const lanesOf: CodecLanes = {
     slots: 4,
     rowScale,
@@ -133,19 +137,24 @@ function narrowAgainstChunked(layer: ConvLayer, rowScale: number): EquivalenceCa
       runConvCall(cuda, p, kernel, { ...layer, variant }, rowScale, p.sequences!, lanesOf.sequences);
     };
   return {
-    label: `narrow against chunked kernel, ${layer.inputs}→${layer.outputs} k${layer.kernel} d${layer.dilation}, lanes of 3, 1, 2 units × ${rowScale} rows`,
+    label: `${variants.join(' against ')} kernel, ${layer.inputs}→${layer.outputs} k${layer.kernel} d${layer.dilation}, lanes of 3, 1, 2 units × ${rowScale} rows`,
     prepare(random) {
       const drawn = convInputs(layer, lanesOf.slots, units * rowScale, () => random);
       return {
         inputs: { ...deviceInputs(layer, drawn), sequences: table },
         outputs: convOutputs(layer, lanesOf.slots, units * rowScale),
-        runs: { narrow: runOf('narrow'), chunked: runOf('chunked') },
+        runs: Object.fromEntries(variants.map((variant) => [variant, runOf(variant)])),
       };
     },
   };
 }
 
-function convCaseOf(precision: CodecPrecision): KernelCase {
+/** Every layer wider than the narrow kernel's limit runs `variant`: chunked or register-tiled. */
+function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled'): KernelCase {
+  const layerOf = (shape: Parameters<typeof plainLayerOf>[0]) => {
+    const layer = plainLayerOf(shape);
+    return layer.outputs > CODEC_NARROW_MAXIMUM_OUTPUTS ? { ...layer, variant } : layer;
+  };
   const first = layerOf({ inputs: 1024, outputs: 1536, kernel: 7, precision });
   const dilated = layerOf({ inputs: 768, outputs: 768, kernel: 7, dilation: 9, snake: true, precision });
   const pointwise = layerOf({ inputs: 768, outputs: 768, kernel: 1, snake: true, residual: true, precision });
@@ -170,7 +179,7 @@ function convCaseOf(precision: CodecPrecision): KernelCase {
     ],
   });
   return {
-    name: `codec causal conv with carried history, ${precision} weights`,
+    name: `codec causal conv with carried history, ${precision} weights${variant === 'tiled' ? ', register-tiled' : ''}`,
     bound: CONV_BOUND,
     ulps: CONV_ULPS,
     shapes: [
@@ -219,11 +228,20 @@ function convCaseOf(precision: CodecPrecision): KernelCase {
     equivalences: [
       ...convSchedules(small, 8, 45),
       ...convSchedules(last, 16, 45),
-      narrowAgainstChunked(last, 512),
-      narrowAgainstChunked(oddNarrow, 9),
+      variantsAgree(last, 512, ['narrow', 'chunked']),
+      variantsAgree(oddNarrow, 9, ['narrow', 'chunked']),
+      ...(variant === 'tiled'
+        ? [
+            variantsAgree(dilated, 32, ['tiled', 'chunked']),
+            variantsAgree(odd, 9, ['tiled', 'chunked']),
+            variantsAgree(pointwise, 40, ['tiled', 'chunked']),
+          ]
+        : []),
     ],
   };
 }
 
-export const codecConvCase = convCaseOf('f32');
-export const codecConvF16Case = convCaseOf('f16-weights');
+export const codecConvCase = convCaseOf('f32', 'chunked');
+export const codecConvF16Case = convCaseOf('f16-weights', 'chunked');
+export const codecConvTiledCase = convCaseOf('f32', 'tiled');
+export const codecConvTiledF16Case = convCaseOf('f16-weights', 'tiled');

@@ -6,6 +6,7 @@
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import {
   type CodecPrecision,
+  type CodecTransposedVariant,
   codecHistoryUpdate,
   codecTransposedConv,
   codecTransposedWeightLayout,
@@ -37,6 +38,8 @@ interface TransposedLayer {
   readonly stride: number;
   readonly snake: boolean;
   readonly precision: CodecPrecision;
+  /** The kernel to force (default: the launcher's choice). */
+  readonly variant?: CodecTransposedVariant;
 }
 
 /** fp32 sums of up to 1536·2 products in chunks of 32 channels (codecConvCases' bound). */
@@ -99,7 +102,7 @@ function runTransposedCall(
     rowScale,
   };
   const convolution = { out: p.out!, outStride: outputs, x: p.x!, xStride: inputs, weight: p.weight!, bias: p.bias! };
-  const sizes = { inputs, outputs, kernel: layer.kernel, stride, precision: layer.precision };
+  const sizes = { inputs, outputs, kernel: layer.kernel, stride, precision: layer.precision, variant: layer.variant };
   codecTransposedConv(cuda, { ...call, ...convolution, ...sizes, alpha: p.alpha, history }, { kernel });
   if (historyRows === 0) return;
   const update = { history, x: p.x!, xStride: inputs, alpha: p.alpha, channels: inputs, historyRows };
@@ -196,19 +199,51 @@ function transposedChunking(layer: TransposedLayer, rowScale: number, units: num
   };
 }
 
-const layerOf = (shape: Omit<TransposedLayer, 'precision'>, precision: CodecPrecision): TransposedLayer => ({
-  ...shape,
-  precision,
-});
-
-function transposedCaseOf(precision: CodecPrecision): KernelCase {
-  const first = layerOf({ inputs: 1536, outputs: 768, kernel: 16, stride: 8, snake: true }, precision);
-  const fourth = layerOf({ inputs: 192, outputs: 96, kernel: 4, stride: 2, snake: true }, precision);
-  const upsample = layerOf({ inputs: 1024, outputs: 1024, kernel: 2, stride: 2, snake: false }, precision);
-  const odd = layerOf({ inputs: 37, outputs: 45, kernel: 7, stride: 3, snake: true }, precision);
-  const third = layerOf({ inputs: 384, outputs: 192, kernel: 8, stride: 4, snake: true }, precision);
+/** Two kernels (forced) on the same lanes of 3, 1 and 2 units from the same slabs: the same bytes. */
+function variantsAgree(layer: TransposedLayer, rowScale: number): EquivalenceCase {
+  const lanesOf: CodecLanes = {
+    slots: 4,
+    rowScale,
+    sequences: [
+      [2, 3],
+      [0, 1],
+      [3, 2],
+    ],
+  };
+  const { table, units } = lanesTable(lanesOf);
+  const runOf =
+    (variant: CodecTransposedVariant): Schedule =>
+    (cuda, p, kernel) => {
+      const historyBytes = lanesOf.slots * historyRowsOf(layer) * layer.inputs * 4;
+      if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
+      runTransposedCall(cuda, p, kernel, { ...layer, variant }, rowScale, p.sequences!, lanesOf.sequences);
+    };
   return {
-    name: `codec causal transposed conv with carried rows, ${precision} weights`,
+    label: `tiled against chunked kernel, ${layer.inputs}→${layer.outputs} k${layer.kernel} s${layer.stride}, lanes of 3, 1, 2 units × ${rowScale} rows`,
+    prepare(random) {
+      const drawn = transposedInputs(layer, lanesOf.slots, units * rowScale, () => random);
+      return {
+        inputs: { ...deviceInputs(layer, drawn), sequences: table },
+        outputs: transposedOutputs(layer, lanesOf.slots, units * rowScale),
+        runs: { tiled: runOf('tiled'), chunked: runOf('chunked') },
+      };
+    },
+  };
+}
+
+/** Every layer the tiled kernel can run (its stride divides 8 and its kernel) runs `variant`. */
+function transposedCaseOf(precision: CodecPrecision, variant: CodecTransposedVariant): KernelCase {
+  const layerOf = (shape: Omit<TransposedLayer, 'precision' | 'variant'>): TransposedLayer => {
+    const tileable = 8 % shape.stride === 0 && shape.kernel % shape.stride === 0;
+    return { ...shape, precision, ...(tileable ? { variant } : {}) };
+  };
+  const first = layerOf({ inputs: 1536, outputs: 768, kernel: 16, stride: 8, snake: true });
+  const fourth = layerOf({ inputs: 192, outputs: 96, kernel: 4, stride: 2, snake: true });
+  const upsample = layerOf({ inputs: 1024, outputs: 1024, kernel: 2, stride: 2, snake: false });
+  const odd = layerOf({ inputs: 37, outputs: 45, kernel: 7, stride: 3, snake: true });
+  const third = layerOf({ inputs: 384, outputs: 192, kernel: 8, stride: 4, snake: true });
+  return {
+    name: `codec causal transposed conv with carried rows, ${precision} weights${variant === 'tiled' ? ', register-tiled' : ''}`,
     bound: TRANSPOSED_BOUND,
     ulps: TRANSPOSED_ULPS,
     shapes: [
@@ -253,9 +288,15 @@ function transposedCaseOf(precision: CodecPrecision): KernelCase {
         elementsPerRow: { out: 32 * third.stride * third.outputs, historyOut: historyRowsOf(third) * third.inputs },
       },
     ],
-    equivalences: [transposedChunking(third, 4, 45), transposedChunking(odd, 2, 40)],
+    equivalences: [
+      transposedChunking(third, 4, 45),
+      transposedChunking(odd, 2, 40),
+      ...(variant === 'tiled' ? [variantsAgree(first, 4), variantsAgree(fourth, 64), variantsAgree(upsample, 2)] : []),
+    ],
   };
 }
 
-export const codecTransposedConvCase = transposedCaseOf('f32');
-export const codecTransposedConvF16Case = transposedCaseOf('f16-weights');
+export const codecTransposedConvCase = transposedCaseOf('f32', 'chunked');
+export const codecTransposedConvF16Case = transposedCaseOf('f16-weights', 'chunked');
+export const codecTransposedConvTiledCase = transposedCaseOf('f32', 'tiled');
+export const codecTransposedConvTiledF16Case = transposedCaseOf('f16-weights', 'tiled');

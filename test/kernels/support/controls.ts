@@ -2,7 +2,7 @@
 // one through the same case and gates. A control is caught when at least one gate fails on at least one shape.
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
-import { codecConvCase } from './codecConvCases.ts';
+import { codecConvCase, codecConvTiledCase } from './codecConvCases.ts';
 import { codecQuantizerCase } from './codecQuantizerCases.ts';
 import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
@@ -12,7 +12,7 @@ import {
   codecTransformerRopeCase,
 } from './codecTransformerCases.ts';
 import { codecTransformerStreamCase } from './codecTransformerStreamCases.ts';
-import { codecTransposedConvCase } from './codecTransposedConvCases.ts';
+import { codecTransposedConvCase, codecTransposedConvTiledCase } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
@@ -187,6 +187,27 @@ function codecControls(): Control[] {
       description: 'off-by-one update: the codec history keeps rows shifted one row back',
       kernelCase: codecConvCase,
       kernel: codec('control_codec_history_update_off_by_one'),
+    },
+    {
+      description: "wrong tap order: the tiled codec conv applies each channel's kernel flipped",
+      kernelCase: codecConvTiledCase,
+      kernel: codec('control_codec_conv_tiled_taps_reversed'),
+    },
+    {
+      description: 'off-by-one history: the tiled codec conv reads its carried rows one row further back',
+      kernelCase: codecConvTiledCase,
+      kernel: codec('control_codec_conv_tiled_history_off_by_one'),
+    },
+    {
+      description:
+        'batch-dependent order: the tiled codec conv adds its channel chunks last to first beside other lanes',
+      kernelCase: codecConvTiledCase,
+      kernel: codec('control_codec_conv_tiled_chunks_reversed_with_lanes'),
+    },
+    {
+      description: 'off-by-one history: the tiled codec transposed conv reads its carried row one row too far back',
+      kernelCase: codecTransposedConvTiledCase,
+      kernel: codec('control_codec_transposed_tiled_history_off_by_one'),
     },
     {
       description: 'wrong formula: Snake adds sin(αx)/α, not its square',

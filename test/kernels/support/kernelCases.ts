@@ -5,7 +5,7 @@ import {
   attentionPrepareBackboneCase,
   attentionPrepareOtherCase,
 } from './attentionCases.ts';
-import { codecConvCase, codecConvF16Case } from './codecConvCases.ts';
+import { codecConvCase, codecConvF16Case, codecConvTiledCase, codecConvTiledF16Case } from './codecConvCases.ts';
 import { codecQuantizerCase } from './codecQuantizerCases.ts';
 import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
@@ -17,7 +17,12 @@ import {
 } from './codecTransformerCases.ts';
 import { codecTransformerRmsNormCase, codecTransformerSwiGluCase } from './codecTransformerRowCases.ts';
 import { codecTransformerStreamCase } from './codecTransformerStreamCases.ts';
-import { codecTransposedConvCase, codecTransposedConvF16Case } from './codecTransposedConvCases.ts';
+import {
+  codecTransposedConvCase,
+  codecTransposedConvF16Case,
+  codecTransposedConvTiledCase,
+  codecTransposedConvTiledF16Case,
+} from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
@@ -86,6 +91,10 @@ export const kernelCases: readonly KernelCase[] = [
   codecConvF16Case,
   codecTransposedConvCase,
   codecTransposedConvF16Case,
+  codecConvTiledCase,
+  codecConvTiledF16Case,
+  codecTransposedConvTiledCase,
+  codecTransposedConvTiledF16Case,
   codecDecoderBlockCase,
   codecTransformerRmsNormCase,
   codecTransformerSwiGluCase,

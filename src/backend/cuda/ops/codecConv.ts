@@ -19,6 +19,14 @@ const CONV_KERNELS: Record<CodecPrecision, KernelName> = {
   f32: { family: FAMILY, name: 'codec_conv_f32' },
   'f16-weights': { family: FAMILY, name: 'codec_conv_f16w' },
 };
+const TILED_KERNELS: Record<CodecPrecision, KernelName> = {
+  f32: { family: FAMILY, name: 'codec_conv_tiled_f32' },
+  'f16-weights': { family: FAMILY, name: 'codec_conv_tiled_f16w' },
+};
+const TILED_TRANSPOSED_KERNELS: Record<CodecPrecision, KernelName> = {
+  f32: { family: FAMILY, name: 'codec_transposed_conv_tiled_f32' },
+  'f16-weights': { family: FAMILY, name: 'codec_transposed_conv_tiled_f16w' },
+};
 const NARROW_KERNELS: Record<CodecPrecision, KernelName> = {
   f32: { family: FAMILY, name: 'codec_conv_narrow_f32' },
   'f16-weights': { family: FAMILY, name: 'codec_conv_narrow_f16w' },
@@ -52,8 +60,37 @@ const CONV_ARGUMENTS = 18;
 export type CodecActivation = 'identity' | 'tanh' | 'gelu';
 const ACTIVATION_CODES: Record<CodecActivation, number> = { identity: 0, tanh: 1, gelu: 2 };
 
-/** The chunked kernel (128 outputs a block) or the narrow one (one thread per row and output). */
-export type CodecConvVariant = 'chunked' | 'narrow';
+/**
+ * The chunked kernel (128 outputs × 8 rows a block, a thread per output), the narrow one (a thread per row and
+ * output) or the register-tiled one (128 outputs × 64 rows a block, 8 × 8 a thread). All three sum every output in
+ * the same order, so they give the same bits; the choice is speed alone.
+ */
+export type CodecConvVariant = 'chunked' | 'narrow' | 'tiled';
+export type CodecTransposedVariant = 'chunked' | 'tiled';
+
+/** The register-tiled kernels' fixed shapes (codec_conv_tiled.cuh). */
+const TILED_BLOCK_OUTPUTS = 128;
+const TILED_BLOCK_ROWS = 64;
+const TILED_STAGE = 8;
+export const CODEC_TILED_MAXIMUM_KERNEL = 8;
+export const CODEC_TILED_TRANSPOSED_MAXIMUM_KERNEL = 16;
+
+/**
+ * The conv kernel that runs a layer when none is named: narrow for a few outputs; tiled where rows come many per
+ * frame (every layer after the post-module); chunked at the frame rate, where a call's rows are few. The choice
+ * depends on the layer alone (rows per frame, sizes), never on the call.
+ */
+export function automaticConvVariant(outputs: number, kernel: number, rowScale: number): CodecConvVariant {
+  if (outputs <= CODEC_NARROW_MAXIMUM_OUTPUTS) return 'narrow';
+  if (kernel <= CODEC_TILED_MAXIMUM_KERNEL && rowScale >= 2) return 'tiled';
+  return 'chunked';
+}
+
+/** The transposed conv kernel when none is named: tiled when its stride divides 8 and its kernel. */
+export function automaticTransposedVariant(outputs: number, kernel: number, stride: number): CodecTransposedVariant {
+  const fits = 8 % stride === 0 && kernel % stride === 0 && kernel <= CODEC_TILED_TRANSPOSED_MAXIMUM_KERNEL;
+  return fits && outputs > CODEC_NARROW_MAXIMUM_OUTPUTS ? 'tiled' : 'chunked';
+}
 
 /** Any weight → the kernel's [Cin, K, Cout], `source` giving each (input, output, tap)'s index in the given layout. */
 function inputTapOutput(
@@ -139,7 +176,7 @@ export interface CodecConvArguments extends CodecCall {
   readonly dilation: number;
   readonly activation?: CodecActivation;
   readonly precision: CodecPrecision;
-  /** Default: narrow for up to 8 outputs, else chunked (both give the same bits; a test forces each). */
+  /** Default: automaticConvVariant (all give the same bits; the contract forces each). */
   readonly variant?: CodecConvVariant;
 }
 
@@ -172,6 +209,15 @@ function tileShape(outputs: number, rows: number, sequenceCount: number, history
   };
 }
 
+/** The tiled kernels' grid: 128 outputs × one tile of rows a block, one sequence each. */
+function tiledShape(outputs: number, rowTiles: number, sequenceCount: number, sharedFloats: number) {
+  return {
+    grid: [Math.ceil(outputs / TILED_BLOCK_OUTPUTS), Math.min(MAXIMUM_GRID_Y, rowTiles), sequenceCount] as const,
+    block: [THREADS, 1, 1] as const,
+    sharedBytes: sharedFloats * 4,
+  };
+}
+
 /** The narrow conv's grid: blocks of ⌊128 / outputs⌋ rows, one sequence each. */
 function narrowShape(outputs: number, rows: number, sequenceCount: number, historyRows: number) {
   const blockRows = Math.floor(NARROW_THREADS / outputs);
@@ -197,9 +243,10 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
   if (a.residual !== undefined) requireStride(a.residualStride ?? 0, 'residualStride', a.outputs);
   const historyRows = (a.kernel - 1) * a.dilation;
   requireHistory(historyRows);
-  const automatic = options.kernel === undefined && a.outputs <= CODEC_NARROW_MAXIMUM_OUTPUTS ? 'narrow' : 'chunked';
+  const automatic = options.kernel === undefined ? automaticConvVariant(a.outputs, a.kernel, a.rowScale) : 'chunked';
   const variant = a.variant ?? automatic;
   if (variant === 'narrow') requireCount(a.outputs, 'outputs of the narrow conv', 1, CODEC_NARROW_MAXIMUM_OUTPUTS);
+  if (variant === 'tiled') requireCount(a.kernel, 'kernel of the tiled conv', 1, CODEC_TILED_MAXIMUM_KERNEL);
   const args = new KernelArguments(CONV_ARGUMENTS)
     .pointer(a.out)
     .int64(a.outStride)
@@ -223,6 +270,10 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
   if (variant === 'narrow') {
     const shape = narrowShape(a.outputs, rows, a.sequenceCount, historyRows);
     launch(cuda, NARROW_KERNELS[a.precision], shape, args, options);
+  } else if (variant === 'tiled') {
+    const shared = TILED_STAGE * a.kernel * TILED_BLOCK_OUTPUTS + TILED_STAGE * (TILED_BLOCK_ROWS + historyRows);
+    const shape = tiledShape(a.outputs, Math.ceil(rows / TILED_BLOCK_ROWS), a.sequenceCount, shared);
+    launch(cuda, TILED_KERNELS[a.precision], shape, args, options);
   } else {
     launch(cuda, CONV_KERNELS[a.precision], tileShape(a.outputs, rows, a.sequenceCount, historyRows), args, options);
   }
@@ -245,6 +296,8 @@ export interface CodecTransposedConvArguments extends CodecCall {
   readonly kernel: number;
   readonly stride: number;
   readonly precision: CodecPrecision;
+  /** Default: automaticTransposedVariant (both give the same bits; the contract forces each). */
+  readonly variant?: CodecTransposedVariant;
 }
 
 /** Rows of input a transposed conv carries: ⌈K/s⌉ − 1. */
@@ -282,7 +335,27 @@ export function codecTransposedConv(
     .int32(a.outputs)
     .int32(a.kernel)
     .int32(a.stride);
-  const shape = tileShape(a.outputs, a.longestSequence * a.rowScale * a.stride, a.sequenceCount, historyRows);
+  const automatic =
+    options.kernel === undefined ? automaticTransposedVariant(a.outputs, a.kernel, a.stride) : 'chunked';
+  const variant = a.variant ?? automatic;
+  const inputRows = a.longestSequence * a.rowScale;
+  if (variant === 'tiled') {
+    if (8 % a.stride !== 0 || a.kernel % a.stride !== 0) {
+      throw new DramaError(
+        'KERNEL_ARGUMENT_INVALID',
+        `the tiled transposed conv needs a stride dividing 8 and the kernel, got kernel ${a.kernel}, stride ${a.stride}`,
+        { kind: 'internal', param: 'stride' },
+      );
+    }
+    requireCount(a.kernel, 'kernel of the tiled transposed conv', a.stride, CODEC_TILED_TRANSPOSED_MAXIMUM_KERNEL);
+    const stage = a.kernel <= 8 ? 8 : 4;
+    const blockInputs = TILED_BLOCK_ROWS / a.stride;
+    const shared = stage * (a.kernel * TILED_BLOCK_OUTPUTS + blockInputs + historyRows);
+    const shape = tiledShape(a.outputs, Math.ceil(inputRows / blockInputs), a.sequenceCount, shared);
+    launch(cuda, TILED_TRANSPOSED_KERNELS[a.precision], shape, args, options);
+    return;
+  }
+  const shape = tileShape(a.outputs, inputRows * a.stride, a.sequenceCount, historyRows);
   launch(cuda, TRANSPOSED_KERNELS[a.precision], shape, args, options);
 }
 

@@ -1,0 +1,192 @@
+// GPU bench of the codec decode (src/codec/cuda/) at the real codec geometry with synthetic weights in the real
+// format: a single stream's first frame (fresh lane, one frame, wall time to samples on the host, median of 21), and
+// 1, 8 and 64 lanes streaming together (a round of 4 frames per lane, then rounds of 16; wall time of the rounds,
+// median of 3 runs on fresh lanes) in audio-seconds per second, beside the FLOP count per audio second the config
+// gives (decode-flops.ts) and the rate it implies. fp16-weights (the release's) and fp32 modes. Writes
+// gpu-codec.json to the folder in argv[2].
+// Usage: tsx bench/gpu-codec.ts [output directory]
+import { performance } from 'node:perf_hooks';
+import { CudaContext } from '../src/backend/cuda/context.ts';
+import { cudaAvailability } from '../src/backend/cuda/driver.ts';
+import type { CodecPrecision } from '../src/backend/cuda/ops/codecConv.ts';
+import { REAL_CODEC_CONFIG } from '../src/codec/config.ts';
+import { CudaCodecDecoder } from '../src/codec/cuda/decoder.ts';
+import { decodeFlopsPerFrame } from '../src/codec/decode-flops.ts';
+import { synthesizeCodecWeights } from '../src/codec/synth-weights.ts';
+import { loadCodecWeights } from '../src/codec/weights.ts';
+import type { Frame } from '../src/model/types.ts';
+import { median } from './support/gpu-timing.ts';
+import { type LaunchProfile, profileLaunches } from './support/launch-profile.ts';
+import { markdownTable, writeReport } from './support/output.ts';
+
+const config = REAL_CODEC_CONFIG;
+const LANES = [1, 8, 64] as const;
+const ROUNDS = [4, 16, 16, 16] as const;
+const FIRST_FRAME_RUNS = 21;
+const STREAM_RUNS = 3;
+const MAX_FRAMES_PER_CALL = 1024;
+
+const availability = cudaAvailability();
+if (!availability.available) {
+  console.log(`gpu-codec needs a CUDA device: ${availability.reason}`);
+  process.exit(0);
+}
+const cuda = new CudaContext();
+const synthStarted = performance.now();
+const weights = loadCodecWeights(synthesizeCodecWeights(config, 20261201), config, 'synthetic codec');
+console.log(
+  `synthetic real-geometry codec weights made in ${((performance.now() - synthStarted) / 1000).toFixed(1)} s`,
+);
+
+let state = 0x9e3779b9;
+function nextCode(size: number): number {
+  state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+  return state % size;
+}
+function randomFrames(count: number): Frame[] {
+  return Array.from({ length: count }, () => {
+    const frame = new Int32Array(1 + config.residualCodebooks);
+    frame[0] = nextCode(config.semanticCodebookSize);
+    for (let index = 1; index < frame.length; index++) frame[index] = nextCode(config.residualCodebookSize);
+    return frame;
+  });
+}
+
+const flopsPerFrame = decodeFlopsPerFrame(config).total;
+const framesPerSecond = config.sampleRate / config.frameLength;
+const framesPerLane = ROUNDS.reduce((total, count) => total + count, 0);
+
+interface Row {
+  precision: CodecPrecision;
+  lanes: number;
+  audioSecondsPerSecond: number;
+  realTimePerStream: number;
+  teraflops: number;
+  roundMs: number[];
+}
+
+function firstFrameMs(decoder: CudaCodecDecoder): number {
+  const times: number[] = [];
+  for (let run = 0; run < FIRST_FRAME_RUNS; run++) {
+    const slot = decoder.acquire();
+    const frames = randomFrames(1);
+    cuda.synchronize();
+    const started = performance.now();
+    decoder.decode([{ slot, frames }]);
+    times.push(performance.now() - started);
+    decoder.release(slot);
+  }
+  return median(times);
+}
+
+function streaming(decoder: CudaCodecDecoder, precision: CodecPrecision, lanes: number): Row {
+  const rates: number[] = [];
+  let roundMs: number[] = [];
+  for (let run = 0; run < STREAM_RUNS; run++) {
+    const slots = Array.from({ length: lanes }, () => decoder.acquire());
+    const rounds = ROUNDS.map((count) => slots.map((slot) => ({ slot, frames: randomFrames(count) })));
+    cuda.synchronize();
+    const times: number[] = [];
+    for (const round of rounds) {
+      const started = performance.now();
+      decoder.decode(round);
+      times.push(performance.now() - started);
+    }
+    for (const slot of slots) decoder.release(slot);
+    const seconds = times.reduce((total, time) => total + time, 0) / 1000;
+    rates.push((lanes * framesPerLane) / framesPerSecond / seconds);
+    if (run === 0) roundMs = times;
+  }
+  const audioSecondsPerSecond = median(rates);
+  return {
+    precision,
+    lanes,
+    audioSecondsPerSecond,
+    realTimePerStream: audioSecondsPerSecond / lanes,
+    teraflops: (audioSecondsPerSecond * framesPerSecond * flopsPerFrame) / 1e12,
+    roundMs,
+  };
+}
+
+/** Where one call's device time goes, by kernel (events between launches: read the shares, not the sum). */
+function profileCall(decoder: CudaCodecDecoder, lanes: number, frames: number): LaunchProfile {
+  const slots = Array.from({ length: lanes }, () => decoder.acquire());
+  const call = slots.map((slot) => ({ slot, frames: randomFrames(frames) }));
+  cuda.synchronize();
+  const profile = profileLaunches(cuda, () => decoder.decode(call));
+  for (const slot of slots) decoder.release(slot);
+  return profile;
+}
+
+function printProfile(label: string, profile: LaunchProfile): void {
+  console.log(
+    `\n### ${label}: ${profile.launches} launches, ${profile.milliseconds.toFixed(2)} ms with events between`,
+  );
+  const top = profile.kernels.slice(0, 12);
+  const table = markdownTable(
+    ['kernel', 'launches', 'ms', 'share'],
+    top.map((entry) => [
+      entry.kernel,
+      String(entry.launches),
+      entry.milliseconds.toFixed(3),
+      `${(100 * entry.share).toFixed(1)}%`,
+    ]),
+  );
+  console.log(table.join('\n'));
+}
+
+const rows: Row[] = [];
+const profiles: Record<string, LaunchProfile> = {};
+const firstFrames: Record<string, number> = {};
+const memory: Record<string, unknown> = {};
+for (const precision of ['f16-weights', 'f32'] as const) {
+  const decoder = CudaCodecDecoder.create(cuda, config, weights, {
+    slots: Math.max(...LANES),
+    maxFramesPerCall: MAX_FRAMES_PER_CALL,
+    precision,
+  });
+  try {
+    memory[precision] = decoder.bytes;
+    const warm = decoder.acquire();
+    decoder.decode([{ slot: warm, frames: randomFrames(4) }]);
+    decoder.release(warm);
+    firstFrames[precision] = firstFrameMs(decoder);
+    profiles[`${precision}, one frame`] = profileCall(decoder, 1, 1);
+    profiles[`${precision}, 64 lanes × 16 frames`] = profileCall(decoder, 64, 16);
+    for (const lanes of LANES) {
+      const row = streaming(decoder, precision, lanes);
+      rows.push(row);
+      console.log(`${precision} × ${lanes} lanes: ${row.audioSecondsPerSecond.toFixed(1)} audio-s/s`);
+    }
+  } finally {
+    decoder.close();
+  }
+}
+
+const perAudioSecond = (flopsPerFrame * framesPerSecond) / 1e9;
+console.log(`\n## Codec decode on ${cuda.properties.name}, real geometry, synthetic weights`);
+console.log(`${perAudioSecond.toFixed(1)} GFLOP per audio second; rounds of ${ROUNDS.join(', ')} frames per lane`);
+const table = markdownTable(
+  ['weights', 'lanes', 'audio-s/s (median of 3)', '× real time per stream', 'TFLOP/s', 'first frame ms (median of 21)'],
+  rows.map((row) => [
+    row.precision,
+    String(row.lanes),
+    row.audioSecondsPerSecond.toFixed(1),
+    row.realTimePerStream.toFixed(2),
+    row.teraflops.toFixed(2),
+    firstFrames[row.precision]!.toFixed(2),
+  ]),
+);
+console.log(table.join('\n'));
+for (const [label, profile] of Object.entries(profiles)) printProfile(label, profile);
+const file = writeReport('gpu-codec.json', {
+  device: cuda.properties.name,
+  gflopPerAudioSecond: perAudioSecond,
+  rounds: ROUNDS,
+  firstFrameMs: firstFrames,
+  memory,
+  rows,
+  profiles,
+});
+console.log(`wrote ${file}`);
+cuda.close();

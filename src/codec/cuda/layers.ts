@@ -1,0 +1,299 @@
+// The launch sequences of the codec decode's layers on CUDA, as decoder.ts (the cpu codec) runs them: the windowed
+// post-module transformer, the quantizer's upsample stages (transposed conv k = s, ConvNeXt), the DAC decoder's
+// first conv, blocks (Snake + transposed conv, three residual units) and last conv with tanh. Every layer reads
+// and writes its lanes' state by slot through the call's sequence table; each conv's history update runs after the
+// conv that reads it.
+import type { CudaContext } from '../../backend/cuda/context.ts';
+import type { DevicePointer } from '../../backend/cuda/driver.ts';
+import {
+  type CodecActivation,
+  type CodecCall,
+  type CodecPrecision,
+  codecConv,
+  codecHistoryUpdate,
+  codecTransposedConv,
+  transposedHistoryRows,
+} from '../../backend/cuda/ops/codecConv.ts';
+import { codecDepthwiseConv, codecLayerNorm } from '../../backend/cuda/ops/codecRows.ts';
+import {
+  codecRingUpdate,
+  codecRmsNorm,
+  codecRope,
+  codecSwiGlu,
+  codecWindowAttention,
+} from '../../backend/cuda/ops/codecTransformer.ts';
+import { DEPTHWISE_KERNEL, LAYER_NORM_EPS } from '../convnext.ts';
+import type { DeviceConv, DeviceDecoderBlock, DeviceResample, DeviceTransformer } from './device-weights.ts';
+import type { BlockHistories, Slab, TransformerRings } from './lane-state.ts';
+
+/** The sequence table of one call, in frames; each layer scales it by its rows per frame. */
+export interface CallTable {
+  readonly sequences: DevicePointer;
+  readonly sequenceCount: number;
+  readonly longestSequence: number;
+  /** Frames in the call, all lanes together. */
+  readonly frames: number;
+  /** One entry (0, 0, frames, 0): every lane's rows as one sequence, for convs that carry no history. */
+  readonly flat: DevicePointer;
+}
+
+export function at(table: CallTable, rowScale: number): CodecCall {
+  const { sequences, sequenceCount, longestSequence } = table;
+  return { sequences, sequenceCount, longestSequence, rowScale };
+}
+
+interface ConvLaunch {
+  readonly out: DevicePointer;
+  readonly x: DevicePointer;
+  readonly alpha?: DevicePointer;
+  readonly residual?: DevicePointer;
+  readonly scale?: DevicePointer;
+  readonly history?: Slab;
+  readonly dilation?: number;
+  readonly activation?: CodecActivation;
+}
+
+/**
+ * A causal conv (or a k1 linear) over contiguous rows, then its history update when it carries one. A conv without
+ * history runs over all lanes' rows as one sequence: its outputs do not depend on where a lane starts, and its
+ * weights are read once per tile of rows rather than once per lane.
+ */
+export function conv(
+  cuda: CudaContext,
+  table: CallTable,
+  rowScale: number,
+  layer: DeviceConv,
+  precision: CodecPrecision,
+  launch: ConvLaunch,
+): void {
+  const dilation = launch.dilation ?? 1;
+  const historyRows = (layer.kernel - 1) * dilation;
+  const call = at(table, rowScale);
+  const flat = { sequences: table.flat, sequenceCount: 1, longestSequence: table.frames, rowScale };
+  codecConv(cuda, {
+    ...(historyRows === 0 ? flat : call),
+    out: launch.out,
+    outStride: layer.outputs,
+    x: launch.x,
+    xStride: layer.inputs,
+    weight: layer.weight,
+    ...(layer.bias === undefined ? {} : { bias: layer.bias }),
+    ...(launch.alpha === undefined ? {} : { alpha: launch.alpha }),
+    ...(launch.residual === undefined ? {} : { residual: launch.residual, residualStride: layer.outputs }),
+    ...(launch.scale === undefined ? {} : { scale: launch.scale }),
+    // A conv that carries nothing never reads its history argument.
+    history: launch.history?.pointer ?? launch.out,
+    inputs: layer.inputs,
+    outputs: layer.outputs,
+    kernel: layer.kernel,
+    dilation,
+    activation: launch.activation ?? 'identity',
+    precision,
+  });
+  if (historyRows === 0) return;
+  if (launch.history === undefined || launch.history.rows !== historyRows) {
+    throw new Error(`codec conv with ${historyRows} history rows launched without its slab`);
+  }
+  codecHistoryUpdate(cuda, {
+    ...call,
+    history: launch.history.pointer,
+    x: launch.x,
+    xStride: layer.inputs,
+    ...(launch.alpha === undefined ? {} : { alpha: launch.alpha }),
+    channels: layer.inputs,
+    historyRows,
+  });
+}
+
+/** Rows [frames, ·] buffers of the post-module, each large enough for the call's widest row. */
+export interface TransformerBuffers {
+  readonly x: DevicePointer;
+  readonly h: DevicePointer;
+  readonly normed: DevicePointer;
+  readonly qkv: DevicePointer;
+  readonly attended: DevicePointer;
+  readonly gateUp: DevicePointer;
+  readonly gated: DevicePointer;
+}
+
+/** The post-module at the frame rate: `input` [frames, dim] → `out` [frames, dim] (final RMSNorm included). */
+export function runTransformer(
+  cuda: CudaContext,
+  table: CallTable,
+  weights: DeviceTransformer,
+  rings: readonly TransformerRings[],
+  precision: CodecPrecision,
+  input: DevicePointer,
+  out: DevicePointer,
+  buffers: TransformerBuffers,
+): void {
+  const { dim, heads, headDim, window, intermediate, normEps } = weights.config;
+  const call = at(table, 1);
+  const rows = table.frames;
+  const attention = { heads, headDim, window };
+  const linear = (layer: DeviceConv, launch: ConvLaunch) => conv(cuda, table, 1, layer, precision, launch);
+  let x = input;
+  weights.layers.forEach((layer, index) => {
+    const ring = rings[index]!;
+    codecRmsNorm(cuda, { out: buffers.normed, x, weight: layer.attentionNorm, rows, width: dim, eps: normEps });
+    linear(layer.qkv, { out: buffers.qkv, x: buffers.normed });
+    const rope = weights.table === undefined ? {} : { table: weights.table };
+    codecRope(cuda, {
+      ...call,
+      qkv: buffers.qkv,
+      heads,
+      headDim,
+      frequencies: weights.frequencies,
+      ...rope,
+      tablePositions: weights.tablePositions,
+    });
+    const ringArguments = { ...call, ...attention, keys: ring.keys, values: ring.values, qkv: buffers.qkv };
+    codecWindowAttention(cuda, { ...ringArguments, out: buffers.attended });
+    codecRingUpdate(cuda, ringArguments);
+    const attended = { out: buffers.h, x: buffers.attended, residual: x, scale: layer.attentionScale };
+    linear(layer.output, attended);
+    codecRmsNorm(cuda, { out: buffers.normed, x: buffers.h, weight: layer.ffnNorm, rows, width: dim, eps: normEps });
+    linear(layer.gateUp, { out: buffers.gateUp, x: buffers.normed });
+    codecSwiGlu(cuda, { out: buffers.gated, gateUp: buffers.gateUp, rows, intermediate });
+    linear(layer.down, {
+      out: buffers.x,
+      x: buffers.gated,
+      residual: buffers.h,
+      scale: layer.ffnScale,
+    });
+    x = buffers.x;
+  });
+  codecRmsNorm(cuda, { out, x, weight: weights.norm, rows, width: dim, eps: normEps });
+}
+
+/** Three scratch buffers of the decoder's widest activation, handed out so that no launch reads what it writes. */
+export class Rotation {
+  constructor(private readonly buffers: readonly DevicePointer[]) {}
+
+  /** A buffer that is none of `busy`. */
+  other(...busy: DevicePointer[]): DevicePointer {
+    const free = this.buffers.find((buffer) => !busy.includes(buffer));
+    if (free === undefined) throw new Error('codec decode ran out of scratch buffers');
+    return free;
+  }
+}
+
+/**
+ * One upsample stage: transposed conv k = s = factor, then ConvNeXt x + γ · pw2(gelu(pw1(layerNorm(dwconv7(x))))).
+ * `input` holds [rows, latent] at `rowScale` rows per frame; returns the buffer with [rows · factor, latent].
+ */
+export function runResample(
+  cuda: CudaContext,
+  table: CallTable,
+  rowScale: number,
+  stage: DeviceResample,
+  history: Slab,
+  precision: CodecPrecision,
+  input: DevicePointer,
+  rotation: Rotation,
+  hidden: DevicePointer,
+): DevicePointer {
+  const latent = stage.upsample.outputs;
+  const upsampled = rotation.other(input);
+  codecTransposedConv(cuda, {
+    ...at(table, rowScale),
+    out: upsampled,
+    outStride: latent,
+    x: input,
+    xStride: latent,
+    weight: stage.upsample.weight,
+    bias: stage.upsample.bias!,
+    history: upsampled,
+    inputs: latent,
+    outputs: latent,
+    kernel: stage.factor,
+    stride: stage.factor,
+    precision,
+  });
+  const call = at(table, rowScale * stage.factor);
+  const rows = table.frames * rowScale * stage.factor;
+  const mixed = rotation.other(input, upsampled);
+  codecDepthwiseConv(cuda, {
+    ...call,
+    out: mixed,
+    x: upsampled,
+    weight: stage.depthwiseWeight,
+    bias: stage.depthwiseBias,
+    history: history.pointer,
+    channels: latent,
+    kernel: DEPTHWISE_KERNEL,
+  });
+  codecHistoryUpdate(cuda, {
+    ...call,
+    history: history.pointer,
+    x: upsampled,
+    xStride: latent,
+    channels: latent,
+    historyRows: DEPTHWISE_KERNEL - 1,
+  });
+  const normed = input;
+  const norm = { weight: stage.normWeight, bias: stage.normBias, rows, width: latent, eps: LAYER_NORM_EPS };
+  codecLayerNorm(cuda, { out: normed, x: mixed, ...norm });
+  const scale = rowScale * stage.factor;
+  conv(cuda, table, scale, stage.pointwise1, precision, { out: hidden, x: normed, activation: 'gelu' });
+  const out = mixed;
+  const pointwise2 = { out, x: hidden, residual: upsampled, scale: stage.gamma };
+  conv(cuda, table, scale, stage.pointwise2, precision, pointwise2);
+  return out;
+}
+
+/** A decoder block at `rowScale` input rows per frame; returns the buffer holding its output rows. */
+export function runDecoderBlock(
+  cuda: CudaContext,
+  table: CallTable,
+  rowScale: number,
+  block: DeviceDecoderBlock,
+  histories: BlockHistories,
+  precision: CodecPrecision,
+  input: DevicePointer,
+  rotation: Rotation,
+): DevicePointer {
+  const { upsample, rate } = block;
+  let y = rotation.other(input);
+  codecTransposedConv(cuda, {
+    ...at(table, rowScale),
+    out: y,
+    outStride: upsample.outputs,
+    x: input,
+    xStride: upsample.inputs,
+    weight: upsample.weight,
+    bias: upsample.bias!,
+    alpha: block.alpha,
+    history: histories.upsample.pointer,
+    inputs: upsample.inputs,
+    outputs: upsample.outputs,
+    kernel: upsample.kernel,
+    stride: rate,
+    precision,
+  });
+  codecHistoryUpdate(cuda, {
+    ...at(table, rowScale),
+    history: histories.upsample.pointer,
+    x: input,
+    xStride: upsample.inputs,
+    alpha: block.alpha,
+    channels: upsample.inputs,
+    historyRows: transposedHistoryRows(upsample.kernel, rate),
+  });
+  const unitScale = rowScale * rate;
+  block.units.forEach((unit, index) => {
+    const mixed = rotation.other(y);
+    conv(cuda, table, unitScale, unit.dilated, precision, {
+      out: mixed,
+      x: y,
+      alpha: unit.firstAlpha,
+      history: histories.units[index]!,
+      dilation: unit.dilation,
+    });
+    const out = rotation.other(y, mixed);
+    const pointwise = { out, x: mixed, alpha: unit.secondAlpha, residual: y };
+    conv(cuda, table, unitScale, unit.pointwise, precision, pointwise);
+    y = out;
+  });
+  return y;
+}

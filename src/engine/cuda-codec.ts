@@ -1,0 +1,111 @@
+// The engine's codec on CUDA (src/codec/cuda/): each request's stream holds a lane slot of the device decoder, and
+// every stream with new frames in a decode pass goes through one launch sequence. Frames are checked first
+// (engine-codes.ts): a code outside its codebook refuses that request alone.
+import { CudaContext } from '../backend/cuda/context.ts';
+import type { CodecPrecision } from '../backend/cuda/ops/codecConv.ts';
+import type { Codec } from '../codec/codec.ts';
+import { CudaCodecDecoder } from '../codec/cuda/decoder.ts';
+import type { CodecStream } from '../model/types.ts';
+import { checkEngineCodes } from './engine-codes.ts';
+import type { EngineCodec, StreamPush } from './runtime.ts';
+
+export interface CudaCodecSettings {
+  /** Streams that can be open at once. */
+  readonly lanes: number;
+  readonly precision: CodecPrecision;
+  /** Frames one launch sequence decodes, all lanes together. */
+  readonly maxFramesPerCall: number;
+}
+
+export const DEFAULT_CUDA_CODEC_SETTINGS: CudaCodecSettings = {
+  lanes: 64,
+  precision: 'f32',
+  maxFramesPerCall: 256,
+};
+
+export interface CudaEngineCodec extends EngineCodec {
+  close(): void;
+}
+
+export function cudaEngineCodec(
+  codec: Codec,
+  settings: CudaCodecSettings = DEFAULT_CUDA_CODEC_SETTINGS,
+): CudaEngineCodec {
+  const cuda = new CudaContext();
+  let decoder: CudaCodecDecoder;
+  try {
+    decoder = CudaCodecDecoder.create(cuda, codec.config, codec.weights, {
+      slots: settings.lanes,
+      maxFramesPerCall: settings.maxFramesPerCall,
+      precision: settings.precision,
+    });
+  } catch (error) {
+    cuda.close();
+    throw error;
+  }
+  const slots = new Map<CodecStream, number>();
+  return {
+    sampleRate: codec.config.sampleRate,
+    frameLength: codec.config.frameLength,
+    openStream() {
+      const slot = decoder.acquire();
+      const stream: CodecStream = {
+        push(frames) {
+          checkEngineCodes(frames, codec.config);
+          return decoder.decode([{ slot, frames }])[0]!;
+        },
+        close() {
+          if (!slots.delete(stream)) return;
+          decoder.release(slot);
+        },
+      };
+      slots.set(stream, slot);
+      return stream;
+    },
+    decodeTogether(pushes: readonly StreamPush[]) {
+      const results: (Float32Array | Error)[] = pushes.map(() => new Error('not decoded'));
+      const lanes: { slot: number; frames: StreamPush['frames'] }[] = [];
+      const indices: number[] = [];
+      pushes.forEach(({ stream, frames }, index) => {
+        const slot = slots.get(stream);
+        try {
+          if (slot === undefined) throw new Error('a decode pass was handed a stream this codec did not open');
+          checkEngineCodes(frames, codec.config);
+          lanes.push({ slot, frames });
+          indices.push(index);
+        } catch (error) {
+          results[index] = error instanceof Error ? error : new Error(String(error));
+        }
+      });
+      if (lanes.length > 0) {
+        decoder.decode(lanes).forEach((samples, lane) => {
+          results[indices[lane]!] = samples;
+        });
+      }
+      return results;
+    },
+    close() {
+      decoder.close();
+      cuda.close();
+    },
+  };
+}
+
+/**
+ * The CUDA codec made at its first stream: the engine thread's runtime carries one for inline engines, while the
+ * server's engine decodes on its decode thread and never opens a stream here, so holds no device memory for it.
+ */
+export function lazyCudaEngineCodec(codec: Codec, settings: CudaCodecSettings): CudaEngineCodec {
+  let made: CudaEngineCodec | undefined;
+  const get = () => {
+    made ??= cudaEngineCodec(codec, settings);
+    return made;
+  };
+  return {
+    sampleRate: codec.config.sampleRate,
+    frameLength: codec.config.frameLength,
+    openStream: () => get().openStream(),
+    decodeTogether: (pushes) => get().decodeTogether!(pushes),
+    close: () => made?.close(),
+  };
+}
