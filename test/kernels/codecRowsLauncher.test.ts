@@ -34,6 +34,8 @@ test('a conv of at most 8 outputs runs the narrow kernel: 128 rows a block for o
   codecConv(cuda, { ...lastConv, outputs: 3, outStride: 3, precision: 'f16-weights' });
   assert.equal(launched[1]!.name, 'codec_conv_narrow_f16w');
   assert.deepEqual(launched[1]!.shape.grid, [Math.ceil(4096 / 42), 1, 3], '⌊128 / 3⌋ = 42 rows a block');
+  codecConv(cuda, { ...lastConv, outputs: 8, outStride: 8 });
+  assert.equal(launched[2]!.name, 'codec_conv_narrow_f32', 'eight outputs are still narrow');
 });
 
 test('nine outputs, a named variant or a control kernel run the chunked conv', () => {
