@@ -38,15 +38,17 @@ test('a conv of at most 8 outputs runs the narrow kernel: 128 rows a block for o
   assert.equal(launched[2]!.name, 'codec_conv_narrow_f32', 'eight outputs are still narrow');
 });
 
-test('nine outputs, a named variant or a control kernel run the chunked conv', () => {
+test('nine outputs or a named variant run the chunked conv; a control kernel runs on the chosen grid', () => {
   const { cuda, launched } = recordingDevice();
   codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9 });
   codecConv(cuda, { ...lastConv, variant: 'chunked' });
-  codecConv(cuda, lastConv, { kernel: { family: 'codec_controls', name: 'control_codec_conv_taps_reversed' } });
+  const control = { family: 'codec_controls', name: 'control_codec_conv_narrow_taps_reversed' };
+  codecConv(cuda, lastConv, { kernel: control });
   assert.deepEqual(
     launched.map((launch) => launch.name),
-    ['codec_conv_f32', 'codec_conv_f32', 'control_codec_conv_taps_reversed'],
+    ['codec_conv_f32', 'codec_conv_f32', 'control_codec_conv_narrow_taps_reversed'],
   );
+  assert.deepEqual(launched[2]!.shape.grid, [32, 1, 3]);
   assert.deepEqual(launched[1]!.shape, { grid: [1, 512, 3], block: [128, 1, 1], sharedBytes: (8 + 6) * 32 * 4 });
   assert.throws(
     () => codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, variant: 'narrow' }),

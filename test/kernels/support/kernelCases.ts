@@ -5,7 +5,7 @@ import {
   attentionPrepareBackboneCase,
   attentionPrepareOtherCase,
 } from './attentionCases.ts';
-import { codecConvCase, codecConvF16Case } from './codecConvCases.ts';
+import { codecConvCase, codecConvF16Case, codecNarrowConvCase, codecNarrowConvF16Case } from './codecConvCases.ts';
 import { codecQuantizerCase } from './codecQuantizerCases.ts';
 import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
@@ -80,6 +80,8 @@ export const kernelCases: readonly KernelCase[] = [
   codecTransposedConvCase,
   codecTransposedConvF16Case,
   codecDecoderBlockCase,
+  codecNarrowConvCase,
+  codecNarrowConvF16Case,
   codecDepthwiseConvCase,
   codecLayerNormCase,
   codecQuantizerCase,

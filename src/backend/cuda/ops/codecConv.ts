@@ -184,7 +184,7 @@ function narrowShape(outputs: number, rows: number, sequenceCount: number, histo
 
 /**
  * The causal dilated conv of every sequence of the call (codecHistoryUpdate then carries its history). A kernel
- * given in `options` (a control) runs as the variant the arguments name, chunked by default.
+ * given in `options` (a control) replaces the chosen variant's kernel and runs on its grid.
  */
 export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: LaunchOptions = {}): void {
   requireCall(a);
@@ -197,8 +197,7 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
   if (a.residual !== undefined) requireStride(a.residualStride ?? 0, 'residualStride', a.outputs);
   const historyRows = (a.kernel - 1) * a.dilation;
   requireHistory(historyRows);
-  const automatic = options.kernel === undefined && a.outputs <= CODEC_NARROW_MAXIMUM_OUTPUTS ? 'narrow' : 'chunked';
-  const variant = a.variant ?? automatic;
+  const variant = a.variant ?? (a.outputs <= CODEC_NARROW_MAXIMUM_OUTPUTS ? 'narrow' : 'chunked');
   if (variant === 'narrow') requireCount(a.outputs, 'outputs of the narrow conv', 1, CODEC_NARROW_MAXIMUM_OUTPUTS);
   const args = new KernelArguments(CONV_ARGUMENTS)
     .pointer(a.out)
