@@ -7,6 +7,8 @@
 //   control_codec_transposed_history_off_by_one   the transposed conv's carried row read one row too far back
 //   control_codec_history_update_off_by_one       the kept history is shifted one row back         (chunked ≠ whole)
 //   control_codec_snake_unsquared                 Snake adds sin(αx)/α instead of sin²(αx)/α
+//   control_codec_conv_narrow_taps_reversed       the narrow conv applies each channel's kernel flipped
+//   control_codec_conv_narrow_history_off_by_one  the narrow conv's carried rows read one row further back
 //   control_codec_conv_tiled_*, control_codec_transposed_tiled_history_off_by_one: the same faults in the
 //                                                 register-tiled kernels (kernels/cuda/codec_conv_tiled.cuh)
 #include "codec_conv_tiled.cuh"
@@ -17,6 +19,8 @@ CODEC_CONV_ENTRY(control_codec_conv_chunks_reversed_with_lanes, float, CODEC_FAU
 CODEC_TRANSPOSED_ENTRY(control_codec_transposed_history_off_by_one, float, CODEC_FAULT_TRANSPOSED_HISTORY_OFF_BY_ONE)
 CODEC_HISTORY_ENTRY(control_codec_history_update_off_by_one, CODEC_FAULT_UPDATE_OFF_BY_ONE)
 CODEC_SNAKE_ENTRY(control_codec_snake_unsquared, CODEC_FAULT_SNAKE_UNSQUARED)
+CODEC_NARROW_ENTRY(control_codec_conv_narrow_taps_reversed, float, CODEC_FAULT_TAPS_REVERSED)
+CODEC_NARROW_ENTRY(control_codec_conv_narrow_history_off_by_one, float, CODEC_FAULT_HISTORY_OFF_BY_ONE)
 CODEC_TILED_ENTRY(control_codec_conv_tiled_taps_reversed, float, CODEC_FAULT_TAPS_REVERSED)
 CODEC_TILED_ENTRY(control_codec_conv_tiled_history_off_by_one, float, CODEC_FAULT_HISTORY_OFF_BY_ONE)
 CODEC_TILED_ENTRY(control_codec_conv_tiled_chunks_reversed_with_lanes, float, CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES)

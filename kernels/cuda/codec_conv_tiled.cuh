@@ -1,7 +1,9 @@
-// The codec's causal dilated conv, register-tiled: each thread holds 8 outputs × 8 rows, so one shared-memory read
-// of a weight or an input feeds 8 multiply-adds instead of one. Every output keeps causal_conv's order exactly (a
-// chunk of 32 input channels summed from zero, channel then tap, chunks added ascending; the tile only decides
-// where the operands wait), so both kernels give the same bits and either may run any layer.
+// The codec's causal dilated conv and transposed conv, register-tiled: each thread holds 8 outputs × 8 rows, so one
+// shared-memory read of a weight or an input feeds 8 multiply-adds instead of one. Weights are staged 8 (or 4)
+// input channels at a time in their own type, by 16-byte cp.async into one of two buffers while the other is in use,
+// so the copy of the next stage overlaps the sums of this one. Every output keeps the chunked kernels' order
+// exactly (a chunk of 32 input channels summed from zero, channel then tap, chunks added ascending; the tile only
+// decides where the operands wait), so tiled and chunked kernels give the same bits and either may run any layer.
 #pragma once
 #include "codec_conv.cuh"
 
@@ -12,97 +14,202 @@ constexpr int TILED_ROW_GROUPS = 8;                                // threads ac
 constexpr int TILED_THREADS = TILED_OUTPUT_GROUPS * TILED_ROW_GROUPS;
 constexpr int TILED_BLOCK_OUTPUTS = TILED_OUTPUTS * TILED_OUTPUT_GROUPS;  // 128
 constexpr int TILED_BLOCK_ROWS = TILED_ROWS * TILED_ROW_GROUPS;           // 64
-constexpr int TILED_STAGE = 8;                                     // input channels staged at a time
-constexpr int TILED_MAXIMUM_KERNEL = 8;
 
-// Shared floats: the staged weights [8 channels, K, 128 outputs] and inputs [8 channels, 64 + H rows].
-__host__ __device__ constexpr int tiled_shared_floats(int kernel, int history_rows) {
-  return TILED_STAGE * kernel * TILED_BLOCK_OUTPUTS + TILED_STAGE * (TILED_BLOCK_ROWS + history_rows);
+// Input channels staged at a time: 8, or 4 for the transposed conv's longer kernels (K = 2·stride up to 16).
+__host__ __device__ constexpr int tiled_stage_channels(int kernel) { return kernel <= 8 ? 8 : 4; }
+
+__device__ __forceinline__ void tiled_copy_16(void* shared, const void* global, bool valid) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(address), "l"(global), "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void tiled_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void tiled_wait_all_but_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+__device__ __forceinline__ void tiled_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+// 16-byte copies need every weight row of the block 16-byte aligned: Cout a multiple of 4 (fp32) or 8 (fp16).
+template <typename Weight>
+__device__ __forceinline__ bool tiled_copies_align(int outputs) {
+  return outputs % (16 / (int)sizeof(Weight)) == 0;
 }
 
+// Stages the weights of input channels [first, first + count) into `target` [c][tap][128 outputs], in the weights'
+// own type: by cp.async when the rows align (the caller commits and waits), else element by element.
+template <typename Weight, int FAULT>
+__device__ __forceinline__ void tiled_stage_weights(Weight* target, const Weight* weight, int first, int count,
+                                                    int kernel, int outputs, int block_output, bool aligned) {
+  constexpr int PER_COPY = 16 / sizeof(Weight);
+  constexpr int COPIES_PER_ROW = TILED_BLOCK_OUTPUTS / PER_COPY;
+  const int rows = count * kernel;
+  if (aligned) {
+    for (int index = threadIdx.x; index < rows * COPIES_PER_ROW; index += TILED_THREADS) {
+      const int row = index / COPIES_PER_ROW;
+      const int part = index % COPIES_PER_ROW;
+      int source_row = first * kernel + row;
+      if (FAULT == CODEC_FAULT_TAPS_REVERSED) source_row = first * kernel + row - 2 * (row % kernel) + kernel - 1;
+      const int output = block_output + part * PER_COPY;
+      const bool valid = output < outputs;
+      const Weight* source = weight + (long long)source_row * outputs + (valid ? output : 0);
+      tiled_copy_16(target + row * TILED_BLOCK_OUTPUTS + part * PER_COPY, source, valid);
+    }
+    return;
+  }
+  for (int index = threadIdx.x; index < rows * TILED_BLOCK_OUTPUTS; index += TILED_THREADS) {
+    const int row = index / TILED_BLOCK_OUTPUTS;
+    const int output = block_output + index % TILED_BLOCK_OUTPUTS;
+    int source_row = first * kernel + row;
+    if (FAULT == CODEC_FAULT_TAPS_REVERSED) source_row = first * kernel + row - 2 * (row % kernel) + kernel - 1;
+    target[index] = output < outputs ? weight[(long long)source_row * outputs + output] : Weight(0.0f);
+  }
+}
+
+// The 8 weights of one thread's outputs for one (channel, tap) row, widened to fp32 exactly.
+__device__ __forceinline__ void tiled_weights(const float* row, float (&w)[TILED_OUTPUTS]) {
+  const float4 low = reinterpret_cast<const float4*>(row)[0];
+  const float4 high = reinterpret_cast<const float4*>(row)[1];
+  w[0] = low.x, w[1] = low.y, w[2] = low.z, w[3] = low.w, w[4] = high.x, w[5] = high.y, w[6] = high.z, w[7] = high.w;
+}
+__device__ __forceinline__ void tiled_weights(const __half* row, float (&w)[TILED_OUTPUTS]) {
+  const uint4 packed = *reinterpret_cast<const uint4*>(row);
+  const __half2* pairs = reinterpret_cast<const __half2*>(&packed);
+#pragma unroll
+  for (int pair = 0; pair < 4; pair++) {
+    const float2 values = __half22float2(pairs[pair]);
+    w[2 * pair] = values.x;
+    w[2 * pair + 1] = values.y;
+  }
+}
+
+// partial[r][o] += w[o] · column[r] for the thread's 8 rows, in that order per output.
+__device__ __forceinline__ void tiled_multiply_add(float (&partial)[TILED_ROWS][TILED_OUTPUTS],
+                                                   const float (&w)[TILED_OUTPUTS], const float* column) {
+#pragma unroll
+  for (int r = 0; r < TILED_ROWS; r++) {
+    const float input = column[r];
+#pragma unroll
+    for (int o = 0; o < TILED_OUTPUTS; o++) partial[r][o] = __fmaf_rn(w[o], input, partial[r][o]);
+  }
+}
+
+// The (chunk step, first channel within the chunk) that follows a stage, or step = chunks when none does.
+template <int FAULT>
+__device__ __forceinline__ void tiled_next_stage(int& step, int& stage, int chunks, int inputs, int stage_channels) {
+  const int width = min(CODEC_CHUNK, inputs - chunk_at<FAULT>(step, chunks) * CODEC_CHUNK);
+  stage += stage_channels;
+  if (stage >= width) {
+    step += 1;
+    stage = 0;
+  }
+}
+
+// Shared bytes of a tiled kernel: two weight stages [channels][K][128] and one input stage [channels][rows].
+__host__ __device__ constexpr int tiled_shared_bytes(int weight_bytes, int kernel, int input_rows) {
+  return 2 * tiled_stage_channels(kernel) * kernel * TILED_BLOCK_OUTPUTS * weight_bytes +
+         tiled_stage_channels(kernel) * input_rows * 4;
+}
+
+// The loop both tiled kernels share: every (chunk, stage) of input channels in order, the next stage's weights
+// copied while this one's are summed; `stage_inputs(first_channel, count)` fills the input tile and
+// `multiply_add(partial, weights, count)` sums one stage. Returns nothing; leaves the chunk totals in `total`.
+template <typename Weight, int FAULT, typename StageInputs, typename MultiplyAdd>
+__device__ __forceinline__ void tiled_sum(float (&total)[TILED_ROWS][TILED_OUTPUTS], Weight* staged_weights,
+                                          const Weight* weight, int inputs, int outputs, int kernel,
+                                          int block_output, StageInputs stage_inputs, MultiplyAdd multiply_add) {
+  const int stage_channels = tiled_stage_channels(kernel);
+  const int stage_elements = stage_channels * kernel * TILED_BLOCK_OUTPUTS;
+  const bool aligned = tiled_copies_align<Weight>(outputs);
+  const int chunks = (inputs + CODEC_CHUNK - 1) / CODEC_CHUNK;
+  float partial[TILED_ROWS][TILED_OUTPUTS];
+  int buffer = 0;
+  {
+    const int first = chunk_at<FAULT>(0, chunks) * CODEC_CHUNK;
+    const int count = min(stage_channels, min(CODEC_CHUNK, inputs - first));
+    tiled_stage_weights<Weight, FAULT>(staged_weights, weight, first, count, kernel, outputs, block_output, aligned);
+    tiled_commit();
+  }
+  for (int step = 0; step < chunks; step++) {
+    const int base = chunk_at<FAULT>(step, chunks) * CODEC_CHUNK;
+    const int width = min(CODEC_CHUNK, inputs - base);
+#pragma unroll
+    for (int r = 0; r < TILED_ROWS; r++)
+#pragma unroll
+      for (int o = 0; o < TILED_OUTPUTS; o++) partial[r][o] = 0.0f;
+    for (int stage = 0; stage < width; stage += stage_channels) {
+      const int count = min(stage_channels, width - stage);
+      __syncthreads();  // every thread is done with the input tile and the other weight buffer
+      stage_inputs(base + stage, count);
+      int next_step = step;
+      int next_stage = stage;
+      tiled_next_stage<FAULT>(next_step, next_stage, chunks, inputs, stage_channels);
+      if (next_step < chunks) {
+        const int next_base = chunk_at<FAULT>(next_step, chunks) * CODEC_CHUNK;
+        const int next_count = min(stage_channels, min(CODEC_CHUNK, inputs - next_base) - next_stage);
+        tiled_stage_weights<Weight, FAULT>(staged_weights + (buffer ^ 1) * stage_elements, weight,
+                                           next_base + next_stage, next_count, kernel, outputs, block_output,
+                                           aligned);
+        tiled_commit();
+        tiled_wait_all_but_one();
+      } else {
+        tiled_wait_all();
+      }
+      __syncthreads();
+      multiply_add(partial, staged_weights + buffer * stage_elements, count);
+      buffer ^= 1;
+    }
+#pragma unroll
+    for (int r = 0; r < TILED_ROWS; r++)
+#pragma unroll
+      for (int o = 0; o < TILED_OUTPUTS; o++)
+        total[r][o] = step == 0 ? partial[r][o] : __fadd_rn(total[r][o], partial[r][o]);
+  }
+}
+
+// Causal dilated conv (K ≤ 8): block = 128 outputs × 64 rows of one sequence; thread = 8 outputs × 8 rows.
 template <typename Weight, int FAULT>
 __device__ __forceinline__ void tiled_conv(float* out, long long out_stride, const float* x, long long x_stride,
                                            const Weight* weight, const float* bias, const float* alpha,
                                            const float* residual, long long residual_stride, const float* scale,
                                            const float* history, const int* sequences, int row_scale, int inputs,
                                            int outputs, int kernel, int dilation, int activation) {
-  extern __shared__ float shared[];
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
   const int history_rows = (kernel - 1) * dilation;
   const int tile_rows = TILED_BLOCK_ROWS + history_rows;
-  float* staged_weights = shared;                                    // [c][tap][128]
-  float* staged_inputs = shared + TILED_STAGE * kernel * TILED_BLOCK_OUTPUTS;  // [c][tile_rows]
+  const int stage_channels = tiled_stage_channels(kernel);
+  Weight* staged_weights = reinterpret_cast<Weight*>(shared_bytes);
+  float* staged_inputs = reinterpret_cast<float*>(staged_weights + 2 * stage_channels * kernel * TILED_BLOCK_OUTPUTS);
   const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
   const int output_group = threadIdx.x % TILED_OUTPUT_GROUPS;
   const int row_group = threadIdx.x / TILED_OUTPUT_GROUPS;
   const int block_output = blockIdx.x * TILED_BLOCK_OUTPUTS;
   const int reach = FAULT == CODEC_FAULT_HISTORY_OFF_BY_ONE ? 1 : 0;
-  const int chunks = (inputs + CODEC_CHUNK - 1) / CODEC_CHUNK;
   const int tiles = (sequence.row_count + TILED_BLOCK_ROWS - 1) / TILED_BLOCK_ROWS;
   for (int row_tile = blockIdx.y; row_tile < tiles; row_tile += gridDim.y) {
     const long long first = (long long)row_tile * TILED_BLOCK_ROWS;
-    float total[TILED_ROWS][TILED_OUTPUTS];
-    float partial[TILED_ROWS][TILED_OUTPUTS];
-    for (int step = 0; step < chunks; step++) {
-      const int base = chunk_at<FAULT>(step, chunks) * CODEC_CHUNK;
-      const int width = min(CODEC_CHUNK, inputs - base);
-#pragma unroll
-      for (int r = 0; r < TILED_ROWS; r++)
-#pragma unroll
-        for (int o = 0; o < TILED_OUTPUTS; o++) partial[r][o] = 0.0f;
-      for (int stage = 0; stage < width; stage += TILED_STAGE) {
-        const int count = min(TILED_STAGE, width - stage);
-        __syncthreads();
-        for (int index = threadIdx.x; index < TILED_STAGE * kernel * TILED_BLOCK_OUTPUTS; index += TILED_THREADS) {
-          const int o = index % TILED_BLOCK_OUTPUTS;
-          const int tap = (index / TILED_BLOCK_OUTPUTS) % kernel;
-          const int c = index / (TILED_BLOCK_OUTPUTS * kernel);
-          const int output = block_output + o;
-          float value = 0.0f;
-          if (c < count && output < outputs) {
-            const int weight_tap = FAULT == CODEC_FAULT_TAPS_REVERSED ? kernel - 1 - tap : tap;
-            value = weight_value(weight[((long long)(base + stage + c) * kernel + weight_tap) * outputs + output]);
-          }
-          staged_weights[index] = value;
-        }
-        for (int index = threadIdx.x; index < TILED_STAGE * tile_rows; index += TILED_THREADS) {
-          const int c = index % TILED_STAGE;
-          const int r = index / TILED_STAGE;
-          long long row = first - history_rows + r;
-          if (row < 0) row -= reach;
-          staged_inputs[c * tile_rows + r] =
-              c < count ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row,
-                                            base + stage + c)
-                        : 0.0f;
-        }
-        __syncthreads();
-        for (int c = 0; c < count; c++) {
-          for (int tap = 0; tap < kernel; tap++) {
-            const float4* w4 = reinterpret_cast<const float4*>(
-                staged_weights + (c * kernel + tap) * TILED_BLOCK_OUTPUTS + output_group * TILED_OUTPUTS);
-            const float4 low = w4[0];
-            const float4 high = w4[1];
-            const float* column = staged_inputs + c * tile_rows + row_group * TILED_ROWS + tap * dilation;
-#pragma unroll
-            for (int r = 0; r < TILED_ROWS; r++) {
-              const float input = column[r];
-              partial[r][0] = __fmaf_rn(low.x, input, partial[r][0]);
-              partial[r][1] = __fmaf_rn(low.y, input, partial[r][1]);
-              partial[r][2] = __fmaf_rn(low.z, input, partial[r][2]);
-              partial[r][3] = __fmaf_rn(low.w, input, partial[r][3]);
-              partial[r][4] = __fmaf_rn(high.x, input, partial[r][4]);
-              partial[r][5] = __fmaf_rn(high.y, input, partial[r][5]);
-              partial[r][6] = __fmaf_rn(high.z, input, partial[r][6]);
-              partial[r][7] = __fmaf_rn(high.w, input, partial[r][7]);
-            }
-          }
+    const auto stage_inputs = [&](int first_channel, int count) {
+      for (int index = threadIdx.x; index < stage_channels * tile_rows; index += TILED_THREADS) {
+        const int c = index % stage_channels;
+        const int r = index / stage_channels;
+        long long row = first - history_rows + r;
+        if (row < 0) row -= reach;
+        staged_inputs[c * tile_rows + r] =
+            c < count ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row,
+                                          first_channel + c)
+                      : 0.0f;
+      }
+    };
+    const auto multiply_add = [&](float (&partial)[TILED_ROWS][TILED_OUTPUTS], const Weight* stage_weights,
+                                  int count) {
+      for (int c = 0; c < count; c++) {
+        for (int tap = 0; tap < kernel; tap++) {
+          float w[TILED_OUTPUTS];
+          tiled_weights(stage_weights + (c * kernel + tap) * TILED_BLOCK_OUTPUTS + output_group * TILED_OUTPUTS, w);
+          tiled_multiply_add(partial, w, staged_inputs + c * tile_rows + row_group * TILED_ROWS + tap * dilation);
         }
       }
-#pragma unroll
-      for (int r = 0; r < TILED_ROWS; r++)
-#pragma unroll
-        for (int o = 0; o < TILED_OUTPUTS; o++)
-          total[r][o] = step == 0 ? partial[r][o] : __fadd_rn(total[r][o], partial[r][o]);
-    }
+    };
+    float total[TILED_ROWS][TILED_OUTPUTS];
+    tiled_sum<Weight, FAULT>(total, staged_weights, weight, inputs, outputs, kernel, block_output, stage_inputs,
+                             multiply_add);
 #pragma unroll
     for (int r = 0; r < TILED_ROWS; r++) {
       const long long row = first + row_group * TILED_ROWS + r;
@@ -117,106 +224,62 @@ __device__ __forceinline__ void tiled_conv(float* out, long long out_stride, con
         }
       }
     }
+    __syncthreads();  // the next tile's first stage overwrites the buffers
   }
 }
 
-// Weights staged per step of the transposed conv: fewer channels for its longer kernels (K = 2·stride up to 16).
-__host__ __device__ constexpr int tiled_transposed_stage(int kernel) { return kernel <= 8 ? 8 : 4; }
-
-__host__ __device__ constexpr int tiled_transposed_shared_floats(int kernel, int stride) {
-  return tiled_transposed_stage(kernel) * (kernel * TILED_BLOCK_OUTPUTS + TILED_BLOCK_ROWS / stride + kernel / stride - 1);
-}
-
-// Causal transposed conv (stride s dividing 8, K = m·s), register-tiled the same way: a thread holds 8 outputs × 8
-// output rows of one phase j (input rows n .. n + 7, output rows (n + k)·s + j), so its rows share every weight.
-// A block covers 64 output rows = 64/s input rows. causal_transposed_conv's order per output exactly (chunk of 32
-// input channels from zero, channel then q ascending, chunks added ascending), so the same bits.
+// Causal transposed conv (stride s dividing 8, K = m·s ≤ 16): a thread holds 8 outputs × 8 output rows of one phase
+// j (input rows n .. n + 7, output rows (n + k)·s + j), so its rows share every weight; a block covers 64 output
+// rows = 64/s input rows. The chunked transposed kernel's order per output (channel, then q ascending).
 template <typename Weight, int FAULT>
 __device__ __forceinline__ void tiled_transposed_conv(float* out, long long out_stride, const float* x,
                                                       long long x_stride, const Weight* weight, const float* bias,
                                                       const float* alpha, const float* history, const int* sequences,
                                                       int row_scale, int inputs, int outputs, int kernel, int stride) {
-  extern __shared__ float shared[];
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
   const int taps = kernel / stride;  // m
   const int history_rows = taps - 1;
   const int block_inputs = TILED_BLOCK_ROWS / stride;
   const int tile_rows = block_inputs + history_rows;
-  const int stage_channels = tiled_transposed_stage(kernel);
-  float* staged_weights = shared;                                                 // [c][K][128]
-  float* staged_inputs = shared + stage_channels * kernel * TILED_BLOCK_OUTPUTS;  // [c][tile_rows]
+  const int stage_channels = tiled_stage_channels(kernel);
+  Weight* staged_weights = reinterpret_cast<Weight*>(shared_bytes);
+  float* staged_inputs = reinterpret_cast<float*>(staged_weights + 2 * stage_channels * kernel * TILED_BLOCK_OUTPUTS);
   const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
   const int output_group = threadIdx.x % TILED_OUTPUT_GROUPS;
   const int row_group = threadIdx.x / TILED_OUTPUT_GROUPS;
   const int phase = row_group % stride;
   const int input_group = row_group / stride;
   const int block_output = blockIdx.x * TILED_BLOCK_OUTPUTS;
-  const int chunks = (inputs + CODEC_CHUNK - 1) / CODEC_CHUNK;
   const int tiles = (sequence.row_count + block_inputs - 1) / block_inputs;
   for (int row_tile = blockIdx.y; row_tile < tiles; row_tile += gridDim.y) {
     const long long first = (long long)row_tile * block_inputs;  // input rows of the tile
-    float total[TILED_ROWS][TILED_OUTPUTS];
-    float partial[TILED_ROWS][TILED_OUTPUTS];
-    for (int step = 0; step < chunks; step++) {
-      const int base = chunk_at<FAULT>(step, chunks) * CODEC_CHUNK;
-      const int width = min(CODEC_CHUNK, inputs - base);
-#pragma unroll
-      for (int r = 0; r < TILED_ROWS; r++)
-#pragma unroll
-        for (int o = 0; o < TILED_OUTPUTS; o++) partial[r][o] = 0.0f;
-      for (int stage = 0; stage < width; stage += stage_channels) {
-        const int count = min(stage_channels, width - stage);
-        __syncthreads();
-        for (int index = threadIdx.x; index < stage_channels * kernel * TILED_BLOCK_OUTPUTS; index += TILED_THREADS) {
-          const int o = index % TILED_BLOCK_OUTPUTS;
-          const int tap = (index / TILED_BLOCK_OUTPUTS) % kernel;
-          const int c = index / (TILED_BLOCK_OUTPUTS * kernel);
-          const int output = block_output + o;
-          staged_weights[index] =
-              c < count && output < outputs
-                  ? weight_value(weight[((long long)(base + stage + c) * kernel + tap) * outputs + output])
-                  : 0.0f;
-        }
-        for (int index = threadIdx.x; index < stage_channels * tile_rows; index += TILED_THREADS) {
-          const int c = index % stage_channels;
-          const int r = index / stage_channels;
-          long long row = first - history_rows + r;
-          if (FAULT == CODEC_FAULT_TRANSPOSED_HISTORY_OFF_BY_ONE && row < 0) row -= 1;
-          staged_inputs[c * tile_rows + r] =
-              c < count ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row,
-                                            base + stage + c)
-                        : 0.0f;
-        }
-        __syncthreads();
-        for (int c = 0; c < count; c++) {
-          for (int lag = 0; lag < taps; lag++) {
-            const float4* w4 = reinterpret_cast<const float4*>(
-                staged_weights + (c * kernel + phase + lag * stride) * TILED_BLOCK_OUTPUTS +
-                output_group * TILED_OUTPUTS);
-            const float4 low = w4[0];
-            const float4 high = w4[1];
-            // Input row n − lag of output row n·s + phase, staged at n − lag − (first − history_rows).
-            const float* column = staged_inputs + c * tile_rows + history_rows + input_group * TILED_ROWS - lag;
-#pragma unroll
-            for (int r = 0; r < TILED_ROWS; r++) {
-              const float input = column[r];
-              partial[r][0] = __fmaf_rn(low.x, input, partial[r][0]);
-              partial[r][1] = __fmaf_rn(low.y, input, partial[r][1]);
-              partial[r][2] = __fmaf_rn(low.z, input, partial[r][2]);
-              partial[r][3] = __fmaf_rn(low.w, input, partial[r][3]);
-              partial[r][4] = __fmaf_rn(high.x, input, partial[r][4]);
-              partial[r][5] = __fmaf_rn(high.y, input, partial[r][5]);
-              partial[r][6] = __fmaf_rn(high.z, input, partial[r][6]);
-              partial[r][7] = __fmaf_rn(high.w, input, partial[r][7]);
-            }
-          }
+    const auto stage_inputs = [&](int first_channel, int count) {
+      for (int index = threadIdx.x; index < stage_channels * tile_rows; index += TILED_THREADS) {
+        const int c = index % stage_channels;
+        const int r = index / stage_channels;
+        long long row = first - history_rows + r;
+        if (FAULT == CODEC_FAULT_TRANSPOSED_HISTORY_OFF_BY_ONE && row < 0) row -= 1;
+        staged_inputs[c * tile_rows + r] =
+            c < count ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row,
+                                          first_channel + c)
+                      : 0.0f;
+      }
+    };
+    const auto multiply_add = [&](float (&partial)[TILED_ROWS][TILED_OUTPUTS], const Weight* stage_weights,
+                                  int count) {
+      for (int c = 0; c < count; c++) {
+        for (int lag = 0; lag < taps; lag++) {
+          float w[TILED_OUTPUTS];
+          const int tap = phase + lag * stride;
+          tiled_weights(stage_weights + (c * kernel + tap) * TILED_BLOCK_OUTPUTS + output_group * TILED_OUTPUTS, w);
+          // Input row n − lag of output row n·s + phase, staged at n − lag − (first − history_rows).
+          tiled_multiply_add(partial, w, staged_inputs + c * tile_rows + history_rows + input_group * TILED_ROWS - lag);
         }
       }
-#pragma unroll
-      for (int r = 0; r < TILED_ROWS; r++)
-#pragma unroll
-        for (int o = 0; o < TILED_OUTPUTS; o++)
-          total[r][o] = step == 0 ? partial[r][o] : __fadd_rn(total[r][o], partial[r][o]);
-    }
+    };
+    float total[TILED_ROWS][TILED_OUTPUTS];
+    tiled_sum<Weight, FAULT>(total, staged_weights, weight, inputs, outputs, kernel, block_output, stage_inputs,
+                             multiply_add);
 #pragma unroll
     for (int r = 0; r < TILED_ROWS; r++) {
       const long long input_row = first + input_group * TILED_ROWS + r;
@@ -228,6 +291,7 @@ __device__ __forceinline__ void tiled_transposed_conv(float* out, long long out_
         if (output < outputs) out[at * out_stride + output] = __fadd_rn(total[r][o], bias[output]);
       }
     }
+    __syncthreads();  // the next tile's first stage overwrites the buffers
   }
 }
 

@@ -7,7 +7,8 @@
 //                                         checkpoint is built from (the bundles resolve them from app/ upwards)
 //   kernels/*.fatbin        the built kernels (rebuilt by npm run build:kernels whenever nvcc exists here)
 // and refuses when the folder plus the working tree would pass the 64 MiB that may travel. DRAMA3_CARRY_ENTRIES
-// (comma-separated source paths, e.g. test/kernels/contract.test.ts,bench/gpu-codec.ts) bundles only those.
+// (comma-separated source paths, e.g. test/kernels/contract.test.ts,bench/gpu-codec.ts) bundles only those; the
+// controls' fatbins travel only with the contract.
 // Usage: tsx scripts/device/prepare.ts [output folder]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -156,7 +157,9 @@ async function main(): Promise<void> {
   if (hasNvcc()) execFileSync('npm', ['run', 'build:kernels', '--', '--changed'], { cwd: root, stdio: 'inherit' });
   if (!fs.existsSync(kernels)) throw new Error('no build/kernels and no nvcc here to build them');
   fs.rmSync(path.join(output, 'kernels'), { recursive: true, force: true });
-  copyFolder(kernels, path.join(output, 'kernels'));
+  // The contract's deliberately wrong kernels travel only with the contract.
+  const controls = entries.includes('test/kernels/contract.test.ts');
+  copyFolder(kernels, path.join(output, 'kernels'), (name) => !controls && name.endsWith('_controls.fatbin'));
   const carried = folderBytes(output);
   const tree = workingTreeBytes();
   const mebibytes = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);

@@ -1,6 +1,5 @@
 // The codec conv epilogue's and row kernels' launchers on the host side, without a GPU: which conv kernel a call
-// gets (narrow for up to 8 outputs, register-tiled after the frame rate, unless a variant or a control kernel is
-// named), the grids, the arguments in the
+// gets (narrow for up to 8 outputs unless a variant or a control kernel is named), the grids, the arguments in the
 // order kernels/cuda/codec_conv.cuh and codec_rows.cuh declare them, argument checks that name the bad value, and
 // the quantizer's stacked tables.
 import assert from 'node:assert/strict';
@@ -39,33 +38,35 @@ test('a conv of at most 8 outputs runs the narrow kernel: 128 rows a block for o
   assert.equal(launched[2]!.name, 'codec_conv_narrow_f32', 'eight outputs are still narrow');
 });
 
-test('nine outputs at the frame rate, a named variant or a control kernel run the chunked conv', () => {
+test('nine outputs with a kernel past 8 taps or a named variant run the chunked conv; a control on its grid', () => {
   const { cuda, launched } = recordingDevice();
-  codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, rowScale: 1 });
-  codecConv(cuda, { ...lastConv, variant: 'chunked' });
-  codecConv(cuda, lastConv, { kernel: { family: 'codec_controls', name: 'control_codec_conv_taps_reversed' } });
   codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, kernel: 9 });
+  codecConv(cuda, { ...lastConv, variant: 'chunked' });
+  const control = { family: 'codec_controls', name: 'control_codec_conv_narrow_taps_reversed' };
+  codecConv(cuda, lastConv, { kernel: control });
   assert.deepEqual(
     launched.map((launch) => launch.name),
-    ['codec_conv_f32', 'codec_conv_f32', 'control_codec_conv_taps_reversed', 'codec_conv_f32'],
+    ['codec_conv_f32', 'codec_conv_f32', 'control_codec_conv_narrow_taps_reversed'],
   );
+  assert.deepEqual(launched[2]!.shape.grid, [32, 1, 3]);
   assert.deepEqual(launched[1]!.shape, { grid: [1, 512, 3], block: [128, 1, 1], sharedBytes: (8 + 6) * 32 * 4 });
+  assert.deepEqual(launched[0]!.shape.sharedBytes, (8 + 8) * 32 * 4, 'eight rows and the 9-tap history');
   assert.throws(
     () => codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, variant: 'narrow' }),
     (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',
   );
 });
 
-test('a wider conv of at most 8 taps after the frame rate runs the register-tiled kernel: 128 × 64 a block', () => {
+test('a conv of more than 8 outputs and at most 8 taps runs the register-tiled kernel: 128 × 64 a block', () => {
   const { cuda, launched } = recordingDevice();
   codecConv(cuda, { ...lastConv, outputs: 768, outStride: 768, dilation: 9 });
-  codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, rowScale: 2, precision: 'f16-weights' });
+  codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, rowScale: 1, kernel: 1, precision: 'f16-weights' });
   assert.deepEqual(
     launched.map((launch) => launch.name),
     ['codec_conv_tiled_f32', 'codec_conv_tiled_f16w'],
   );
-  // 2 × 2048 rows in tiles of 64; weights [8, 7, 128] and inputs [8, 64 + 54] staged.
-  const shared = (8 * 7 * 128 + 8 * (64 + 54)) * 4;
+  // 2 × 2048 rows in tiles of 64; two stages of fp32 weights [8, 7, 128] and inputs [8, 64 + 54].
+  const shared = 2 * 8 * 7 * 128 * 4 + 8 * (64 + 54) * 4;
   assert.deepEqual(launched[0]!.shape, { grid: [6, 64, 3], block: [128, 1, 1], sharedBytes: shared });
   assert.throws(
     () => codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, kernel: 9, variant: 'tiled' }),
@@ -73,7 +74,7 @@ test('a wider conv of at most 8 taps after the frame rate runs the register-tile
   );
 });
 
-test('a transposed conv whose stride divides 8 and its kernel runs tiled; others and controls run chunked', () => {
+test('a transposed conv whose stride divides 8 and its kernel runs tiled, others chunked; a control on its grid', () => {
   const { cuda, launched } = recordingDevice();
   const transposed = {
     ...call,
@@ -87,8 +88,10 @@ test('a transposed conv whose stride divides 8 and its kernel runs tiled; others
     launched.map((launch) => launch.name),
     ['codec_transposed_conv_tiled_f32', 'codec_transposed_conv_f32', 'control_x'],
   );
-  // 2 × 4 input rows in tiles of 64 / 8 = 8; four channels of weights [16, 128] and inputs [8 + 1] staged.
-  assert.deepEqual(launched[0]!.shape, { grid: [6, 1, 3], block: [128, 1, 1], sharedBytes: 4 * (16 * 128 + 9) * 4 });
+  // 2 × 4 input rows in tiles of 64 / 8 = 8; two stages of four channels' weights [16, 128], inputs [8 + 1].
+  const shape = { grid: [6, 1, 3], block: [128, 1, 1], sharedBytes: 2 * 4 * 16 * 128 * 4 + 4 * 9 * 4 };
+  assert.deepEqual(launched[0]!.shape, shape);
+  assert.deepEqual(launched[2]!.shape, shape);
   assert.throws(
     () => codecTransposedConv(cuda, { ...transposed, kernel: 7, stride: 3, variant: 'tiled' }),
     (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',

@@ -59,6 +59,7 @@ export function recordingDevice(): { cuda: CudaContext; launched: Launched[] } {
       launchEx: (_h: unknown, shape: LaunchShape, _s: unknown, parameters: BigUint64Array, _a: unknown, name: string) =>
         record(shape, parameters, name),
       fillBytes: () => {},
+      setMaxDynamicSharedBytes: () => {},
     },
     allocate: (bytes: number, label: string) => {
       const { pointer } = buffer('i32', Math.ceil(bytes / 4));

@@ -216,7 +216,9 @@ function variantsAgree(layer: TransposedLayer, rowScale: number): EquivalenceCas
     (cuda, p, kernel) => {
       const historyBytes = lanesOf.slots * historyRowsOf(layer) * layer.inputs * 4;
       if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
-      runTransposedCall(cuda, p, kernel, { ...layer, variant }, rowScale, p.sequences!, lanesOf.sequences);
+      // The chunked run is always the real kernel: a tiled control is held to its bytes.
+      const chosen = variant === 'tiled' ? kernel : undefined;
+      runTransposedCall(cuda, p, chosen, { ...layer, variant }, rowScale, p.sequences!, lanesOf.sequences);
     };
   return {
     label: `tiled against chunked kernel, ${layer.inputs}→${layer.outputs} k${layer.kernel} s${layer.stride}, lanes of 3, 1, 2 units × ${rowScale} rows`,
@@ -231,16 +233,23 @@ function variantsAgree(layer: TransposedLayer, rowScale: number): EquivalenceCas
   };
 }
 
-/** Every layer the tiled kernel can run (its stride divides 8 and its kernel) runs `variant`. */
+/**
+ * Every layer forced onto `variant`. The tiled kernel needs a stride dividing 8 and its kernel, so its case draws its
+ * odd sizes from such a layer (the chunked case keeps one whose kernel is not a multiple of its stride).
+ */
 function transposedCaseOf(precision: CodecPrecision, variant: CodecTransposedVariant): KernelCase {
-  const layerOf = (shape: Omit<TransposedLayer, 'precision' | 'variant'>): TransposedLayer => {
-    const tileable = 8 % shape.stride === 0 && shape.kernel % shape.stride === 0;
-    return { ...shape, precision, ...(tileable ? { variant } : {}) };
-  };
+  const layerOf = (shape: Omit<TransposedLayer, 'precision' | 'variant'>): TransposedLayer => ({
+    ...shape,
+    precision,
+    variant,
+  });
   const first = layerOf({ inputs: 1536, outputs: 768, kernel: 16, stride: 8, snake: true });
   const fourth = layerOf({ inputs: 192, outputs: 96, kernel: 4, stride: 2, snake: true });
   const upsample = layerOf({ inputs: 1024, outputs: 1024, kernel: 2, stride: 2, snake: false });
-  const odd = layerOf({ inputs: 37, outputs: 45, kernel: 7, stride: 3, snake: true });
+  const odd =
+    variant === 'tiled'
+      ? layerOf({ inputs: 37, outputs: 45, kernel: 8, stride: 4, snake: true })
+      : layerOf({ inputs: 37, outputs: 45, kernel: 7, stride: 3, snake: true });
   const third = layerOf({ inputs: 384, outputs: 192, kernel: 8, stride: 4, snake: true });
   return {
     name: `codec causal transposed conv with carried rows, ${precision} weights${variant === 'tiled' ? ', register-tiled' : ''}`,

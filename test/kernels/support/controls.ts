@@ -2,7 +2,7 @@
 // one through the same case and gates. A control is caught when at least one gate fails on at least one shape.
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
-import { codecConvCase, codecConvTiledCase } from './codecConvCases.ts';
+import { codecConvCase, codecConvTiledCase, codecNarrowConvCase } from './codecConvCases.ts';
 import { codecQuantizerCase } from './codecQuantizerCases.ts';
 import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
@@ -213,6 +213,16 @@ function codecControls(): Control[] {
       description: 'wrong formula: Snake adds sin(αx)/α, not its square',
       kernelCase: codecSnakeCase,
       kernel: codec('control_codec_snake_unsquared'),
+    },
+    {
+      description: "wrong tap order: the narrow codec conv applies each channel's kernel flipped",
+      kernelCase: codecNarrowConvCase,
+      kernel: codec('control_codec_conv_narrow_taps_reversed'),
+    },
+    {
+      description: 'off-by-one history: the narrow codec conv reads its carried rows one row further back',
+      kernelCase: codecNarrowConvCase,
+      kernel: codec('control_codec_conv_narrow_history_off_by_one'),
     },
   ];
 }

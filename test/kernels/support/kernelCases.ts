@@ -5,7 +5,14 @@ import {
   attentionPrepareBackboneCase,
   attentionPrepareOtherCase,
 } from './attentionCases.ts';
-import { codecConvCase, codecConvF16Case, codecConvTiledCase, codecConvTiledF16Case } from './codecConvCases.ts';
+import {
+  codecConvCase,
+  codecConvF16Case,
+  codecConvTiledCase,
+  codecConvTiledF16Case,
+  codecNarrowConvCase,
+  codecNarrowConvF16Case,
+} from './codecConvCases.ts';
 import { codecQuantizerCase } from './codecQuantizerCases.ts';
 import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
@@ -102,6 +109,8 @@ export const kernelCases: readonly KernelCase[] = [
   codecTransformerAttentionCase,
   codecTransformerRingCase,
   codecTransformerStreamCase,
+  codecNarrowConvCase,
+  codecNarrowConvF16Case,
   codecDepthwiseConvCase,
   codecLayerNormCase,
   codecQuantizerCase,

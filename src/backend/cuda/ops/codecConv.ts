@@ -71,25 +71,50 @@ export type CodecTransposedVariant = 'chunked' | 'tiled';
 /** The register-tiled kernels' fixed shapes (codec_conv_tiled.cuh). */
 const TILED_BLOCK_OUTPUTS = 128;
 const TILED_BLOCK_ROWS = 64;
-const TILED_STAGE = 8;
+const WEIGHT_BYTES: Record<CodecPrecision, number> = { f32: 4, 'f16-weights': 2 };
+
+/** Input channels a tiled kernel stages at a time (codec_conv_tiled.cuh tiled_stage_channels). */
+function tiledStageChannels(kernel: number): number {
+  return kernel <= 8 ? 8 : 4;
+}
+
+/** Shared bytes of a tiled kernel: two weight stages [channels][K][128] and one input stage [channels][rows]. */
+export function tiledSharedBytes(precision: CodecPrecision, kernel: number, inputRows: number): number {
+  const channels = tiledStageChannels(kernel);
+  return 2 * channels * kernel * TILED_BLOCK_OUTPUTS * WEIGHT_BYTES[precision] + channels * inputRows * 4;
+}
+
+/** Kernels whose shared-memory limit has been raised, to the bytes asked for. */
+const raisedLimits = new Map<bigint, number>();
+
+/** Past 48 KiB a kernel must be allowed its dynamic shared memory first (once per kernel and size). */
+function allowShared(cuda: CudaContext, kernel: KernelName, options: LaunchOptions, bytes: number): void {
+  const chosen = options.kernel ?? kernel;
+  const handle = cuda.kernels.kernel(chosen.family, chosen.name);
+  if ((raisedLimits.get(handle) ?? 48 * 1024) >= bytes) return;
+  cuda.driver.setMaxDynamicSharedBytes(handle, bytes);
+  raisedLimits.set(handle, bytes);
+}
 export const CODEC_TILED_MAXIMUM_KERNEL = 8;
 export const CODEC_TILED_TRANSPOSED_MAXIMUM_KERNEL = 16;
 
 /**
- * The conv kernel that runs a layer when none is named: narrow for a few outputs; tiled where rows come many per
- * frame (every layer after the post-module); chunked at the frame rate, where a call's rows are few. The choice
- * depends on the layer alone (rows per frame, sizes), never on the call.
+ * The conv kernel that runs a layer when none is named: narrow for a few outputs, else tiled where its kernel fits
+ * (every codec layer), else chunked. The choice depends on the layer's sizes alone, never on the call.
  */
-export function automaticConvVariant(outputs: number, kernel: number, rowScale: number): CodecConvVariant {
+export function automaticConvVariant(outputs: number, kernel: number): CodecConvVariant {
   if (outputs <= CODEC_NARROW_MAXIMUM_OUTPUTS) return 'narrow';
-  if (kernel <= CODEC_TILED_MAXIMUM_KERNEL && rowScale >= 2) return 'tiled';
-  return 'chunked';
+  return kernel <= CODEC_TILED_MAXIMUM_KERNEL ? 'tiled' : 'chunked';
 }
 
-/** The transposed conv kernel when none is named: tiled when its stride divides 8 and its kernel. */
+/** Whether the tiled transposed conv can run a layer: its stride divides 8 and its kernel, K ≤ 16. */
+export function tileableTransposed(kernel: number, stride: number): boolean {
+  return 8 % stride === 0 && kernel % stride === 0 && kernel <= CODEC_TILED_TRANSPOSED_MAXIMUM_KERNEL;
+}
+
+/** The transposed conv kernel when none is named: tiled where it can run, for more than a few outputs. */
 export function automaticTransposedVariant(outputs: number, kernel: number, stride: number): CodecTransposedVariant {
-  const fits = 8 % stride === 0 && kernel % stride === 0 && kernel <= CODEC_TILED_TRANSPOSED_MAXIMUM_KERNEL;
-  return fits && outputs > CODEC_NARROW_MAXIMUM_OUTPUTS ? 'tiled' : 'chunked';
+  return tileableTransposed(kernel, stride) && outputs > CODEC_NARROW_MAXIMUM_OUTPUTS ? 'tiled' : 'chunked';
 }
 
 /** Any weight → the kernel's [Cin, K, Cout], `source` giving each (input, output, tap)'s index in the given layout. */
@@ -176,7 +201,7 @@ export interface CodecConvArguments extends CodecCall {
   readonly dilation: number;
   readonly activation?: CodecActivation;
   readonly precision: CodecPrecision;
-  /** Default: automaticConvVariant (all give the same bits; the contract forces each). */
+  /** Default: narrow for up to 8 outputs, else chunked (both give the same bits; a test forces each). */
   readonly variant?: CodecConvVariant;
 }
 
@@ -210,11 +235,11 @@ function tileShape(outputs: number, rows: number, sequenceCount: number, history
 }
 
 /** The tiled kernels' grid: 128 outputs × one tile of rows a block, one sequence each. */
-function tiledShape(outputs: number, rowTiles: number, sequenceCount: number, sharedFloats: number) {
+function tiledShape(outputs: number, rowTiles: number, sequenceCount: number, sharedBytes: number) {
   return {
     grid: [Math.ceil(outputs / TILED_BLOCK_OUTPUTS), Math.min(MAXIMUM_GRID_Y, rowTiles), sequenceCount] as const,
     block: [THREADS, 1, 1] as const,
-    sharedBytes: sharedFloats * 4,
+    sharedBytes,
   };
 }
 
@@ -230,7 +255,7 @@ function narrowShape(outputs: number, rows: number, sequenceCount: number, histo
 
 /**
  * The causal dilated conv of every sequence of the call (codecHistoryUpdate then carries its history). A kernel
- * given in `options` (a control) runs as the variant the arguments name, chunked by default.
+ * given in `options` (a control) replaces the chosen variant's kernel and runs on its grid.
  */
 export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: LaunchOptions = {}): void {
   requireCall(a);
@@ -243,8 +268,7 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
   if (a.residual !== undefined) requireStride(a.residualStride ?? 0, 'residualStride', a.outputs);
   const historyRows = (a.kernel - 1) * a.dilation;
   requireHistory(historyRows);
-  const automatic = options.kernel === undefined ? automaticConvVariant(a.outputs, a.kernel, a.rowScale) : 'chunked';
-  const variant = a.variant ?? automatic;
+  const variant = a.variant ?? automaticConvVariant(a.outputs, a.kernel);
   if (variant === 'narrow') requireCount(a.outputs, 'outputs of the narrow conv', 1, CODEC_NARROW_MAXIMUM_OUTPUTS);
   if (variant === 'tiled') requireCount(a.kernel, 'kernel of the tiled conv', 1, CODEC_TILED_MAXIMUM_KERNEL);
   const args = new KernelArguments(CONV_ARGUMENTS)
@@ -271,8 +295,9 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
     const shape = narrowShape(a.outputs, rows, a.sequenceCount, historyRows);
     launch(cuda, NARROW_KERNELS[a.precision], shape, args, options);
   } else if (variant === 'tiled') {
-    const shared = TILED_STAGE * a.kernel * TILED_BLOCK_OUTPUTS + TILED_STAGE * (TILED_BLOCK_ROWS + historyRows);
+    const shared = tiledSharedBytes(a.precision, a.kernel, TILED_BLOCK_ROWS + historyRows);
     const shape = tiledShape(a.outputs, Math.ceil(rows / TILED_BLOCK_ROWS), a.sequenceCount, shared);
+    allowShared(cuda, TILED_KERNELS[a.precision], options, shared);
     launch(cuda, TILED_KERNELS[a.precision], shape, args, options);
   } else {
     launch(cuda, CONV_KERNELS[a.precision], tileShape(a.outputs, rows, a.sequenceCount, historyRows), args, options);
@@ -335,23 +360,20 @@ export function codecTransposedConv(
     .int32(a.outputs)
     .int32(a.kernel)
     .int32(a.stride);
-  const automatic =
-    options.kernel === undefined ? automaticTransposedVariant(a.outputs, a.kernel, a.stride) : 'chunked';
-  const variant = a.variant ?? automatic;
+  const variant = a.variant ?? automaticTransposedVariant(a.outputs, a.kernel, a.stride);
   const inputRows = a.longestSequence * a.rowScale;
   if (variant === 'tiled') {
-    if (8 % a.stride !== 0 || a.kernel % a.stride !== 0) {
+    if (!tileableTransposed(a.kernel, a.stride)) {
       throw new DramaError(
         'KERNEL_ARGUMENT_INVALID',
-        `the tiled transposed conv needs a stride dividing 8 and the kernel, got kernel ${a.kernel}, stride ${a.stride}`,
+        `the tiled transposed conv needs a stride dividing 8 and the kernel (≤ ${CODEC_TILED_TRANSPOSED_MAXIMUM_KERNEL}), got kernel ${a.kernel}, stride ${a.stride}`,
         { kind: 'internal', param: 'stride' },
       );
     }
-    requireCount(a.kernel, 'kernel of the tiled transposed conv', a.stride, CODEC_TILED_TRANSPOSED_MAXIMUM_KERNEL);
-    const stage = a.kernel <= 8 ? 8 : 4;
     const blockInputs = TILED_BLOCK_ROWS / a.stride;
-    const shared = stage * (a.kernel * TILED_BLOCK_OUTPUTS + blockInputs + historyRows);
+    const shared = tiledSharedBytes(a.precision, a.kernel, blockInputs + historyRows);
     const shape = tiledShape(a.outputs, Math.ceil(inputRows / blockInputs), a.sequenceCount, shared);
+    allowShared(cuda, TILED_TRANSPOSED_KERNELS[a.precision], options, shared);
     launch(cuda, TILED_TRANSPOSED_KERNELS[a.precision], shape, args, options);
     return;
   }
