@@ -4,6 +4,8 @@
 // median of 3 runs on fresh lanes) in audio-seconds per second, beside the FLOP count per audio second the config
 // gives (decode-flops.ts) and the rate it implies. fp16-weights (the release's) and fp32 modes. Writes
 // gpu-codec.json to the folder in argv[2].
+// DRAMA3_CODEC_BENCH=profile-only makes one warm call and one call of 64 lanes × 16 frames with fp16 weights, no
+// timing: the run bench/ncu-codec.sh profiles.
 // Usage: tsx bench/gpu-codec.ts [output directory]
 import { performance } from 'node:perf_hooks';
 import { CudaContext } from '../src/backend/cuda/context.ts';
@@ -133,6 +135,22 @@ function printProfile(label: string, profile: LaunchProfile): void {
     ]),
   );
   console.log(table.join('\n'));
+}
+
+if (process.env.DRAMA3_CODEC_BENCH === 'profile-only') {
+  const decoder = CudaCodecDecoder.create(cuda, config, weights, {
+    slots: 64,
+    maxFramesPerCall: MAX_FRAMES_PER_CALL,
+    precision: 'f16-weights',
+  });
+  const warm = decoder.acquire();
+  decoder.decode([{ slot: warm, frames: randomFrames(4) }]);
+  decoder.release(warm);
+  const slots = Array.from({ length: 64 }, () => decoder.acquire());
+  decoder.decode(slots.map((slot) => ({ slot, frames: randomFrames(16) })));
+  decoder.close();
+  cuda.close();
+  process.exit(0);
 }
 
 const rows: Row[] = [];

@@ -15,8 +15,13 @@ constexpr int TILED_THREADS = TILED_OUTPUT_GROUPS * TILED_ROW_GROUPS;
 constexpr int TILED_BLOCK_OUTPUTS = TILED_OUTPUTS * TILED_OUTPUT_GROUPS;  // 128
 constexpr int TILED_BLOCK_ROWS = TILED_ROWS * TILED_ROW_GROUPS;           // 64
 
-// Input channels staged at a time: 8, or 4 for the transposed conv's longer kernels (K = 2·stride up to 16).
-__host__ __device__ constexpr int tiled_stage_channels(int kernel) { return kernel <= 8 ? 8 : 4; }
+// Input channels staged at a time: a whole chunk of 32 for k = 1 (the linears and pointwise convs, whose sums per
+// channel are few), 8 up to K = 8, 4 for the transposed conv's longer kernels (K = 2·stride up to 16).
+__host__ __device__ constexpr int tiled_stage_channels(int kernel) { return kernel == 1 ? 32 : kernel <= 8 ? 8 : 4; }
+
+// Elements between staged input channels: the tile's rows, made odd so that the 8 channels a row's consecutive
+// threads store fall in different banks.
+__host__ __device__ constexpr int tiled_input_stride(int input_rows) { return input_rows | 1; }
 
 __device__ __forceinline__ void tiled_copy_16(void* shared, const void* global, bool valid) {
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
@@ -102,12 +107,6 @@ __device__ __forceinline__ void tiled_next_stage(int& step, int& stage, int chun
   }
 }
 
-// Shared bytes of a tiled kernel: two weight stages [channels][K][128] and one input stage [channels][rows].
-__host__ __device__ constexpr int tiled_shared_bytes(int weight_bytes, int kernel, int input_rows) {
-  return 2 * tiled_stage_channels(kernel) * kernel * TILED_BLOCK_OUTPUTS * weight_bytes +
-         tiled_stage_channels(kernel) * input_rows * 4;
-}
-
 // The loop both tiled kernels share: every (chunk, stage) of input channels in order, the next stage's weights
 // copied while this one's are summed; `stage_inputs(first_channel, count)` fills the input tile and
 // `multiply_add(partial, weights, count)` sums one stage. Returns nothing; leaves the chunk totals in `total`.
@@ -174,6 +173,7 @@ __device__ __forceinline__ void tiled_conv(float* out, long long out_stride, con
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   const int history_rows = (kernel - 1) * dilation;
   const int tile_rows = TILED_BLOCK_ROWS + history_rows;
+  const int tile_stride = tiled_input_stride(tile_rows);
   const int stage_channels = tiled_stage_channels(kernel);
   Weight* staged_weights = reinterpret_cast<Weight*>(shared_bytes);
   float* staged_inputs = reinterpret_cast<float*>(staged_weights + 2 * stage_channels * kernel * TILED_BLOCK_OUTPUTS);
@@ -191,7 +191,7 @@ __device__ __forceinline__ void tiled_conv(float* out, long long out_stride, con
         const int r = index / stage_channels;
         long long row = first - history_rows + r;
         if (row < 0) row -= reach;
-        staged_inputs[c * tile_rows + r] =
+        staged_inputs[c * tile_stride + r] =
             c < count ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row,
                                           first_channel + c)
                       : 0.0f;
@@ -203,7 +203,7 @@ __device__ __forceinline__ void tiled_conv(float* out, long long out_stride, con
         for (int tap = 0; tap < kernel; tap++) {
           float w[TILED_OUTPUTS];
           tiled_weights(stage_weights + (c * kernel + tap) * TILED_BLOCK_OUTPUTS + output_group * TILED_OUTPUTS, w);
-          tiled_multiply_add(partial, w, staged_inputs + c * tile_rows + row_group * TILED_ROWS + tap * dilation);
+          tiled_multiply_add(partial, w, staged_inputs + c * tile_stride + row_group * TILED_ROWS + tap * dilation);
         }
       }
     };
@@ -241,6 +241,7 @@ __device__ __forceinline__ void tiled_transposed_conv(float* out, long long out_
   const int history_rows = taps - 1;
   const int block_inputs = TILED_BLOCK_ROWS / stride;
   const int tile_rows = block_inputs + history_rows;
+  const int tile_stride = tiled_input_stride(tile_rows);
   const int stage_channels = tiled_stage_channels(kernel);
   Weight* staged_weights = reinterpret_cast<Weight*>(shared_bytes);
   float* staged_inputs = reinterpret_cast<float*>(staged_weights + 2 * stage_channels * kernel * TILED_BLOCK_OUTPUTS);
@@ -259,7 +260,7 @@ __device__ __forceinline__ void tiled_transposed_conv(float* out, long long out_
         const int r = index / stage_channels;
         long long row = first - history_rows + r;
         if (FAULT == CODEC_FAULT_TRANSPOSED_HISTORY_OFF_BY_ONE && row < 0) row -= 1;
-        staged_inputs[c * tile_rows + r] =
+        staged_inputs[c * tile_stride + r] =
             c < count ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row,
                                           first_channel + c)
                       : 0.0f;
@@ -273,7 +274,7 @@ __device__ __forceinline__ void tiled_transposed_conv(float* out, long long out_
           const int tap = phase + lag * stride;
           tiled_weights(stage_weights + (c * kernel + tap) * TILED_BLOCK_OUTPUTS + output_group * TILED_OUTPUTS, w);
           // Input row n − lag of output row n·s + phase, staged at n − lag − (first − history_rows).
-          tiled_multiply_add(partial, w, staged_inputs + c * tile_rows + history_rows + input_group * TILED_ROWS - lag);
+          tiled_multiply_add(partial, w, staged_inputs + c * tile_stride + history_rows + input_group * TILED_ROWS - lag);
         }
       }
     };

@@ -75,13 +75,17 @@ const WEIGHT_BYTES: Record<CodecPrecision, number> = { f32: 4, 'f16-weights': 2 
 
 /** Input channels a tiled kernel stages at a time (codec_conv_tiled.cuh tiled_stage_channels). */
 function tiledStageChannels(kernel: number): number {
+  if (kernel === 1) return 32;
   return kernel <= 8 ? 8 : 4;
 }
 
-/** Shared bytes of a tiled kernel: two weight stages [channels][K][128] and one input stage [channels][rows]. */
+/**
+ * Shared bytes of a tiled kernel: two weight stages [channels][K][128] and one input stage [channels][rows], its
+ * rows padded to an odd count (codec_conv_tiled.cuh tiled_input_stride).
+ */
 export function tiledSharedBytes(precision: CodecPrecision, kernel: number, inputRows: number): number {
   const channels = tiledStageChannels(kernel);
-  return 2 * channels * kernel * TILED_BLOCK_OUTPUTS * WEIGHT_BYTES[precision] + channels * inputRows * 4;
+  return 2 * channels * kernel * TILED_BLOCK_OUTPUTS * WEIGHT_BYTES[precision] + channels * (inputRows | 1) * 4;
 }
 
 /** Kernels whose shared-memory limit has been raised, to the bytes asked for. */

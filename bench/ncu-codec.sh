@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Nsight Compute's view of the codec decode's register-tiled convs at 64 lanes × 16 frames (fp16 weights): speed of
+# light, occupancy, warp stall reasons and shared-memory traffic of the last residual-unit convs of the call (the
+# decoder's widest-rate layers) and of its transposed convs, from bench/gpu-codec.ts's profile-only run.
+# Usage: bench/ncu-codec.sh <prepared folder> <output dir>   (the folder from scripts/device/prepare.ts)
+set -uo pipefail
+if [ "$#" -ne 2 ]; then
+  echo "usage: $0 <prepared folder> <output dir>" >&2
+  exit 2
+fi
+prepared="$(cd "$1" && pwd)"
+mkdir -p "$2"
+output="$(cd "$2" && pwd)"
+ncu="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+if [ -z "$ncu" ]; then
+  echo "ncu-codec: no Nsight Compute (ncu) on this machine" | tee "$output/ncu-codec.log"
+  exit 0
+fi
+node_binary="$(mktemp -d)/node"
+xz -dc "$prepared/node.xz" >"$node_binary" && chmod +x "$node_binary" || exit 1
+sections=(--section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats
+  --section MemoryWorkloadAnalysis_Tables --section LaunchStats)
+# The warm call launches 61 tiled convs; the big call's last residual-unit convs come after 55 more.
+for filter in "codec_conv_tiled_f16w 116 3" "codec_transposed_conv_tiled_f16w 6 2"; do
+  read -r name skip count <<<"$filter"
+  DRAMA3_KERNEL_DIR="$prepared/kernels" DRAMA3_CODEC_BENCH=profile-only "$ncu" --cache-control none \
+    --kernel-name "$name" --launch-skip "$skip" --launch-count "$count" "${sections[@]}" \
+    "$node_binary" "$prepared/app/bench/gpu-codec.mjs" "$output/under-ncu" >>"$output/ncu-codec.log" 2>&1
+done
