@@ -205,11 +205,7 @@ function transformer(
       ffnScale: floats('ffn_layer_scale.gamma'),
     });
   }
-  const pairs = config.headDim / 2;
-  const frequencies = Float64Array.from(
-    { length: pairs },
-    (_, pair) => config.ropeBase ** ((2 * pair) / config.headDim),
-  );
+  const frequencies = codecRopeFrequencies(config.ropeBase, config.headDim);
   const table = weights.get(`${prefix}.freqs_cis`);
   return {
     config,
