@@ -209,7 +209,8 @@ export interface CodecConvArguments extends CodecCall {
   readonly variant?: CodecConvVariant;
 }
 
-function requireCall(a: CodecCall): void {
+/** The call's table sizes, as every codec launcher checks them. */
+export function requireCall(a: CodecCall): void {
   requireCount(a.sequenceCount, 'sequenceCount', 1, 65535);
   requireCount(a.longestSequence, 'longestSequence');
   requireCount(a.rowScale, 'rowScale', 1, 2 ** 20);

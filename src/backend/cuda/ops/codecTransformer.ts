@@ -7,7 +7,7 @@ import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
-import type { CodecCall } from './codecConv.ts';
+import { type CodecCall, requireCall } from './codecConv.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
 
 const FAMILY = 'codec_transformer';
@@ -52,12 +52,6 @@ export function codecAttentionSharedBytes(headDim: number, window: number): numb
 
 function invalid(param: string, message: string): DramaError {
   return new DramaError('KERNEL_ARGUMENT_INVALID', message, { kind: 'internal', param });
-}
-
-function requireCall(a: CodecCall): void {
-  requireCount(a.sequenceCount, 'sequenceCount', 1, 65535);
-  requireCount(a.longestSequence, 'longestSequence');
-  requireCount(a.rowScale, 'rowScale', 1, 2 ** 20);
 }
 
 /** Heads of an even head size within the kernels' limits; returns width = heads · headDim. */
