@@ -37,7 +37,7 @@ export interface CallTable {
   readonly flat: DevicePointer;
 }
 
-export function at(table: CallTable, rowScale: number): CodecCall {
+function at(table: CallTable, rowScale: number): CodecCall {
   const { sequences, sequenceCount, longestSequence } = table;
   return { sequences, sequenceCount, longestSequence, rowScale };
 }
@@ -106,7 +106,7 @@ export function conv(
 }
 
 /** Rows [frames, ·] buffers of the post-module, each large enough for the call's widest row. */
-export interface TransformerBuffers {
+interface TransformerBuffers {
   readonly x: DevicePointer;
   readonly h: DevicePointer;
   readonly normed: DevicePointer;
