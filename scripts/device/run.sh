@@ -16,6 +16,8 @@ output="$(cd "$output" && pwd)"
 node_binary="$(mktemp -d)/node"
 xz -dc "$prepared/node.xz" >"$node_binary" && chmod +x "$node_binary" || exit 1
 export DRAMA3_KERNEL_DIR="$prepared/kernels"
+# The bundles start their worker threads on the bundled worker entries (src/threads/start-worker.ts).
+export DRAMA3_WORKER_BUNDLES="$prepared/app/workers"
 export PATH="$(dirname "$node_binary"):$PATH"
 echo "node $("$node_binary" --version); kernels from $DRAMA3_KERNEL_DIR"
 status=0
