@@ -4,14 +4,14 @@
 import type { CudaContext } from '../../backend/cuda/context.ts';
 import type { DevicePointer } from '../../backend/cuda/driver.ts';
 import type { Allocation } from '../../backend/cuda/memory.ts';
+import type { CodecPrecision } from '../../backend/cuda/ops/codecConv.ts';
+import { quantizerTables } from '../../backend/cuda/ops/codecRows.ts';
+import { codecRopeFrequencies } from '../../backend/cuda/ops/codecTransformer.ts';
 import {
-  type CodecPrecision,
   codecConvWeightLayout,
   codecTransposedWeightLayout,
   toF16Bits,
-} from '../../backend/cuda/ops/codecConv.ts';
-import { quantizerTables } from '../../backend/cuda/ops/codecRows.ts';
-import { codecRopeFrequencies } from '../../backend/cuda/ops/codecTransformer.ts';
+} from '../../backend/cuda/ops/codecWeightLayout.ts';
 import { RESIDUAL_DILATIONS } from '../blocks.ts';
 import type { CodecConfig, CodecTransformerConfig } from '../config.ts';
 import { type CodecWeights, weight } from '../weights.ts';

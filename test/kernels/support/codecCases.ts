@@ -2,7 +2,8 @@
 // call's lanes in the sequence table, weights drawn at the real scale, and the cpu codec's own layers (src/codec/
 // conv.ts) run on one lane as the reference: the lane's carried history pushed first, then its rows. The cpu codec
 // works channels-first [C, T]; the kernels take rows [T, C].
-import { type CodecPrecision, toF16Bits } from '../../../src/backend/cuda/ops/codecConv.ts';
+import type { CodecPrecision } from '../../../src/backend/cuda/ops/codecConv.ts';
+import { toF16Bits } from '../../../src/backend/cuda/ops/codecWeightLayout.ts';
 import { CausalConv, CausalTransposedConv, Snake } from '../../../src/codec/conv.ts';
 import { ScratchArena } from '../../../src/codec/scratch.ts';
 import { f16BitsToFloat32 } from '../../../src/numeric/dtypes.ts';

@@ -8,9 +8,9 @@ import {
   type CodecConvVariant,
   type CodecPrecision,
   codecConv,
-  codecConvWeightLayout,
   codecHistoryUpdate,
 } from '../../../src/backend/cuda/ops/codecConv.ts';
+import { codecConvWeightLayout } from '../../../src/backend/cuda/ops/codecWeightLayout.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { geluInPlace, linear } from '../../../src/codec/rows.ts';
 import { ScratchArena } from '../../../src/codec/scratch.ts';

@@ -7,12 +7,11 @@
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import {
   codecConv,
-  codecConvWeightLayout,
   codecHistoryUpdate,
   codecTransposedConv,
-  codecTransposedWeightLayout,
   transposedHistoryRows,
 } from '../../../src/backend/cuda/ops/codecConv.ts';
+import { codecConvWeightLayout, codecTransposedWeightLayout } from '../../../src/backend/cuda/ops/codecWeightLayout.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { RESIDUAL_DILATIONS } from '../../../src/codec/blocks.ts';
 import { CausalConv, CausalTransposedConv, Snake } from '../../../src/codec/conv.ts';

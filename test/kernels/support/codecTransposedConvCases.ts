@@ -9,9 +9,9 @@ import {
   type CodecTransposedVariant,
   codecHistoryUpdate,
   codecTransposedConv,
-  codecTransposedWeightLayout,
   transposedHistoryRows,
 } from '../../../src/backend/cuda/ops/codecConv.ts';
+import { codecTransposedWeightLayout } from '../../../src/backend/cuda/ops/codecWeightLayout.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import {
   type CodecLanes,

@@ -3,9 +3,8 @@
 // transposed conv over many lanes, each with Snake fused on its input, the history update
 // that carries each lane's last input rows in a slab indexed by slot, and Snake alone. The grid depends on the
 // sizes only, and every output's reduction order on (inputs, kernel) alone, so a lane's samples do not depend on
-// the chunk or the lanes beside it. Weights are laid out once at load by the layout functions below.
+// the chunk or the lanes beside it. Weights are laid out once at load (codecWeightLayout.ts).
 import { DramaError } from '../../../errors.ts';
-import { float32ToF16Bits } from '../../../numeric/dtypes.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
@@ -119,53 +118,6 @@ export function tileableTransposed(kernel: number, stride: number): boolean {
 /** The transposed conv kernel when none is named: tiled where it can run, for more than a few outputs. */
 export function automaticTransposedVariant(outputs: number, kernel: number, stride: number): CodecTransposedVariant {
   return tileableTransposed(kernel, stride) && outputs > CODEC_NARROW_MAXIMUM_OUTPUTS ? 'tiled' : 'chunked';
-}
-
-/** Any weight → the kernel's [Cin, K, Cout], `source` giving each (input, output, tap)'s index in the given layout. */
-function inputTapOutput(
-  weight: Float32Array,
-  inputs: number,
-  outputs: number,
-  kernel: number,
-  source: (input: number, output: number, tap: number) => number,
-): Float32Array {
-  const laid = new Float32Array(weight.length);
-  for (let input = 0; input < inputs; input++) {
-    for (let output = 0; output < outputs; output++) {
-      for (let tap = 0; tap < kernel; tap++)
-        laid[(input * kernel + tap) * outputs + output] = weight[source(input, output, tap)]!;
-    }
-  }
-  return laid;
-}
-
-/** Conv weight [Cout, Cin, K] (PyTorch's, folded) → the kernel's [Cin, K, Cout]. */
-export function codecConvWeightLayout(weight: Float32Array, outputs: number, inputs: number, kernel: number) {
-  return inputTapOutput(
-    weight,
-    inputs,
-    outputs,
-    kernel,
-    (input, output, tap) => (output * inputs + input) * kernel + tap,
-  );
-}
-
-/** Transposed conv weight [Cin, Cout, K] (PyTorch's, folded) → the kernel's [Cin, K, Cout]. */
-export function codecTransposedWeightLayout(weight: Float32Array, inputs: number, outputs: number, kernel: number) {
-  return inputTapOutput(
-    weight,
-    inputs,
-    outputs,
-    kernel,
-    (input, output, tap) => (input * outputs + output) * kernel + tap,
-  );
-}
-
-/** fp32 values → fp16 bits, round to nearest even (the release's cast after weight-norm folding). */
-export function toF16Bits(values: Float32Array): Uint16Array {
-  const bits = new Uint16Array(values.length);
-  for (let index = 0; index < values.length; index++) bits[index] = float32ToF16Bits(values[index]!);
-  return bits;
 }
 
 /** What every conv of a call shares: the sequence table and how many rows one table unit is at this layer. */

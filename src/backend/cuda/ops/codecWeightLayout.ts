@@ -1,0 +1,50 @@
+// The codec convs' weight layout (kernels/cuda/codec_conv.cuh): PyTorch's folded conv [Cout, Cin, K] and transposed
+// conv [Cin, Cout, K] weights → the kernels' [Cin, K, Cout], and fp32 → fp16 bits as the release casts them.
+import { float32ToF16Bits } from '../../../numeric/dtypes.ts';
+
+/** Any weight → the kernel's [Cin, K, Cout], `source` giving each (input, output, tap)'s index in the given layout. */
+function inputTapOutput(
+  weight: Float32Array,
+  inputs: number,
+  outputs: number,
+  kernel: number,
+  source: (input: number, output: number, tap: number) => number,
+): Float32Array {
+  const laid = new Float32Array(weight.length);
+  for (let input = 0; input < inputs; input++) {
+    for (let output = 0; output < outputs; output++) {
+      for (let tap = 0; tap < kernel; tap++)
+        laid[(input * kernel + tap) * outputs + output] = weight[source(input, output, tap)]!;
+    }
+  }
+  return laid;
+}
+
+/** Conv weight [Cout, Cin, K] (PyTorch's, folded) → the kernel's [Cin, K, Cout]. */
+export function codecConvWeightLayout(weight: Float32Array, outputs: number, inputs: number, kernel: number) {
+  return inputTapOutput(
+    weight,
+    inputs,
+    outputs,
+    kernel,
+    (input, output, tap) => (output * inputs + input) * kernel + tap,
+  );
+}
+
+/** Transposed conv weight [Cin, Cout, K] (PyTorch's, folded) → the kernel's [Cin, K, Cout]. */
+export function codecTransposedWeightLayout(weight: Float32Array, inputs: number, outputs: number, kernel: number) {
+  return inputTapOutput(
+    weight,
+    inputs,
+    outputs,
+    kernel,
+    (input, output, tap) => (input * outputs + output) * kernel + tap,
+  );
+}
+
+/** fp32 values → fp16 bits, round to nearest even (the release's cast after weight-norm folding). */
+export function toF16Bits(values: Float32Array): Uint16Array {
+  const bits = new Uint16Array(values.length);
+  for (let index = 0; index < values.length; index++) bits[index] = float32ToF16Bits(values[index]!);
+  return bits;
+}
