@@ -57,18 +57,26 @@ export function transformerWeights(
   };
 }
 
+/** The attention geometry the arithmetic below reads (a CodecTransformerConfig has it). */
+export interface AttentionGeometry {
+  readonly heads: number;
+  readonly headDim: number;
+  readonly window: number;
+  readonly ropeBase: number;
+}
+
 /**
  * Rotates interleaved pairs of each head of `row` (heads × headDim values at `offset`) by position `position`: the
  * checkpoint's table where it covers the position, else cos/sin of position / base^(2i/headDim) rounded to float32.
  */
-function applyRope(
+export function applyRope(
   row: Float32Array,
   offset: number,
-  config: CodecTransformerConfig,
+  geometry: AttentionGeometry,
   position: number,
   table: Float32Array | undefined,
 ): void {
-  const { heads, headDim, ropeBase } = config;
+  const { heads, headDim, ropeBase } = geometry;
   const pairs = headDim / 2;
   const tabled = table !== undefined && position < table.length / headDim;
   for (let pair = 0; pair < pairs; pair++) {
@@ -88,6 +96,77 @@ function applyRope(
       const imaginary = row[index + 1]!;
       row[index] = real * cosine - imaginary * sine;
       row[index + 1] = imaginary * cosine + real * sine;
+    }
+  }
+}
+
+/** RoPE on q and k of `rows` qkv rows [.., 3·width] from row `firstRow`, row r at position start + r. */
+export function ropeRows(
+  qkv: Float32Array,
+  firstRow: number,
+  rows: number,
+  start: number,
+  geometry: AttentionGeometry,
+  table: Float32Array | undefined,
+): void {
+  const width = geometry.heads * geometry.headDim;
+  for (let row = 0; row < rows; row++) {
+    const rowBase = (firstRow + row) * 3 * width;
+    applyRope(qkv, rowBase, geometry, start + row, table);
+    applyRope(qkv, rowBase + width, geometry, start + row, table);
+  }
+}
+
+/**
+ * One lane's attention over `rows` rows of qkv (already rotated) from row `firstRow`, row r at position start + r:
+ * each row's key and value go into the lane's ring (keys, values [window, width], ring-indexed by position %
+ * window) first, then its output [.., width] at the same row. Scores and sums in float64, one rounding at the end.
+ */
+export function attendRows(
+  out: Float32Array,
+  qkv: Float32Array,
+  firstRow: number,
+  rows: number,
+  start: number,
+  keys: Float32Array,
+  values: Float32Array,
+  geometry: AttentionGeometry,
+  scores: Float64Array = new Float64Array(geometry.window),
+  sums: Float64Array = new Float64Array(geometry.headDim),
+): void {
+  const { heads, headDim, window } = geometry;
+  const width = heads * headDim;
+  const scale = 1 / Math.sqrt(headDim);
+  for (let row = 0; row < rows; row++) {
+    const position = start + row;
+    const rowBase = (firstRow + row) * 3 * width;
+    const slot = (position % window) * width;
+    keys.set(qkv.subarray(rowBase + width, rowBase + 2 * width), slot);
+    values.set(qkv.subarray(rowBase + 2 * width, rowBase + 3 * width), slot);
+    const first = Math.max(0, position - window + 1);
+    const count = position - first + 1;
+    for (let head = 0; head < heads; head++) {
+      const queryBase = rowBase + head * headDim;
+      let maximum = Number.NEGATIVE_INFINITY;
+      for (let j = 0; j < count; j++) {
+        const keyBase = ((first + j) % window) * width + head * headDim;
+        let dot = 0;
+        for (let d = 0; d < headDim; d++) dot += qkv[queryBase + d]! * keys[keyBase + d]!;
+        scores[j] = dot * scale;
+        if (scores[j]! > maximum) maximum = scores[j]!;
+      }
+      let total = 0;
+      for (let j = 0; j < count; j++) {
+        scores[j] = Math.exp(scores[j]! - maximum);
+        total += scores[j]!;
+      }
+      sums.fill(0);
+      for (let j = 0; j < count; j++) {
+        const valueBase = ((first + j) % window) * width + head * headDim;
+        const probability = scores[j]! / total;
+        for (let d = 0; d < headDim; d++) sums[d]! += probability * values[valueBase + d]!;
+      }
+      for (let d = 0; d < headDim; d++) out[(firstRow + row) * width + head * headDim + d] = sums[d]!;
     }
   }
 }
@@ -146,48 +225,13 @@ export class WindowedTransformer {
 
   /** qkv [rows, 3·width] → attention output [rows, width]; writes each row's key and value into the ring first. */
   private attend(qkv: Float32Array, rows: number, layerIndex: number, scratch: ScratchArena): Float32Array {
-    const { heads, headDim, window } = this.weights.config;
-    const width = heads * headDim;
-    const keys = this.keys[layerIndex]!;
-    const values = this.values[layerIndex]!;
-    const out = scratch.take(rows * width);
-    const scores = scratch.takeDouble(window);
-    const sums = scratch.takeDouble(headDim);
-    const scale = 1 / Math.sqrt(headDim);
-    for (let row = 0; row < rows; row++) {
-      const position = this.position + row;
-      const rowBase = row * 3 * width;
-      applyRope(qkv, rowBase, this.weights.config, position, this.weights.ropeTable);
-      applyRope(qkv, rowBase + width, this.weights.config, position, this.weights.ropeTable);
-      const slot = (position % window) * width;
-      keys.set(qkv.subarray(rowBase + width, rowBase + 2 * width), slot);
-      values.set(qkv.subarray(rowBase + 2 * width, rowBase + 3 * width), slot);
-      const first = Math.max(0, position - window + 1);
-      const count = position - first + 1;
-      for (let head = 0; head < heads; head++) {
-        const queryBase = rowBase + head * headDim;
-        let maximum = Number.NEGATIVE_INFINITY;
-        for (let j = 0; j < count; j++) {
-          const keyBase = ((first + j) % window) * width + head * headDim;
-          let dot = 0;
-          for (let d = 0; d < headDim; d++) dot += qkv[queryBase + d]! * keys[keyBase + d]!;
-          scores[j] = dot * scale;
-          if (scores[j]! > maximum) maximum = scores[j]!;
-        }
-        let total = 0;
-        for (let j = 0; j < count; j++) {
-          scores[j] = Math.exp(scores[j]! - maximum);
-          total += scores[j]!;
-        }
-        sums.fill(0);
-        for (let j = 0; j < count; j++) {
-          const valueBase = ((first + j) % window) * width + head * headDim;
-          const probability = scores[j]! / total;
-          for (let d = 0; d < headDim; d++) sums[d]! += probability * values[valueBase + d]!;
-        }
-        for (let d = 0; d < headDim; d++) out[row * width + head * headDim + d] = sums[d]!;
-      }
-    }
+    const { config, ropeTable } = this.weights;
+    const out = scratch.take(rows * config.heads * config.headDim);
+    ropeRows(qkv, 0, rows, this.position, config, ropeTable);
+    const ring = { keys: this.keys[layerIndex]!, values: this.values[layerIndex]! };
+    const scores = scratch.takeDouble(config.window);
+    const sums = scratch.takeDouble(config.headDim);
+    attendRows(out, qkv, 0, rows, this.position, ring.keys, ring.values, config, scores, sums);
     return out;
   }
 }

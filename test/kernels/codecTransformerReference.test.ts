@@ -1,5 +1,5 @@
-// The codec transformer kernels' references (support/codecTransformerReference.ts) are the cpu transformer's own
-// arithmetic: a layer rebuilt from them, the cpu norm and linears gives WindowedTransformer.forward's bits, streamed
+// The codec transformer kernels' references (transformer.ts ropeRows and attendRows, the SwiGLU line of
+// codecTransformerRowCases.ts) are the cpu transformer's own arithmetic: a layer rebuilt from them, the cpu norm and linears gives WindowedTransformer.forward's bits, streamed
 // in chunks that cross the window and the RoPE table's end, with and without a table. Runs without a GPU.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -7,8 +7,8 @@ import { codecRopeFrequencies } from '../../src/backend/cuda/ops/codecTransforme
 import type { CodecTransformerConfig } from '../../src/codec/config.ts';
 import { linear, rmsNorm, transpose } from '../../src/codec/rows.ts';
 import { ScratchArena } from '../../src/codec/scratch.ts';
-import { type TransformerWeights, WindowedTransformer } from '../../src/codec/transformer.ts';
-import { referenceAttend, referenceRopeRows, referenceSwiGlu } from './support/codecTransformerReference.ts';
+import { attendRows, ropeRows, type TransformerWeights, WindowedTransformer } from '../../src/codec/transformer.ts';
+import { referenceSwiGlu } from './support/codecTransformerRowCases.ts';
 import { Random, randomFloat32 } from './support/random.ts';
 
 const config: CodecTransformerConfig = {
@@ -54,9 +54,9 @@ function rebuiltForward(
   weights.layers.forEach((layer, index) => {
     const normed = rmsNorm(hidden, rows, dim, layer.attentionNorm, normEps, scratch);
     const qkv = linear(normed, rows, dim, 3 * width, layer.wqkv, undefined, scratch);
-    referenceRopeRows(qkv, 0, rows, start, config, weights.ropeTable);
+    ropeRows(qkv, 0, rows, start, config, weights.ropeTable);
     const attended = new Float32Array(rows * width);
-    referenceAttend(attended, qkv, 0, rows, start, rings[index]!.keys, rings[index]!.values, config);
+    attendRows(attended, qkv, 0, rows, start, rings[index]!.keys, rings[index]!.values, config);
     const attentionOut = linear(attended, rows, width, dim, layer.wo, undefined, scratch);
     const after = new Float32Array(rows * dim);
     for (let i = 0; i < rows * dim; i++) after[i] = hidden[i]! + attentionOut[i]! * layer.attentionScale[i % dim]!;
@@ -120,7 +120,7 @@ test('codecRopeFrequencies gives the divisor applyRope divides each position by'
   const divisors = codecRopeFrequencies(500, 4);
   for (const position of [0, 1, 77, 1000, 123456]) {
     const row = Float32Array.from([1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-    referenceRopeRows(row, 0, 1, position, { ...geometry }, undefined);
+    ropeRows(row, 0, 1, position, { ...geometry }, undefined);
     const expected = [0, 1].map((pair) => Math.fround(Math.cos(position / divisors[pair]!)));
     assert.deepEqual([row[0], row[2]], expected, `cos at ${position}`);
   }

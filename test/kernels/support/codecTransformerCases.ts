@@ -1,5 +1,5 @@
 // Contract cases for the codec's windowed transformer kernels (kernels/cuda/codec_transformer.cu) against the cpu
-// transformer's own arithmetic: RoPE, the windowed attention and its ring (codecTransformerReference.ts, transformer.ts
+// transformer's own arithmetic: RoPE, the windowed attention and its ring (transformer.ts
 // line by line). Real geometry (16 heads × 64, window 128) and small odd ones; lanes at scattered slots, starts past the
 // window and past the RoPE table. RMSNorm and SwiGLU are codecTransformerRowCases.ts; the streamed composition (RoPE,
 // attention, ring update per chunk) is codecTransformerStreamCases.ts.
@@ -9,8 +9,8 @@ import {
   codecRopeFrequencies,
   codecWindowAttention,
 } from '../../../src/backend/cuda/ops/codecTransformer.ts';
+import { type AttentionGeometry, attendRows, ropeRows } from '../../../src/codec/transformer.ts';
 import { widen } from './codecCases.ts';
-import { type AttentionGeometry, referenceAttend, referenceRopeRows } from './codecTransformerReference.ts';
 import type { InvarianceCase, KernelCase, Prepared, ShapeCase } from './contract.ts';
 import { copySlab } from './deltaNetCases.ts';
 import { type Random, randomFloat32, streamOf } from './random.ts';
@@ -117,7 +117,7 @@ function ropePrepared(lanesOf: LanesOf, tablePositions: number, random: Random, 
     ],
     reference: () => {
       const qkv = Float32Array.from(qkvIn);
-      for (const lane of laneRows(lanesOf)) referenceRopeRows(qkv, lane.first, lane.rows, lane.start, geometry, table);
+      for (const lane of laneRows(lanesOf)) ropeRows(qkv, lane.first, lane.rows, lane.start, geometry, table);
       return { qkv: widen(qkv) };
     },
     run(cuda, p, kernel) {
@@ -210,7 +210,7 @@ export function attentionReference(lanesOf: LanesOf, qkv: Float32Array, keys: Fl
   for (const lane of laneRows(lanesOf)) {
     const ringKeys = keysAfter.subarray(lane.slot * ringSize, (lane.slot + 1) * ringSize);
     const ringValues = valuesAfter.subarray(lane.slot * ringSize, (lane.slot + 1) * ringSize);
-    referenceAttend(out, qkv, lane.first, lane.rows, lane.start, ringKeys, ringValues, geometry);
+    attendRows(out, qkv, lane.first, lane.rows, lane.start, ringKeys, ringValues, geometry);
   }
   return { out, keys: keysAfter, values: valuesAfter };
 }

@@ -1,13 +1,25 @@
 // Contract cases for the codec transformer's row-wise kernels (kernels/cuda/codec_transformer.cu): RMSNorm against
-// the cpu norm the codec calls (src/numeric/norms.ts) and SwiGLU against the layer's line (codecTransformerReference.ts),
+// the cpu norm the codec calls (src/numeric/norms.ts) and SwiGLU against the layer's line (transformer.ts),
 // at the real widths (dim 1024, SwiGLU 3072) and odd sizes, with rows alone and in larger calls.
 import { codecRmsNorm, codecSwiGlu } from '../../../src/backend/cuda/ops/codecTransformer.ts';
 import { rmsNorm } from '../../../src/numeric/norms.ts';
 import { widen } from './codecCases.ts';
 import { ONE_ROUNDING_BOUND, ONE_ROUNDING_ULPS } from './codecTransformerCases.ts';
-import { referenceSwiGlu } from './codecTransformerReference.ts';
 import type { KernelCase, Prepared, ShapeCase } from './contract.ts';
 import { type Random, randomFloat32, streamOf } from './random.ts';
+
+/** The cpu layer's SwiGLU line (transformer.ts) over [gate | up] rows: out[r, i] = fround(silu(gate)) · up. */
+export function referenceSwiGlu(gateUp: Float32Array, rows: number, intermediate: number): Float32Array {
+  const out = new Float32Array(rows * intermediate);
+  for (let row = 0; row < rows; row++) {
+    for (let i = 0; i < intermediate; i++) {
+      const value = gateUp[row * 2 * intermediate + i]!;
+      const up = gateUp[row * 2 * intermediate + intermediate + i]!;
+      out[row * intermediate + i] = Math.fround(value / (1 + Math.exp(-value))) * up;
+    }
+  }
+  return out;
+}
 
 const REAL_DIM = 1024;
 const REAL_INTERMEDIATE = 3072;

@@ -1,6 +1,6 @@
 // Contract case for the codec transformer's attention as a stream (kernels/cuda/codec_transformer.cu): RoPE in place,
 // the windowed attention over this call and the ring, then the ring update, per call. Its accuracy shape holds lanes
-// against the cpu transformer's applyRope and attend (codecTransformerReference.ts); its equivalences hold one lane
+// against the cpu transformer's ropeRows and attendRows (transformer.ts); its equivalences hold one lane
 // whole and in chunks of 1, 4, 32 and irregular rows (each chunk a call from the ring the previous one left), and
 // lanes together and alone, bit for bit. In one head of the equivalences q is zero (a uniform softmax) and v holds
 // ±2⁴⁸ at alternate positions: their fp64 sum cancels, so the order in which the keys are summed shows in fp32.
@@ -12,6 +12,7 @@ import {
   codecWindowAttention,
 } from '../../../src/backend/cuda/ops/codecTransformer.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
+import { type AttentionGeometry, ropeRows } from '../../../src/codec/transformer.ts';
 import { widen } from './codecCases.ts';
 import {
   attentionReference,
@@ -25,7 +26,6 @@ import {
   transformerTable,
   unitsOf,
 } from './codecTransformerCases.ts';
-import { type AttentionGeometry, referenceRopeRows } from './codecTransformerReference.ts';
 import type { EquivalenceCase, KernelCase, OutputSpec, Prepared } from './contract.ts';
 import { copySlab } from './deltaNetCases.ts';
 import { type Random, randomFloat32 } from './random.ts';
@@ -134,7 +134,7 @@ function lanesPrepared(lanes: readonly TransformerLane[], slots: number, random:
     reference: () => {
       const qkv = Float32Array.from(inputs.qkvIn);
       lanes.forEach(([, units, start], index) => {
-        referenceRopeRows(qkv, firsts[index]!, units, start, geometry, undefined);
+        ropeRows(qkv, firsts[index]!, units, start, geometry, undefined);
       });
       const lanesOf = { geometry, rowScale: 1, slots, lanes };
       const after = attentionReference(lanesOf, qkv, inputs.keysIn, inputs.valuesIn);
