@@ -4,20 +4,8 @@
 # decoder's widest-rate layers) and of its transposed convs, from bench/gpu-codec.ts's profile-only run.
 # Usage: bench/ncu-codec.sh <prepared folder> <output dir>   (the folder from scripts/device/prepare.ts)
 set -uo pipefail
-if [ "$#" -ne 2 ]; then
-  echo "usage: $0 <prepared folder> <output dir>" >&2
-  exit 2
-fi
-prepared="$(cd "$1" && pwd)"
-mkdir -p "$2"
-output="$(cd "$2" && pwd)"
-ncu="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
-if [ -z "$ncu" ]; then
-  echo "ncu-codec: no Nsight Compute (ncu) on this machine" | tee "$output/ncu-codec.log"
-  exit 0
-fi
-node_binary="$(mktemp -d)/node"
-xz -dc "$prepared/node.xz" >"$node_binary" && chmod +x "$node_binary" || exit 1
+log_name=ncu-codec.log
+source "$(dirname "$0")/support/ncu-setup.sh"
 sections=(--section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats
   --section MemoryWorkloadAnalysis_Tables --section LaunchStats)
 # The warm call launches 61 tiled convs; the big call's last residual-unit convs come after 55 more.

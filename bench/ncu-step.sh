@@ -5,20 +5,8 @@
 # wall time (bench/gpu-frames.ts without a profiler) is the time the GPU spends between kernels.
 # Usage: bench/ncu-step.sh <prepared folder> <output dir>   (the folder from scripts/device/prepare.ts)
 set -uo pipefail
-if [ "$#" -ne 2 ]; then
-  echo "usage: $0 <prepared folder> <output dir>" >&2
-  exit 2
-fi
-prepared="$(cd "$1" && pwd)"
-mkdir -p "$2"
-output="$(cd "$2" && pwd)"
-ncu="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
-if [ -z "$ncu" ]; then
-  echo "ncu-step: no Nsight Compute (ncu) on this machine" | tee "$output/ncu-step.log"
-  exit 0
-fi
-node_binary="$(mktemp -d)/node"
-xz -dc "$prepared/node.xz" >"$node_binary" && chmod +x "$node_binary" || exit 1
+log_name=ncu-step.log
+source "$(dirname "$0")/support/ncu-setup.sh"
 DRAMA3_KERNEL_DIR="$prepared/kernels" DRAMA3_PROFILER_RANGE=1 "$ncu" --clock-control none --profile-from-start off \
   --graph-profiling node --metrics gpu__time_duration.sum --print-units base --csv --log-file "$output/ncu-step.csv" \
   "$node_binary" "$prepared/app/bench/gpu-frames.mjs" "$output/under-ncu" >"$output/ncu-step.log" 2>&1

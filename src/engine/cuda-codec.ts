@@ -5,6 +5,7 @@ import { CudaContext } from '../backend/cuda/context.ts';
 import type { CodecPrecision } from '../backend/cuda/ops/codecConv.ts';
 import type { Codec } from '../codec/codec.ts';
 import { CudaCodecDecoder } from '../codec/cuda/decoder.ts';
+import { DramaError } from '../errors.ts';
 import type { CodecStream } from '../model/types.ts';
 import { checkEngineCodes } from './engine-codes.ts';
 import type { EngineCodec, StreamPush } from './runtime.ts';
@@ -63,13 +64,17 @@ export function cudaEngineCodec(
       return stream;
     },
     decodeTogether(pushes: readonly StreamPush[]) {
-      const results: (Float32Array | Error)[] = pushes.map(() => new Error('not decoded'));
+      const results = new Array<Float32Array | Error>(pushes.length);
       const lanes: { slot: number; frames: StreamPush['frames'] }[] = [];
       const indices: number[] = [];
       pushes.forEach(({ stream, frames }, index) => {
         const slot = slots.get(stream);
         try {
-          if (slot === undefined) throw new Error('a decode pass was handed a stream this codec did not open');
+          if (slot === undefined) {
+            throw new DramaError('CODEC_STREAM_UNKNOWN', 'a decode pass was handed a stream this codec did not open', {
+              kind: 'internal',
+            });
+          }
           checkEngineCodes(frames, codec.config);
           lanes.push({ slot, frames });
           indices.push(index);

@@ -22,6 +22,7 @@ import {
   codecSwiGlu,
   codecWindowAttention,
 } from '../../backend/cuda/ops/codecTransformer.ts';
+import { DramaError } from '../../errors.ts';
 import { DEPTHWISE_KERNEL, LAYER_NORM_EPS } from '../convnext.ts';
 import type { DeviceConv, DeviceDecoderBlock, DeviceResample, DeviceTransformer } from './device-weights.ts';
 import type { BlockHistories, Slab, TransformerRings } from './lane-state.ts';
@@ -92,7 +93,13 @@ export function conv(
   });
   if (historyRows === 0) return;
   if (launch.history === undefined || launch.history.rows !== historyRows) {
-    throw new Error(`codec conv with ${historyRows} history rows launched without its slab`);
+    throw new DramaError(
+      'CODEC_HISTORY_MISSING',
+      `codec conv with ${historyRows} history rows launched without its slab`,
+      {
+        kind: 'internal',
+      },
+    );
   }
   codecHistoryUpdate(cuda, {
     ...call,
@@ -173,7 +180,9 @@ export class Rotation {
   /** A buffer that is none of `busy`. */
   other(...busy: DevicePointer[]): DevicePointer {
     const free = this.buffers.find((buffer) => !busy.includes(buffer));
-    if (free === undefined) throw new Error('codec decode ran out of scratch buffers');
+    if (free === undefined) {
+      throw new DramaError('CODEC_SCRATCH_EXHAUSTED', 'codec decode ran out of scratch buffers', { kind: 'internal' });
+    }
     return free;
   }
 }
