@@ -2,10 +2,10 @@
 // format: a single stream's first frame (fresh lane, one frame, wall time to samples on the host, median of 21), and
 // 1, 8 and 64 lanes streaming together (a round of 4 frames per lane, then rounds of 16; wall time of the rounds,
 // median of 3 runs on fresh lanes) in audio-seconds per second, beside the FLOP count per audio second the config
-// gives (decode-flops.ts) and the rate it implies. fp16-weights (the release's) and fp32 modes. Writes
-// gpu-codec.json to the folder in argv[2].
-// DRAMA3_CODEC_BENCH=profile-only makes one warm call and one call of 64 lanes × 16 frames with fp16 weights, no
-// timing: the run bench/ncu-codec.sh profiles.
+// gives (decode-flops.ts) and the rate it implies. The f16 (tensor cores, the release's precision), f16-weights and
+// f32 modes. Writes gpu-codec.json to the folder in argv[2].
+// DRAMA3_CODEC_BENCH=profile-only makes one warm call and one call of 64 lanes × 16 frames in f16, no timing: the
+// run bench/ncu-codec.sh profiles.
 // Usage: tsx bench/gpu-codec.ts [output directory]
 import { performance } from 'node:perf_hooks';
 import { CudaContext } from '../src/backend/cuda/context.ts';
@@ -141,7 +141,7 @@ if (process.env.DRAMA3_CODEC_BENCH === 'profile-only') {
   const decoder = CudaCodecDecoder.create(cuda, config, weights, {
     slots: 64,
     maxFramesPerCall: MAX_FRAMES_PER_CALL,
-    precision: 'f16-weights',
+    precision: 'f16',
   });
   const warm = decoder.acquire();
   decoder.decode([{ slot: warm, frames: randomFrames(4) }]);
@@ -157,7 +157,7 @@ const rows: Row[] = [];
 const profiles: Record<string, LaunchProfile> = {};
 const firstFrames: Record<string, number> = {};
 const memory: Record<string, unknown> = {};
-for (const precision of ['f16-weights', 'f32'] as const) {
+for (const precision of ['f16', 'f16-weights', 'f32'] as const) {
   const decoder = CudaCodecDecoder.create(cuda, config, weights, {
     slots: Math.max(...LANES),
     maxFramesPerCall: MAX_FRAMES_PER_CALL,

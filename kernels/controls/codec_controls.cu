@@ -11,7 +11,8 @@
 //   control_codec_conv_narrow_history_off_by_one  the narrow conv's carried rows read one row further back
 //   control_codec_conv_tiled_*, control_codec_transposed_tiled_history_off_by_one: the same faults in the
 //                                                 register-tiled kernels (kernels/cuda/codec_conv_tiled.cuh)
-#include "codec_conv_tiled.cuh"
+//   control_codec_conv_mma_*                      the same faults in the tensor-core conv (codec_conv_mma.cuh)
+#include "codec_conv_mma.cuh"
 
 CODEC_CONV_ENTRY(control_codec_conv_taps_reversed, float, CODEC_FAULT_TAPS_REVERSED)
 CODEC_CONV_ENTRY(control_codec_conv_history_off_by_one, float, CODEC_FAULT_HISTORY_OFF_BY_ONE)
@@ -26,3 +27,6 @@ CODEC_TILED_ENTRY(control_codec_conv_tiled_history_off_by_one, float, CODEC_FAUL
 CODEC_TILED_ENTRY(control_codec_conv_tiled_chunks_reversed_with_lanes, float, CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES)
 CODEC_TILED_TRANSPOSED_ENTRY(control_codec_transposed_tiled_history_off_by_one, float,
                              CODEC_FAULT_TRANSPOSED_HISTORY_OFF_BY_ONE)
+CODEC_MMA_ENTRY(control_codec_conv_mma_taps_reversed, CODEC_FAULT_TAPS_REVERSED)
+CODEC_MMA_ENTRY(control_codec_conv_mma_history_off_by_one, CODEC_FAULT_HISTORY_OFF_BY_ONE)
+CODEC_MMA_ENTRY(control_codec_conv_mma_stages_reversed_with_lanes, CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES)

@@ -17,9 +17,12 @@
 //   out[n·s + j, o] = bias[o] + Σ_i Σ_{q<m} w[i, j + q·s, o] · in[n − q, i]; history [S, m − 1, Cin]; out rows are
 //   s times the input's (row_scale counts input rows). The same chunked order.
 // codec_transposed_conv_tiled_{f32,f16w}: the same, 8 outputs × 8 rows of one phase a thread: for s | 8, s | K ≤ 16.
+// codec_conv_mma_f16: the same conv on tensor cores (codec_conv_mma.cuh), fp16 weights [Cin, K, Cout] and the
+//   inputs (after Snake) rounded to fp16, one fp32 sum per output (stages of channels ascending, taps, slices): the
+//   `f16` precision; a transposed conv runs on it as a conv of s·Cout outputs.
 // codec_history_update: history ← the last H rows of history ++ snake?(x), per sequence; run after the conv.
 // codec_snake: out = snake(x) per channel, rows [T, C] (the conv kernels apply the same function to their inputs).
-#include "codec_conv_tiled.cuh"
+#include "codec_conv_mma.cuh"
 
 CODEC_CONV_ENTRY(codec_conv_f32, float, CODEC_FAULT_NONE)
 CODEC_CONV_ENTRY(codec_conv_f16w, __half, CODEC_FAULT_NONE)
@@ -31,5 +34,6 @@ CODEC_TRANSPOSED_ENTRY(codec_transposed_conv_f32, float, CODEC_FAULT_NONE)
 CODEC_TRANSPOSED_ENTRY(codec_transposed_conv_f16w, __half, CODEC_FAULT_NONE)
 CODEC_TILED_TRANSPOSED_ENTRY(codec_transposed_conv_tiled_f32, float, CODEC_FAULT_NONE)
 CODEC_TILED_TRANSPOSED_ENTRY(codec_transposed_conv_tiled_f16w, __half, CODEC_FAULT_NONE)
+CODEC_MMA_ENTRY(codec_conv_mma_f16, CODEC_FAULT_NONE)
 CODEC_HISTORY_ENTRY(codec_history_update, CODEC_FAULT_NONE)
 CODEC_SNAKE_ENTRY(codec_snake, CODEC_FAULT_NONE)

@@ -5,7 +5,7 @@ import type { CodecPrecision } from '../backend/cuda/ops/codecConv.ts';
 import { DramaError } from '../errors.ts';
 import { type BackendName, type BackendProbes, REAL_PROBES } from './backend-choice.ts';
 
-export const CODEC_PRECISIONS = ['f32', 'f16-weights'] as const satisfies readonly CodecPrecision[];
+export const CODEC_PRECISIONS = ['f32', 'f16-weights', 'f16'] as const satisfies readonly CodecPrecision[];
 
 export interface CodecChoice {
   readonly backend: 'cpu' | 'cuda';

@@ -55,11 +55,13 @@ function decoder(precision: CodecPrecision, slots: number, maxFramesPerCall: num
   });
 }
 
-test('the CUDA codec decodes the PyTorch fixture: SNR in fp32 and fp16-weights modes', { skip }, async () => {
+test('the CUDA codec decodes the PyTorch fixture: SNR in the f32, f16-weights and f16 (tensor-core) modes', {
+  skip,
+}, async () => {
   const cpu = (await Codec.load(FIXTURE_DIR, fixtureConfig)).decode(frames);
   const pytorch = fixtureFloats('decode.audio');
   const exact = fixtureDoubles('decode.audio.f64');
-  for (const precision of ['f32', 'f16-weights'] as const) {
+  for (const precision of ['f32', 'f16-weights', 'f16'] as const) {
     const codec = decoder(precision, 1, 64);
     try {
       const stream = codec.openStream();
@@ -100,57 +102,59 @@ const SCHEDULES: readonly (readonly number[])[] = [
   [5, 1, 1, 11],
 ];
 
-test('contract 5 on CUDA: 8 lanes with different chunk schedules together = each whole alone, bit for bit', {
-  skip,
-}, () => {
-  const alone = decoder('f32', 1, 64);
-  let wholes: Float32Array[];
-  try {
-    wholes = SCHEDULES.map((_, lane) => {
-      const slot = alone.acquire();
-      const [samples] = alone.decode([{ slot, frames: laneFrames(3 * lane) }]);
-      alone.release(slot);
-      return samples!;
-    });
-  } finally {
-    alone.close();
-  }
-  // Calls of at most 24 frames: the rounds where many lanes bring many frames are split too.
-  const codec = decoder('f32', SCHEDULES.length, 24);
-  try {
-    const slots = SCHEDULES.map(() => codec.acquire());
-    const streamed = SCHEDULES.map(() => [] as Float32Array[]);
-    const done = SCHEDULES.map(() => 0);
-    for (let round = 0; done.some((count) => count < frames.length); round++) {
-      const call: LaneFrames[] = [];
-      const lanes: number[] = [];
-      SCHEDULES.forEach((schedule, lane) => {
-        if (done[lane]! >= frames.length) return;
-        const size = Math.min(schedule[round % schedule.length]!, frames.length - done[lane]!);
-        call.push({ slot: slots[lane]!, frames: laneFrames(3 * lane).slice(done[lane]!, done[lane]! + size) });
-        lanes.push(lane);
-        done[lane]! += size;
+for (const precision of ['f32', 'f16'] as const) {
+  test(`contract 5 on CUDA, ${precision}: 8 lanes with different chunk schedules together = each whole alone, bit for bit`, {
+    skip,
+  }, () => {
+    const alone = decoder(precision, 1, 64);
+    let wholes: Float32Array[];
+    try {
+      wholes = SCHEDULES.map((_, lane) => {
+        const slot = alone.acquire();
+        const [samples] = alone.decode([{ slot, frames: laneFrames(3 * lane) }]);
+        alone.release(slot);
+        return samples!;
       });
-      codec.decode(call).forEach((samples, index) => {
-        streamed[lanes[index]!]!.push(samples);
-      });
+    } finally {
+      alone.close();
     }
-    SCHEDULES.forEach((schedule, lane) => {
-      const joined = new Float32Array(wholes[lane]!.length);
-      let offset = 0;
-      for (const part of streamed[lane]!) {
-        joined.set(part, offset);
-        offset += part.length;
+    // Calls of at most 24 frames: the rounds where many lanes bring many frames are split too.
+    const codec = decoder(precision, SCHEDULES.length, 24);
+    try {
+      const slots = SCHEDULES.map(() => codec.acquire());
+      const streamed = SCHEDULES.map(() => [] as Float32Array[]);
+      const done = SCHEDULES.map(() => 0);
+      for (let round = 0; done.some((count) => count < frames.length); round++) {
+        const call: LaneFrames[] = [];
+        const lanes: number[] = [];
+        SCHEDULES.forEach((schedule, lane) => {
+          if (done[lane]! >= frames.length) return;
+          const size = Math.min(schedule[round % schedule.length]!, frames.length - done[lane]!);
+          call.push({ slot: slots[lane]!, frames: laneFrames(3 * lane).slice(done[lane]!, done[lane]! + size) });
+          lanes.push(lane);
+          done[lane]! += size;
+        });
+        codec.decode(call).forEach((samples, index) => {
+          streamed[lanes[index]!]!.push(samples);
+        });
       }
-      const whole = new Uint32Array(wholes[lane]!.buffer);
-      const bits = new Uint32Array(joined.buffer);
-      const first = bits.findIndex((word, index) => word !== whole[index]);
-      assert.equal(first, -1, `lane ${lane} (chunks ${schedule.join(', ')}): sample ${first} differs from whole`);
-    });
-  } finally {
-    codec.close();
-  }
-});
+      SCHEDULES.forEach((schedule, lane) => {
+        const joined = new Float32Array(wholes[lane]!.length);
+        let offset = 0;
+        for (const part of streamed[lane]!) {
+          joined.set(part, offset);
+          offset += part.length;
+        }
+        const whole = new Uint32Array(wholes[lane]!.buffer);
+        const bits = new Uint32Array(joined.buffer);
+        const first = bits.findIndex((word, index) => word !== whole[index]);
+        assert.equal(first, -1, `lane ${lane} (chunks ${schedule.join(', ')}): sample ${first} differs from whole`);
+      });
+    } finally {
+      codec.close();
+    }
+  });
+}
 
 test('the CUDA codec refuses a slot twice in one call and a call when every slot streams', { skip }, () => {
   const codec = decoder('f32', 1, 8);

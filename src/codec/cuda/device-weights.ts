@@ -9,7 +9,9 @@ import { quantizerTables } from '../../backend/cuda/ops/codecRows.ts';
 import { codecRopeFrequencies } from '../../backend/cuda/ops/codecTransformer.ts';
 import {
   codecConvWeightLayout,
+  codecTransposedAsConvLayout,
   codecTransposedWeightLayout,
+  repeatedBias,
   toF16Bits,
 } from '../../backend/cuda/ops/codecWeightLayout.ts';
 import { RESIDUAL_DILATIONS } from '../blocks.ts';
@@ -154,13 +156,20 @@ function transposed(
   weights: CodecWeights,
   name: string,
   shape: { inputs: number; outputs: number; kernel: number },
+  stride: number,
 ): DeviceConv {
   const folded = weight(weights, `${name}.conv.weight`);
-  const laid = codecTransposedWeightLayout(folded, shape.inputs, shape.outputs, shape.kernel);
+  const bias = weight(weights, `${name}.conv.bias`);
+  // Tensor cores run it as the conv of s·Cout outputs it is (codecConv.ts transposedOnTensorCores).
+  const asConv = up.precision === 'f16';
+  const { inputs, outputs, kernel } = shape;
+  const laid = asConv
+    ? codecTransposedAsConvLayout(folded, inputs, outputs, kernel, stride)
+    : codecTransposedWeightLayout(folded, inputs, outputs, kernel);
   return {
     ...shape,
     weight: up.laid(laid, `${name}.conv.weight`),
-    bias: up.floats(weight(weights, `${name}.conv.bias`), `${name}.conv.bias`),
+    bias: up.floats(asConv ? repeatedBias(bias, stride) : bias, `${name}.conv.bias`),
   };
 }
 
@@ -224,7 +233,7 @@ function resample(up: Uploader, weights: CodecWeights, index: number, config: Co
   const get = (suffix: string) => weight(weights, `${block}.${suffix}`);
   const floats = (suffix: string) => up.floats(get(suffix), `${block}.${suffix}`);
   return {
-    upsample: transposed(up, weights, `${prefix}.0`, { inputs: latent, outputs: latent, kernel: factor }),
+    upsample: transposed(up, weights, `${prefix}.0`, { inputs: latent, outputs: latent, kernel: factor }, factor),
     factor,
     depthwiseWeight: floats('dwconv.conv.weight'),
     depthwiseBias: floats('dwconv.conv.bias'),
@@ -252,7 +261,7 @@ function decoderBlock(up: Uploader, weights: CodecWeights, index: number, inputs
   });
   return {
     alpha: alpha(`${prefix}.0`),
-    upsample: transposed(up, weights, `${prefix}.1`, { inputs, outputs, kernel: 2 * rate }),
+    upsample: transposed(up, weights, `${prefix}.1`, { inputs, outputs, kernel: 2 * rate }, rate),
     rate,
     units,
   };

@@ -61,6 +61,12 @@ export function referenceWeights(weight: Float32Array, precision: CodecPrecision
   return Float32Array.from(toF16Bits(weight), (bits) => f16BitsToFloat32(bits));
 }
 
+/** The conv inputs the reference sees: as they are, or rounded to fp16 as the tensor-core (`f16`) kernel stages them. */
+export function referenceInputs(values: Float32Array, precision: CodecPrecision): Float32Array {
+  if (precision !== 'f16') return values;
+  return Float32Array.from(toF16Bits(values), (bits) => f16BitsToFloat32(bits));
+}
+
 /** The kernel's weight upload: fp32 values, or fp16 bits (uploaded as a tensor's raw bits, as bf16 tensors are). */
 export function deviceWeights(laid: Float32Array, precision: CodecPrecision): Float32Array | Bf16Tensor {
   if (precision === 'f32') return laid;

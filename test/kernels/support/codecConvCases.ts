@@ -159,19 +159,28 @@ const threeLanes = (rowScale: number): CodecLanes => ({
 });
 
 /** Every layer (all wider than the narrow kernel's limit) forced onto `variant`: chunked or register-tiled. */
-function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled'): KernelCase {
+const variantLabel = { chunked: '', tiled: ', register-tiled', mma: ' and inputs, tensor cores' };
+
+function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'mma'): KernelCase {
   const layerOf = (shape: Parameters<typeof plainLayerOf>[0]): ConvLayer => ({ ...plainLayerOf(shape), variant });
+  // The reference cannot round the device's Snake values to fp16 as the tensor-core conv does (a value within a few
+  // ulps of an fp16 rounding boundary may round the other way), so f16's accuracy shapes take their inputs without
+  // Snake; its equivalences, which hold the device to itself, keep it.
+  const snake = precision !== 'f16';
   const first = layerOf({ inputs: 1024, outputs: 1536, kernel: 7, precision });
-  const dilated = layerOf({ inputs: 768, outputs: 768, kernel: 7, dilation: 9, snake: true, precision });
-  const pointwise = layerOf({ inputs: 768, outputs: 768, kernel: 1, snake: true, residual: true, precision });
-  const odd = layerOf({ inputs: 37, outputs: 45, kernel: 5, dilation: 3, snake: true, xStride: 41, precision });
+  const dilatedSnake = layerOf({ inputs: 768, outputs: 768, kernel: 7, dilation: 9, snake: true, precision });
+  const dilated = layerOf({ inputs: 768, outputs: 768, kernel: 7, dilation: 9, snake, precision });
+  const pointwiseSnake = layerOf({ inputs: 768, outputs: 768, kernel: 1, snake: true, residual: true, precision });
+  const pointwise = layerOf({ inputs: 768, outputs: 768, kernel: 1, snake, residual: true, precision });
+  const oddSnake = layerOf({ inputs: 37, outputs: 45, kernel: 5, dilation: 3, snake: true, xStride: 41, precision });
+  const odd = layerOf({ inputs: 37, outputs: 45, kernel: 5, dilation: 3, snake, xStride: 41, precision });
   const small = layerOf({ inputs: 192, outputs: 192, kernel: 7, dilation: 9, snake: true, precision });
   const expand = layerOf({ inputs: 1024, outputs: 4096, kernel: 1, activation: 'gelu', precision });
   const project = layerOf({ inputs: 4096, outputs: 1024, kernel: 1, residual: true, scale: true, precision });
   const unbiased = layerOf({ inputs: 1024, outputs: 1024, kernel: 1, bias: false, precision });
   const oddLinear = layerOf({ inputs: 45, outputs: 37, kernel: 1, bias: false, scale: true, xStride: 50, precision });
   return {
-    name: `codec causal conv with carried history, ${precision} weights${variant === 'tiled' ? ', register-tiled' : ''}`,
+    name: `codec causal conv with carried history, ${precision} weights${variantLabel[variant]}`,
     bound: CONV_BOUND,
     ulps: CONV_ULPS,
     shapes: [
@@ -183,12 +192,12 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled'): Ke
           [0, 1],
         ],
       }),
-      convShape('residual conv + Snake, 1 lane × 1 frame, real', dilated, {
+      convShape(`residual conv${snake ? ' + Snake' : ''}, 1 lane × 1 frame, real`, dilated, {
         slots: 2,
         rowScale: 32,
         sequences: [[1, 1]],
       }),
-      convShape('pointwise conv + Snake + residual, lanes of 5, 1, 2 frames, real', pointwise, {
+      convShape(`pointwise conv${snake ? ' + Snake' : ''} + residual, lanes of 5, 1, 2 frames, real`, pointwise, {
         slots: 6,
         rowScale: 32,
         sequences: [
@@ -211,14 +220,14 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled'): Ke
         ],
       }),
     ],
-    invariance: [convInvariance('decode lanes of 4 rows, residual conv + Snake, real', dilated, 4)],
+    invariance: [convInvariance('decode lanes of 4 rows, residual conv + Snake, real', dilatedSnake, 4)],
     equivalences: [
       ...convSchedules(small, 8, 45),
       ...(variant === 'tiled'
         ? [
-            againstChunked(dilated, 32, 'tiled'),
-            againstChunked(odd, 9, 'tiled'),
-            againstChunked(pointwise, 40, 'tiled'),
+            againstChunked(dilatedSnake, 32, 'tiled'),
+            againstChunked(oddSnake, 9, 'tiled'),
+            againstChunked(pointwiseSnake, 40, 'tiled'),
           ]
         : []),
     ],
@@ -254,5 +263,6 @@ export const codecConvCase = convCaseOf('f32', 'chunked');
 export const codecConvF16Case = convCaseOf('f16-weights', 'chunked');
 export const codecConvTiledCase = convCaseOf('f32', 'tiled');
 export const codecConvTiledF16Case = convCaseOf('f16-weights', 'tiled');
+export const codecConvMmaCase = convCaseOf('f16', 'mma');
 export const codecNarrowConvCase = narrowCaseOf('f32');
 export const codecNarrowConvF16Case = narrowCaseOf('f16-weights');

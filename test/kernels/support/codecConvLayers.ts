@@ -23,6 +23,7 @@ import {
   keptHistory,
   lanesTable,
   longestUnits,
+  referenceInputs,
   referenceWeights,
   snakeAlpha,
   widen,
@@ -54,6 +55,22 @@ export interface ConvLayer {
 /** fp32 sums of up to 1536·7 products in chunks of 32 channels: a few ulps at the output's RMS (measured ≈ 3e-7). */
 export const CONV_BOUND = 2e-6;
 export const CONV_ULPS = 32;
+
+/**
+ * The tensor cores' bound (the `f16` precision): their fp32 accumulation truncates each mma's sum instead of rounding
+ * it, losing under one ulp of the running sum per mma, so an output is held to one ulp (at its RMS) per mma of its
+ * chain, K · ⌈Cin / 16⌉, beside the CUDA-core kernels' own margin.
+ */
+export function tensorCoreUlps(inputs: number, kernel: number): number {
+  return kernel * Math.ceil(inputs / 16) + CONV_ULPS;
+}
+
+/** The out spec's gates: the case's, or for `f16` the tensor cores' bound in ulps and in norm (2⁻²⁴ an ulp). */
+export function outGates(precision: CodecPrecision, inputs: number, kernel: number) {
+  if (precision !== 'f16') return {};
+  const ulps = tensorCoreUlps(inputs, kernel);
+  return { ulps, bound: ulps * 2 ** -24 };
+}
 
 export type Schedule = (cuda: CudaContext, p: Readonly<Record<string, bigint>>, kernel: KernelName | undefined) => void;
 
@@ -95,7 +112,8 @@ export function deviceInputs(layer: ConvLayer, drawn: ConvInputs): Record<string
 }
 
 export function convOutputs(layer: ConvLayer, slots: number, rows: number): OutputSpec[] {
-  const outputs: OutputSpec[] = [{ name: 'out', kind: 'f32', count: rows * layer.outputs, ulpFloor: 1 }];
+  const gates = outGates(layer.precision, layer.inputs, layer.kernel);
+  const outputs: OutputSpec[] = [{ name: 'out', kind: 'f32', count: rows * layer.outputs, ulpFloor: 1, ...gates }];
   const historyCount = slots * historyRowsOf(layer) * layer.inputs;
   // The carried rows are copies of x, or the Snake kernel's own values where it applies (codecSnakeCases' bound).
   const [bound, ulps] = layer.snake ? [SNAKE_BOUND, SNAKE_ULPS] : [0, 0];
@@ -189,7 +207,8 @@ function convReference(layer: ConvLayer, lanes: CodecLanes, drawn: ConvInputs) {
     }
     const snaked = cpuSnake(x, rows, inputs, drawn.alpha);
     const slab = drawn.history.subarray(slot * historyRows * inputs, (slot + 1) * historyRows * inputs);
-    const y = convOrLinear(layer, weight, drawn.bias, slab, snaked, rows);
+    const seen = (values: Float32Array) => referenceInputs(values, precision);
+    const y = convOrLinear(layer, weight, drawn.bias, seen(slab), seen(snaked), rows);
     for (let element = 0; element < y.length; element++) {
       let value = y[element]!;
       const residual = drawn.residual?.[first * outputs + element] ?? 0;

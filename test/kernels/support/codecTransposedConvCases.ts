@@ -11,7 +11,11 @@ import {
   codecTransposedConv,
   transposedHistoryRows,
 } from '../../../src/backend/cuda/ops/codecConv.ts';
-import { codecTransposedWeightLayout } from '../../../src/backend/cuda/ops/codecWeightLayout.ts';
+import {
+  codecTransposedAsConvLayout,
+  codecTransposedWeightLayout,
+  repeatedBias,
+} from '../../../src/backend/cuda/ops/codecWeightLayout.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import {
   type CodecLanes,
@@ -22,10 +26,12 @@ import {
   keptHistory,
   lanesTable,
   longestUnits,
+  referenceInputs,
   referenceWeights,
   snakeAlpha,
   widen,
 } from './codecCases.ts';
+import { outGates } from './codecConvLayers.ts';
 import { SNAKE_BOUND, SNAKE_ULPS } from './codecSnakeCases.ts';
 import type { EquivalenceCase, HostInput, KernelCase, OutputSpec, Prepared, ShapeCase } from './contract.ts';
 import { copySlab, lanes, type Sequences } from './deltaNetCases.ts';
@@ -62,10 +68,15 @@ function transposedInputs(layer: TransposedLayer, slots: number, rows: number, d
 type TransposedInputs = ReturnType<typeof transposedInputs>;
 
 function deviceInputs(layer: TransposedLayer, drawn: TransposedInputs): Record<string, HostInput> {
-  const laid = codecTransposedWeightLayout(drawn.weight, layer.inputs, layer.outputs, layer.kernel);
+  const { inputs, outputs, kernel, stride } = layer;
+  // Tensor cores run it as the conv it is (codecConv.ts transposedOnTensorCores), with its weights laid out so.
+  const asConv = layer.precision === 'f16';
+  const laid = asConv
+    ? codecTransposedAsConvLayout(drawn.weight, inputs, outputs, kernel, stride)
+    : codecTransposedWeightLayout(drawn.weight, inputs, outputs, kernel);
   const values: Record<string, HostInput> = {
     weight: deviceWeights(laid, layer.precision),
-    bias: drawn.bias,
+    bias: asConv ? repeatedBias(drawn.bias, stride) : drawn.bias,
     x: drawn.x,
   };
   if (drawn.alpha) values.alpha = drawn.alpha;
@@ -74,7 +85,10 @@ function deviceInputs(layer: TransposedLayer, drawn: TransposedInputs): Record<s
 }
 
 function transposedOutputs(layer: TransposedLayer, slots: number, rows: number): OutputSpec[] {
-  const outputs: OutputSpec[] = [{ name: 'out', kind: 'f32', count: rows * layer.stride * layer.outputs, ulpFloor: 1 }];
+  // On tensor cores a transposed conv is the conv of its input rows with K / s taps (outGates).
+  const gates = outGates(layer.precision, layer.inputs, layer.kernel / layer.stride);
+  const count = rows * layer.stride * layer.outputs;
+  const outputs: OutputSpec[] = [{ name: 'out', kind: 'f32', count, ulpFloor: 1, ...gates }];
   const historyCount = slots * historyRowsOf(layer) * layer.inputs;
   const [bound, ulps] = layer.snake ? [SNAKE_BOUND, SNAKE_ULPS] : [0, 0];
   if (historyCount > 0) {
@@ -121,7 +135,8 @@ function transposedReference(layer: TransposedLayer, lanesOf: CodecLanes, drawn:
     const rows = laneUnits * lanesOf.rowScale;
     const snaked = cpuSnake(drawn.x.slice(first * inputs, (first + rows) * inputs), rows, inputs, drawn.alpha);
     const slab = drawn.history.subarray(slot * historyRows * inputs, (slot + 1) * historyRows * inputs);
-    const y = cpuTransposedConv(layer, weight, drawn.bias, slab, historyRows, snaked, rows);
+    const seen = (values: Float32Array) => referenceInputs(values, layer.precision);
+    const y = cpuTransposedConv(layer, weight, drawn.bias, seen(slab), historyRows, seen(snaked), rows);
     out.set(y, first * stride * outputs);
     historyOut.set(keptHistory(slab, snaked, historyRows, inputs), slot * historyRows * inputs);
   });
@@ -243,16 +258,19 @@ function transposedCaseOf(precision: CodecPrecision, variant: CodecTransposedVar
     precision,
     variant,
   });
-  const first = layerOf({ inputs: 1536, outputs: 768, kernel: 16, stride: 8, snake: true });
-  const fourth = layerOf({ inputs: 192, outputs: 96, kernel: 4, stride: 2, snake: true });
+  // f16's accuracy shapes take their inputs without Snake (codecConvCases.ts says why); its equivalences keep it.
+  const snake = precision !== 'f16';
+  const first = layerOf({ inputs: 1536, outputs: 768, kernel: 16, stride: 8, snake });
+  const fourth = layerOf({ inputs: 192, outputs: 96, kernel: 4, stride: 2, snake });
   const upsample = layerOf({ inputs: 1024, outputs: 1024, kernel: 2, stride: 2, snake: false });
+  // The tensor-core conv too needs the stride to divide the kernel.
   const odd =
-    variant === 'tiled'
-      ? layerOf({ inputs: 37, outputs: 45, kernel: 8, stride: 4, snake: true })
+    variant === 'tiled' || precision === 'f16'
+      ? layerOf({ inputs: 37, outputs: 45, kernel: 8, stride: 4, snake })
       : layerOf({ inputs: 37, outputs: 45, kernel: 7, stride: 3, snake: true });
   const third = layerOf({ inputs: 384, outputs: 192, kernel: 8, stride: 4, snake: true });
   return {
-    name: `codec causal transposed conv with carried rows, ${precision} weights${variant === 'tiled' ? ', register-tiled' : ''}`,
+    name: `codec causal transposed conv with carried rows, ${precision} weights${precision === 'f16' ? ' and inputs, tensor cores' : variant === 'tiled' ? ', register-tiled' : ''}`,
     bound: TRANSPOSED_BOUND,
     ulps: TRANSPOSED_ULPS,
     shapes: [
@@ -309,3 +327,5 @@ export const codecTransposedConvCase = transposedCaseOf('f32', 'chunked');
 export const codecTransposedConvF16Case = transposedCaseOf('f16-weights', 'chunked');
 export const codecTransposedConvTiledCase = transposedCaseOf('f32', 'tiled');
 export const codecTransposedConvTiledF16Case = transposedCaseOf('f16-weights', 'tiled');
+/** `f16` runs on the tensor-core conv whatever variant is named. */
+export const codecTransposedConvMmaCase = transposedCaseOf('f16', 'chunked');

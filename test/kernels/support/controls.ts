@@ -2,7 +2,7 @@
 // one through the same case and gates. A control is caught when at least one gate fails on at least one shape.
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
-import { codecConvCase, codecConvTiledCase, codecNarrowConvCase } from './codecConvCases.ts';
+import { codecConvCase, codecConvMmaCase, codecConvTiledCase, codecNarrowConvCase } from './codecConvCases.ts';
 import { codecQuantizerCase } from './codecQuantizerCases.ts';
 import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
@@ -12,7 +12,11 @@ import {
   codecTransformerRopeCase,
 } from './codecTransformerCases.ts';
 import { codecTransformerStreamCase } from './codecTransformerStreamCases.ts';
-import { codecTransposedConvCase, codecTransposedConvTiledCase } from './codecTransposedConvCases.ts';
+import {
+  codecTransposedConvCase,
+  codecTransposedConvMmaCase,
+  codecTransposedConvTiledCase,
+} from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
@@ -208,6 +212,27 @@ function codecControls(): Control[] {
       description: 'off-by-one history: the tiled codec transposed conv reads its carried row one row too far back',
       kernelCase: codecTransposedConvTiledCase,
       kernel: codec('control_codec_transposed_tiled_history_off_by_one'),
+    },
+    {
+      description: "wrong tap order: the tensor-core codec conv applies each channel's kernel flipped",
+      kernelCase: codecConvMmaCase,
+      kernel: codec('control_codec_conv_mma_taps_reversed'),
+    },
+    {
+      description: 'off-by-one history: the tensor-core codec conv reads its carried rows one row further back',
+      kernelCase: codecConvMmaCase,
+      kernel: codec('control_codec_conv_mma_history_off_by_one'),
+    },
+    {
+      description:
+        'batch-dependent order: the tensor-core codec conv sums its channel stages last to first beside other lanes',
+      kernelCase: codecConvMmaCase,
+      kernel: codec('control_codec_conv_mma_stages_reversed_with_lanes'),
+    },
+    {
+      description: "wrong tap order: the tensor-core transposed conv meets each phase's taps flipped",
+      kernelCase: codecTransposedConvMmaCase,
+      kernel: codec('control_codec_conv_mma_taps_reversed'),
     },
     {
       description: 'wrong formula: Snake adds sin(αx)/α, not its square',

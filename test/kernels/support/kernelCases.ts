@@ -8,6 +8,7 @@ import {
 import {
   codecConvCase,
   codecConvF16Case,
+  codecConvMmaCase,
   codecConvTiledCase,
   codecConvTiledF16Case,
   codecNarrowConvCase,
@@ -27,6 +28,7 @@ import { codecTransformerStreamCase } from './codecTransformerStreamCases.ts';
 import {
   codecTransposedConvCase,
   codecTransposedConvF16Case,
+  codecTransposedConvMmaCase,
   codecTransposedConvTiledCase,
   codecTransposedConvTiledF16Case,
 } from './codecTransposedConvCases.ts';
@@ -100,8 +102,10 @@ export const kernelCases: readonly KernelCase[] = [
   codecTransposedConvF16Case,
   codecConvTiledCase,
   codecConvTiledF16Case,
+  codecConvMmaCase,
   codecTransposedConvTiledCase,
   codecTransposedConvTiledF16Case,
+  codecTransposedConvMmaCase,
   codecDecoderBlockCase,
   codecTransformerRmsNormCase,
   codecTransformerSwiGluCase,

@@ -10,30 +10,38 @@ import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
-/** fp32 weights (the checking mode) or fp16 weights rounded to nearest even (the release's); fp32 sums either way. */
-export type CodecPrecision = 'f32' | 'f16-weights';
+/**
+ * fp32 weights (the checking mode); fp16 weights rounded to nearest even with fp32 inputs on the CUDA cores; or `f16`,
+ * as the release's vocoder runs: fp16 weights and fp16 inputs on tensor cores (codec_conv_mma.cuh). Sums are fp32 in
+ * every mode.
+ */
+export type CodecPrecision = 'f32' | 'f16-weights' | 'f16';
+/** The CUDA-core kernels' weight types: `f16` runs its few-output layers on the fp16-weight ones. */
+type CoreWeights = 'f32' | 'f16-weights';
+const coreWeights = (precision: CodecPrecision): CoreWeights => (precision === 'f32' ? 'f32' : 'f16-weights');
 
 const FAMILY = 'codec_conv';
-const CONV_KERNELS: Record<CodecPrecision, KernelName> = {
+const CONV_KERNELS: Record<CoreWeights, KernelName> = {
   f32: { family: FAMILY, name: 'codec_conv_f32' },
   'f16-weights': { family: FAMILY, name: 'codec_conv_f16w' },
 };
-const TILED_KERNELS: Record<CodecPrecision, KernelName> = {
+const TILED_KERNELS: Record<CoreWeights, KernelName> = {
   f32: { family: FAMILY, name: 'codec_conv_tiled_f32' },
   'f16-weights': { family: FAMILY, name: 'codec_conv_tiled_f16w' },
 };
-const TILED_TRANSPOSED_KERNELS: Record<CodecPrecision, KernelName> = {
+const TILED_TRANSPOSED_KERNELS: Record<CoreWeights, KernelName> = {
   f32: { family: FAMILY, name: 'codec_transposed_conv_tiled_f32' },
   'f16-weights': { family: FAMILY, name: 'codec_transposed_conv_tiled_f16w' },
 };
-const NARROW_KERNELS: Record<CodecPrecision, KernelName> = {
+const NARROW_KERNELS: Record<CoreWeights, KernelName> = {
   f32: { family: FAMILY, name: 'codec_conv_narrow_f32' },
   'f16-weights': { family: FAMILY, name: 'codec_conv_narrow_f16w' },
 };
-const TRANSPOSED_KERNELS: Record<CodecPrecision, KernelName> = {
+const TRANSPOSED_KERNELS: Record<CoreWeights, KernelName> = {
   f32: { family: FAMILY, name: 'codec_transposed_conv_f32' },
   'f16-weights': { family: FAMILY, name: 'codec_transposed_conv_f16w' },
 };
+const MMA_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_mma_f16' };
 const HISTORY_KERNEL: KernelName = { family: FAMILY, name: 'codec_history_update' };
 const SNAKE_KERNEL: KernelName = { family: FAMILY, name: 'codec_snake' };
 
@@ -64,13 +72,13 @@ const ACTIVATION_CODES: Record<CodecActivation, number> = { identity: 0, tanh: 1
  * output) or the register-tiled one (128 outputs × 64 rows a block, 8 × 8 a thread). All three sum every output in
  * the same order, so they give the same bits; the choice is speed alone.
  */
-export type CodecConvVariant = 'chunked' | 'narrow' | 'tiled';
+export type CodecConvVariant = 'chunked' | 'narrow' | 'tiled' | 'mma';
 export type CodecTransposedVariant = 'chunked' | 'tiled';
 
 /** The register-tiled kernels' fixed shapes (codec_conv_tiled.cuh). */
 const TILED_BLOCK_OUTPUTS = 128;
 const TILED_BLOCK_ROWS = 64;
-const WEIGHT_BYTES: Record<CodecPrecision, number> = { f32: 4, 'f16-weights': 2 };
+const WEIGHT_BYTES: Record<CoreWeights, number> = { f32: 4, 'f16-weights': 2 };
 
 /** Input channels a tiled kernel stages at a time (codec_conv_tiled.cuh tiled_stage_channels). */
 function tiledStageChannels(kernel: number): number {
@@ -84,7 +92,27 @@ function tiledStageChannels(kernel: number): number {
  */
 export function tiledSharedBytes(precision: CodecPrecision, kernel: number, inputRows: number): number {
   const channels = tiledStageChannels(kernel);
-  return 2 * channels * kernel * TILED_BLOCK_OUTPUTS * WEIGHT_BYTES[precision] + channels * (inputRows | 1) * 4;
+  const weights = 2 * channels * kernel * TILED_BLOCK_OUTPUTS * WEIGHT_BYTES[coreWeights(precision)];
+  return weights + channels * (inputRows | 1) * 4;
+}
+
+/** The tensor-core conv's fixed shapes (codec_conv_mma.cuh): 256 threads, 128 rows × 128 outputs a block. */
+const MMA_THREADS = 256;
+const MMA_BLOCK_ROWS = 128;
+const MMA_BLOCK_OUTPUTS = 128;
+const MMA_WEIGHT_STRIDE = MMA_BLOCK_OUTPUTS + 8;
+export const CODEC_MMA_MAXIMUM_KERNEL = 8;
+
+/** Input channels the tensor-core conv stages at a time (codec_conv_mma.cuh mma_stage_channels). */
+function mmaStageChannels(kernel: number): number {
+  if (kernel === 1) return 64;
+  return kernel <= 2 ? 32 : 16;
+}
+
+/** Shared bytes of the tensor-core conv: two fp16 weight stages [K][S][136] and the fp16 input tile [rows][S + 8]. */
+export function mmaSharedBytes(kernel: number, historyRows: number): number {
+  const channels = mmaStageChannels(kernel);
+  return 2 * (2 * kernel * channels * MMA_WEIGHT_STRIDE + (MMA_BLOCK_ROWS + historyRows) * (channels + 8));
 }
 
 /** Kernels whose shared-memory limit has been raised, to the bytes asked for. */
@@ -102,12 +130,34 @@ export const CODEC_TILED_MAXIMUM_KERNEL = 8;
 export const CODEC_TILED_TRANSPOSED_MAXIMUM_KERNEL = 16;
 
 /**
- * The conv kernel that runs a layer when none is named: narrow for a few outputs, else tiled where its kernel fits
- * (every codec layer), else chunked. The choice depends on the layer's sizes alone, never on the call.
+ * The conv kernel that runs a layer when none is named: narrow for a few outputs; in `f16` the tensor-core conv; else
+ * tiled where its kernel fits (every codec layer), else chunked. The choice depends on the layer's sizes and the
+ * precision alone, never on the call.
  */
-export function automaticConvVariant(outputs: number, kernel: number): CodecConvVariant {
+export function automaticConvVariant(outputs: number, kernel: number, precision: CodecPrecision): CodecConvVariant {
   if (outputs <= CODEC_NARROW_MAXIMUM_OUTPUTS) return 'narrow';
+  if (precision === 'f16') return 'mma';
   return kernel <= CODEC_TILED_MAXIMUM_KERNEL ? 'tiled' : 'chunked';
+}
+
+/** `f16` rounds the inputs for tensor cores, so only the mma and narrow variants run it (and mma runs only it). */
+function requireVariantPrecision(variant: CodecConvVariant, precision: CodecPrecision): void {
+  const fits = precision === 'f16' ? variant === 'mma' || variant === 'narrow' : variant !== 'mma';
+  if (fits) return;
+  throw new DramaError('KERNEL_ARGUMENT_INVALID', `the ${variant} codec conv does not run the ${precision} precision`, {
+    kind: 'internal',
+    param: 'variant',
+  });
+}
+
+/** The tensor-core conv's grid: 128 outputs × one tile of 128 rows a block, one sequence each. */
+function mmaShape(outputs: number, rows: number, sequenceCount: number, sharedBytes: number) {
+  const rowTiles = Math.min(MAXIMUM_GRID_Y, Math.ceil(rows / MMA_BLOCK_ROWS));
+  return {
+    grid: [Math.ceil(outputs / MMA_BLOCK_OUTPUTS), rowTiles, sequenceCount] as const,
+    block: [MMA_THREADS, 1, 1] as const,
+    sharedBytes,
+  };
 }
 
 /** Whether the tiled transposed conv can run a layer: its stride divides 8 and its kernel, K ≤ 16. */
@@ -157,7 +207,7 @@ export interface CodecConvArguments extends CodecCall {
   readonly dilation: number;
   readonly activation?: CodecActivation;
   readonly precision: CodecPrecision;
-  /** Default: narrow for up to 8 outputs, else chunked (both give the same bits; a test forces each). */
+  /** Default: automaticConvVariant (the CUDA-core variants give the same bits; the contract forces each). */
   readonly variant?: CodecConvVariant;
 }
 
@@ -225,7 +275,9 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
   if (a.residual !== undefined) requireStride(a.residualStride ?? 0, 'residualStride', a.outputs);
   const historyRows = (a.kernel - 1) * a.dilation;
   requireHistory(historyRows);
-  const variant = a.variant ?? automaticConvVariant(a.outputs, a.kernel);
+  const variant = a.variant ?? automaticConvVariant(a.outputs, a.kernel, a.precision);
+  requireVariantPrecision(variant, a.precision);
+  if (variant === 'mma') requireCount(a.kernel, 'kernel of the tensor-core conv', 1, CODEC_MMA_MAXIMUM_KERNEL);
   if (variant === 'narrow') requireCount(a.outputs, 'outputs of the narrow conv', 1, CODEC_NARROW_MAXIMUM_OUTPUTS);
   if (variant === 'tiled') requireCount(a.kernel, 'kernel of the tiled conv', 1, CODEC_TILED_MAXIMUM_KERNEL);
   const args = new KernelArguments(CONV_ARGUMENTS)
@@ -248,16 +300,21 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
     .int32(a.dilation)
     .int32(ACTIVATION_CODES[a.activation ?? 'identity']);
   const rows = a.longestSequence * a.rowScale;
-  if (variant === 'narrow') {
+  const weights = coreWeights(a.precision);
+  if (variant === 'mma') {
+    const shared = mmaSharedBytes(a.kernel, historyRows);
+    allowShared(cuda, MMA_KERNEL, options, shared);
+    launch(cuda, MMA_KERNEL, mmaShape(a.outputs, rows, a.sequenceCount, shared), args, options);
+  } else if (variant === 'narrow') {
     const shape = narrowShape(a.outputs, rows, a.sequenceCount, historyRows);
-    launch(cuda, NARROW_KERNELS[a.precision], shape, args, options);
+    launch(cuda, NARROW_KERNELS[weights], shape, args, options);
   } else if (variant === 'tiled') {
     const shared = tiledSharedBytes(a.precision, a.kernel, TILED_BLOCK_ROWS + historyRows);
     const shape = tiledShape(a.outputs, Math.ceil(rows / TILED_BLOCK_ROWS), a.sequenceCount, shared);
-    allowShared(cuda, TILED_KERNELS[a.precision], options, shared);
-    launch(cuda, TILED_KERNELS[a.precision], shape, args, options);
+    allowShared(cuda, TILED_KERNELS[weights], options, shared);
+    launch(cuda, TILED_KERNELS[weights], shape, args, options);
   } else {
-    launch(cuda, CONV_KERNELS[a.precision], tileShape(a.outputs, rows, a.sequenceCount, historyRows), args, options);
+    launch(cuda, CONV_KERNELS[weights], tileShape(a.outputs, rows, a.sequenceCount, historyRows), args, options);
   }
 }
 
@@ -267,8 +324,12 @@ export interface CodecTransposedConvArguments extends CodecCall {
   readonly outStride: number;
   readonly x: DevicePointer;
   readonly xStride: number;
-  /** [inputs, kernel, outputs] (codecTransposedWeightLayout). */
+  /**
+   * [inputs, kernel, outputs] (codecTransposedWeightLayout); in `f16`, [inputs, kernel/stride, stride·outputs]
+   * (codecTransposedAsConvLayout), the conv the tensor cores run.
+   */
   readonly weight: DevicePointer;
+  /** [outputs]; in `f16`, [stride·outputs], the bias repeated per phase. */
   readonly bias: DevicePointer;
   readonly alpha?: DevicePointer;
   /** [S, ⌈kernel/stride⌉ − 1, inputs] fp32; read only. */
@@ -302,6 +363,10 @@ export function codecTransposedConv(
   requireStride(a.xStride, 'xStride', a.inputs);
   const historyRows = transposedHistoryRows(a.kernel, a.stride);
   requireHistory(historyRows);
+  if (a.precision === 'f16') {
+    transposedOnTensorCores(cuda, a, options);
+    return;
+  }
   const args = new KernelArguments()
     .pointer(a.out)
     .int64(a.outStride)
@@ -318,6 +383,7 @@ export function codecTransposedConv(
     .int32(a.kernel)
     .int32(a.stride);
   const variant = a.variant ?? automaticTransposedVariant(a.outputs, a.kernel, a.stride);
+  const weights = coreWeights(a.precision);
   const inputRows = a.longestSequence * a.rowScale;
   if (variant === 'tiled') {
     if (!tileableTransposed(a.kernel, a.stride)) {
@@ -330,12 +396,30 @@ export function codecTransposedConv(
     const blockInputs = TILED_BLOCK_ROWS / a.stride;
     const shared = tiledSharedBytes(a.precision, a.kernel, blockInputs + historyRows);
     const shape = tiledShape(a.outputs, Math.ceil(inputRows / blockInputs), a.sequenceCount, shared);
-    allowShared(cuda, TILED_TRANSPOSED_KERNELS[a.precision], options, shared);
-    launch(cuda, TILED_TRANSPOSED_KERNELS[a.precision], shape, args, options);
+    allowShared(cuda, TILED_TRANSPOSED_KERNELS[weights], options, shared);
+    launch(cuda, TILED_TRANSPOSED_KERNELS[weights], shape, args, options);
     return;
   }
   const shape = tileShape(a.outputs, inputRows * a.stride, a.sequenceCount, historyRows);
-  launch(cuda, TRANSPOSED_KERNELS[a.precision], shape, args, options);
+  launch(cuda, TRANSPOSED_KERNELS[weights], shape, args, options);
+}
+
+/**
+ * A transposed conv as the conv of its input rows it is: output row n·s + j is phase j of row n's s·Cout outputs,
+ * Σ_i Σ_{q<m} w[i, j + q·s] · in[n − q, i], so the rows [T·s, Cout] are the bytes of [T, s·Cout] and conv tap
+ * m − 1 − q meets input row n − q.
+ */
+function transposedOnTensorCores(cuda: CudaContext, a: CodecTransposedConvArguments, options: LaunchOptions): void {
+  if (a.kernel % a.stride !== 0 || a.outStride !== a.outputs) {
+    throw new DramaError(
+      'KERNEL_ARGUMENT_INVALID',
+      `the tensor-core transposed conv needs the stride to divide the kernel and contiguous output rows, got kernel ${a.kernel}, stride ${a.stride}, outStride ${a.outStride} for ${a.outputs} outputs`,
+      { kind: 'internal', param: 'stride' },
+    );
+  }
+  const outputs = a.stride * a.outputs;
+  const conv = { ...a, outStride: outputs, outputs, kernel: a.kernel / a.stride, dilation: 1 };
+  codecConv(cuda, { ...conv, precision: 'f16', variant: 'mma' }, options);
 }
 
 export interface CodecHistoryArguments {

@@ -1,0 +1,218 @@
+// The codec's causal dilated conv on tensor cores (the `f16` precision: fp16 weights and fp16 inputs, fp32 sums, as
+// the release's vocoder runs): an implicit GEMM over (input channel, tap) with m16n8k16 mma.sync. Block = 128 rows
+// of one sequence × 128 outputs, 8 warps of 32 rows × 64 outputs. Each stage stages S input channels of the tile's
+// rows (t0 − H .. t0 + 127, through Snake, rounded to fp16 once) and their weights for every tap (cp.async into one
+// of two buffers while the other is summed). Every output is one fp32 accumulator chain from zero: stages in
+// ascending channel order, then taps ascending, then the stage's 16-channel slices ascending; an mma computes each
+// element of D from its own row of A and column of B, so a row's bits depend on the layer's sizes alone, never on
+// the tile, the call or the lanes beside it. A transposed conv runs here too, as a conv over its input rows with
+// s·Cout outputs (codecWeightLayout.ts codecTransposedAsConvLayout).
+#pragma once
+#include "codec_conv_tiled.cuh"
+
+constexpr int MMA_THREADS = 256;
+constexpr int MMA_BLOCK_ROWS = 128;
+constexpr int MMA_BLOCK_OUTPUTS = 128;
+constexpr int MMA_WARPS_ALONG_ROWS = 4;
+constexpr int MMA_WARP_ROWS = MMA_BLOCK_ROWS / MMA_WARPS_ALONG_ROWS;             // 32: two m16 tiles
+constexpr int MMA_WARP_OUTPUTS = 64;                                             // eight n8 tiles
+constexpr int MMA_ROW_TILES = MMA_WARP_ROWS / 16;
+constexpr int MMA_OUTPUT_TILES = MMA_WARP_OUTPUTS / 8;
+constexpr int MMA_WEIGHT_STRIDE = MMA_BLOCK_OUTPUTS + 8;  // halfs between staged weight rows: ldmatrix hits 8 bank groups
+
+// Input channels a stage: more for short kernels, whose stages would otherwise hold few sums per barrier.
+__host__ __device__ constexpr int mma_stage_channels(int kernel) { return kernel == 1 ? 64 : kernel <= 2 ? 32 : 16; }
+// Halfs between staged input rows: S + 8 keeps each ldmatrix row in its own bank group.
+__host__ __device__ constexpr int mma_input_stride(int kernel) { return mma_stage_channels(kernel) + 8; }
+// Halfs of one weight buffer: [tap][channel][128 outputs + pad].
+__host__ __device__ constexpr int mma_weight_elements(int kernel) {
+  return kernel * mma_stage_channels(kernel) * MMA_WEIGHT_STRIDE;
+}
+
+__device__ __forceinline__ void mma_ldmatrix_x4(uint32_t (&r)[4], const __half* shared) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+__device__ __forceinline__ void mma_ldmatrix_x4_trans(uint32_t (&r)[4], const __half* shared) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+__device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Stages the weights of channels [first, first + count) for every tap into `target` [tap][c][stride]: by 16-byte
+// cp.async when Cout is a multiple of 8 (the caller commits and waits), else element by element; zeros elsewhere,
+// so that padded channels and outputs add exact zeros.
+template <int FAULT>
+__device__ __forceinline__ void mma_stage_weights(__half* target, const __half* weight, int first, int count,
+                                                  int kernel, int outputs, int block_output) {
+  const int channels = mma_stage_channels(kernel);
+  constexpr int COPIES_PER_ROW = MMA_BLOCK_OUTPUTS / 8;
+  if (outputs % 8 == 0) {
+    for (int index = threadIdx.x; index < kernel * channels * COPIES_PER_ROW; index += MMA_THREADS) {
+      const int part = index % COPIES_PER_ROW;
+      const int c = (index / COPIES_PER_ROW) % channels;
+      const int tap = index / (COPIES_PER_ROW * channels);
+      const int source_tap = FAULT == CODEC_FAULT_TAPS_REVERSED ? kernel - 1 - tap : tap;
+      const int output = block_output + part * 8;
+      const bool valid = c < count && output < outputs;
+      const __half* source =
+          weight + (valid ? ((long long)(first + c) * kernel + source_tap) * outputs + output : 0);
+      tiled_copy_16(target + (tap * channels + c) * MMA_WEIGHT_STRIDE + part * 8, source, valid);
+    }
+    return;
+  }
+  for (int index = threadIdx.x; index < kernel * channels * MMA_BLOCK_OUTPUTS; index += MMA_THREADS) {
+    const int o = index % MMA_BLOCK_OUTPUTS;
+    const int c = (index / MMA_BLOCK_OUTPUTS) % channels;
+    const int tap = index / (MMA_BLOCK_OUTPUTS * channels);
+    const int source_tap = FAULT == CODEC_FAULT_TAPS_REVERSED ? kernel - 1 - tap : tap;
+    const int output = block_output + o;
+    target[(tap * channels + c) * MMA_WEIGHT_STRIDE + o] =
+        c < count && output < outputs ? weight[((long long)(first + c) * kernel + source_tap) * outputs + output]
+                                      : __float2half_rn(0.0f);
+  }
+}
+
+// The stage (channel block) summed at `step`: ascending (the control reverses them in calls of several lanes, an
+// accurate result in another order that only the invariance gate can see).
+template <int FAULT>
+__device__ __forceinline__ int mma_stage_at(int step, int stages) {
+  return FAULT == CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES && gridDim.z > 1 ? stages - 1 - step : step;
+}
+
+template <int FAULT>
+__device__ __forceinline__ void mma_conv(float* out, long long out_stride, const float* x, long long x_stride,
+                                         const __half* weight, const float* bias, const float* alpha,
+                                         const float* residual, long long residual_stride, const float* scale,
+                                         const float* history, const int* sequences, int row_scale, int inputs,
+                                         int outputs, int kernel, int dilation, int activation) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  const int channels = mma_stage_channels(kernel);
+  const int input_stride = mma_input_stride(kernel);
+  const int weight_elements = mma_weight_elements(kernel);
+  const int history_rows = (kernel - 1) * dilation;
+  const int tile_rows = MMA_BLOCK_ROWS + history_rows;
+  __half* staged_weights = reinterpret_cast<__half*>(shared_bytes);
+  __half* staged_inputs = staged_weights + 2 * weight_elements;
+  const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int warp_row = (warp % MMA_WARPS_ALONG_ROWS) * MMA_WARP_ROWS;
+  const int warp_output = (warp / MMA_WARPS_ALONG_ROWS) * MMA_WARP_OUTPUTS;
+  const int block_output = blockIdx.x * MMA_BLOCK_OUTPUTS;
+  const int reach = FAULT == CODEC_FAULT_HISTORY_OFF_BY_ONE ? 1 : 0;
+  const int stages = (inputs + channels - 1) / channels;
+  const int tiles = (sequence.row_count + MMA_BLOCK_ROWS - 1) / MMA_BLOCK_ROWS;
+  for (int row_tile = blockIdx.y; row_tile < tiles; row_tile += gridDim.y) {
+    const long long first = (long long)row_tile * MMA_BLOCK_ROWS;
+    float sums[MMA_ROW_TILES][MMA_OUTPUT_TILES][4];
+#pragma unroll
+    for (int m = 0; m < MMA_ROW_TILES; m++)
+#pragma unroll
+      for (int n = 0; n < MMA_OUTPUT_TILES; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) sums[m][n][e] = 0.0f;
+    {
+      const int base = mma_stage_at<FAULT>(0, stages) * channels;
+      mma_stage_weights<FAULT>(staged_weights, weight, base, min(channels, inputs - base), kernel, outputs,
+                               block_output);
+      tiled_commit();
+    }
+    int buffer = 0;
+    for (int step = 0; step < stages; step++) {
+      const int base = mma_stage_at<FAULT>(step, stages) * channels;
+      const int count = min(channels, inputs - base);
+      __syncthreads();  // every warp is done with the input tile and the other weight buffer
+      for (int index = threadIdx.x; index < tile_rows * (channels / 2); index += MMA_THREADS) {
+        const int pair = index % (channels / 2);
+        const int r = index / (channels / 2);
+        long long row = first - history_rows + r;
+        if (row < 0) row -= reach;
+        const int c = 2 * pair;
+        const float low = c < count ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs,
+                                                        row, base + c)
+                                    : 0.0f;
+        const float high = c + 1 < count ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows,
+                                                             inputs, row, base + c + 1)
+                                         : 0.0f;
+        *reinterpret_cast<__half2*>(staged_inputs + r * input_stride + c) = __floats2half2_rn(low, high);
+      }
+      if (step + 1 < stages) {
+        const int next = mma_stage_at<FAULT>(step + 1, stages) * channels;
+        mma_stage_weights<FAULT>(staged_weights + (buffer ^ 1) * weight_elements, weight, next,
+                                 min(channels, inputs - next), kernel, outputs, block_output);
+        tiled_commit();
+        tiled_wait_all_but_one();
+      } else {
+        tiled_wait_all();
+      }
+      __syncthreads();
+      const __half* stage_weights = staged_weights + buffer * weight_elements;
+      for (int tap = 0; tap < kernel; tap++) {
+        for (int slice = 0; slice < channels; slice += 16) {
+          uint32_t a[MMA_ROW_TILES][4];
+#pragma unroll
+          for (int m = 0; m < MMA_ROW_TILES; m++) {
+            // Output row t reads input row t − (K − 1 − tap)·d, staged at t + tap·d.
+            const int row = warp_row + m * 16 + tap * dilation + lane % 16;
+            mma_ldmatrix_x4(a[m], staged_inputs + row * input_stride + slice + (lane / 16) * 8);
+          }
+#pragma unroll
+          for (int n = 0; n < MMA_OUTPUT_TILES; n += 2) {
+            uint32_t b[4];
+            const int quarter = lane / 8;
+            const int c = slice + (quarter & 1) * 8 + lane % 8;
+            const int o = warp_output + n * 8 + (quarter >> 1) * 8;
+            mma_ldmatrix_x4_trans(b, stage_weights + (tap * channels + c) * MMA_WEIGHT_STRIDE + o);
+#pragma unroll
+            for (int m = 0; m < MMA_ROW_TILES; m++) {
+              mma_f16(sums[m][n], a[m], b[0], b[1]);
+              mma_f16(sums[m][n + 1], a[m], b[2], b[3]);
+            }
+          }
+        }
+      }
+      buffer ^= 1;
+    }
+    const int group = lane / 4;
+    const int pair = lane % 4;
+#pragma unroll
+    for (int m = 0; m < MMA_ROW_TILES; m++) {
+#pragma unroll
+      for (int half = 0; half < 2; half++) {
+        const long long row = first + warp_row + m * 16 + group + half * 8;
+        if (row >= sequence.row_count) continue;
+        const long long at = sequence.first_row + row;
+#pragma unroll
+        for (int n = 0; n < MMA_OUTPUT_TILES; n++) {
+#pragma unroll
+          for (int e = 0; e < 2; e++) {
+            const int output = block_output + warp_output + n * 8 + 2 * pair + e;
+            if (output < outputs) {
+              out[at * out_stride + output] = conv_epilogue(sums[m][n][2 * half + e], bias, scale, residual,
+                                                            residual_stride, at, output, activation);
+            }
+          }
+        }
+      }
+    }
+    __syncthreads();  // the next tile's first stage overwrites the buffers
+  }
+}
+
+#define CODEC_MMA_ENTRY(name, FAULT)                                                                                \
+  extern "C" __global__ void __launch_bounds__(MMA_THREADS) CODEC_CONV_SIGNATURE(name, __half) {                   \
+    KERNEL_PROLOGUE();                                                                                              \
+    mma_conv<FAULT>(out, out_stride, x, x_stride, weight, bias, alpha, residual, residual_stride, scale, history,   \
+                    sequences, row_scale, inputs, outputs, kernel, dilation, activation);                           \
+  }

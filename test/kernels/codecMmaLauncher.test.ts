@@ -1,0 +1,103 @@
+// The `f16` precision's host side, without a GPU: a transposed conv equals the conv of s·Cout outputs it is run as
+// on tensor cores (its weights laid out by codecTransposedAsConvLayout, its bias repeated per phase), through the
+// cpu codec's own convs; and which kernel, grid and shared memory each f16 layer gets, with the refusals.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { codecConv, codecTransposedConv, mmaSharedBytes } from '../../src/backend/cuda/ops/codecConv.ts';
+import { codecTransposedAsConvLayout, repeatedBias } from '../../src/backend/cuda/ops/codecWeightLayout.ts';
+import { DramaError } from '../../src/errors.ts';
+import { recordingDevice } from '../backend/support/recording-blocks.ts';
+import { cpuConv, cpuTransposedConv } from './support/codecCases.ts';
+import { randomFloat32, streamOf } from './support/random.ts';
+
+/** The laid [Cin, m, s·Cout] back in the cpu CausalConv's PyTorch layout [s·Cout, Cin, m]. */
+function asPyTorchConv(laid: Float32Array, inputs: number, taps: number, outputs: number): Float32Array {
+  const weight = new Float32Array(laid.length);
+  for (let input = 0; input < inputs; input++) {
+    for (let tap = 0; tap < taps; tap++) {
+      for (let output = 0; output < outputs; output++)
+        weight[(output * inputs + input) * taps + tap] = laid[(input * taps + tap) * outputs + output]!;
+    }
+  }
+  return weight;
+}
+
+for (const [inputs, outputs, kernel, stride] of [
+  [5, 3, 8, 4],
+  [7, 6, 4, 2],
+  [4, 5, 2, 2],
+  [3, 2, 16, 8],
+] as const) {
+  test(`a transposed conv ${inputs}→${outputs} k${kernel} s${stride} equals its conv of ${stride * outputs} outputs`, () => {
+    const random = streamOf(5, kernel);
+    const taps = kernel / stride;
+    const rows = 9;
+    const weight = randomFloat32(random, inputs * outputs * kernel, 0.5);
+    const bias = randomFloat32(random, outputs, 0.1);
+    const history = randomFloat32(random, (taps - 1) * inputs, 1);
+    const x = randomFloat32(random, rows * inputs, 1);
+    const shape = { inputs, outputs, kernel, stride };
+    const expected = cpuTransposedConv(shape, weight, bias, history, taps - 1, x, rows);
+    const laid = codecTransposedAsConvLayout(weight, inputs, outputs, kernel, stride);
+    const conv = { inputs, outputs: stride * outputs, kernel: taps, dilation: 1 };
+    const pytorch = asPyTorchConv(laid, inputs, taps, stride * outputs);
+    const actual = cpuConv(conv, pytorch, repeatedBias(bias, stride), history, x, rows);
+    assert.equal(actual.length, expected.length);
+    for (let index = 0; index < expected.length; index++) {
+      const tolerance = 1e-6 * (1 + Math.abs(expected[index]!));
+      assert.ok(Math.abs(actual[index]! - expected[index]!) <= tolerance, `element ${index}`);
+    }
+  });
+}
+
+const call = { sequences: 9n, sequenceCount: 3, longestSequence: 2, rowScale: 256 };
+const residualConv = {
+  ...call,
+  ...{ out: 1n, outStride: 384, x: 2n, xStride: 384, weight: 3n, bias: 4n, alpha: 5n, history: 6n },
+  ...{ inputs: 384, outputs: 384, kernel: 7, dilation: 3, precision: 'f16' as const },
+};
+
+test('f16 convs run on tensor cores: 128 rows × 128 outputs a block, 256 threads; few outputs stay narrow', () => {
+  const { cuda, launched } = recordingDevice();
+  codecConv(cuda, residualConv);
+  codecConv(cuda, { ...residualConv, outputs: 1, outStride: 1 });
+  assert.deepEqual(
+    launched.map((launch) => launch.name),
+    ['codec_conv_mma_f16', 'codec_conv_narrow_f16w'],
+  );
+  // Two fp16 weight stages [7 taps][16 channels][136] and the fp16 input tile [128 + 18 rows][24].
+  const shared = 2 * (2 * 7 * 16 * 136 + (128 + 18) * 24);
+  assert.equal(mmaSharedBytes(7, 18), shared);
+  assert.deepEqual(launched[0]!.shape, { grid: [3, 4, 3], block: [256, 1, 1], sharedBytes: shared });
+  for (const variant of ['chunked', 'tiled'] as const) {
+    assert.throws(
+      () => codecConv(cuda, { ...residualConv, variant }),
+      (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',
+    );
+  }
+  assert.throws(
+    () => codecConv(cuda, { ...residualConv, precision: 'f32', variant: 'mma' }),
+    (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',
+  );
+});
+
+test('an f16 transposed conv runs as the tensor-core conv of its input rows with s·Cout outputs', () => {
+  const { cuda, launched } = recordingDevice();
+  const transposed = {
+    ...call,
+    ...{ out: 1n, outStride: 384, x: 2n, xStride: 768, weight: 3n, bias: 4n, alpha: 5n, history: 6n },
+    ...{ inputs: 768, outputs: 384, kernel: 8, stride: 4, precision: 'f16' as const },
+  };
+  codecTransposedConv(cuda, transposed);
+  assert.equal(launched[0]!.name, 'codec_conv_mma_f16');
+  // 4 · 384 outputs in blocks of 128; 2 × 256 input rows in tiles of 128; a 2-tap conv carries one row.
+  assert.deepEqual(launched[0]!.shape, { grid: [12, 4, 3], block: [256, 1, 1], sharedBytes: mmaSharedBytes(2, 1) });
+  assert.throws(
+    () => codecTransposedConv(cuda, { ...transposed, kernel: 7, stride: 3 }),
+    (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',
+  );
+  assert.throws(
+    () => codecTransposedConv(cuda, { ...transposed, outStride: 400 }),
+    (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',
+  );
+});
