@@ -18,8 +18,12 @@
 //   s times the input's (row_scale counts input rows). The same chunked order.
 // codec_transposed_conv_tiled_{f32,f16w}: the same, 8 outputs × 8 rows of one phase a thread: for s | 8, s | K ≤ 16.
 // codec_conv_mma_f16: the same conv on tensor cores (codec_conv_mma.cuh), fp16 weights [Cin, K, Cout] and the
-//   inputs (after Snake) rounded to fp16, one fp32 sum per output (stages of channels ascending, taps, slices): the
-//   `f16` precision; a transposed conv runs on it as a conv of s·Cout outputs.
+//   inputs (after Snake) rounded to fp16, fp32 sums per group of G input channels (stages ascending, taps, slices),
+//   the groups added ascending: the `f16` precision; a transposed conv runs on it as a conv of s·Cout outputs.
+//   partials and partial_rows are unused.
+// codec_conv_mma_split_f16: the same groups' sums, each group on its own blocks (grid.x = output blocks × groups),
+//   written to partials [groups, partial_rows, Cout] (rows as in out); then codec_conv_combine adds them ascending
+//   and applies the epilogue: the same bits as codec_conv_mma_f16.
 // codec_history_update: history ← the last H rows of history ++ snake?(x), per sequence; run after the conv.
 // codec_snake: out = snake(x) per channel, rows [T, C] (the conv kernels apply the same function to their inputs).
 #include "codec_conv_mma.cuh"
@@ -34,6 +38,8 @@ CODEC_TRANSPOSED_ENTRY(codec_transposed_conv_f32, float, CODEC_FAULT_NONE)
 CODEC_TRANSPOSED_ENTRY(codec_transposed_conv_f16w, __half, CODEC_FAULT_NONE)
 CODEC_TILED_TRANSPOSED_ENTRY(codec_transposed_conv_tiled_f32, float, CODEC_FAULT_NONE)
 CODEC_TILED_TRANSPOSED_ENTRY(codec_transposed_conv_tiled_f16w, __half, CODEC_FAULT_NONE)
-CODEC_MMA_ENTRY(codec_conv_mma_f16, CODEC_FAULT_NONE)
+CODEC_MMA_ENTRY(codec_conv_mma_f16, CODEC_FAULT_NONE, false)
+CODEC_MMA_ENTRY(codec_conv_mma_split_f16, CODEC_FAULT_NONE, true)
+CODEC_MMA_COMBINE_ENTRY(codec_conv_combine, CODEC_FAULT_NONE)
 CODEC_HISTORY_ENTRY(codec_history_update, CODEC_FAULT_NONE)
 CODEC_SNAKE_ENTRY(codec_snake, CODEC_FAULT_NONE)

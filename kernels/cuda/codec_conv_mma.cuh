@@ -2,11 +2,14 @@
 // the release's vocoder runs): an implicit GEMM over (input channel, tap) with m16n8k16 mma.sync. Block = 128 rows
 // of one sequence × 128 outputs, 8 warps of 32 rows × 64 outputs. Each stage stages S input channels of the tile's
 // rows (t0 − H .. t0 + 127, through Snake, rounded to fp16 once) and their weights for every tap (cp.async into one
-// of two buffers while the other is summed). Every output is one fp32 accumulator chain from zero: stages in
-// ascending channel order, then taps ascending, then the stage's 16-channel slices ascending; an mma computes each
-// element of D from its own row of A and column of B, so a row's bits depend on the layer's sizes alone, never on
-// the tile, the call or the lanes beside it. A transposed conv runs here too, as a conv over its input rows with
-// s·Cout outputs (codecWeightLayout.ts codecTransposedAsConvLayout).
+// of two buffers while the other is summed). Input channels fall in groups of G (64, or 128 at k = 1): each group's
+// sum is one fp32 accumulator chain from zero (its stages ascending, then taps ascending, then the stage's
+// 16-channel slices ascending), and the groups' sums are added in ascending order. An mma computes each element of D
+// from its own row of A and column of B, so a row's bits depend on the layer's sizes alone, never on the tile, the
+// call or the lanes beside it. The split entry gives each group its own blocks (for calls of few rows, whose
+// unsplit grid would leave most of the GPU idle) and writes the groups' sums; codec_conv_combine adds them in the
+// same order with the same epilogue, so split and unsplit give the same bits. A transposed conv runs here too, as a
+// conv over its input rows with s·Cout outputs (codecWeightLayout.ts codecTransposedAsConvLayout).
 #pragma once
 #include "codec_conv_tiled.cuh"
 
@@ -22,6 +25,8 @@ constexpr int MMA_WEIGHT_STRIDE = MMA_BLOCK_OUTPUTS + 8;  // halfs between stage
 
 // Input channels a stage: more for short kernels, whose stages would otherwise hold few sums per barrier.
 __host__ __device__ constexpr int mma_stage_channels(int kernel) { return kernel == 1 ? 64 : kernel <= 2 ? 32 : 16; }
+// Input channels a group: a whole number of stages.
+__host__ __device__ constexpr int mma_group_channels(int kernel) { return kernel == 1 ? 128 : 64; }
 // Halfs between staged input rows: S + 8 keeps each ldmatrix row in its own bank group.
 __host__ __device__ constexpr int mma_input_stride(int kernel) { return mma_stage_channels(kernel) + 8; }
 // Halfs of one weight buffer: [tap][channel][128 outputs + pad].
@@ -83,19 +88,37 @@ __device__ __forceinline__ void mma_stage_weights(__half* target, const __half* 
   }
 }
 
-// The stage (channel block) summed at `step`: ascending (the control reverses them in calls of several lanes, an
-// accurate result in another order that only the invariance gate can see).
-template <int FAULT>
-__device__ __forceinline__ int mma_stage_at(int step, int stages) {
-  return FAULT == CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES && gridDim.z > 1 ? stages - 1 - step : step;
+// Stages in group `group`.
+__device__ __forceinline__ int mma_group_stages(int group, int inputs, int kernel) {
+  const int width = min(mma_group_channels(kernel), inputs - group * mma_group_channels(kernel));
+  return (width + mma_stage_channels(kernel) - 1) / mma_stage_channels(kernel);
 }
 
-template <int FAULT>
+// The first channel of the `step`-th stage a block sums: its one group's (split), else every group's in ascending
+// order (the control takes the groups last to first in calls of several lanes, an accurate result in another order
+// that only the invariance gate can see).
+template <int FAULT, bool SPLIT>
+__device__ __forceinline__ int mma_stage_base(int step, int group, int inputs, int kernel) {
+  const int group_channels = mma_group_channels(kernel);
+  const int channels = mma_stage_channels(kernel);
+  if (SPLIT) return group * group_channels + step * channels;
+  if (FAULT == CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES && gridDim.z > 1) {
+    for (int g = (inputs + group_channels - 1) / group_channels - 1;; g--) {
+      const int stages = mma_group_stages(g, inputs, kernel);
+      if (step < stages) return g * group_channels + step * channels;
+      step -= stages;
+    }
+  }
+  return step * channels;
+}
+
+template <int FAULT, bool SPLIT>
 __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const float* x, long long x_stride,
                                          const __half* weight, const float* bias, const float* alpha,
                                          const float* residual, long long residual_stride, const float* scale,
                                          const float* history, const int* sequences, int row_scale, int inputs,
-                                         int outputs, int kernel, int dilation, int activation) {
+                                         int outputs, int kernel, int dilation, int activation, float* partials,
+                                         long long partial_rows) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   const int channels = mma_stage_channels(kernel);
   const int input_stride = mma_input_stride(kernel);
@@ -109,28 +132,52 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
   const int warp = threadIdx.x / 32;
   const int warp_row = (warp % MMA_WARPS_ALONG_ROWS) * MMA_WARP_ROWS;
   const int warp_output = (warp / MMA_WARPS_ALONG_ROWS) * MMA_WARP_OUTPUTS;
-  const int block_output = blockIdx.x * MMA_BLOCK_OUTPUTS;
+  const int output_blocks = (outputs + MMA_BLOCK_OUTPUTS - 1) / MMA_BLOCK_OUTPUTS;
+  const int group = SPLIT ? blockIdx.x / output_blocks : 0;
+  const int block_output = (blockIdx.x % output_blocks) * MMA_BLOCK_OUTPUTS;
+  const int group_channels = mma_group_channels(kernel);
   const int reach = FAULT == CODEC_FAULT_HISTORY_OFF_BY_ONE ? 1 : 0;
-  const int stages = (inputs + channels - 1) / channels;
+  const int stages = SPLIT ? mma_group_stages(group, inputs, kernel) : (inputs + channels - 1) / channels;
   const int tiles = (sequence.row_count + MMA_BLOCK_ROWS - 1) / MMA_BLOCK_ROWS;
   for (int row_tile = blockIdx.y; row_tile < tiles; row_tile += gridDim.y) {
     const long long first = (long long)row_tile * MMA_BLOCK_ROWS;
-    float sums[MMA_ROW_TILES][MMA_OUTPUT_TILES][4];
+    float sums[MMA_ROW_TILES][MMA_OUTPUT_TILES][4];  // this group's chain
 #pragma unroll
     for (int m = 0; m < MMA_ROW_TILES; m++)
 #pragma unroll
       for (int n = 0; n < MMA_OUTPUT_TILES; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) sums[m][n][e] = 0.0f;
+    bool first_group = true;
+    // Each of the thread's elements that exists: f(sum, index in out, output).
+    const auto for_each_element = [&](auto f) {
+#pragma unroll
+      for (int m = 0; m < MMA_ROW_TILES; m++) {
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+          const long long row = first + warp_row + m * 16 + lane / 4 + half * 8;
+          if (row >= sequence.row_count) continue;
+          const long long at = sequence.first_row + row;
+#pragma unroll
+          for (int n = 0; n < MMA_OUTPUT_TILES; n++) {
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+              const int output = block_output + warp_output + n * 8 + 2 * (lane % 4) + e;
+              if (output < outputs) f(sums[m][n][2 * half + e], at, output);
+            }
+          }
+        }
+      }
+    };
     {
-      const int base = mma_stage_at<FAULT>(0, stages) * channels;
+      const int base = mma_stage_base<FAULT, SPLIT>(0, group, inputs, kernel);
       mma_stage_weights<FAULT>(staged_weights, weight, base, min(channels, inputs - base), kernel, outputs,
                                block_output);
       tiled_commit();
     }
     int buffer = 0;
     for (int step = 0; step < stages; step++) {
-      const int base = mma_stage_at<FAULT>(step, stages) * channels;
+      const int base = mma_stage_base<FAULT, SPLIT>(step, group, inputs, kernel);
       const int count = min(channels, inputs - base);
       __syncthreads();  // every warp is done with the input tile and the other weight buffer
       for (int index = threadIdx.x; index < tile_rows * (channels / 2); index += MMA_THREADS) {
@@ -148,7 +195,7 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
         *reinterpret_cast<__half2*>(staged_inputs + r * input_stride + c) = __floats2half2_rn(low, high);
       }
       if (step + 1 < stages) {
-        const int next = mma_stage_at<FAULT>(step + 1, stages) * channels;
+        const int next = mma_stage_base<FAULT, SPLIT>(step + 1, group, inputs, kernel);
         mma_stage_weights<FAULT>(staged_weights + (buffer ^ 1) * weight_elements, weight, next,
                                  min(channels, inputs - next), kernel, outputs, block_output);
         tiled_commit();
@@ -183,36 +230,82 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
         }
       }
       buffer ^= 1;
-    }
-    const int group = lane / 4;
-    const int pair = lane % 4;
+      // At a group's last stage but the last, the unsplit kernel adds the group's sum to those before it, kept in
+      // this thread's own elements of out (registers would hold two sets of sums), and starts the next.
+      if (!SPLIT && step + 1 < stages && (base + channels) % group_channels == 0) {
+        for_each_element([&](float sum, long long at, int output) {
+          float* total = out + at * out_stride + output;
+          *total = first_group ? sum : __fadd_rn(*total, sum);
+        });
 #pragma unroll
-    for (int m = 0; m < MMA_ROW_TILES; m++) {
+        for (int m = 0; m < MMA_ROW_TILES; m++)
 #pragma unroll
-      for (int half = 0; half < 2; half++) {
-        const long long row = first + warp_row + m * 16 + group + half * 8;
-        if (row >= sequence.row_count) continue;
-        const long long at = sequence.first_row + row;
+          for (int n = 0; n < MMA_OUTPUT_TILES; n++)
 #pragma unroll
-        for (int n = 0; n < MMA_OUTPUT_TILES; n++) {
-#pragma unroll
-          for (int e = 0; e < 2; e++) {
-            const int output = block_output + warp_output + n * 8 + 2 * pair + e;
-            if (output < outputs) {
-              out[at * out_stride + output] = conv_epilogue(sums[m][n][2 * half + e], bias, scale, residual,
-                                                            residual_stride, at, output, activation);
-            }
-          }
-        }
+            for (int e = 0; e < 4; e++) sums[m][n][e] = 0.0f;
+        first_group = false;
       }
+    }
+    if (SPLIT) {
+      for_each_element([&](float sum, long long at, int output) {
+        partials[((long long)group * partial_rows + at) * outputs + output] = sum;
+      });
+    } else {
+      for_each_element([&](float sum, long long at, int output) {
+        float* target = out + at * out_stride + output;
+        const float total = first_group ? sum : __fadd_rn(*target, sum);
+        *target = conv_epilogue(total, bias, scale, residual, residual_stride, at, output, activation);
+      });
     }
     __syncthreads();  // the next tile's first stage overwrites the buffers
   }
 }
 
-#define CODEC_MMA_ENTRY(name, FAULT)                                                                                \
-  extern "C" __global__ void __launch_bounds__(MMA_THREADS) CODEC_CONV_SIGNATURE(name, __half) {                   \
+// The split groups' sums → the conv's outputs: per (row, output) the groups added in ascending order from group 0,
+// then the conv epilogue, exactly as the unsplit kernel ends. Block = 128 outputs × 8 rows of one sequence.
+template <int FAULT>
+__device__ __forceinline__ void mma_combine(float* out, long long out_stride, const float* partials,
+                                            long long partial_rows, int groups, const float* bias,
+                                            const float* residual, long long residual_stride, const float* scale,
+                                            const int* sequences, int row_scale, int outputs, int activation) {
+  const int output = blockIdx.x * CODEC_THREADS + threadIdx.x;
+  if (output >= outputs) return;
+  const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
+  for (long long row = (long long)blockIdx.y * CODEC_ROWS; row < sequence.row_count;
+       row += (long long)gridDim.y * CODEC_ROWS) {
+    for (int r = 0; r < CODEC_ROWS && row + r < sequence.row_count; r++) {
+      const long long at = sequence.first_row + row + r;
+      float total = partials[at * outputs + output];
+      for (int g = 1; g < groups; g++) {
+        const int source = FAULT == CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES ? groups - g : g;
+        total = __fadd_rn(total, partials[((long long)source * partial_rows + at) * outputs + output]);
+      }
+      out[at * out_stride + output] =
+          conv_epilogue(total, bias, scale, residual, residual_stride, at, output, activation);
+    }
+  }
+}
+
+#define CODEC_MMA_SIGNATURE(name)                                                                                   \
+  name(float* out, long long out_stride, const float* x, long long x_stride, const __half* weight, const float* bias, \
+       const float* alpha, const float* residual, long long residual_stride, const float* scale,                      \
+       const float* history, const int* sequences, int row_scale, int inputs, int outputs, int kernel, int dilation,  \
+       int activation, float* partials, long long partial_rows)
+
+#define CODEC_MMA_ENTRY(name, FAULT, SPLIT)                                                                         \
+  extern "C" __global__ void __launch_bounds__(MMA_THREADS, 2) CODEC_MMA_SIGNATURE(name) {                            \
     KERNEL_PROLOGUE();                                                                                              \
-    mma_conv<FAULT>(out, out_stride, x, x_stride, weight, bias, alpha, residual, residual_stride, scale, history,   \
-                    sequences, row_scale, inputs, outputs, kernel, dilation, activation);                           \
+    mma_conv<FAULT, SPLIT>(out, out_stride, x, x_stride, weight, bias, alpha, residual, residual_stride, scale,     \
+                           history, sequences, row_scale, inputs, outputs, kernel, dilation, activation, partials,  \
+                           partial_rows);                                                                           \
+  }
+
+#define CODEC_MMA_COMBINE_ENTRY(name, FAULT)                                                                        \
+  extern "C" __global__ void __launch_bounds__(CODEC_THREADS)                                                       \
+      name(float* out, long long out_stride, const float* partials, long long partial_rows, int groups,             \
+           const float* bias, const float* residual, long long residual_stride, const float* scale,                 \
+           const int* sequences, int row_scale, int outputs, int activation) {                                      \
+    KERNEL_PROLOGUE();                                                                                              \
+    mma_combine<FAULT>(out, out_stride, partials, partial_rows, groups, bias, residual, residual_stride, scale,     \
+                       sequences, row_scale, outputs, activation);                                                  \
   }

@@ -101,3 +101,29 @@ test('an f16 transposed conv runs as the tensor-core conv of its input rows with
     (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',
   );
 });
+
+test('an f16 conv of few rows splits its channel groups across blocks when it has partials, then combines them', () => {
+  const { cuda, launched } = recordingDevice();
+  const oneFrame = { ...residualConv, sequenceCount: 1, longestSequence: 1, rowScale: 32 };
+  const partials = { pointer: 7n, rows: 32, bytes: 6 * 32 * 384 * 4 };
+  codecConv(cuda, { ...oneFrame, partials });
+  assert.deepEqual(
+    launched.map((launch) => launch.name),
+    ['codec_conv_mma_split_f16', 'codec_conv_combine'],
+  );
+  // 384 inputs in 6 groups of 64, each over the 3 output blocks; the combine: 128 outputs × 8 rows a block.
+  assert.deepEqual(launched[0]!.shape.grid, [18, 1, 1]);
+  assert.deepEqual(launched[1]!.shape, { grid: [3, 4, 1], block: [128, 1, 1], sharedBytes: 0 });
+  codecConv(cuda, oneFrame);
+  codecConv(cuda, { ...oneFrame, partials: { ...partials, bytes: partials.bytes - 4 } });
+  codecConv(cuda, { ...residualConv, rowScale: 4096, partials: { pointer: 7n, rows: 2 * 3 * 4096, bytes: 2 ** 40 } });
+  assert.deepEqual(
+    launched.slice(2).map((launch) => launch.name),
+    ['codec_conv_mma_f16', 'codec_conv_mma_f16', 'codec_conv_mma_f16'],
+    'without partials, without room for them, or with enough blocks unsplit',
+  );
+  assert.throws(
+    () => codecConv(cuda, { ...oneFrame, variant: 'mma-split' }),
+    (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',
+  );
+});

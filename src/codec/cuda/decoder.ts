@@ -35,6 +35,9 @@ export interface LaneFrames {
 /** A quiet NaN no kernel writes. */
 const POISON_WORD = 0x7fa5a5a5;
 
+/** Room for the split tensor-core convs' sums: a frame's widest, 24 groups × 8 rows × 6144 outputs, four times over. */
+const SPLIT_SUM_FLOATS = 8 * 1024 * 1024;
+
 /** Rows per frame and channels of every activation the decode writes, for the scratch size. */
 function widestRowFloats(config: CodecConfig): number {
   let rowsPerFrame = 1;
@@ -140,6 +143,8 @@ export class CudaCodecDecoder {
       attended: frames * width,
       gateUp: frames * 2 * post.intermediate,
       gated: frames * post.intermediate,
+      // The split tensor-core convs' sums (layers.ts): only calls of few rows split, and theirs fit.
+      ...(options.precision === 'f16' ? { splitSums: SPLIT_SUM_FLOATS } : {}),
     };
     for (const [name, count] of Object.entries(sizes)) {
       const allocation = this.cuda.allocate(count * 4, `codec decode ${name}`);
@@ -256,6 +261,9 @@ export class CudaCodecDecoder {
       longestSequence: longest,
       frames,
       flat: scratch.sequences! + BigInt(lanes.length * 16),
+      ...(scratch.splitSums === undefined
+        ? {}
+        : { splitSums: { pointer: scratch.splitSums, bytes: SPLIT_SUM_FLOATS * 4 } }),
     };
     const rotation = new Rotation([scratch.big0!, scratch.big1!, scratch.big2!]);
     codecQuantizerDecode(cuda, {

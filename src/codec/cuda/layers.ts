@@ -8,6 +8,7 @@ import type { DevicePointer } from '../../backend/cuda/driver.ts';
 import {
   type CodecActivation,
   type CodecCall,
+  type CodecPartials,
   type CodecPrecision,
   codecConv,
   codecHistoryUpdate,
@@ -36,11 +37,19 @@ export interface CallTable {
   readonly frames: number;
   /** One entry (0, 0, frames, 0): every lane's rows as one sequence, for convs that carry no history. */
   readonly flat: DevicePointer;
+  /** Scratch where the `f16` convs of calls with few rows split their sums (codecConv.ts); absent: never split. */
+  readonly splitSums?: { readonly pointer: DevicePointer; readonly bytes: number };
 }
 
 function at(table: CallTable, rowScale: number): CodecCall {
   const { sequences, sequenceCount, longestSequence } = table;
   return { sequences, sequenceCount, longestSequence, rowScale };
+}
+
+/** The split sums' scratch for a layer at `rowScale` rows per frame. */
+function partialsAt(table: CallTable, rowScale: number): { partials?: CodecPartials } {
+  if (table.splitSums === undefined) return {};
+  return { partials: { ...table.splitSums, rows: table.frames * rowScale } };
 }
 
 interface ConvLaunch {
@@ -90,6 +99,7 @@ export function conv(
     dilation,
     activation: launch.activation ?? 'identity',
     precision,
+    ...partialsAt(table, rowScale),
   });
   if (historyRows === 0) return;
   if (launch.history === undefined || launch.history.rows !== historyRows) {
@@ -218,6 +228,7 @@ export function runResample(
     kernel: stage.factor,
     stride: stage.factor,
     precision,
+    ...partialsAt(table, rowScale),
   });
   const call = at(table, rowScale * stage.factor);
   const rows = table.frames * rowScale * stage.factor;
@@ -279,6 +290,7 @@ export function runDecoderBlock(
     kernel: upsample.kernel,
     stride: rate,
     precision,
+    ...partialsAt(table, rowScale),
   });
   codecHistoryUpdate(cuda, {
     ...at(table, rowScale),

@@ -4,7 +4,11 @@
 // linears (pwconv1 + GELU, pwconv2 + γ + residual, a linear without bias), odd sizes, lanes at scattered slots with
 // irregular row counts; fp32 and fp16 weights. The equivalences hold one lane decoded whole and in chunks of 1, 4,
 // 32 and irregular ones, lanes alone and together, and the narrow kernel against the chunked one.
-import type { CodecConvVariant, CodecPrecision } from '../../../src/backend/cuda/ops/codecConv.ts';
+import {
+  type CodecConvVariant,
+  type CodecPrecision,
+  mmaGroupChannels,
+} from '../../../src/backend/cuda/ops/codecConv.ts';
 import { type CodecLanes, lanesTable } from './codecCases.ts';
 import {
   CONV_BOUND,
@@ -147,6 +151,47 @@ function againstChunked(layer: ConvLayer, rowScale: number, variant: 'narrow' | 
   };
 }
 
+/**
+ * The tensor-core conv split (each group of input channels on its own blocks, then combined) against unsplit, on
+ * lanes of 3, 1 and 2 units: the same bytes. A combine control runs in the split run, a conv control in the other.
+ */
+function splitAgainstUnsplit(layer: ConvLayer, rowScale: number): EquivalenceCase {
+  const lanesOf: CodecLanes = {
+    slots: 4,
+    rowScale,
+    sequences: [
+      [2, 3],
+      [0, 1],
+      [3, 2],
+    ],
+  };
+  const { table, units } = lanesTable(lanesOf);
+  const rows = units * rowScale;
+  const groups = Math.ceil(layer.inputs / mmaGroupChannels(layer.kernel));
+  const partialFloats = groups * rows * layer.outputs;
+  const runOf =
+    (variant: 'mma' | 'mma-split'): Schedule =>
+    (cuda, p, kernel) => {
+      const historyBytes = lanesOf.slots * historyRowsOf(layer) * layer.inputs * 4;
+      if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
+      const combines = kernel?.name.includes('combine') ?? false;
+      const chosen = combines === (variant === 'mma-split') ? kernel : undefined;
+      const partials = { pointer: p.partials!, rows, bytes: partialFloats * 4 };
+      runConvCall(cuda, p, chosen, { ...layer, variant }, rowScale, p.sequences!, lanesOf.sequences, partials);
+    };
+  return {
+    label: `split against unsplit tensor-core conv, ${layer.inputs}→${layer.outputs} k${layer.kernel} d${layer.dilation} (${groups} groups), lanes of 3, 1, 2 units × ${rowScale} rows`,
+    prepare(random) {
+      const drawn = convInputs(layer, lanesOf.slots, rows, () => random);
+      return {
+        inputs: { ...deviceInputs(layer, drawn), sequences: table, partials: new Float32Array(partialFloats) },
+        outputs: convOutputs(layer, lanesOf.slots, rows),
+        runs: { split: runOf('mma-split'), unsplit: runOf('mma') },
+      };
+    },
+  };
+}
+
 /** Lanes of 2, 1 and 1 units at slots 4, 0, 2 of 5. */
 const threeLanes = (rowScale: number): CodecLanes => ({
   slots: 5,
@@ -223,6 +268,15 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'm
     invariance: [convInvariance('decode lanes of 4 rows, residual conv + Snake, real', dilatedSnake, 4)],
     equivalences: [
       ...convSchedules(small, 8, 45),
+      ...(variant === 'mma'
+        ? [
+            splitAgainstUnsplit(dilatedSnake, 16),
+            splitAgainstUnsplit(pointwiseSnake, 16),
+            splitAgainstUnsplit(first, 4),
+            splitAgainstUnsplit(oddSnake, 9),
+            splitAgainstUnsplit(expand, 2),
+          ]
+        : []),
       ...(variant === 'tiled'
         ? [
             againstChunked(dilatedSnake, 32, 'tiled'),

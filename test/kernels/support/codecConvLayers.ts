@@ -6,9 +6,11 @@ import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import {
   type CodecActivation,
   type CodecConvVariant,
+  type CodecPartials,
   type CodecPrecision,
   codecConv,
   codecHistoryUpdate,
+  mmaGroupChannels,
 } from '../../../src/backend/cuda/ops/codecConv.ts';
 import { codecConvWeightLayout } from '../../../src/backend/cuda/ops/codecWeightLayout.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
@@ -59,10 +61,10 @@ export const CONV_ULPS = 32;
 /**
  * The tensor cores' bound (the `f16` precision): their fp32 accumulation truncates each mma's sum instead of rounding
  * it, losing under one ulp of the running sum per mma, so an output is held to one ulp (at its RMS) per mma of its
- * chain, K · ⌈Cin / 16⌉, beside the CUDA-core kernels' own margin.
+ * chain, K · ⌈Cin / 16⌉, and half an ulp per add of a group's sum, beside the CUDA-core kernels' own margin.
  */
 export function tensorCoreUlps(inputs: number, kernel: number): number {
-  return kernel * Math.ceil(inputs / 16) + CONV_ULPS;
+  return kernel * Math.ceil(inputs / 16) + Math.ceil(inputs / mmaGroupChannels(kernel)) + CONV_ULPS;
 }
 
 /** The out spec's gates: the case's, or for `f16` the tensor cores' bound in ulps and in norm (2⁻²⁴ an ulp). */
@@ -131,6 +133,7 @@ export function runConvCall(
   rowScale: number,
   table: bigint,
   sequences: Sequences,
+  partials?: CodecPartials,
 ): void {
   const { inputs, outputs } = layer;
   const xStride = layer.xStride ?? inputs;
@@ -164,6 +167,7 @@ export function runConvCall(
       activation: layer.activation,
       precision: layer.precision,
       variant: layer.variant,
+      ...(partials === undefined ? {} : { partials }),
     },
     { kernel: kernels.conv },
   );

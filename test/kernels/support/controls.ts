@@ -225,9 +225,14 @@ function codecControls(): Control[] {
     },
     {
       description:
-        'batch-dependent order: the tensor-core codec conv sums its channel stages last to first beside other lanes',
+        'batch-dependent order: the tensor-core codec conv adds its channel groups last to first beside other lanes',
       kernelCase: codecConvMmaCase,
-      kernel: codec('control_codec_conv_mma_stages_reversed_with_lanes'),
+      kernel: codec('control_codec_conv_mma_groups_reversed_with_lanes'),
+    },
+    {
+      description: "wrong combine order: the split tensor-core conv adds its groups' sums last to first after group 0",
+      kernelCase: codecConvMmaCase,
+      kernel: codec('control_codec_conv_combine_reversed'),
     },
     {
       description: "wrong tap order: the tensor-core transposed conv meets each phase's taps flipped",

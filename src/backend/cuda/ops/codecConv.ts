@@ -42,6 +42,8 @@ const TRANSPOSED_KERNELS: Record<CoreWeights, KernelName> = {
   'f16-weights': { family: FAMILY, name: 'codec_transposed_conv_f16w' },
 };
 const MMA_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_mma_f16' };
+const MMA_SPLIT_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_mma_split_f16' };
+const COMBINE_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_combine' };
 const HISTORY_KERNEL: KernelName = { family: FAMILY, name: 'codec_history_update' };
 const SNAKE_KERNEL: KernelName = { family: FAMILY, name: 'codec_snake' };
 
@@ -62,6 +64,9 @@ export const CODEC_MAXIMUM_HISTORY_ROWS = 256;
 const NULL_POINTER = 0n;
 /** The conv kernel's parameter count (more than KernelArguments' default 16). */
 const CONV_ARGUMENTS = 18;
+/** The tensor-core conv's: the conv's and the partial sums (pointer, rows). */
+const MMA_ARGUMENTS = 20;
+const COMBINE_ARGUMENTS = 13;
 
 /** The conv's last step (codec_conv.cuh); gelu is the exact one, x · Φ(x). */
 export type CodecActivation = 'identity' | 'tanh' | 'gelu';
@@ -72,7 +77,7 @@ const ACTIVATION_CODES: Record<CodecActivation, number> = { identity: 0, tanh: 1
  * output) or the register-tiled one (128 outputs × 64 rows a block, 8 × 8 a thread). All three sum every output in
  * the same order, so they give the same bits; the choice is speed alone.
  */
-export type CodecConvVariant = 'chunked' | 'narrow' | 'tiled' | 'mma';
+export type CodecConvVariant = 'chunked' | 'narrow' | 'tiled' | 'mma' | 'mma-split';
 export type CodecTransposedVariant = 'chunked' | 'tiled';
 
 /** The register-tiled kernels' fixed shapes (codec_conv_tiled.cuh). */
@@ -109,6 +114,17 @@ function mmaStageChannels(kernel: number): number {
   return kernel <= 2 ? 32 : 16;
 }
 
+/** Input channels a group of the tensor-core conv sums from zero (codec_conv_mma.cuh mma_group_channels). */
+export function mmaGroupChannels(kernel: number): number {
+  return kernel === 1 ? 128 : 64;
+}
+
+/**
+ * Below this many blocks an unsplit tensor-core conv leaves the GPU mostly idle (a frame's convs have 6 to 48), and
+ * its groups go to blocks of their own. Split and unsplit give the same bits, so the choice may follow the call.
+ */
+export const CODEC_MMA_SPLIT_BELOW_BLOCKS = 264;
+
 /** Shared bytes of the tensor-core conv: two fp16 weight stages [K][S][136] and the fp16 input tile [rows][S + 8]. */
 export function mmaSharedBytes(kernel: number, historyRows: number): number {
   const channels = mmaStageChannels(kernel);
@@ -140,9 +156,11 @@ export function automaticConvVariant(outputs: number, kernel: number, precision:
   return kernel <= CODEC_TILED_MAXIMUM_KERNEL ? 'tiled' : 'chunked';
 }
 
+const onTensorCores = (variant: CodecConvVariant) => variant === 'mma' || variant === 'mma-split';
+
 /** `f16` rounds the inputs for tensor cores, so only the mma and narrow variants run it (and mma runs only it). */
 function requireVariantPrecision(variant: CodecConvVariant, precision: CodecPrecision): void {
-  const fits = precision === 'f16' ? variant === 'mma' || variant === 'narrow' : variant !== 'mma';
+  const fits = precision === 'f16' ? onTensorCores(variant) || variant === 'narrow' : !onTensorCores(variant);
   if (fits) return;
   throw new DramaError('KERNEL_ARGUMENT_INVALID', `the ${variant} codec conv does not run the ${precision} precision`, {
     kind: 'internal',
@@ -150,14 +168,31 @@ function requireVariantPrecision(variant: CodecConvVariant, precision: CodecPrec
   });
 }
 
-/** The tensor-core conv's grid: 128 outputs × one tile of 128 rows a block, one sequence each. */
-function mmaShape(outputs: number, rows: number, sequenceCount: number, sharedBytes: number) {
+/** The tensor-core conv's grid: 128 outputs × one tile of 128 rows a block (× each group, split), one sequence each. */
+function mmaShape(outputs: number, rows: number, sequenceCount: number, groups: number, sharedBytes: number) {
   const rowTiles = Math.min(MAXIMUM_GRID_Y, Math.ceil(rows / MMA_BLOCK_ROWS));
   return {
-    grid: [Math.ceil(outputs / MMA_BLOCK_OUTPUTS), rowTiles, sequenceCount] as const,
+    grid: [Math.ceil(outputs / MMA_BLOCK_OUTPUTS) * groups, rowTiles, sequenceCount] as const,
     block: [MMA_THREADS, 1, 1] as const,
     sharedBytes,
   };
+}
+
+/** Where a split tensor-core conv writes its groups' sums: [groups, rows, outputs] fp32. */
+export interface CodecPartials {
+  readonly pointer: DevicePointer;
+  /** Rows of the call at this layer, all sequences together (the rows of out the table addresses). */
+  readonly rows: number;
+  readonly bytes: number;
+}
+
+/** Whether a tensor-core conv runs split: it has groups, its unsplit grid is small, and its sums fit. */
+function splitsOnTensorCores(a: CodecConvArguments, rows: number): boolean {
+  if (a.partials === undefined) return false;
+  const groups = Math.ceil(a.inputs / mmaGroupChannels(a.kernel));
+  const blocks = Math.ceil(a.outputs / MMA_BLOCK_OUTPUTS) * Math.ceil(rows / MMA_BLOCK_ROWS) * a.sequenceCount;
+  const fits = groups * a.partials.rows * a.outputs * 4 <= a.partials.bytes;
+  return groups > 1 && blocks < CODEC_MMA_SPLIT_BELOW_BLOCKS && fits;
 }
 
 /** Whether the tiled transposed conv can run a layer: its stride divides 8 and its kernel, K ≤ 16. */
@@ -207,8 +242,13 @@ export interface CodecConvArguments extends CodecCall {
   readonly dilation: number;
   readonly activation?: CodecActivation;
   readonly precision: CodecPrecision;
-  /** Default: automaticConvVariant (the CUDA-core variants give the same bits; the contract forces each). */
+  /**
+   * Default: automaticConvVariant, and an mma conv of few rows split when `partials` holds its sums (the CUDA-core
+   * variants give the same bits, as do mma and mma-split; the contract forces each).
+   */
   readonly variant?: CodecConvVariant;
+  /** Scratch for the split tensor-core conv's groups' sums; without it the conv runs unsplit. */
+  readonly partials?: CodecPartials;
 }
 
 /** The call's table sizes, as every codec launcher checks them. */
@@ -275,12 +315,35 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
   if (a.residual !== undefined) requireStride(a.residualStride ?? 0, 'residualStride', a.outputs);
   const historyRows = (a.kernel - 1) * a.dilation;
   requireHistory(historyRows);
-  const variant = a.variant ?? automaticConvVariant(a.outputs, a.kernel, a.precision);
+  const rows = a.longestSequence * a.rowScale;
+  const automatic = automaticConvVariant(a.outputs, a.kernel, a.precision);
+  const variant = a.variant ?? (automatic === 'mma' && splitsOnTensorCores(a, rows) ? 'mma-split' : automatic);
   requireVariantPrecision(variant, a.precision);
-  if (variant === 'mma') requireCount(a.kernel, 'kernel of the tensor-core conv', 1, CODEC_MMA_MAXIMUM_KERNEL);
+  if (onTensorCores(variant)) {
+    requireCount(a.kernel, 'kernel of the tensor-core conv', 1, CODEC_MMA_MAXIMUM_KERNEL);
+    mmaConv(cuda, a, variant === 'mma-split', rows, options);
+    return;
+  }
   if (variant === 'narrow') requireCount(a.outputs, 'outputs of the narrow conv', 1, CODEC_NARROW_MAXIMUM_OUTPUTS);
   if (variant === 'tiled') requireCount(a.kernel, 'kernel of the tiled conv', 1, CODEC_TILED_MAXIMUM_KERNEL);
-  const args = new KernelArguments(CONV_ARGUMENTS)
+  const args = convArguments(a, CONV_ARGUMENTS);
+  const weights = coreWeights(a.precision);
+  if (variant === 'narrow') {
+    const shape = narrowShape(a.outputs, rows, a.sequenceCount, historyRows);
+    launch(cuda, NARROW_KERNELS[weights], shape, args, options);
+  } else if (variant === 'tiled') {
+    const shared = tiledSharedBytes(a.precision, a.kernel, TILED_BLOCK_ROWS + historyRows);
+    const shape = tiledShape(a.outputs, Math.ceil(rows / TILED_BLOCK_ROWS), a.sequenceCount, shared);
+    allowShared(cuda, TILED_KERNELS[weights], options, shared);
+    launch(cuda, TILED_KERNELS[weights], shape, args, options);
+  } else {
+    launch(cuda, CONV_KERNELS[weights], tileShape(a.outputs, rows, a.sequenceCount, historyRows), args, options);
+  }
+}
+
+/** The conv's arguments in codec_conv.cuh's order, the first 18 of every conv entry. */
+function convArguments(a: CodecConvArguments, count: number): KernelArguments {
+  return new KernelArguments(count)
     .pointer(a.out)
     .int64(a.outStride)
     .pointer(a.x)
@@ -299,23 +362,49 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
     .int32(a.kernel)
     .int32(a.dilation)
     .int32(ACTIVATION_CODES[a.activation ?? 'identity']);
-  const rows = a.longestSequence * a.rowScale;
-  const weights = coreWeights(a.precision);
-  if (variant === 'mma') {
-    const shared = mmaSharedBytes(a.kernel, historyRows);
-    allowShared(cuda, MMA_KERNEL, options, shared);
-    launch(cuda, MMA_KERNEL, mmaShape(a.outputs, rows, a.sequenceCount, shared), args, options);
-  } else if (variant === 'narrow') {
-    const shape = narrowShape(a.outputs, rows, a.sequenceCount, historyRows);
-    launch(cuda, NARROW_KERNELS[weights], shape, args, options);
-  } else if (variant === 'tiled') {
-    const shared = tiledSharedBytes(a.precision, a.kernel, TILED_BLOCK_ROWS + historyRows);
-    const shape = tiledShape(a.outputs, Math.ceil(rows / TILED_BLOCK_ROWS), a.sequenceCount, shared);
-    allowShared(cuda, TILED_KERNELS[weights], options, shared);
-    launch(cuda, TILED_KERNELS[weights], shape, args, options);
-  } else {
-    launch(cuda, CONV_KERNELS[weights], tileShape(a.outputs, rows, a.sequenceCount, historyRows), args, options);
+}
+
+/**
+ * The tensor-core conv: unsplit, or each group of input channels on blocks of its own writing its sum to the
+ * partials, then codec_conv_combine adding them in order with the epilogue (the same bits). A control kernel in
+ * `options` replaces the conv kernel, or the combine kernel when it is one.
+ */
+function mmaConv(cuda: CudaContext, a: CodecConvArguments, split: boolean, rows: number, options: LaunchOptions) {
+  const groups = Math.ceil(a.inputs / mmaGroupChannels(a.kernel));
+  const partials = a.partials;
+  if (split && (partials === undefined || groups * partials.rows * a.outputs * 4 > partials.bytes)) {
+    throw new DramaError(
+      'KERNEL_ARGUMENT_INVALID',
+      `the split tensor-core conv needs ${groups} × rows × ${a.outputs} fp32 partial sums, and its partials do not hold them`,
+      { kind: 'internal', param: 'partials' },
+    );
   }
+  const combineControl = options.kernel?.name.includes('combine') ?? false;
+  const convOptions = combineControl ? { ...options, kernel: undefined } : options;
+  const kernel = split ? MMA_SPLIT_KERNEL : MMA_KERNEL;
+  const shared = mmaSharedBytes(a.kernel, (a.kernel - 1) * a.dilation);
+  const args = convArguments(a, MMA_ARGUMENTS)
+    .pointer(partials?.pointer ?? NULL_POINTER)
+    .int64(partials?.rows ?? 0);
+  allowShared(cuda, kernel, convOptions, shared);
+  launch(cuda, kernel, mmaShape(a.outputs, rows, a.sequenceCount, split ? groups : 1, shared), args, convOptions);
+  if (!split || partials === undefined) return;
+  const combine = new KernelArguments(COMBINE_ARGUMENTS)
+    .pointer(a.out)
+    .int64(a.outStride)
+    .pointer(partials.pointer)
+    .int64(partials.rows)
+    .int32(groups)
+    .pointer(a.bias ?? NULL_POINTER)
+    .pointer(a.residual ?? NULL_POINTER)
+    .int64(a.residual === undefined ? 0 : (a.residualStride ?? 0))
+    .pointer(a.scale ?? NULL_POINTER)
+    .pointer(a.sequences)
+    .int32(a.rowScale)
+    .int32(a.outputs)
+    .int32(ACTIVATION_CODES[a.activation ?? 'identity']);
+  const combineShape = tileShape(a.outputs, rows, a.sequenceCount, 0);
+  launch(cuda, COMBINE_KERNEL, { ...combineShape, sharedBytes: 0 }, combine, combineControl ? options : {});
 }
 
 export interface CodecTransposedConvArguments extends CodecCall {
@@ -338,6 +427,8 @@ export interface CodecTransposedConvArguments extends CodecCall {
   readonly outputs: number;
   readonly kernel: number;
   readonly stride: number;
+  /** In `f16`, scratch for a split conv's sums (its rows: the call's input rows); see CodecConvArguments. */
+  readonly partials?: CodecPartials;
   readonly precision: CodecPrecision;
   /** Default: automaticTransposedVariant (both give the same bits; the contract forces each). */
   readonly variant?: CodecTransposedVariant;
