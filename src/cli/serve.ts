@@ -67,7 +67,7 @@ export function addEngineOptions(command: Command): Command {
     .addOption(
       new Option(
         '--codec-precision <mode>',
-        'CUDA codec weights: f32, or f16-weights (rounded to fp16 as the release runs them; sums in fp32 either way)',
+        'CUDA codec precision: f16 (fp16 weights and inputs on tensor cores, as the release runs them), f16-weights (fp16 weights, fp32 inputs) or f32 (the checking mode); fp32 sums in every mode',
       )
         .choices([...CODEC_PRECISIONS])
         .env('DRAMA3_CODEC_PRECISION')

@@ -50,6 +50,11 @@ export class StepGraphs {
     graph.launch(stream);
   }
 
+  /** Recordings held. */
+  get size(): number {
+    return this.recordings.size;
+  }
+
   /** Whether a recording is held for `key` (tests). */
   has(key: string): boolean {
     return this.recordings.has(key);

@@ -8,6 +8,8 @@ import type { DevicePointer } from '../../backend/cuda/driver.ts';
 import type { Allocation } from '../../backend/cuda/memory.ts';
 import type { CodecPrecision } from '../../backend/cuda/ops/codecConv.ts';
 import { codecQuantizerDecode } from '../../backend/cuda/ops/codecRows.ts';
+import { launchesObserved } from '../../backend/cuda/ops/launch.ts';
+import { StepGraphs } from '../../backend/cuda/step-graphs.ts';
 import { DramaError } from '../../errors.ts';
 import type { CodecStream, Frame } from '../../model/types.ts';
 import type { CodecConfig } from '../config.ts';
@@ -34,6 +36,10 @@ export interface LaneFrames {
 
 /** A quiet NaN no kernel writes. */
 const POISON_WORD = 0x7fa5a5a5;
+
+/** Calls of at most this many frames replay as graphs, of at most this many shapes (the rest launch directly). */
+const GRAPH_MAXIMUM_FRAMES = 16;
+const GRAPH_MAXIMUM_SHAPES = 32;
 
 /** Room for the split tensor-core convs' sums: a frame's widest, 24 groups × 8 rows × 6144 outputs, four times over. */
 const SPLIT_SUM_FLOATS = 8 * 1024 * 1024;
@@ -67,6 +73,8 @@ export class CudaCodecDecoder {
   private readonly scratch: Record<string, DevicePointer> = {};
   private readonly table: Int32Array;
   private readonly codes: Int32Array;
+  /** Small calls' launch sequences by call shape; the allocations never change after create. */
+  private readonly graphs: StepGraphs;
   private closed = false;
 
   private constructor(
@@ -80,6 +88,7 @@ export class CudaCodecDecoder {
     this.open = new Array<boolean>(options.slots).fill(false);
     this.table = new Int32Array((options.slots + 1) * 4);
     this.codes = new Int32Array(options.maxFramesPerCall * this.codebooks);
+    this.graphs = new StepGraphs(cuda, () => 0);
   }
 
   /** Uploads the weights and allocates every lane's state and the call scratch; frees all of it on failure. */
@@ -238,8 +247,7 @@ export class CudaCodecDecoder {
 
   /** One launch sequence over lanes whose frames fit one call; writes each lane's samples into `into`. */
   private decodeCall(lanes: readonly LaneFrames[], into: readonly Float32Array[]): void {
-    const { cuda, config, weights, state, scratch } = this;
-    const precision = weights.precision;
+    const { cuda, config, scratch } = this;
     const codebooks = this.codebooks;
     let frames = 0;
     let longest = 0;
@@ -265,6 +273,30 @@ export class CudaCodecDecoder {
         ? {}
         : { splitSums: { pointer: scratch.splitSums, bytes: SPLIT_SUM_FLOATS * 4 } }),
     };
+    // A call of few frames costs more to launch from the host than to run: its launches replay as one graph per
+    // call shape (the table's contents, copied above, are the only thing that changes between calls of a shape).
+    const key = `${lanes.length} lanes, longest ${longest}, ${frames} frames`;
+    const replayable = frames <= GRAPH_MAXIMUM_FRAMES && !launchesObserved();
+    if (replayable && (this.graphs.has(key) || this.graphs.size < GRAPH_MAXIMUM_SHAPES)) {
+      this.graphs.run(key, () => this.enqueueCall(table, frames));
+    } else {
+      this.enqueueCall(table, frames);
+    }
+    const samples = cuda.download(scratch.samples!, new Float32Array(frames * config.frameLength));
+    let offset = 0;
+    lanes.forEach(({ slot, frames: laneFrames }, index) => {
+      const count = laneFrames.length * config.frameLength;
+      into[index]!.set(samples.subarray(offset, offset + count));
+      offset += count;
+      this.positions[slot]! += laneFrames.length;
+    });
+  }
+
+  /** The call's launch sequence: everything it reads is on the device (weights, state, scratch, the table). */
+  private enqueueCall(table: CallTable, frames: number): void {
+    const { cuda, config, weights, state, scratch } = this;
+    const precision = weights.precision;
+    const codebooks = this.codebooks;
     const rotation = new Rotation([scratch.big0!, scratch.big1!, scratch.big2!]);
     codecQuantizerDecode(cuda, {
       out: scratch.x!,
@@ -307,20 +339,13 @@ export class CudaCodecDecoder {
       history: state.last,
       activation: 'tanh',
     });
-    const samples = cuda.download(scratch.samples!, new Float32Array(frames * config.frameLength));
-    let offset = 0;
-    lanes.forEach(({ slot, frames: laneFrames }, index) => {
-      const count = laneFrames.length * config.frameLength;
-      into[index]!.set(samples.subarray(offset, offset + count));
-      offset += count;
-      this.positions[slot]! += laneFrames.length;
-    });
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
     this.cuda.synchronize();
+    this.graphs.release();
     for (const allocation of this.allocations) allocation.free();
     this.state.free();
     this.weights.free();

@@ -36,6 +36,11 @@ export type LaunchObserver = (kernel: KernelName, handle: Handle, args: KernelAr
 
 let observer: LaunchObserver | null = null;
 
+/** Whether a launch observer is installed (a profile wants each launch, not a graph's replay). */
+export function launchesObserved(): boolean {
+  return observer !== null;
+}
+
 /** Installs (or with null removes) the one launch observer; returns the one it replaces. */
 export function observeLaunches(next: LaunchObserver | null): LaunchObserver | null {
   const previous = observer;
