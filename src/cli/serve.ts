@@ -6,7 +6,8 @@ import { BACKEND_NAMES, type BackendName } from '../engine/backend-choice.ts';
 import { CODEC_PRECISIONS } from '../engine/codec-choice.ts';
 import { DEFAULT_CUDA_CODEC_SETTINGS } from '../engine/cuda-codec.ts';
 import { Engine } from '../engine/engine.ts';
-import { DEFAULT_ENGINE_SETTINGS, DEFAULT_MEMORY_ROWS_PER_LANE, type EngineSettings } from '../engine/engine-core.ts';
+import { DEFAULT_ENGINE_SETTINGS, type EngineSettings } from '../engine/engine-core.ts';
+import { DEFAULT_MEMORY_ROWS_PER_LANE } from '../engine/lane-budget.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
 import { isDramaError } from '../errors.ts';
 import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';
@@ -99,7 +100,7 @@ export function addEngineOptions(command: Command): Command {
     .addOption(
       new Option(
         '--memory-rows <rows>',
-        `lane memory budget: prompt rows + frames all lanes may hold together (default: lanes × ${DEFAULT_MEMORY_ROWS_PER_LANE})`,
+        `lane memory budget: prompt rows + frames all lanes may hold together (default: on cuda what fits the device, on the cpu lanes × ${DEFAULT_MEMORY_ROWS_PER_LANE})`,
       )
         .env('DRAMA3_MEMORY_ROWS')
         .argParser(positiveInteger),
