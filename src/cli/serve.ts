@@ -196,6 +196,13 @@ async function serve(flags: ServeFlags): Promise<void> {
       `drama3 ready: ${info.modelId}, ${info.lanes} lanes, context ${info.contextRows} rows, at most ${info.maxFrames} frames a request`,
     );
     for (const notice of info.notices) console.log(`drama3: ${notice}`);
+    const { memory } = info;
+    if (memory.device !== undefined) {
+      const left = memory.device.limitBytes - memory.device.usedBytes;
+      console.log(
+        `drama3: each lane holds ${info.rowsPerLane} rows of ${memory.bytesPerPromptRow} device bytes and ${memory.fixedBytesPerLane} fixed; ${left} bytes left under the allocation cap`,
+      );
+    }
     if (info.synthetic) console.log(`WARNING: ${SYNTHETIC_WEIGHTS_NOTICE}`);
     console.log(
       `Open ${address}/ for the playground, or: curl -s ${address}/v1/audio/speech -H 'content-type: application/json' -d '{"input":"Hello!","response_format":"wav"}' -o hello.wav`,
