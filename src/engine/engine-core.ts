@@ -48,6 +48,7 @@ function memoryInfo(budget: LaneBudget, device: DeviceMemory | undefined): Memor
     bytesPerFrame: budget.bytes.perFrame,
     fixedBytesPerLane: budget.bytes.fixedPerLane,
     device,
+    setAsideBytes: budget.device?.reservedBytes,
   };
 }
 
@@ -120,9 +121,10 @@ export class EngineCore {
   }
 
   private prepare(id: number, job: SpeechJob): PreparedRequest {
+    // The server's own frame limit: a budget the context or a lane cannot hold is refused naming that instead.
     const limits: AdmissionLimits = {
       contextRows: this.info.contextRows,
-      maxFrames: this.info.maxFrames,
+      maxFrames: this.settings.maxFrames,
       maxInputCodePoints: this.info.maxInputCodePoints,
       budget: this.budget,
     };

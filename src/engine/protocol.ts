@@ -74,6 +74,8 @@ export interface MemoryInfo {
   readonly fixedBytesPerLane?: number;
   /** The allocator's cap and the bytes it held once the lanes were planned (device-bytes only). */
   readonly device?: DeviceMemory;
+  /** Device bytes kept from the slabs for the rest of the plan, the reference cache and the codec's lanes. */
+  readonly setAsideBytes?: number;
 }
 
 export type EngineCommand =

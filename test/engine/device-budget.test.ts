@@ -47,6 +47,8 @@ test('on a device each lane holds the rows that fit the cap; a request over them
     bytesPerFrame: 1920,
     fixedBytesPerLane: 29292,
     device: { limitBytes: device.limitBytes, usedBytes: USED },
+    // The cap is what is used, what was set aside and the five slots (the planning slot too) at 70 rows.
+    setAsideBytes: device.limitBytes - USED - 5 * laneStateBytesFor(BYTES, 70),
   });
   // 'x' takes 9 prompt rows: 61 frames make 71 rows, one more than a lane holds.
   const refused = await runToEnd(engine, job('x', { maxFrames: 61 }));
@@ -56,6 +58,9 @@ test('on a device each lane holds the rows that fit the cap; a request over them
     refused.last.type === 'failed' ? refused.last.error.message : '',
     /71 rows exceed a lane's memory of 70 rows \(163692 device bytes: 1920 a row, 29292 a lane\); 61 frames take 117120 device bytes; at most 60 frames fit/,
   );
+  // Past what a lane holds but within the server's frame limit: refused for the lane's memory, not the limit.
+  const farOver = await runToEnd(engine, job('x', { maxFrames: 1000 }));
+  assert.equal(farOver.last.type === 'failed' && farOver.last.error.code, 'MEMORY_BUDGET_EXCEEDED');
   let busiest = 0;
   engine.on('stats', (stats) => {
     busiest = Math.max(busiest, stats.lanesBusy);
