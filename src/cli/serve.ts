@@ -14,7 +14,7 @@ import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';
 import { buildApp } from '../server/app.ts';
 import { audioToolkit } from '../server/audio-toolkit.ts';
 import { loadApiKeys } from '../server/auth.ts';
-import { DEFAULT_MAX_BUFFERED_REPLY_BYTES } from '../server/speech-reply.ts';
+import { DEFAULT_MAX_BUFFERED_REPLY_BYTES, DEFAULT_MAX_HELD_REPLY_BYTES } from '../server/speech-reply.ts';
 import { DEFAULT_TIMEOUTS } from '../server/timeouts.ts';
 import { DEFAULT_CACHE_DIR, resolveRuntime } from './default-model.ts';
 import { openVoices, referenceCacheOption, voicesOption } from './voices.ts';
@@ -152,6 +152,7 @@ interface ServeFlags extends EngineFlags {
   readonly requestTimeout: number;
   readonly bodyTimeout: number;
   readonly maxBufferedReply: number;
+  readonly maxHeldReply: number;
 }
 
 function milliseconds(value: string): number {
@@ -182,6 +183,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     processMetrics: true,
     timeouts: { requestMs: flags.requestTimeout, bodyMs: flags.bodyTimeout },
     maxBufferedReplyBytes: flags.maxBufferedReply,
+    maxHeldReplyBytes: flags.maxHeldReply,
     ...(await openVoices(flags.voices, runtime)),
   });
   const address = await app.listen({ host: flags.host, port: flags.port });
@@ -265,6 +267,15 @@ export function registerServe(program: Command): void {
       )
         .env('DRAMA3_MAX_BUFFERED_REPLY')
         .default(DEFAULT_MAX_BUFFERED_REPLY_BYTES)
+        .argParser(positiveInteger),
+    )
+    .addOption(
+      new Option(
+        '--max-held-reply <bytes>',
+        'bytes a reply that is not streamed may hold until its end (past them: 413, stream it instead)',
+      )
+        .env('DRAMA3_MAX_HELD_REPLY')
+        .default(DEFAULT_MAX_HELD_REPLY_BYTES)
         .argParser(positiveInteger),
     );
   command.addOption(voicesOption()).addOption(referenceCacheOption());
