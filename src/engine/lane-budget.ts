@@ -76,16 +76,19 @@ function deviceReserve(request: DeviceBudgetRequest): number {
   const { config, codecStreams, prefillChunk } = request.memory;
   const { lanes, contextRows } = request;
   const tables = planBytes(config, { lanes, rowsPerLane: 2 }, prefillChunk).tables;
-  // The attention workspace grows with a slot's capacity (at most the context) and, as scratch, up to twice its need.
+  // The attention workspace of a step (lanes rows) or a prefill chunk grows with a slot's capacity (at most the
+  // context) and, as scratch, up to twice its need.
   const workspace = Math.max(
-    ...[config.text, config.tower].map((part) =>
-      attentionWorkspaceBytes(lanes, {
-        queryHeads: part.attentionHeads,
-        kvHeads: part.keyValueHeads,
-        headDim: part.headDim,
-        slots: lanes + 1,
-        capacity: contextRows,
-      }),
+    ...[config.text, config.tower].flatMap((part) =>
+      [lanes, prefillChunk].map((rows) =>
+        attentionWorkspaceBytes(rows, {
+          queryHeads: part.attentionHeads,
+          kvHeads: part.keyValueHeads,
+          headDim: part.headDim,
+          slots: lanes + 1,
+          capacity: contextRows,
+        }),
+      ),
     ),
   );
   // Plan packs the routed experts for the kernels one layer at a time: one layer's copy is held twice meanwhile.

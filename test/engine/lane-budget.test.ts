@@ -129,3 +129,14 @@ test('without max_frames the budget is what fits the lane, the context and the t
       "prompt rows 9 + max_frames 191 + 1 = 201 rows exceed a lane's memory of 200 rows; at most 190 frames fit after 9 prompt rows",
   });
 });
+
+test('a prefill chunk of at most 64 rows sets aside its attention workspace, larger than a step of few lanes', () => {
+  const limit = 0.9 * 141 * GB;
+  const at = (prefillChunk: number) => {
+    const base = request(FULL, 4, limit, 38.7 * GB);
+    return deviceBudget({ ...base, memory: { ...base.memory, prefillChunk } }).device!.reservedBytes;
+  };
+  // 64 rows instead of 4 of fp32 partials: 16 heads × 1024 splits of 256 keys × (256 + 2), twice for scratch growth.
+  const workspace = 2 * (64 - 4) * 16 * 1024 * 258 * 4;
+  assert.ok(at(64) - at(256) >= workspace - 256 * 1024, `${at(64) - at(256)} bytes more, expected about ${workspace}`);
+});
