@@ -92,10 +92,9 @@ function deviceReserve(request: DeviceBudgetRequest): number {
     ),
   );
   // Plan packs the routed experts for the kernels one layer at a time: one layer's copy is held twice meanwhile.
+  const packing = expertLayerBytes(config);
   const codec = codecStreams * laneBytes(config, config.codec).codecPerStream;
-  return (
-    tables + 2 * workspace + expertLayerBytes(config) + ACTIVATION_RESERVE_BYTES + request.referenceCacheBytes + codec
-  );
+  return tables + 2 * workspace + packing + ACTIVATION_RESERVE_BYTES + request.referenceCacheBytes + codec;
 }
 
 /** The rows a lane may hold on the device: the most every slot (the planning slot too) can hold under the cap. */
