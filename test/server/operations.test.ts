@@ -91,11 +91,18 @@ test('/v1/models reports lane memory in device bytes: per row and frame, per lan
       max_frames: 500,
     } as never);
     let busy = idle;
+    const deadline = Date.now() + 5000;
     while (busy.memory.lane_budget_free === laneBudget) {
+      assert.ok(Date.now() < deadline, 'the running request never showed in lane_budget_free');
       await new Promise((resolve) => setTimeout(resolve, 5));
       busy = await speech();
     }
     assert.equal(busy.memory.lane_budget_free, laneBudget - (29292 + 510 * 1920));
+    const metrics = (await server.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const gauge = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    assert.equal(gauge('drama3_lane_memory_free'), busy.memory.lane_budget_free);
+    assert.equal(gauge('drama3_device_memory_used_bytes'), 1e9);
+    assert.equal(gauge('drama3_device_memory_limit_bytes'), 3e9);
     await (await reply).arrayBuffer();
   } finally {
     await server.close();
