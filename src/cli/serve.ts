@@ -6,14 +6,15 @@ import { BACKEND_NAMES, type BackendName } from '../engine/backend-choice.ts';
 import { CODEC_PRECISIONS } from '../engine/codec-choice.ts';
 import { DEFAULT_CUDA_CODEC_SETTINGS } from '../engine/cuda-codec.ts';
 import { Engine } from '../engine/engine.ts';
-import { DEFAULT_ENGINE_SETTINGS, DEFAULT_MEMORY_ROWS_PER_LANE, type EngineSettings } from '../engine/engine-core.ts';
+import { DEFAULT_ENGINE_SETTINGS, type EngineSettings } from '../engine/engine-core.ts';
+import { DEFAULT_MEMORY_ROWS_PER_LANE } from '../engine/lane-budget.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
 import { isDramaError } from '../errors.ts';
 import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';
 import { buildApp } from '../server/app.ts';
 import { audioToolkit } from '../server/audio-toolkit.ts';
 import { loadApiKeys } from '../server/auth.ts';
-import { DEFAULT_MAX_BUFFERED_REPLY_BYTES } from '../server/speech-reply.ts';
+import { DEFAULT_MAX_BUFFERED_REPLY_BYTES, DEFAULT_MAX_HELD_REPLY_BYTES } from '../server/speech-reply.ts';
 import { DEFAULT_TIMEOUTS } from '../server/timeouts.ts';
 import { DEFAULT_CACHE_DIR, resolveRuntime } from './default-model.ts';
 import { openVoices, referenceCacheOption, voicesOption } from './voices.ts';
@@ -99,7 +100,7 @@ export function addEngineOptions(command: Command): Command {
     .addOption(
       new Option(
         '--memory-rows <rows>',
-        `lane memory budget: prompt rows + frames all lanes may hold together (default: lanes × ${DEFAULT_MEMORY_ROWS_PER_LANE})`,
+        `lane memory budget: prompt rows + frames all lanes may hold together (default: on cuda what fits the device, on the cpu lanes × ${DEFAULT_MEMORY_ROWS_PER_LANE})`,
       )
         .env('DRAMA3_MEMORY_ROWS')
         .argParser(positiveInteger),
@@ -151,6 +152,7 @@ interface ServeFlags extends EngineFlags {
   readonly requestTimeout: number;
   readonly bodyTimeout: number;
   readonly maxBufferedReply: number;
+  readonly maxHeldReply: number;
 }
 
 function milliseconds(value: string): number {
@@ -181,6 +183,7 @@ async function serve(flags: ServeFlags): Promise<void> {
     processMetrics: true,
     timeouts: { requestMs: flags.requestTimeout, bodyMs: flags.bodyTimeout },
     maxBufferedReplyBytes: flags.maxBufferedReply,
+    maxHeldReplyBytes: flags.maxHeldReply,
     ...(await openVoices(flags.voices, runtime)),
   });
   const address = await app.listen({ host: flags.host, port: flags.port });
@@ -195,6 +198,13 @@ async function serve(flags: ServeFlags): Promise<void> {
       `drama3 ready: ${info.modelId}, ${info.lanes} lanes, context ${info.contextRows} rows, at most ${info.maxFrames} frames a request`,
     );
     for (const notice of info.notices) console.log(`drama3: ${notice}`);
+    const { memory } = info;
+    if (memory.device !== undefined) {
+      const left = memory.device.limitBytes - memory.device.usedBytes;
+      console.log(
+        `drama3: each lane holds ${info.rowsPerLane} rows of ${memory.bytesPerPromptRow} device bytes and ${memory.fixedBytesPerLane} fixed; ${left} bytes left under the allocation cap`,
+      );
+    }
     if (info.synthetic) console.log(`WARNING: ${SYNTHETIC_WEIGHTS_NOTICE}`);
     console.log(
       `Open ${address}/ for the playground, or: curl -s ${address}/v1/audio/speech -H 'content-type: application/json' -d '{"input":"Hello!","response_format":"wav"}' -o hello.wav`,
@@ -257,6 +267,15 @@ export function registerServe(program: Command): void {
       )
         .env('DRAMA3_MAX_BUFFERED_REPLY')
         .default(DEFAULT_MAX_BUFFERED_REPLY_BYTES)
+        .argParser(positiveInteger),
+    )
+    .addOption(
+      new Option(
+        '--max-held-reply <bytes>',
+        'bytes a reply that is not streamed may hold until its end (past them: 413, stream it instead)',
+      )
+        .env('DRAMA3_MAX_HELD_REPLY')
+        .default(DEFAULT_MAX_HELD_REPLY_BYTES)
         .argParser(positiveInteger),
     );
   command.addOption(voicesOption()).addOption(referenceCacheOption());

@@ -1,9 +1,11 @@
 // Admission budgets (MODEL.md §7): a piece of P prompt rows with frame budget F fits when P + F + 1 <= C and when
-// P + F + 1 is within the lane memory budget (the rows all active requests may hold together). An explicit
+// a lane can hold P + F + 1 rows (lane-budget.ts: device bytes on cuda, rows on the cpu); a request that fits a lane
+// but not beside those running waits for them in the scheduler. An explicit
 // budget is honoured exactly or refused, never clamped; without one the budget is what fits, up to the server limit
 // and to a generous ceiling from the text length, so a voice that never says end of speech (a synthetic checkpoint,
 // a loop) stops with finish reason `length` instead of running for minutes.
 import { DramaError } from '../errors.ts';
+import { type LaneBudget, requestCost } from './lane-budget.ts';
 
 /** Frames allowed per input token when the request sets no budget (about 1.5 s; speech needs about 0.3 s). */
 const DEFAULT_FRAMES_PER_TOKEN = 32;
@@ -22,8 +24,8 @@ export interface AdmissionLimits {
   readonly maxFrames: number;
   /** Input limit in Unicode code points. */
   readonly maxInputCodePoints: number;
-  /** Rows of lane state (prompt rows + frames + 1) all active requests may hold together: the memory budget. */
-  readonly memoryRows: number;
+  /** Lane memory: the rows one request may hold, and their cost in device bytes or rows. */
+  readonly budget: LaneBudget;
 }
 
 /** Refuses input over the code-point limit, naming both numbers. */
@@ -39,6 +41,37 @@ export function checkInputLength(text: string, limits: AdmissionLimits): void {
   }
 }
 
+/** What a lane holds, in words: "70 rows (3298514 device bytes: 47104 a row, 1234 a lane)" or "70 rows". */
+function laneHolds(budget: LaneBudget): string {
+  const rows = budget.rowsPerLane;
+  if (budget.unit === 'rows') return `${rows} rows`;
+  return `${rows} rows (${requestCost(budget, rows)} device bytes: ${budget.perRow} a row, ${budget.fixedPerLane} a lane)`;
+}
+
+/** Refuses an explicit frame budget that no lane can hold: the frames, their bytes, and the most that fit. */
+function framesDoNotFit(promptRows: number, frames: number, budget: LaneBudget): DramaError {
+  const rows = promptRows + frames + 1;
+  const fits = budget.rowsPerLane - promptRows - 1;
+  const cost = budget.unit === 'rows' ? '' : `; ${frames} frames take ${frames * budget.perRow} device bytes`;
+  return new DramaError(
+    'MEMORY_BUDGET_EXCEEDED',
+    `prompt rows ${promptRows} + max_frames ${frames} + 1 = ${rows} rows exceed a lane's memory of ${laneHolds(budget)}${cost}; ` +
+      (fits >= 1 ? `at most ${fits} frames fit after ${promptRows} prompt rows` : 'no frame fits after this prompt'),
+    { param: 'max_frames' },
+  );
+}
+
+/** Refuses a prompt that leaves no lane room for one frame: its rows, their bytes, and the most that fit. */
+function promptDoesNotFit(promptRows: number, budget: LaneBudget): DramaError {
+  const cost = budget.unit === 'rows' ? '' : ` (${requestCost(budget, promptRows)} device bytes)`;
+  return new DramaError(
+    'MEMORY_BUDGET_EXCEEDED',
+    `prompt rows ${promptRows}${cost} leave no room for a frame in a lane's memory of ${laneHolds(budget)}; ` +
+      `at most ${budget.rowsPerLane - 2} prompt rows fit`,
+    { param: 'input' },
+  );
+}
+
 /** The frame budget F for a request whose largest piece has `promptRows` rows and whose text has `inputTokens`. */
 export function frameBudget(
   promptRows: number,
@@ -46,7 +79,7 @@ export function frameBudget(
   limits: AdmissionLimits,
   inputTokens: number,
 ): number {
-  const { contextRows, maxFrames, memoryRows } = limits;
+  const { contextRows, maxFrames, budget } = limits;
   if (requested !== undefined) {
     if (!Number.isInteger(requested) || requested < 1) {
       throw new DramaError('MAX_FRAMES_INVALID', `max_frames must be a positive integer, got ${requested}`, {
@@ -65,22 +98,17 @@ export function frameBudget(
         { param: 'max_frames' },
       );
     }
-    if (promptRows + requested + 1 > memoryRows) {
-      throw new DramaError(
-        'MEMORY_BUDGET_EXCEEDED',
-        `prompt rows ${promptRows} + max_frames ${requested} + 1 = ${promptRows + requested + 1} exceeds the server's lane memory budget of ${memoryRows} rows`,
-        { param: 'max_frames' },
-      );
-    }
+    if (promptRows + requested + 1 > budget.rowsPerLane) throw framesDoNotFit(promptRows, requested, budget);
     return requested;
   }
-  const fits = Math.min(contextRows, memoryRows) - promptRows - 1;
-  if (fits < 1) {
+  if (promptRows + 2 > contextRows) {
     throw new DramaError(
       'CONTEXT_OVERFLOW',
-      `prompt rows ${promptRows} leave no room for a frame in the context window of ${contextRows} rows and the lane memory budget of ${memoryRows} rows (at most ${Math.min(contextRows, memoryRows) - 2} prompt rows)`,
+      `prompt rows ${promptRows} leave no room for a frame in the context window of ${contextRows} rows (at most ${contextRows - 2} prompt rows)`,
       { param: 'input' },
     );
   }
+  if (promptRows + 2 > budget.rowsPerLane) throw promptDoesNotFit(promptRows, budget);
+  const fits = Math.min(contextRows, budget.rowsPerLane) - promptRows - 1;
   return Math.min(maxFrames, fits, textFrameCeiling(inputTokens));
 }

@@ -3,9 +3,10 @@
 // rounds so that cancellations and new requests are taken in at round boundaries.
 import { DramaError } from '../errors.ts';
 import { serializeError } from '../threads/serialize-error.ts';
-import { checkInputLength, frameBudget } from './admission.ts';
+import { type AdmissionLimits, checkInputLength, frameBudget } from './admission.ts';
 import { type FrameDecoder, InlineFrameDecoder } from './frame-decoder.ts';
-import type { EngineCommand, EngineEvent, EngineInfo, SpeechJob } from './protocol.ts';
+import { type DeviceMemory, deviceBudget, type LaneBudget, poolCost, rowBudget } from './lane-budget.ts';
+import type { EngineCommand, EngineEvent, EngineInfo, MemoryInfo, SpeechJob } from './protocol.ts';
 import { DEFAULT_REFERENCE_CACHE_BYTES, ReferenceCache } from './reference-cache.ts';
 import type { SpeechRuntime } from './runtime.ts';
 import { type PreparedRequest, Scheduler } from './scheduler.ts';
@@ -19,14 +20,14 @@ export interface EngineSettings {
   readonly maxInputCodePoints: number;
   /** Long text is spoken in pieces of at most this many code points unless the request says otherwise. */
   readonly pieceLength: number;
-  /** Rows of lane state (prompt + frames + 1 per request) all lanes may hold together; default lanes × 65536. */
+  /**
+   * Rows of lane state (prompt + frames + 1 per request) all lanes may hold together. Default: on the cpu
+   * lanes × DEFAULT_MEMORY_ROWS_PER_LANE, on cuda what fits the device (lane-budget.ts), which it may only lower.
+   */
   readonly memoryRows?: number;
   /** Byte budget of the reference-prefix cache; 0 turns it off. Default DEFAULT_REFERENCE_CACHE_BYTES. */
   readonly referenceCacheBytes?: number;
 }
-
-/** Lane memory budget per lane when none is set, in rows. */
-export const DEFAULT_MEMORY_ROWS_PER_LANE = 65536;
 
 export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
   lanes: 4,
@@ -36,8 +37,24 @@ export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
   pieceLength: 1000,
 };
 
+/** The budget as EngineInfo reports it, with the device ledger once the lanes are planned. */
+function memoryInfo(budget: LaneBudget, device: DeviceMemory | undefined): MemoryInfo {
+  const laneBudget = poolCost(budget);
+  if (budget.bytes === undefined) return { unit: budget.unit, laneBudget };
+  return {
+    unit: budget.unit,
+    laneBudget,
+    bytesPerPromptRow: budget.bytes.perPromptRow,
+    bytesPerFrame: budget.bytes.perFrame,
+    fixedBytesPerLane: budget.bytes.fixedPerLane,
+    device,
+    setAsideBytes: budget.device?.reservedBytes,
+  };
+}
+
 export class EngineCore {
   readonly info: EngineInfo;
+  private readonly budget: LaneBudget;
   private readonly scheduler: Scheduler;
   private looping = false;
   private closed = false;
@@ -48,23 +65,32 @@ export class EngineCore {
     private readonly emit: (event: EngineEvent) => void,
     private readonly decoder: FrameDecoder = new InlineFrameDecoder(runtime.codec, emit),
   ) {
-    const memoryRows = settings.memoryRows ?? settings.lanes * DEFAULT_MEMORY_ROWS_PER_LANE;
     const cacheBytes = settings.referenceCacheBytes ?? DEFAULT_REFERENCE_CACHE_BYTES;
     const referenceCache = cacheBytes > 0 ? new ReferenceCache(cacheBytes) : undefined;
+    const contextRows = runtime.model.contextRows;
+    const { lanes, memoryRows } = settings;
+    const memory = runtime.memory;
+    this.budget =
+      memory === undefined
+        ? rowBudget(lanes, contextRows, memoryRows)
+        : deviceBudget({ lanes, contextRows, memoryRows, referenceCacheBytes: cacheBytes, memory });
+    const deviceMemory = memory === undefined ? undefined : () => memory.device();
     this.scheduler = new Scheduler(
       runtime,
-      { lanes: settings.lanes, prefillChunk: settings.prefillChunk, referenceCache, decoder, memoryRows },
+      { lanes, prefillChunk: settings.prefillChunk, referenceCache, decoder, budget: this.budget, deviceMemory },
       emit,
     );
-    const contextRows = runtime.model.contextRows;
+    const { rowsPerLane } = this.budget;
     this.info = {
       modelId: runtime.modelId,
       synthetic: runtime.model.synthetic,
       backend: runtime.backend ?? 'none',
       contextRows,
-      maxFrames: Math.min(settings.maxFrames, contextRows - 2, memoryRows - 2),
-      maxPromptRows: Math.min(contextRows, memoryRows) - 2,
-      memoryRows,
+      maxFrames: Math.min(settings.maxFrames, contextRows - 2, rowsPerLane - 2),
+      maxPromptRows: Math.min(contextRows, rowsPerLane) - 2,
+      memoryRows: this.budget.poolRows,
+      rowsPerLane,
+      memory: memoryInfo(this.budget, deviceMemory?.()),
       maxInputCodePoints: settings.maxInputCodePoints,
       sampleRate: runtime.codec.sampleRate,
       frameLength: runtime.codec.frameLength,
@@ -95,11 +121,12 @@ export class EngineCore {
   }
 
   private prepare(id: number, job: SpeechJob): PreparedRequest {
-    const limits = {
+    // The server's own frame limit: a budget the context or a lane cannot hold is refused naming that instead.
+    const limits: AdmissionLimits = {
       contextRows: this.info.contextRows,
-      maxFrames: this.info.maxFrames,
+      maxFrames: this.settings.maxFrames,
       maxInputCodePoints: this.info.maxInputCodePoints,
-      memoryRows: this.info.memoryRows,
+      budget: this.budget,
     };
     checkInputLength(job.text, limits);
     const references = job.references.map((reference) => ({ text: reference.text, frames: reference.frames }));

@@ -7,6 +7,7 @@ import { DramaError } from '../errors.ts';
 import { deserializeError } from '../threads/serialize-error.ts';
 import { startTypeScriptWorker } from '../threads/start-worker.ts';
 import { EngineCore, type EngineSettings } from './engine-core.ts';
+import type { DeviceMemory } from './lane-budget.ts';
 import { loadRuntime, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineCommand, EngineEvent, EngineInfo, EngineStats, SpeechJob } from './protocol.ts';
 
@@ -32,6 +33,10 @@ export interface EngineLoad {
   readonly lanesBusy: number;
   /** Done generating, frames still waiting for decode (part of lanesBusy). */
   readonly decodeBacklog: number;
+  /** Lane memory the running requests leave free, in the unit of EngineInfo.memory. */
+  readonly laneMemoryFree: number;
+  /** The device's allocator ledger (absent: lane state in host memory). */
+  readonly deviceMemory?: DeviceMemory;
 }
 
 export interface RequestHandle {
@@ -153,6 +158,8 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
       queued: inFlight - this.admitted.size + waiting,
       lanesBusy: this.admitted.size - waiting,
       decodeBacklog: this.admitted.size - waiting - onLanes,
+      laneMemoryFree: this.info.memory.laneBudget - (this.stats.laneMemoryReserved ?? 0),
+      deviceMemory: this.stats.deviceMemory ?? this.info.memory.device,
     };
   }
 

@@ -3,6 +3,7 @@
 import type { ReferenceInput } from '../model/reference-input.ts';
 import type { FinishReason, SamplingSettings } from '../model/types.ts';
 import type { SerializedError } from '../threads/serialize-error.ts';
+import type { DeviceMemory } from './lane-budget.ts';
 import type { ReferenceCacheStats } from './reference-cache.ts';
 
 /** A speech request as the engine sees it, after the HTTP layer has checked types and ranges. */
@@ -43,10 +44,14 @@ export interface EngineInfo {
   readonly contextRows: number;
   /** Most frames one request may ask for. */
   readonly maxFrames: number;
-  /** Most prompt rows one piece may use (C - 2: one frame and its end must fit; less under a small memory budget). */
+  /** Most prompt rows one piece may use (C - 2: one frame and its end must fit; less when a lane holds fewer rows). */
   readonly maxPromptRows: number;
   /** Rows of lane state (prompt + frames + 1 per request) all lanes may hold together. */
   readonly memoryRows: number;
+  /** Most rows (prompt + frames + 1) one request may hold: what every lane slot is planned for. */
+  readonly rowsPerLane: number;
+  /** How lane memory is counted and what is left of it. */
+  readonly memory: MemoryInfo;
   /** Input limit in Unicode code points. */
   readonly maxInputCodePoints: number;
   readonly sampleRate: number;
@@ -56,6 +61,21 @@ export interface EngineInfo {
   readonly backend: 'cpu' | 'cuda' | 'none';
   /** One-line facts about the checkpoint to print at start. */
   readonly notices: readonly string[];
+}
+
+/** Lane memory as /v1/models reports it: in device bytes (cuda) or rows (lane state in host memory). */
+export interface MemoryInfo {
+  readonly unit: 'device-bytes' | 'rows';
+  /** What all lanes may reserve together, in the unit (a request costs its lane's fixed state + rows × per row). */
+  readonly laneBudget: number;
+  /** Device bytes of a prompt row, of a frame and of a lane's fixed state (device-bytes only). */
+  readonly bytesPerPromptRow?: number;
+  readonly bytesPerFrame?: number;
+  readonly fixedBytesPerLane?: number;
+  /** The allocator's cap and the bytes it held once the lanes were planned (device-bytes only). */
+  readonly device?: DeviceMemory;
+  /** Device bytes kept from the slabs for the rest of the plan, the reference cache and the codec's lanes. */
+  readonly setAsideBytes?: number;
 }
 
 export type EngineCommand =
@@ -91,6 +111,10 @@ export interface EngineStats {
   readonly rounds: number;
   /** Frames generated so far (all requests). */
   readonly frames: number;
+  /** Lane memory the running requests hold, in the unit of EngineInfo.memory (absent before the first round). */
+  readonly laneMemoryReserved?: number;
+  /** The device's allocator ledger after the round (device-bytes only). */
+  readonly deviceMemory?: DeviceMemory;
   /** The reference-prefix cache, when on. */
   readonly referenceCache?: ReferenceCacheStats;
 }

@@ -2,6 +2,7 @@
 // decode thread loads its own codec).
 // Frames are [K] int32 (K = 10 codes); PCM is mono fp32 at `codec.sampleRate`, `codec.frameLength` samples a frame.
 import type { CodecStream, Frame, PromptRows, SpeechModel } from '../model/types.ts';
+import type { RuntimeMemory } from './lane-budget.ts';
 
 /** A reference voice ready for the prompt: its transcript and its encoded frames. */
 export interface EncodedReference {
@@ -57,4 +58,6 @@ export interface SpeechRuntime {
   readonly notices?: readonly string[];
   /** Which backend runs the speech model (absent for the null runtime of tests). */
   readonly backend?: 'cpu' | 'cuda';
+  /** Where the lane state lives on a device and its ledger (absent: host memory, budgeted in rows). */
+  readonly memory?: RuntimeMemory;
 }

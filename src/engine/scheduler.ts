@@ -6,6 +6,7 @@ import { DramaError } from '../errors.ts';
 import type { Frame, Lane } from '../model/types.ts';
 import { serializeError } from '../threads/serialize-error.ts';
 import { type FrameDecoder, InlineFrameDecoder, type TerminalEvent } from './frame-decoder.ts';
+import { type DeviceMemory, type LaneBudget, poolCost, requestCost } from './lane-budget.ts';
 import type { Admission, EngineEvent } from './protocol.ts';
 import { type ReferenceCache, ReferencePrefill } from './reference-cache.ts';
 import type { BuiltPrompt, SpeechRuntime } from './runtime.ts';
@@ -21,8 +22,10 @@ export interface SchedulerOptions {
   readonly referenceCache?: ReferenceCache;
   /** Frames → audio events; absent: the runtime's codec in this thread. */
   readonly decoder?: FrameDecoder;
-  /** Rows of lane state all active requests may reserve together; a request waits until its rows fit. */
-  readonly memoryRows?: number;
+  /** Lane memory all active requests may reserve together; a request waits until its cost fits. Absent: lanes only. */
+  readonly budget?: LaneBudget;
+  /** The device's allocator ledger, reported with each round's stats (absent: lane state is in host memory). */
+  readonly deviceMemory?: () => DeviceMemory;
 }
 
 /** A request that passed admission: its prompt pieces and budgets. */
@@ -45,7 +48,7 @@ class RequestState {
   cancelled = false;
   constructor(readonly request: PreparedRequest) {}
 
-  /** Lane memory it may use: its largest prompt, its frame budget and the end row. */
+  /** Rows of lane memory it may use: its largest prompt, its frame budget and the end row. */
   get rows(): number {
     return this.request.admission.promptRows + this.request.admission.frameBudget + 1;
   }
@@ -64,7 +67,11 @@ export class Scheduler {
   private readonly active: RequestState[] = [];
   private readonly referencePrefill: ReferencePrefill;
   private readonly decoder: FrameDecoder;
-  private reservedRows = 0;
+  /** Lane memory the active requests hold, in the budget's unit. */
+  private reserved = 0;
+  /** What one request's rows cost in the budget's unit. */
+  private readonly cost: (rows: number) => number;
+  private readonly pool: number;
   rounds = 0;
   frames = 0;
 
@@ -80,12 +87,11 @@ export class Scheduler {
       });
     }
     this.referencePrefill = new ReferencePrefill(runtime.model, options.referenceCache);
-    // Every slot can hold any request admission lets in; the reservation below keeps the rows in use within memoryRows.
-    const contextRows = runtime.model.contextRows;
-    runtime.model.plan?.({
-      lanes: options.lanes,
-      rowsPerLane: Math.min(contextRows, options.memoryRows ?? contextRows),
-    });
+    const { budget } = options;
+    this.cost = budget === undefined ? () => 0 : (rows) => requestCost(budget, rows);
+    this.pool = budget === undefined ? 0 : poolCost(budget);
+    // Every slot can hold any request admission lets in; the reservation below keeps the lanes within the budget.
+    runtime.model.plan?.({ lanes: options.lanes, rowsPerLane: budget?.rowsPerLane ?? runtime.model.contextRows });
   }
 
   get lanesBusy(): number {
@@ -124,15 +130,14 @@ export class Scheduler {
       this.decoder.drop(state.request.id);
       this.emit({ type: 'cancelled', id: state.request.id, round: this.rounds });
     }
-    const memoryRows = this.options.memoryRows ?? Number.POSITIVE_INFINITY;
     while (
       this.active.length < this.options.lanes &&
       this.waiting.length > 0 &&
-      this.reservedRows + this.waiting[0]!.rows <= memoryRows
+      this.reserved + this.cost(this.waiting[0]!.rows) <= this.pool
     ) {
       const state = this.waiting.shift()!;
       this.active.push(state);
-      this.reservedRows += state.rows;
+      this.reserved += this.cost(state.rows);
       this.guard([state], () => this.openLane(state));
     }
     for (const state of this.active.filter((candidate) => candidate.lane !== null && !candidate.generating)) {
@@ -167,6 +172,8 @@ export class Scheduler {
         waiting: this.waiting.length,
         rounds: this.rounds,
         frames: this.frames,
+        laneMemoryReserved: this.reserved,
+        deviceMemory: this.options.deviceMemory?.(),
         referenceCache: this.options.referenceCache?.stats(),
       },
     });
@@ -238,7 +245,7 @@ export class Scheduler {
     const index = this.active.indexOf(state);
     if (index >= 0) {
       this.active.splice(index, 1);
-      this.reservedRows -= state.rows;
+      this.reserved -= this.cost(state.rows);
     }
     if (state.lane !== null) this.runtime.model.release(state.lane);
     state.lane = null;

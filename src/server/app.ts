@@ -18,7 +18,7 @@ import { operationsRoutes } from './routes/operations.ts';
 import { speechRoute } from './routes/speech.ts';
 import { ttsRoute } from './routes/tts.ts';
 import { type VoicesOptions, voicesRoutes } from './routes/voices.ts';
-import { DEFAULT_MAX_BUFFERED_REPLY_BYTES } from './speech-reply.ts';
+import { DEFAULT_MAX_BUFFERED_REPLY_BYTES, DEFAULT_MAX_HELD_REPLY_BYTES } from './speech-reply.ts';
 import { bodyTimeoutHook, DEFAULT_TIMEOUTS, type RequestTimeouts, serverTimeouts } from './timeouts.ts';
 
 export interface AppOptions {
@@ -39,6 +39,8 @@ export interface AppOptions {
   readonly timeouts?: RequestTimeouts;
   /** Bytes a streamed reply may have waiting for a client that does not read; past them it is cut off. */
   readonly maxBufferedReplyBytes?: number;
+  /** Bytes a reply that is not streamed may hold until its end; past them it is refused (413). */
+  readonly maxHeldReplyBytes?: number;
   readonly logger?: boolean;
   /** Node process metrics in /metrics (off in tests that build many apps). */
   readonly processMetrics?: boolean;
@@ -87,6 +89,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     resolveVoice: options.resolveVoice ?? defaultVoiceOnly,
     referenceEncoder: options.referenceEncoder,
     maxBufferedReplyBytes: options.maxBufferedReplyBytes ?? DEFAULT_MAX_BUFFERED_REPLY_BYTES,
+    maxHeldReplyBytes: options.maxHeldReplyBytes ?? DEFAULT_MAX_HELD_REPLY_BYTES,
     trace: options.trace,
   };
   countClientError = (code, status) => context.metrics.requests.inc({ route: 'unmatched', status, code });

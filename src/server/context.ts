@@ -18,6 +18,8 @@ export interface ServerContext {
   readonly referenceEncoder: VoiceEncoder | undefined;
   /** Bytes a streamed reply may have waiting for its client before it is cut off. */
   readonly maxBufferedReplyBytes: number;
+  /** Bytes a reply that is not streamed (or whose encoder cannot stream) may hold before it is refused. */
+  readonly maxHeldReplyBytes: number;
   /** Lifecycle events of each request, for diagnosis; absent: nothing is recorded. */
   readonly trace: RequestTrace | undefined;
 }

@@ -1,7 +1,7 @@
 // Prometheus metrics for one app (its own registry, so tests may build many apps): every response by route, status
 // and code; time to first audio; frames generated; and what admission holds, read from the engine at scrape time:
 // requests in flight, queue depth, lanes busy (frames still waiting for decode included) and the decode backlog, so
-// that a 503 can be explained from /metrics alone.
+// that a 503 can be explained from /metrics alone; and the lane memory left free and the device's allocator ledger.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { EngineLoad } from '../engine/engine.ts';
 
@@ -65,5 +65,18 @@ export function createMetrics(readLoad: () => EngineLoad | undefined, withProces
   gauge('drama3_queue_depth', 'Requests waiting for a lane (being prepared or queued)', (l) => l.queued);
   gauge('drama3_lanes_busy', 'Requests on a lane or with frames still waiting for decode', (l) => l.lanesBusy);
   gauge('drama3_decode_backlog', 'Requests done generating whose frames still wait for decode', (l) => l.decodeBacklog);
+  gauge(
+    'drama3_lane_memory_free',
+    'Lane memory the running requests leave free (device bytes on cuda, rows on the cpu)',
+    (l) => l.laneMemoryFree,
+  );
+  gauge('drama3_device_memory_used_bytes', 'Device bytes the allocator holds (0 off the device)', (l) => {
+    return l.deviceMemory?.usedBytes ?? 0;
+  });
+  gauge(
+    'drama3_device_memory_limit_bytes',
+    'The allocation cap (0 off the device)',
+    (l) => l.deviceMemory?.limitBytes ?? 0,
+  );
   return { registry, requests, timeToFirstAudio, framesGenerated };
 }

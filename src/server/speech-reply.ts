@@ -38,6 +38,18 @@ export interface SpeechPlan {
 
 /** Unsent bytes a streamed reply may hold for a client that does not read (many seconds of any format). */
 export const DEFAULT_MAX_BUFFERED_REPLY_BYTES = 8 * 1024 * 1024;
+/** Bytes a reply that is not streamed may hold until its end (about 25 minutes of 44.1 kHz 16-bit PCM). */
+export const DEFAULT_MAX_HELD_REPLY_BYTES = 256 * 1024 * 1024;
+
+/** A reply held whole (or by an encoder that cannot stream) past its bound: refused, naming how to get it. */
+function tooLargeToHold(format: SpeechFormat, held: number, frames: number, limit: number): DramaError {
+  return new DramaError(
+    'REPLY_TOO_LARGE_TO_HOLD',
+    `a ${format} reply held until its end reached ${held} bytes after ${frames} frames, over the limit of ${limit}: ` +
+      'stream it (stream_format "audio" or "sse") or ask for fewer frames',
+    { kind: 'too_large', param: 'max_frames' },
+  );
+}
 
 function sseEvent(payload: object): string {
   return `data: ${JSON.stringify(payload)}\n\n`;
@@ -57,6 +69,9 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
   let started = false;
   let firstAudio = true;
   let inputTokens = 0;
+  // What the reply holds until its end: the whole file's bytes, and the PCM an encoder that cannot stream keeps.
+  let heldBytes = 0;
+  let heldFrames = 0;
 
   const headers = (): Record<string, string> => ({
     'X-Input-Tokens': String(inputTokens),
@@ -99,10 +114,17 @@ export async function replySpeech(context: ServerContext, reply: FastifyReply, p
             if (plan.mode !== 'whole') startStream(raw, reply, plan.mode, output, headers());
             started = plan.mode !== 'whole';
             return;
-          case 'audio':
+          case 'audio': {
             context.metrics.framesGenerated.inc(event.frames);
-            if (!write(output.push(event.pcm))) cutOff();
+            const bytes = output.push(event.pcm);
+            heldBytes += (plan.mode === 'whole' ? bytes.length : 0) + (output.streamable ? 0 : event.pcm.byteLength);
+            heldFrames += event.frames;
+            if (heldBytes > context.maxHeldReplyBytes) {
+              throw tooLargeToHold(plan.format, heldBytes, heldFrames, context.maxHeldReplyBytes);
+            }
+            if (!write(bytes)) cutOff();
             return;
+          }
           case 'finished':
             // The encoder's last bytes may come from another thread: awaited, so that other replies keep moving.
             output

@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import type { Engine } from '../../src/engine/engine.ts';
 import { buildApp } from '../../src/server/app.ts';
 import { audioToolkit } from '../../src/server/audio-toolkit.ts';
+import { tinyConfig } from '../model/tiny-config.ts';
 import { startTestServer } from './support.ts';
 
 test('while the engine loads, /health and speech answer 503 with Retry-After in the envelope', async () => {
@@ -40,15 +41,69 @@ test('/v1/models lists the model with its speech limits, its backend and the syn
     assert.deepEqual(model.speech, {
       context_window: 5000,
       max_prompt_rows: 4998,
-      memory_rows: 9000,
       max_frames: 1000,
+      memory_rows: 9000,
+      rows_per_lane: 5000,
       max_input_code_points: 2000,
       sample_rate: 44100,
       frame_length: 2048,
       lanes: 3,
       backend: 'none',
+      memory: { counted_in: 'rows', lane_budget: 9000, lane_budget_free: 9000 },
     });
     assert.deepEqual((await server.app.inject({ method: 'GET', url: '/health' })).json(), { status: 'ready' });
+  } finally {
+    await server.close();
+  }
+});
+
+test('/v1/models reports lane memory in device bytes: per row and frame, per lane, what is left', async () => {
+  const config = tinyConfig();
+  const device = { config, prefillChunk: 16, limitBytes: 3e9, usedBytes: 1e9 };
+  const server = await startTestServer({
+    settings: { lanes: 2, memoryRows: 1000, referenceCacheBytes: 0 },
+    model: { contextRows: 5000, framesPerRow: 100, stepMilliseconds: 5 },
+    device,
+  });
+  const speech = async () => (await server.app.inject({ method: 'GET', url: '/v1/models' })).json().data[0].speech;
+  try {
+    const idle = await speech();
+    const laneBudget = 2 * 29292 + 1000 * 1920;
+    assert.equal(idle.memory_rows, 1000);
+    assert.equal(idle.rows_per_lane, 1000);
+    assert.equal(idle.max_prompt_rows, 998);
+    assert.deepEqual(idle.memory, {
+      counted_in: 'device_bytes',
+      lane_budget: laneBudget,
+      lane_budget_free: laneBudget,
+      bytes_per_prompt_row: 1920,
+      bytes_per_frame: 1920,
+      fixed_bytes_per_lane: 29292,
+      device_limit_bytes: 3e9,
+      device_used_bytes: 1e9,
+      device_free_bytes: 2e9,
+    });
+    // A running request of 9 prompt rows and 500 frames holds its lane's state and 510 rows.
+    const reply = server.client.audio.speech.create({
+      model: 'm',
+      voice: 'default',
+      input: 'x',
+      max_frames: 500,
+    } as never);
+    let busy = idle;
+    const deadline = Date.now() + 5000;
+    while (busy.memory.lane_budget_free === laneBudget) {
+      assert.ok(Date.now() < deadline, 'the running request never showed in lane_budget_free');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      busy = await speech();
+    }
+    assert.equal(busy.memory.lane_budget_free, laneBudget - (29292 + 510 * 1920));
+    const metrics = (await server.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const gauge = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    assert.equal(gauge('drama3_lane_memory_free'), busy.memory.lane_budget_free);
+    assert.equal(gauge('drama3_device_memory_used_bytes'), 1e9);
+    assert.equal(gauge('drama3_device_memory_limit_bytes'), 3e9);
+    await (await reply).arrayBuffer();
   } finally {
     await server.close();
   }

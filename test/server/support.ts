@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import OpenAI from 'openai';
 import { Engine } from '../../src/engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS, type EngineSettings } from '../../src/engine/engine-core.ts';
+import type { NullDeviceOptions } from '../../src/engine/load-runtime.ts';
 import type { NullCodecOptions } from '../../src/engine/null-codec.ts';
 import type { NullModelOptions } from '../../src/engine/null-model.ts';
 import { type AppOptions, buildApp } from '../../src/server/app.ts';
@@ -21,13 +22,14 @@ export async function startTestServer(
     settings?: Partial<EngineSettings>;
     model?: NullModelOptions;
     codec?: NullCodecOptions;
+    device?: NullDeviceOptions;
     queueLimit?: number;
     thread?: 'inline' | 'worker';
     app?: Partial<AppOptions>;
   } = {},
 ): Promise<TestServer> {
   const engine = await Engine.start({
-    runtime: { kind: 'null', model: options.model ?? {}, codec: options.codec },
+    runtime: { kind: 'null', model: options.model ?? {}, codec: options.codec, device: options.device },
     settings: { ...DEFAULT_ENGINE_SETTINGS, ...options.settings },
     queueLimit: options.queueLimit ?? 4,
     thread: options.thread ?? 'inline',

@@ -2,7 +2,7 @@
 // /openapi.json and the playground page at /.
 import { readFile } from 'node:fs/promises';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { EngineInfo } from '../../engine/protocol.ts';
+import type { EngineInfo, EngineStats } from '../../engine/protocol.ts';
 import { DramaError } from '../../errors.ts';
 import { SYNTHETIC_WEIGHTS_NOTICE } from '../../model/config.ts';
 import type { ServerContext } from '../context.ts';
@@ -13,7 +13,32 @@ const PLACEHOLDER_PAGE = `<!doctype html>
 The API is up: POST /v1/audio/speech, POST /v1/tts, GET /v1/models, GET /openapi.json.</p></body></html>
 `;
 
-function describeModel(info: EngineInfo, created: number) {
+/** Lane memory: how it is counted, what all lanes may hold and what the running requests leave free. */
+function describeMemory(info: EngineInfo, stats: EngineStats) {
+  const { memory } = info;
+  const free = {
+    lane_budget: memory.laneBudget,
+    lane_budget_free: memory.laneBudget - (stats.laneMemoryReserved ?? 0),
+  };
+  if (memory.unit === 'rows') return { counted_in: 'rows', ...free };
+  const device = stats.deviceMemory ?? memory.device;
+  return {
+    counted_in: 'device_bytes',
+    ...free,
+    bytes_per_prompt_row: memory.bytesPerPromptRow,
+    bytes_per_frame: memory.bytesPerFrame,
+    fixed_bytes_per_lane: memory.fixedBytesPerLane,
+    ...(device === undefined
+      ? {}
+      : {
+          device_limit_bytes: device.limitBytes,
+          device_used_bytes: device.usedBytes,
+          device_free_bytes: device.limitBytes - device.usedBytes,
+        }),
+  };
+}
+
+function describeModel(info: EngineInfo, stats: EngineStats, created: number) {
   return {
     id: info.modelId,
     object: 'model',
@@ -24,13 +49,15 @@ function describeModel(info: EngineInfo, created: number) {
     speech: {
       context_window: info.contextRows,
       max_prompt_rows: info.maxPromptRows,
-      memory_rows: info.memoryRows,
       max_frames: info.maxFrames,
+      memory_rows: info.memoryRows,
+      rows_per_lane: info.rowsPerLane,
       max_input_code_points: info.maxInputCodePoints,
       sample_rate: info.sampleRate,
       frame_length: info.frameLength,
       lanes: info.lanes,
       backend: info.backend,
+      memory: describeMemory(info, stats),
     },
   };
 }
@@ -40,7 +67,7 @@ export function operationsRoutes(context: ServerContext, pagePath: URL | undefin
   return async (app) => {
     app.get('/v1/models', { schema: { summary: 'Models and their speech limits', tags: ['discovery'] } }, async () => ({
       object: 'list',
-      data: [describeModel(context.engine().info, created)],
+      data: [describeModel(context.engine().info, context.engine().stats, created)],
     }));
     app.get(
       '/health',
