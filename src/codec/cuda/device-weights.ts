@@ -1,6 +1,7 @@
 // The codec's decode weights on the device, laid out once for the kernels (src/backend/cuda/ops/codec*.ts): convs and
 // linears as [Cin, K, Cout] (fp32, or fp16 rounded to nearest even in the release's precision), everything else
-// (biases, Snake α, norms, LayerScale, codebooks) fp32. Names follow weights.ts; decoder.ts says what runs when.
+// (biases, Snake α, norms, LayerScale, codebooks) fp32. Names follow weights.ts; decoder.ts says what runs when. The
+// builders of shared blocks (residual units, ConvNeXt, transformers) also lay out the encode's (encoder-weights.ts).
 import type { CudaContext } from '../../backend/cuda/context.ts';
 import type { DevicePointer } from '../../backend/cuda/driver.ts';
 import type { Allocation } from '../../backend/cuda/memory.ts';
@@ -169,13 +170,7 @@ function transposed(
 }
 
 /** A PyTorch linear [out, in] (rows of several stacked), optional bias, as a k1 conv. */
-export function linear(
-  up: Uploader,
-  rows: readonly Float32Array[],
-  inputs: number,
-  label: string,
-  bias?: Float32Array,
-) {
+function linear(up: Uploader, rows: readonly Float32Array[], inputs: number, label: string, bias?: Float32Array) {
   const stacked = concatenate(rows);
   const outputs = stacked.length / inputs;
   return {

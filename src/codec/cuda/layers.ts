@@ -2,7 +2,7 @@
 // post-module transformer, the quantizer's upsample stages (transposed conv k = s, ConvNeXt), the DAC decoder's
 // first conv, blocks (Snake + transposed conv, three residual units) and last conv with tanh. Every layer reads
 // and writes its lanes' state by slot through the call's sequence table; each conv's history update runs after the
-// conv that reads it.
+// conv that reads it. The encode (encoder.ts) runs its convs, transformers and ConvNeXt blocks through the same steps.
 import type { CudaContext } from '../../backend/cuda/context.ts';
 import type { DevicePointer } from '../../backend/cuda/driver.ts';
 import {
