@@ -29,19 +29,25 @@ function normalise(values: Float32Array, offset: number, width: number, out: Flo
   for (let index = 0; index < width; index++) out[outOffset + index] = values[offset + index]! / norm;
 }
 
-function loadCodebook(weights: CodecWeights, prefix: string, size: number, dim: number): Codebook {
-  const entries = weight(weights, `${prefix}.codebook.weight`);
-  const normalised = new Float32Array(entries.length);
-  const normalisedSquares = new Float64Array(size);
+/** Entries [size, dim] divided by their L2 norms (float32) and those rows' squared norms (float64): the search table. */
+export function normalisedEntries(entries: Float32Array, size: number, dim: number) {
+  const normalised = new Float32Array(size * dim);
+  const squares = new Float64Array(size);
   for (let entry = 0; entry < size; entry++) {
     normalise(entries, entry * dim, dim, normalised, entry * dim);
-    for (let index = 0; index < dim; index++) normalisedSquares[entry]! += normalised[entry * dim + index]! ** 2;
+    for (let index = 0; index < dim; index++) squares[entry]! += normalised[entry * dim + index]! ** 2;
   }
+  return { normalised, squares };
+}
+
+function loadCodebook(weights: CodecWeights, prefix: string, size: number, dim: number): Codebook {
+  const entries = weight(weights, `${prefix}.codebook.weight`);
+  const { normalised, squares } = normalisedEntries(entries, size, dim);
   return {
     size,
     entries,
     normalised,
-    normalisedSquares,
+    normalisedSquares: squares,
     inWeight: weight(weights, `${prefix}.in_proj.weight`),
     inBias: weight(weights, `${prefix}.in_proj.bias`),
     outWeight: weight(weights, `${prefix}.out_proj.weight`),

@@ -10,12 +10,12 @@ import type { Allocation } from '../../src/backend/cuda/memory.ts';
 import type { KernelName } from '../../src/backend/cuda/ops/launch.ts';
 import { attentionEquivalences, attentionInvariance } from './support/attentionSchedules.ts';
 import type { EquivalenceCase, HostInput, InvarianceCase, OutputSpec } from './support/contract.ts';
+import { elementBytes } from './support/execution.ts';
 import { freshSeed, Random } from './support/random.ts';
 
 const availability = cudaAvailability();
 const skip = availability.available ? false : `no CUDA device: ${availability.reason}`;
 const POISON = 0x7fa57fa5;
-const ELEMENT_BYTES = { bf16: 2, f32: 4, i32: 4 } as const;
 const TILE_CONTROL: KernelName = { family: 'attention_controls', name: 'control_attention_tiles_from_call_d256' };
 
 let cuda: CudaContext;
@@ -45,7 +45,7 @@ function execute(
       pointers[name] = allocation.pointer;
     }
     const buffers = outputs.map((spec) => {
-      const bytes = Math.ceil((spec.count * ELEMENT_BYTES[spec.kind]) / 4) * 4;
+      const bytes = Math.ceil((spec.count * elementBytes(spec.kind)) / 4) * 4;
       const allocation = cuda.allocate(bytes, spec.name);
       allocations.push(allocation);
       pointers[spec.name] = allocation.pointer;
@@ -71,7 +71,7 @@ function invarianceFailures(c: InvarianceCase, seed: number, kernel: KernelName 
   const failures: string[] = [];
   for (const result of results.slice(0, -1)) {
     result.outputs.forEach((spec, index) => {
-      const length = result.rows * c.elementsPerRow[spec.name]! * ELEMENT_BYTES[spec.kind];
+      const length = result.rows * c.elementsPerRow[spec.name]! * elementBytes(spec.kind);
       const mine = result.bytes[index]!.subarray(0, length);
       if (Buffer.compare(mine, largest.bytes[index]!.subarray(0, length)) !== 0) failures.push(`${result.rows} rows`);
     });

@@ -311,7 +311,7 @@ export class CudaCodecDecoder {
     });
     // The quantizer's output is the post-module's input and then its layers' output buffer.
     let x = scratch.big0!;
-    runTransformer(cuda, table, weights.postModule, state.rings, precision, scratch.x!, x, {
+    runTransformer(cuda, table, 1, weights.postModule, state.rings, precision, scratch.x!, x, {
       x: scratch.x!,
       h: scratch.h!,
       normed: scratch.normed!,

@@ -1,6 +1,7 @@
 // The codec's decode weights on the device, laid out once for the kernels (src/backend/cuda/ops/codec*.ts): convs and
 // linears as [Cin, K, Cout] (fp32, or fp16 rounded to nearest even in the release's precision), everything else
-// (biases, Snake α, norms, LayerScale, codebooks) fp32. Names follow weights.ts; decoder.ts says what runs when.
+// (biases, Snake α, norms, LayerScale, codebooks) fp32. Names follow weights.ts; decoder.ts says what runs when. The
+// builders of shared blocks (residual units, ConvNeXt, transformers) also lay out the encode's (encoder-weights.ts).
 import type { CudaContext } from '../../backend/cuda/context.ts';
 import type { DevicePointer } from '../../backend/cuda/driver.ts';
 import type { Allocation } from '../../backend/cuda/memory.ts';
@@ -49,10 +50,8 @@ export interface DeviceTransformer {
   readonly tablePositions: number;
 }
 
-export interface DeviceResample {
-  /** Transposed conv k = s = factor. */
-  readonly upsample: DeviceConv;
-  readonly factor: number;
+/** ConvNeXt: x + γ · pw2(gelu(pw1(layerNorm(dwconv7(x))))). */
+export interface DeviceConvNeXt {
   readonly depthwiseWeight: DevicePointer;
   readonly depthwiseBias: DevicePointer;
   readonly normWeight: DevicePointer;
@@ -60,6 +59,12 @@ export interface DeviceResample {
   readonly pointwise1: DeviceConv;
   readonly pointwise2: DeviceConv;
   readonly gamma: DevicePointer;
+}
+
+export interface DeviceResample extends DeviceConvNeXt {
+  /** Transposed conv k = s = factor. */
+  readonly upsample: DeviceConv;
+  readonly factor: number;
 }
 
 export interface DeviceResidualUnit {
@@ -109,7 +114,7 @@ function concatenate(parts: readonly Float32Array[]): Float32Array {
 }
 
 /** Uploads as it goes and keeps every allocation, so a failure part way frees what was made. */
-class Uploader {
+export class Uploader {
   readonly allocations: Allocation[] = [];
 
   constructor(
@@ -136,7 +141,7 @@ class Uploader {
   }
 }
 
-function conv(
+export function conv(
   up: Uploader,
   weights: CodecWeights,
   name: string,
@@ -186,7 +191,7 @@ function linear(up: Uploader, rows: readonly Float32Array[], inputs: number, lab
   };
 }
 
-function transformer(
+export function transformer(
   up: Uploader,
   weights: CodecWeights,
   prefix: string,
@@ -226,15 +231,12 @@ function transformer(
   };
 }
 
-function resample(up: Uploader, weights: CodecWeights, index: number, config: CodecConfig, factor: number) {
-  const prefix = `quantizer.upsample.${index}`;
+/** The ConvNeXt block at `block` (quantizer.upsample.N.1, quantizer.downsample.N.1). */
+export function convNeXt(up: Uploader, weights: CodecWeights, block: string, config: CodecConfig): DeviceConvNeXt {
   const latent = config.latentDim;
-  const block = `${prefix}.1`;
   const get = (suffix: string) => weight(weights, `${block}.${suffix}`);
   const floats = (suffix: string) => up.floats(get(suffix), `${block}.${suffix}`);
   return {
-    upsample: transposed(up, weights, `${prefix}.0`, { inputs: latent, outputs: latent, kernel: factor }, factor),
-    factor,
     depthwiseWeight: floats('dwconv.conv.weight'),
     depthwiseBias: floats('dwconv.conv.bias'),
     normWeight: floats('norm.weight'),
@@ -245,22 +247,46 @@ function resample(up: Uploader, weights: CodecWeights, index: number, config: Co
   };
 }
 
+function resample(up: Uploader, weights: CodecWeights, index: number, config: CodecConfig, factor: number) {
+  const prefix = `quantizer.upsample.${index}`;
+  const latent = config.latentDim;
+  return {
+    upsample: transposed(up, weights, `${prefix}.0`, { inputs: latent, outputs: latent, kernel: factor }, factor),
+    factor,
+    ...convNeXt(up, weights, `${prefix}.1`, config),
+  };
+}
+
+/** Snake's α of the Snake module `name`. */
+export function alpha(up: Uploader, weights: CodecWeights, name: string): DevicePointer {
+  return up.floats(weight(weights, `${name}.alpha`), `${name}.alpha`);
+}
+
+/** The residual unit whose Sequential is `name` (…block): Snake, dilated conv k7, Snake, conv k1. */
+export function residualUnit(
+  up: Uploader,
+  weights: CodecWeights,
+  name: string,
+  channels: number,
+  dilation: number,
+): DeviceResidualUnit {
+  return {
+    firstAlpha: alpha(up, weights, `${name}.0`),
+    dilated: conv(up, weights, `${name}.1`, { inputs: channels, outputs: channels, kernel: 7 }),
+    dilation,
+    secondAlpha: alpha(up, weights, `${name}.2`),
+    pointwise: conv(up, weights, `${name}.3`, { inputs: channels, outputs: channels, kernel: 1 }),
+  };
+}
+
 function decoderBlock(up: Uploader, weights: CodecWeights, index: number, inputs: number, rate: number) {
   const prefix = `decoder.model.${index + 1}.block`;
   const outputs = inputs / 2;
-  const alpha = (name: string) => up.floats(weight(weights, `${name}.alpha`), `${name}.alpha`);
-  const units = RESIDUAL_DILATIONS.map((dilation, unit) => {
-    const name = `${prefix}.${unit + 2}.block`;
-    return {
-      firstAlpha: alpha(`${name}.0`),
-      dilated: conv(up, weights, `${name}.1`, { inputs: outputs, outputs, kernel: 7 }),
-      dilation,
-      secondAlpha: alpha(`${name}.2`),
-      pointwise: conv(up, weights, `${name}.3`, { inputs: outputs, outputs, kernel: 1 }),
-    };
-  });
+  const units = RESIDUAL_DILATIONS.map((dilation, unit) =>
+    residualUnit(up, weights, `${prefix}.${unit + 2}.block`, outputs, dilation),
+  );
   return {
-    alpha: alpha(`${prefix}.0`),
+    alpha: alpha(up, weights, `${prefix}.0`),
     upsample: transposed(up, weights, `${prefix}.1`, { inputs, outputs, kernel: 2 * rate }, rate),
     rate,
     units,

@@ -58,48 +58,73 @@ export function laneStateBytes(config: CodecConfig): number {
   return floats * 4;
 }
 
-export function allocateLaneState(cuda: CudaContext, config: CodecConfig, slots: number): LaneState {
-  const allocations: Allocation[] = [];
-  const slabs: Slab[] = [];
-  const free = () => {
-    for (const allocation of allocations) allocation.free();
-    allocations.length = 0;
-  };
-  const floats = (count: number, label: string) => {
-    const allocation = cuda.allocate(Math.max(count, 1) * 4, label);
-    allocations.push(allocation);
-    cuda.driver.fillWords(allocation.pointer, 0, Math.max(count, 1), cuda.stream);
-    return allocation.pointer;
-  };
-  const slab = (rows: number, channels: number, label: string): Slab => {
-    const made = { pointer: floats(slots * rows * channels, label), rows, channels };
-    slabs.push(made);
+/** Zeroed slabs of `slots` lanes, kept so that one lane can be cleared and all of them freed. */
+export class SlabAllocations {
+  private readonly allocations: Allocation[] = [];
+  private readonly slabs: Slab[] = [];
+
+  constructor(
+    private readonly cuda: CudaContext,
+    private readonly slots: number,
+  ) {}
+
+  /** [slots, rows, channels] fp32, zeroed on the context's stream. */
+  slab(rows: number, channels: number, label: string): Slab {
+    const count = Math.max(this.slots * rows * channels, 1);
+    const allocation = this.cuda.allocate(count * 4, label);
+    this.allocations.push(allocation);
+    this.cuda.driver.fillWords(allocation.pointer, 0, count, this.cuda.stream);
+    const made = { pointer: allocation.pointer, rows, channels };
+    this.slabs.push(made);
     return made;
-  };
+  }
+
+  /** A transformer layer's key and value rings, window rows of width each. */
+  rings(window: number, width: number, label: string): TransformerRings {
+    const keys = this.slab(window, width, `${label} keys`).pointer;
+    const values = this.slab(window, width, `${label} values`).pointer;
+    return { keys, values };
+  }
+
+  /** Zeroes one slot of every slab (a fresh lane), on the context's stream. */
+  clear(slot: number): void {
+    for (const { pointer, rows, channels } of this.slabs) {
+      const count = rows * channels;
+      if (count > 0) this.cuda.driver.fillWords(pointer + BigInt(slot * count * 4), 0, count, this.cuda.stream);
+    }
+  }
+
+  free(): void {
+    for (const allocation of this.allocations) allocation.free();
+    this.allocations.length = 0;
+  }
+}
+
+export function allocateLaneState(cuda: CudaContext, config: CodecConfig, slots: number): LaneState {
+  const slabs = new SlabAllocations(cuda, slots);
   try {
     const post = config.postModule;
-    const ringFloats = slots * post.window * post.heads * post.headDim;
-    const rings = Array.from({ length: post.layers }, (_, layer) => {
-      const keys = floats(ringFloats, `codec post-module layer ${layer} keys`);
-      const values = floats(ringFloats, `codec post-module layer ${layer} values`);
-      slabs.push({ pointer: keys, rows: post.window, channels: post.heads * post.headDim });
-      slabs.push({ pointer: values, rows: post.window, channels: post.heads * post.headDim });
-      return { keys, values };
-    });
-    const depthwise = config.quantizerFactors.map((_, index) =>
-      slab(DEPTHWISE_KERNEL - 1, config.latentDim, `codec upsample ${index} depthwise history`),
+    const rings = Array.from({ length: post.layers }, (_, layer) =>
+      slabs.rings(post.window, post.heads * post.headDim, `codec post-module layer ${layer}`),
     );
-    const first = slab(DECODER_KERNEL - 1, config.latentDim, 'codec decoder first conv history');
+    const depthwise = config.quantizerFactors.map((_, index) =>
+      slabs.slab(DEPTHWISE_KERNEL - 1, config.latentDim, `codec upsample ${index} depthwise history`),
+    );
+    const first = slabs.slab(DECODER_KERNEL - 1, config.latentDim, 'codec decoder first conv history');
     let width = config.decoderDim;
     const blocks = config.decoderRates.map((rate, index) => {
-      const upsample = slab(transposedHistoryRows(2 * rate, rate), width, `codec block ${index} upsample history`);
+      const upsample = slabs.slab(
+        transposedHistoryRows(2 * rate, rate),
+        width,
+        `codec block ${index} upsample history`,
+      );
       const units = RESIDUAL_DILATIONS.map((dilation, unit) =>
-        slab((DECODER_KERNEL - 1) * dilation, width / 2, `codec block ${index} unit ${unit} history`),
+        slabs.slab((DECODER_KERNEL - 1) * dilation, width / 2, `codec block ${index} unit ${unit} history`),
       );
       width /= 2;
       return { upsample, units };
     });
-    const last = slab(DECODER_KERNEL - 1, width, 'codec decoder last conv history');
+    const last = slabs.slab(DECODER_KERNEL - 1, width, 'codec decoder last conv history');
     cuda.synchronize();
     return {
       slots,
@@ -109,16 +134,11 @@ export function allocateLaneState(cuda: CudaContext, config: CodecConfig, slots:
       blocks,
       last,
       bytesPerSlot: laneStateBytes(config),
-      clear(slot) {
-        for (const { pointer, rows, channels } of slabs) {
-          const count = rows * channels;
-          if (count > 0) cuda.driver.fillWords(pointer + BigInt(slot * count * 4), 0, count, cuda.stream);
-        }
-      },
-      free,
+      clear: (slot) => slabs.clear(slot),
+      free: () => slabs.free(),
     };
   } catch (error) {
-    free();
+    slabs.free();
     throw error;
   }
 }

@@ -2,7 +2,7 @@
 // post-module transformer, the quantizer's upsample stages (transposed conv k = s, ConvNeXt), the DAC decoder's
 // first conv, blocks (Snake + transposed conv, three residual units) and last conv with tanh. Every layer reads
 // and writes its lanes' state by slot through the call's sequence table; each conv's history update runs after the
-// conv that reads it.
+// conv that reads it. The encode (encoder.ts) runs its convs, transformers and ConvNeXt blocks through the same steps.
 import type { CudaContext } from '../../backend/cuda/context.ts';
 import type { DevicePointer } from '../../backend/cuda/driver.ts';
 import {
@@ -25,7 +25,13 @@ import {
 } from '../../backend/cuda/ops/codecTransformer.ts';
 import { DramaError } from '../../errors.ts';
 import { DEPTHWISE_KERNEL, LAYER_NORM_EPS } from '../convnext.ts';
-import type { DeviceConv, DeviceDecoderBlock, DeviceResample, DeviceTransformer } from './device-weights.ts';
+import type {
+  DeviceConv,
+  DeviceConvNeXt,
+  DeviceDecoderBlock,
+  DeviceResample,
+  DeviceTransformer,
+} from './device-weights.ts';
 import type { BlockHistories, Slab, TransformerRings } from './lane-state.ts';
 
 /** The sequence table of one call, in frames; each layer scales it by its rows per frame. */
@@ -133,10 +139,14 @@ interface TransformerBuffers {
   readonly gated: DevicePointer;
 }
 
-/** The post-module at the frame rate: `input` [frames, dim] → `out` [frames, dim] (final RMSNorm included). */
+/**
+ * A windowed transformer at `rowScale` rows per frame (the post- and pre-module at 1, the encoder's at its rate):
+ * `input` [rows, dim] → `out` [rows, dim] (final RMSNorm included); out must be neither input nor buffers.x.
+ */
 export function runTransformer(
   cuda: CudaContext,
   table: CallTable,
+  rowScale: number,
   weights: DeviceTransformer,
   rings: readonly TransformerRings[],
   precision: CodecPrecision,
@@ -145,10 +155,10 @@ export function runTransformer(
   buffers: TransformerBuffers,
 ): void {
   const { dim, heads, headDim, window, intermediate, normEps } = weights.config;
-  const call = at(table, 1);
-  const rows = table.frames;
+  const call = at(table, rowScale);
+  const rows = table.frames * rowScale;
   const attention = { heads, headDim, window };
-  const linear = (layer: DeviceConv, launch: ConvLaunch) => conv(cuda, table, 1, layer, precision, launch);
+  const linear = (layer: DeviceConv, launch: ConvLaunch) => conv(cuda, table, rowScale, layer, precision, launch);
   let x = input;
   weights.layers.forEach((layer, index) => {
     const ring = rings[index]!;
@@ -198,8 +208,54 @@ export class Rotation {
 }
 
 /**
- * One upsample stage: transposed conv k = s = factor, then ConvNeXt x + γ · pw2(gelu(pw1(layerNorm(dwconv7(x))))).
- * `input` holds [rows, latent] at `rowScale` rows per frame; returns the buffer with [rows · factor, latent].
+ * ConvNeXt x + γ · pw2(gelu(pw1(layerNorm(dwconv7(x))))) at `rowScale` rows per frame: `input` holds [rows, latent];
+ * returns the buffer with its output (neither input nor hidden).
+ */
+export function runConvNeXt(
+  cuda: CudaContext,
+  table: CallTable,
+  rowScale: number,
+  block: DeviceConvNeXt,
+  history: Slab,
+  precision: CodecPrecision,
+  input: DevicePointer,
+  rotation: Rotation,
+  hidden: DevicePointer,
+): DevicePointer {
+  const latent = block.pointwise2.outputs;
+  const call = at(table, rowScale);
+  const rows = table.frames * rowScale;
+  const mixed = rotation.other(input);
+  codecDepthwiseConv(cuda, {
+    ...call,
+    out: mixed,
+    x: input,
+    weight: block.depthwiseWeight,
+    bias: block.depthwiseBias,
+    history: history.pointer,
+    channels: latent,
+    kernel: DEPTHWISE_KERNEL,
+  });
+  codecHistoryUpdate(cuda, {
+    ...call,
+    history: history.pointer,
+    x: input,
+    xStride: latent,
+    channels: latent,
+    historyRows: DEPTHWISE_KERNEL - 1,
+  });
+  const normed = rotation.other(input, mixed);
+  const norm = { weight: block.normWeight, bias: block.normBias, rows, width: latent, eps: LAYER_NORM_EPS };
+  codecLayerNorm(cuda, { out: normed, x: mixed, ...norm });
+  conv(cuda, table, rowScale, block.pointwise1, precision, { out: hidden, x: normed, activation: 'gelu' });
+  const pointwise2 = { out: mixed, x: hidden, residual: input, scale: block.gamma };
+  conv(cuda, table, rowScale, block.pointwise2, precision, pointwise2);
+  return mixed;
+}
+
+/**
+ * One upsample stage: transposed conv k = s = factor, then ConvNeXt. `input` holds [rows, latent] at `rowScale` rows
+ * per frame; returns the buffer with [rows · factor, latent].
  */
 export function runResample(
   cuda: CudaContext,
@@ -230,36 +286,8 @@ export function runResample(
     precision,
     ...partialsAt(table, rowScale),
   });
-  const call = at(table, rowScale * stage.factor);
-  const rows = table.frames * rowScale * stage.factor;
-  const mixed = rotation.other(input, upsampled);
-  codecDepthwiseConv(cuda, {
-    ...call,
-    out: mixed,
-    x: upsampled,
-    weight: stage.depthwiseWeight,
-    bias: stage.depthwiseBias,
-    history: history.pointer,
-    channels: latent,
-    kernel: DEPTHWISE_KERNEL,
-  });
-  codecHistoryUpdate(cuda, {
-    ...call,
-    history: history.pointer,
-    x: upsampled,
-    xStride: latent,
-    channels: latent,
-    historyRows: DEPTHWISE_KERNEL - 1,
-  });
-  const normed = input;
-  const norm = { weight: stage.normWeight, bias: stage.normBias, rows, width: latent, eps: LAYER_NORM_EPS };
-  codecLayerNorm(cuda, { out: normed, x: mixed, ...norm });
   const scale = rowScale * stage.factor;
-  conv(cuda, table, scale, stage.pointwise1, precision, { out: hidden, x: normed, activation: 'gelu' });
-  const out = mixed;
-  const pointwise2 = { out, x: hidden, residual: upsampled, scale: stage.gamma };
-  conv(cuda, table, scale, stage.pointwise2, precision, pointwise2);
-  return out;
+  return runConvNeXt(cuda, table, scale, stage, history, precision, upsampled, rotation, hidden);
 }
 
 /** A decoder block at `rowScale` input rows per frame; returns the buffer holding its output rows. */

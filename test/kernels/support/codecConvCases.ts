@@ -224,6 +224,9 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'm
   const project = layerOf({ inputs: 4096, outputs: 1024, kernel: 1, residual: true, scale: true, precision });
   const unbiased = layerOf({ inputs: 1024, outputs: 1024, kernel: 1, bias: false, precision });
   const oddLinear = layerOf({ inputs: 45, outputs: 37, kernel: 1, bias: false, scale: true, xStride: 50, precision });
+  // The encoder's first conv (one input channel) and a down conv regrouped (strided-conv.ts): block 3's, 8 × 256 → 512.
+  const encoderFirst = layerOf({ inputs: 1, outputs: 64, kernel: 7, precision });
+  const encoderDown = layerOf({ inputs: 2048, outputs: 512, kernel: 2, snake: true, precision });
   return {
     name: `codec causal conv with carried history, ${precision} weights${variantLabel[variant]}`,
     bound: CONV_BOUND,
@@ -255,6 +258,16 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'm
       convShape('ConvNeXt pwconv2 + γ + residual, lanes of 2, 1, 1 frames, real', project, threeLanes(2)),
       convShape('linear without bias, lanes of 2, 1, 1 frames', unbiased, threeLanes(3)),
       convShape('odd linear without bias, γ and no residual', oddLinear, threeLanes(3)),
+      convShape('encoder first conv 1 → 64, 1 lane × 1 frame, real', encoderFirst, {
+        slots: 2,
+        rowScale: 2048,
+        sequences: [[1, 1]],
+      }),
+      convShape('encoder down conv regrouped + Snake, 1 lane × 1 frame, real', encoderDown, {
+        slots: 1,
+        rowScale: 4,
+        sequences: [[0, 1]],
+      }),
       convShape('odd sizes, lanes of 5, 1, 2 units', odd, {
         slots: 5,
         rowScale: 3,

@@ -20,8 +20,8 @@ import type { Bf16Tensor, Random } from './random.ts';
 import { runEquivalence, runInvariance, type ScheduleResult } from './schedules.ts';
 import { compareUlps, offBf16Grid } from './ulps.ts';
 
-export type OutputKind = 'bf16' | 'f32' | 'i32';
-export type HostInput = Bf16Tensor | Int32Array | Float32Array;
+export type OutputKind = 'bf16' | 'f32' | 'f64' | 'i32';
+export type HostInput = Bf16Tensor | Int32Array | Float32Array | Float64Array;
 
 export interface OutputSpec {
   readonly name: string;

@@ -3,6 +3,7 @@
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
 import { codecConvCase, codecConvMmaCase, codecConvTiledCase, codecNarrowConvCase } from './codecConvCases.ts';
+import { codecQuantizeEncodeCase } from './codecQuantizeEncodeCases.ts';
 import { codecQuantizerCase } from './codecQuantizerCases.ts';
 import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
@@ -335,6 +336,16 @@ function codecRowsControls(): Control[] {
       description: 'wrong order: the quantizer adds the residual codebooks to the semantic one, one by one',
       kernelCase: codecQuantizerCase,
       kernel: codecRows('control_codec_quantizer_semantic_first'),
+    },
+    {
+      description: 'wrong tie-break: the quantizer encode gives an exact tie to the later entry',
+      kernelCase: codecQuantizeEncodeCase,
+      kernel: { family: 'codec_quantize_controls', name: 'control_codec_quantizer_encode_ties_last' },
+    },
+    {
+      description: 'skipped update: the quantizer encode never subtracts a codebook from the residual',
+      kernelCase: codecQuantizeEncodeCase,
+      kernel: { family: 'codec_quantize_controls', name: 'control_codec_quantizer_encode_residual_kept' },
     },
   ];
 }

@@ -25,7 +25,7 @@ export type RunMode = 'direct' | 'graph';
 
 const POISON_BF16_PAIR = 0x7fa57fa5;
 const POISON_WORD = 0x7fa5a5a5;
-const ELEMENT_BYTES: Record<OutputKind, number> = { bf16: 2, f32: 4, i32: 4 };
+const ELEMENT_BYTES: Record<OutputKind, number> = { bf16: 2, f32: 4, f64: 8, i32: 4 };
 
 function hostBytes(input: HostInput): ArrayBufferView {
   return 'bits' in input ? input.bits : input;
@@ -36,6 +36,11 @@ export function poisonedCount(kind: OutputKind, bytes: Uint8Array, count: number
   if (kind === 'bf16') {
     const bits = new Uint16Array(bytes.buffer, bytes.byteOffset, count);
     for (const word of bits) if (word === (POISON_BF16_PAIR & 0xffff)) poisoned++;
+  } else if (kind === 'f64') {
+    // Both words of an fp64 element still hold the poison.
+    const words = new Uint32Array(bytes.buffer, bytes.byteOffset, 2 * count);
+    for (let element = 0; element < count; element++)
+      if (words[2 * element] === POISON_WORD && words[2 * element + 1] === POISON_WORD) poisoned++;
   } else {
     const words = new Uint32Array(bytes.buffer, bytes.byteOffset, count);
     for (const word of words) if (word === POISON_WORD) poisoned++;
@@ -46,6 +51,7 @@ export function poisonedCount(kind: OutputKind, bytes: Uint8Array, count: number
 export function decode(kind: OutputKind, bytes: Uint8Array, count: number): Float64Array | Int32Array {
   if (kind === 'i32') return new Int32Array(bytes.buffer, bytes.byteOffset, count).slice();
   if (kind === 'f32') return Float64Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, count));
+  if (kind === 'f64') return new Float64Array(bytes.buffer, bytes.byteOffset, count).slice();
   const bits = new Uint16Array(bytes.buffer, bytes.byteOffset, count);
   const values = new Float64Array(count);
   for (let index = 0; index < count; index++) values[index] = bf16BitsToFloat32(bits[index]!);

@@ -14,6 +14,7 @@ import {
   codecNarrowConvCase,
   codecNarrowConvF16Case,
 } from './codecConvCases.ts';
+import { codecQuantizeEncodeCase } from './codecQuantizeEncodeCases.ts';
 import { codecQuantizerCase } from './codecQuantizerCases.ts';
 import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
 import { codecSnakeCase } from './codecSnakeCases.ts';
@@ -118,4 +119,5 @@ export const kernelCases: readonly KernelCase[] = [
   codecDepthwiseConvCase,
   codecLayerNormCase,
   codecQuantizerCase,
+  codecQuantizeEncodeCase,
 ];

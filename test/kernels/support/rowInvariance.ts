@@ -5,9 +5,9 @@ import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import type { Allocation } from '../../../src/backend/cuda/memory.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import type { HostInput, InvarianceCase, Prepared } from './contract.ts';
+import { elementBytes } from './execution.ts';
 
 const DEFAULT_ROW_COUNTS = [1, 2, 7, 64, 257];
-const ELEMENT_BYTES = { bf16: 2, f32: 4, i32: 4 } as const;
 const POISON_WORD = 0x7fa5a5a5;
 
 export interface InvarianceResult {
@@ -32,7 +32,7 @@ function runOnce(cuda: CudaContext, prepared: Prepared, kernel: KernelName | und
       pointers[name] = allocation.pointer;
     }
     const outputs = prepared.outputs.map((spec) => {
-      const bytes = Math.ceil((spec.count * ELEMENT_BYTES[spec.kind]) / 4) * 4;
+      const bytes = Math.ceil((spec.count * elementBytes(spec.kind)) / 4) * 4;
       const allocation = cuda.allocate(bytes, `invariance output ${spec.name}`);
       allocations.push(allocation);
       pointers[spec.name] = allocation.pointer;
@@ -69,7 +69,7 @@ export function checkInvariance(
     const outputs = runOnce(cuda, prepareAt(rows), kernel);
     for (let row = 0; row < rows; row++) {
       for (const [name, elements] of Object.entries(invariance.elementsPerRow)) {
-        const rowBytes = elements * ELEMENT_BYTES[kinds.get(name)!];
+        const rowBytes = elements * elementBytes(kinds.get(name)!);
         const begin = row * rowBytes;
         const mine = outputs.get(name)!.subarray(begin, begin + rowBytes);
         const reference = baseline.get(name)!.subarray(begin, begin + rowBytes);

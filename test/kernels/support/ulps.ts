@@ -7,8 +7,8 @@ import type { RopeStyle } from '../../../src/backend/cpu/ops/rope.ts';
 import { roundToBf16 } from '../../../src/numeric/dtypes.ts';
 import type { OutputKind } from './contract.ts';
 
-const MANTISSA_BITS: Record<Exclude<OutputKind, 'i32'>, number> = { bf16: 7, f32: 23 };
-const SMALLEST_NORMAL_EXPONENT = -126;
+const MANTISSA_BITS: Record<Exclude<OutputKind, 'i32'>, number> = { bf16: 7, f32: 23, f64: 52 };
+const SMALLEST_NORMAL_EXPONENT: Record<Exclude<OutputKind, 'i32'>, number> = { bf16: -126, f32: -126, f64: -1022 };
 
 /** Default floor: 1/256 of the output's RMS, about one bf16 ulp of a typical element. */
 export const DEFAULT_ULP_FLOOR = 2 ** -8;
@@ -16,7 +16,8 @@ export const DEFAULT_ULP_FLOOR = 2 ** -8;
 /** The spacing of `kind` values at magnitude `magnitude` (subnormal spacing below the smallest normal). */
 export function ulpAt(kind: Exclude<OutputKind, 'i32'>, magnitude: number): number {
   const bits = MANTISSA_BITS[kind];
-  if (!(magnitude > 2 ** SMALLEST_NORMAL_EXPONENT)) return 2 ** (SMALLEST_NORMAL_EXPONENT - bits);
+  const smallest = SMALLEST_NORMAL_EXPONENT[kind];
+  if (!(magnitude > 2 ** smallest)) return 2 ** (smallest - bits);
   let exponent = Math.floor(Math.log2(magnitude));
   // log2 may land one off next to a power of two.
   if (2 ** exponent > magnitude) exponent--;

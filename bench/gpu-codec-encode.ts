@@ -1,0 +1,126 @@
+// GPU bench of the codec encode (src/codec/cuda/encoder.ts) at the real codec geometry with synthetic weights in the
+// real format: 5 s and 20 s references (deterministic tones and noise), wall time from PCM on the host to codes on the
+// host, median of 5 after a warm encode, in fp16-weights (the release's) and fp32 modes and at 64 and 256 frames per
+// pass, beside the audio-seconds per second it implies; then where one 5 s encode's device time goes, by kernel.
+// Synthetic weights give codes of noise, not speech. Writes gpu-codec-encode.json to the folder in argv[2].
+// Usage: tsx bench/gpu-codec-encode.ts [output directory]
+import { performance } from 'node:perf_hooks';
+import { CudaContext } from '../src/backend/cuda/context.ts';
+import { cudaAvailability } from '../src/backend/cuda/driver.ts';
+import type { CodecPrecision } from '../src/backend/cuda/ops/codecConv.ts';
+import { REAL_CODEC_CONFIG } from '../src/codec/config.ts';
+import { CudaCodecEncoder } from '../src/codec/cuda/encoder.ts';
+import { synthesizeCodecWeights } from '../src/codec/synth-weights.ts';
+import { loadCodecWeights } from '../src/codec/weights.ts';
+import { median } from './support/gpu-timing.ts';
+import { type LaunchProfile, profileLaunches } from './support/launch-profile.ts';
+import { markdownTable, writeReport } from './support/output.ts';
+
+const config = REAL_CODEC_CONFIG;
+const SECONDS = [5, 20] as const;
+const PASSES = [64, 256] as const;
+const RUNS = 5;
+
+const availability = cudaAvailability();
+if (!availability.available) {
+  console.log(`gpu-codec-encode needs a CUDA device: ${availability.reason}`);
+  process.exit(0);
+}
+const cuda = new CudaContext();
+const synthStarted = performance.now();
+const weights = loadCodecWeights(synthesizeCodecWeights(config, 20261201), config, 'synthetic codec');
+console.log(
+  `synthetic real-geometry codec weights made in ${((performance.now() - synthStarted) / 1000).toFixed(1)} s`,
+);
+
+/** Three drifting tones and a little noise, amplitude about 0.3: deterministic, so every run encodes the same. */
+function referenceAudio(seconds: number): Float32Array {
+  let state = 0x2545f491;
+  return Float32Array.from({ length: Math.round(seconds * config.sampleRate) }, (_, index) => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    const time = index / config.sampleRate;
+    const tones = Math.sin(2 * Math.PI * 220 * time) + 0.5 * Math.sin(2 * Math.PI * (330 + 40 * time) * time);
+    return 0.2 * tones + 0.05 * Math.sin(2 * Math.PI * 1250 * time) + 0.02 * (state / 2 ** 32 - 0.5);
+  });
+}
+
+interface Row {
+  precision: CodecPrecision;
+  framesPerPass: number;
+  seconds: number;
+  milliseconds: number;
+  audioSecondsPerSecond: number;
+  runsMs: number[];
+}
+
+const rows: Row[] = [];
+const memory: Record<string, unknown> = {};
+const profiles: Record<string, LaunchProfile> = {};
+for (const precision of ['f16-weights', 'f32'] as const) {
+  for (const framesPerPass of PASSES) {
+    const encoder = CudaCodecEncoder.create(cuda, config, weights, { framesPerPass, precision });
+    try {
+      memory[`${precision}, ${framesPerPass} frames per pass`] = encoder.bytes;
+      encoder.encode(referenceAudio(1));
+      for (const seconds of SECONDS) {
+        const audio = referenceAudio(seconds);
+        const runsMs: number[] = [];
+        for (let run = 0; run < RUNS; run++) {
+          cuda.synchronize();
+          const started = performance.now();
+          encoder.encode(audio);
+          runsMs.push(performance.now() - started);
+        }
+        const milliseconds = median(runsMs);
+        rows.push({
+          precision,
+          framesPerPass,
+          seconds,
+          milliseconds,
+          audioSecondsPerSecond: seconds / (milliseconds / 1000),
+          runsMs,
+        });
+        console.log(`${precision}, ${framesPerPass} frames per pass, ${seconds} s: ${milliseconds.toFixed(1)} ms`);
+      }
+      if (framesPerPass === PASSES[PASSES.length - 1]) {
+        const audio = referenceAudio(SECONDS[0]);
+        profiles[`${precision}, ${SECONDS[0]} s`] = profileLaunches(cuda, () => encoder.encode(audio));
+      }
+    } finally {
+      encoder.close();
+    }
+  }
+}
+
+console.log(`\n## Codec encode on ${cuda.properties.name}, real geometry, synthetic weights`);
+const table = markdownTable(
+  ['weights', 'frames per pass', 'reference s', `ms (median of ${RUNS})`, 'audio-s/s'],
+  rows.map((row) => [
+    row.precision,
+    String(row.framesPerPass),
+    String(row.seconds),
+    row.milliseconds.toFixed(1),
+    row.audioSecondsPerSecond.toFixed(0),
+  ]),
+);
+console.log(table.join('\n'));
+for (const [label, profile] of Object.entries(profiles)) {
+  console.log(
+    `\n### ${label}: ${profile.launches} launches, ${profile.milliseconds.toFixed(2)} ms with events between`,
+  );
+  const top = markdownTable(
+    ['kernel', 'launches', 'ms', 'share'],
+    profile.kernels
+      .slice(0, 12)
+      .map((entry) => [
+        entry.kernel,
+        String(entry.launches),
+        entry.milliseconds.toFixed(3),
+        `${(100 * entry.share).toFixed(1)}%`,
+      ]),
+  );
+  console.log(top.join('\n'));
+}
+const file = writeReport('gpu-codec-encode.json', { device: cuda.properties.name, memory, rows, profiles });
+console.log(`wrote ${file}`);
+cuda.close();
