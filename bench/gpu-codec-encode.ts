@@ -56,7 +56,7 @@ interface Row {
 const rows: Row[] = [];
 const memory: Record<string, unknown> = {};
 const profiles: Record<string, LaunchProfile> = {};
-for (const precision of ['f16-weights', 'f32'] as const) {
+for (const precision of ['f16', 'f16-weights', 'f32'] as const) {
   for (const framesPerPass of PASSES) {
     const encoder = CudaCodecEncoder.create(cuda, config, weights, { framesPerPass, precision });
     try {

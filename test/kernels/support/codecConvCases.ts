@@ -226,7 +226,7 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'm
   const oddLinear = layerOf({ inputs: 45, outputs: 37, kernel: 1, bias: false, scale: true, xStride: 50, precision });
   // The encoder's first conv (one input channel) and a down conv regrouped (strided-conv.ts): block 3's, 8 × 256 → 512.
   const encoderFirst = layerOf({ inputs: 1, outputs: 64, kernel: 7, precision });
-  const encoderDown = layerOf({ inputs: 2048, outputs: 512, kernel: 2, snake: true, precision });
+  const encoderDown = layerOf({ inputs: 2048, outputs: 512, kernel: 2, snake, precision });
   return {
     name: `codec causal conv with carried history, ${precision} weights${variantLabel[variant]}`,
     bound: CONV_BOUND,
@@ -263,7 +263,7 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'm
         rowScale: 2048,
         sequences: [[1, 1]],
       }),
-      convShape('encoder down conv regrouped + Snake, 1 lane × 1 frame, real', encoderDown, {
+      convShape(`encoder down conv regrouped${snake ? ' + Snake' : ''}, 1 lane × 1 frame, real`, encoderDown, {
         slots: 1,
         rowScale: 4,
         sequences: [[0, 1]],
