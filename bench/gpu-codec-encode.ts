@@ -1,7 +1,7 @@
 // GPU bench of the codec encode (src/codec/cuda/encoder.ts) at the real codec geometry with synthetic weights in the
 // real format: 5 s and 20 s references (deterministic tones and noise), wall time from PCM on the host to codes on the
-// host, median of 5 after a warm encode, in fp16-weights (the release's) and fp32 modes and at 64 and 256 frames per
-// pass, beside the audio-seconds per second it implies; then where one 5 s encode's device time goes, by kernel.
+// host, median of 5 after a warm encode, in the f16 (tensor cores, the release's), f16-weights and fp32 modes and at
+// 64, 256 and 512 frames per pass (512 holds a 20 s reference in one), beside the audio-seconds per second it implies; then where one 5 s encode's device time goes, by kernel.
 // Synthetic weights give codes of noise, not speech. Writes gpu-codec-encode.json to the folder in argv[2].
 // Usage: tsx bench/gpu-codec-encode.ts [output directory]
 import { performance } from 'node:perf_hooks';
@@ -18,7 +18,7 @@ import { markdownTable, writeReport } from './support/output.ts';
 
 const config = REAL_CODEC_CONFIG;
 const SECONDS = [5, 20] as const;
-const PASSES = [64, 256] as const;
+const PASSES = [64, 256, 512] as const;
 const RUNS = 5;
 
 const availability = cudaAvailability();

