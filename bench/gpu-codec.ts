@@ -4,8 +4,8 @@
 // median of 3 runs on fresh lanes) in audio-seconds per second, beside the FLOP count per audio second the config
 // gives (decode-flops.ts) and the rate it implies. The f16 (tensor cores, the release's precision), f16-weights and
 // f32 modes. Writes gpu-codec.json to the folder in argv[2].
-// DRAMA3_CODEC_BENCH=profile-only makes one warm call and one call of 64 lanes × 16 frames in f16, no timing: the
-// run bench/ncu-codec.sh profiles.
+// DRAMA3_CODEC_BENCH=profile-only makes one warm call and one call of 64 lanes × 16 frames with fp16 weights on the
+// register-tiled convs, no timing: the run bench/ncu-codec.sh profiles.
 // Usage: tsx bench/gpu-codec.ts [output directory]
 import { performance } from 'node:perf_hooks';
 import { CudaContext } from '../src/backend/cuda/context.ts';
@@ -141,7 +141,7 @@ if (process.env.DRAMA3_CODEC_BENCH === 'profile-only') {
   const decoder = CudaCodecDecoder.create(cuda, config, weights, {
     slots: 64,
     maxFramesPerCall: MAX_FRAMES_PER_CALL,
-    precision: 'f16',
+    precision: 'f16-weights',
   });
   const warm = decoder.acquire();
   decoder.decode([{ slot: warm, frames: randomFrames(4) }]);

@@ -8,8 +8,9 @@ log_name=ncu-codec.log
 source "$(dirname "$0")/support/ncu-setup.sh"
 sections=(--section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats
   --section MemoryWorkloadAnalysis_Tables --section LaunchStats)
-# The warm call launches 61 tiled convs; the big call's last residual-unit convs come after 55 more.
-for filter in "codec_conv_tiled_f16w 116 3" "codec_transposed_conv_tiled_f16w 6 2"; do
+# The decoder's own warm frame at creation and the bench's warm call launch 61 tiled convs (6 transposed) each; the
+# big call's last residual-unit convs come after 55 more.
+for filter in "codec_conv_tiled_f16w 177 3" "codec_transposed_conv_tiled_f16w 12 2"; do
   read -r name skip count <<<"$filter"
   DRAMA3_KERNEL_DIR="$prepared/kernels" DRAMA3_CODEC_BENCH=profile-only "$ncu" --cache-control none \
     --kernel-name "$name" --launch-skip "$skip" --launch-count "$count" "${sections[@]}" \

@@ -54,6 +54,16 @@ __device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// A group's chain starts from zero.
+__device__ __forceinline__ void mma_zero(float (&sums)[MMA_ROW_TILES][MMA_OUTPUT_TILES][4]) {
+#pragma unroll
+  for (int m = 0; m < MMA_ROW_TILES; m++)
+#pragma unroll
+    for (int n = 0; n < MMA_OUTPUT_TILES; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) sums[m][n][e] = 0.0f;
+}
+
 // Stages the weights of channels [first, first + count) for every tap into `target` [tap][c][stride]: by 16-byte
 // cp.async when Cout is a multiple of 8 (the caller commits and waits), else element by element; zeros elsewhere,
 // so that padded channels and outputs add exact zeros.
@@ -142,12 +152,7 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
   for (int row_tile = blockIdx.y; row_tile < tiles; row_tile += gridDim.y) {
     const long long first = (long long)row_tile * MMA_BLOCK_ROWS;
     float sums[MMA_ROW_TILES][MMA_OUTPUT_TILES][4];  // this group's chain
-#pragma unroll
-    for (int m = 0; m < MMA_ROW_TILES; m++)
-#pragma unroll
-      for (int n = 0; n < MMA_OUTPUT_TILES; n++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) sums[m][n][e] = 0.0f;
+    mma_zero(sums);
     bool first_group = true;
     // Each of the thread's elements that exists: f(sum, index in out, output).
     const auto for_each_element = [&](auto f) {
@@ -237,12 +242,7 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
           float* total = out + at * out_stride + output;
           *total = first_group ? sum : __fadd_rn(*total, sum);
         });
-#pragma unroll
-        for (int m = 0; m < MMA_ROW_TILES; m++)
-#pragma unroll
-          for (int n = 0; n < MMA_OUTPUT_TILES; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) sums[m][n][e] = 0.0f;
+        mma_zero(sums);
         first_group = false;
       }
     }

@@ -109,16 +109,31 @@ export class CudaCodecDecoder {
     }
     const device = uploadDecodeWeights(cuda, config, weights, options.precision);
     let state: LaneState | undefined;
+    let decoder: CudaCodecDecoder | undefined;
     try {
       state = allocateLaneState(cuda, config, options.slots);
-      const decoder = new CudaCodecDecoder(cuda, config, device, state, options);
+      decoder = new CudaCodecDecoder(cuda, config, device, state, options);
       decoder.allocateScratch();
+      decoder.warmFirstFrame();
       return decoder;
     } catch (error) {
-      state?.free();
-      device.free();
+      if (decoder !== undefined) decoder.close();
+      else {
+        state?.free();
+        device.free();
+      }
       throw error;
     }
+  }
+
+  /**
+   * Decodes one frame of zero codes on a slot and gives the slot back (the next stream on it starts from zero state),
+   * so that the first frame of the first request replays a recorded graph instead of recording one.
+   */
+  private warmFirstFrame(): void {
+    const slot = this.acquire();
+    this.decode([{ slot, frames: [new Int32Array(this.codebooks)] }]);
+    this.release(slot);
   }
 
   private get codebooks(): number {

@@ -142,3 +142,16 @@ export function cpuTransposedConv(
 export function widen(values: Float32Array): Float64Array {
   return Float64Array.from(values);
 }
+
+/** Lanes of 3, 1 and 2 units at slots 2, 0 and 3 of 4: the call that holds two variants of a kernel to each other. */
+export function lanesOfThreeOneTwo(rowScale: number): CodecLanes {
+  return {
+    slots: 4,
+    rowScale,
+    sequences: [
+      [2, 3],
+      [0, 1],
+      [3, 2],
+    ],
+  };
+}

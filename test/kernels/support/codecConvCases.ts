@@ -9,7 +9,7 @@ import {
   type CodecPrecision,
   mmaGroupChannels,
 } from '../../../src/backend/cuda/ops/codecConv.ts';
-import { type CodecLanes, lanesTable } from './codecCases.ts';
+import { type CodecLanes, lanesOfThreeOneTwo, lanesTable } from './codecCases.ts';
 import {
   CONV_BOUND,
   CONV_ULPS,
@@ -119,15 +119,7 @@ function convInvariance(label: string, layer: ConvLayer, rowScale: number) {
 
 /** A kernel (forced) against the chunked one on the same lanes of 3, 1 and 2 units: the same bytes. */
 function againstChunked(layer: ConvLayer, rowScale: number, variant: 'narrow' | 'tiled'): EquivalenceCase {
-  const lanesOf: CodecLanes = {
-    slots: 4,
-    rowScale,
-    sequences: [
-      [2, 3],
-      [0, 1],
-      [3, 2],
-    ],
-  };
+  const lanesOf = lanesOfThreeOneTwo(rowScale);
   const { table, units } = lanesTable(lanesOf);
   const runOf =
     (chosenVariant: CodecConvVariant): Schedule =>
@@ -156,15 +148,7 @@ function againstChunked(layer: ConvLayer, rowScale: number, variant: 'narrow' | 
  * lanes of 3, 1 and 2 units: the same bytes. A combine control runs in the split run, a conv control in the other.
  */
 function splitAgainstUnsplit(layer: ConvLayer, rowScale: number): EquivalenceCase {
-  const lanesOf: CodecLanes = {
-    slots: 4,
-    rowScale,
-    sequences: [
-      [2, 3],
-      [0, 1],
-      [3, 2],
-    ],
-  };
+  const lanesOf = lanesOfThreeOneTwo(rowScale);
   const { table, units } = lanesTable(lanesOf);
   const rows = units * rowScale;
   const groups = Math.ceil(layer.inputs / mmaGroupChannels(layer.kernel));

@@ -24,6 +24,7 @@ import {
   cpuTransposedConv,
   deviceWeights,
   keptHistory,
+  lanesOfThreeOneTwo,
   lanesTable,
   longestUnits,
   referenceInputs,
@@ -216,15 +217,7 @@ function transposedChunking(layer: TransposedLayer, rowScale: number, units: num
 
 /** Two kernels (forced) on the same lanes of 3, 1 and 2 units from the same slabs: the same bytes. */
 function variantsAgree(layer: TransposedLayer, rowScale: number): EquivalenceCase {
-  const lanesOf: CodecLanes = {
-    slots: 4,
-    rowScale,
-    sequences: [
-      [2, 3],
-      [0, 1],
-      [3, 2],
-    ],
-  };
+  const lanesOf = lanesOfThreeOneTwo(rowScale);
   const { table, units } = lanesTable(lanesOf);
   const runOf =
     (variant: CodecTransposedVariant): Schedule =>
