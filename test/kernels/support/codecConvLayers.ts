@@ -60,11 +60,13 @@ export const CONV_ULPS = 32;
 
 /**
  * The tensor cores' bound (the `f16` precision): their fp32 accumulation truncates each mma's sum instead of rounding
- * it, losing under one ulp of the running sum per mma, so an output is held to one ulp (at its RMS) per mma of its
- * chain, K · ⌈Cin / 16⌉, and half an ulp per add of a group's sum, beside the CUDA-core kernels' own margin.
+ * it, losing under one ulp of the running sum per mma, so an output is held to one ulp (at its RMS) per mma of a
+ * group's chain, K · ⌈min(Cin, G) / 16⌉, and half an ulp per add of a group's sum, beside the CUDA-core kernels' own
+ * margin.
  */
 export function tensorCoreUlps(inputs: number, kernel: number): number {
-  return kernel * Math.ceil(inputs / 16) + Math.ceil(inputs / mmaGroupChannels(kernel)) + CONV_ULPS;
+  const group = mmaGroupChannels(kernel);
+  return kernel * Math.ceil(Math.min(inputs, group) / 16) + Math.ceil(inputs / group) + CONV_ULPS;
 }
 
 /** The out spec's gates: the case's, or for `f16` the tensor cores' bound in ulps and in norm (2⁻²⁴ an ulp). */
