@@ -8,14 +8,26 @@ import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
+import {
+  allowShared,
+  CONV_ARGUMENTS,
+  type CodecActivation,
+  type CodecCall,
+  type CodecConvArguments,
+  type CodecConvVariant,
+  type CodecPartials,
+  type CodecPrecision,
+  convArguments,
+  NULL_POINTER,
+  requireCall,
+} from './codecConvArguments.ts';
+import { CODEC_MMA_MAXIMUM_KERNEL, mmaConv, splitsOnTensorCores } from './codecConvMma.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
-/**
- * fp32 weights (the checking mode); fp16 weights rounded to nearest even with fp32 inputs on the CUDA cores; or `f16`,
- * as the release's vocoder runs: fp16 weights and fp16 inputs on tensor cores (codec_conv_mma.cuh). Sums are fp32 in
- * every mode.
- */
-export type CodecPrecision = 'f32' | 'f16-weights' | 'f16';
+export { CODEC_MMA_SPLIT_BELOW_BLOCKS, mmaGroupChannels, mmaSharedBytes } from './codecConvMma.ts';
+export type { CodecActivation, CodecCall, CodecConvArguments, CodecConvVariant, CodecPartials, CodecPrecision };
+export { requireCall };
+
 /** The CUDA-core kernels' weight types: `f16` runs its few-output layers on the fp16-weight ones. */
 type CoreWeights = 'f32' | 'f16-weights';
 const coreWeights = (precision: CodecPrecision): CoreWeights => (precision === 'f32' ? 'f32' : 'f16-weights');
@@ -41,9 +53,6 @@ const TRANSPOSED_KERNELS: Record<CoreWeights, KernelName> = {
   f32: { family: FAMILY, name: 'codec_transposed_conv_f32' },
   'f16-weights': { family: FAMILY, name: 'codec_transposed_conv_f16w' },
 };
-const MMA_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_mma_f16' };
-const MMA_SPLIT_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_mma_split_f16' };
-const COMBINE_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_combine' };
 const HISTORY_KERNEL: KernelName = { family: FAMILY, name: 'codec_history_update' };
 const SNAKE_KERNEL: KernelName = { family: FAMILY, name: 'codec_snake' };
 
@@ -56,28 +65,11 @@ const NARROW_THREADS = 128;
 /** Up to this many outputs the narrow conv runs (the chunked kernel would leave most of its 128 threads idle). */
 export const CODEC_NARROW_MAXIMUM_OUTPUTS = 8;
 const HISTORY_THREADS = 128;
-const SNAKE_THREADS = 256;
 const MAXIMUM_GRID_Y = 65535;
+const SNAKE_THREADS = 256;
 /** Staged rows beyond a tile's own: the tile of (8 + history) × 32 fp32 stays within the default 48 KiB. */
 export const CODEC_MAXIMUM_HISTORY_ROWS = 256;
 
-const NULL_POINTER = 0n;
-/** The conv kernel's parameter count (more than KernelArguments' default 16). */
-const CONV_ARGUMENTS = 18;
-/** The tensor-core conv's: the conv's and the partial sums (pointer, rows). */
-const MMA_ARGUMENTS = 20;
-const COMBINE_ARGUMENTS = 13;
-
-/** The conv's last step (codec_conv.cuh); gelu is the exact one, x · Φ(x). */
-export type CodecActivation = 'identity' | 'tanh' | 'gelu';
-const ACTIVATION_CODES: Record<CodecActivation, number> = { identity: 0, tanh: 1, gelu: 2 };
-
-/**
- * The chunked kernel (128 outputs × 8 rows a block, a thread per output), the narrow one (a thread per row and
- * output) or the register-tiled one (128 outputs × 64 rows a block, 8 × 8 a thread). All three sum every output in
- * the same order, so they give the same bits; the choice is speed alone.
- */
-export type CodecConvVariant = 'chunked' | 'narrow' | 'tiled' | 'mma' | 'mma-split';
 export type CodecTransposedVariant = 'chunked' | 'tiled';
 
 /** The register-tiled kernels' fixed shapes (codec_conv_tiled.cuh). */
@@ -101,47 +93,6 @@ export function tiledSharedBytes(precision: CodecPrecision, kernel: number, inpu
   return weights + channels * (inputRows | 1) * 4;
 }
 
-/** The tensor-core conv's fixed shapes (codec_conv_mma.cuh): 256 threads, 128 rows × 128 outputs a block. */
-const MMA_THREADS = 256;
-const MMA_BLOCK_ROWS = 128;
-const MMA_BLOCK_OUTPUTS = 128;
-const MMA_WEIGHT_STRIDE = MMA_BLOCK_OUTPUTS + 8;
-export const CODEC_MMA_MAXIMUM_KERNEL = 8;
-
-/** Input channels the tensor-core conv stages at a time (codec_conv_mma.cuh mma_stage_channels). */
-function mmaStageChannels(kernel: number): number {
-  if (kernel === 1) return 64;
-  return kernel <= 2 ? 32 : 16;
-}
-
-/** Input channels a group of the tensor-core conv sums from zero (codec_conv_mma.cuh mma_group_channels). */
-export function mmaGroupChannels(kernel: number): number {
-  return kernel === 1 ? 128 : 64;
-}
-
-/**
- * Below this many blocks an unsplit tensor-core conv leaves the GPU mostly idle (a frame's convs have 6 to 48), and
- * its groups go to blocks of their own. Split and unsplit give the same bits, so the choice may follow the call.
- */
-export const CODEC_MMA_SPLIT_BELOW_BLOCKS = 264;
-
-/** Shared bytes of the tensor-core conv: two fp16 weight stages [K][S][136] and the fp16 input tile [rows][S + 8]. */
-export function mmaSharedBytes(kernel: number, historyRows: number): number {
-  const channels = mmaStageChannels(kernel);
-  return 2 * (2 * kernel * channels * MMA_WEIGHT_STRIDE + (MMA_BLOCK_ROWS + historyRows) * (channels + 8));
-}
-
-/** Kernels whose shared-memory limit has been raised, to the bytes asked for. */
-const raisedLimits = new Map<bigint, number>();
-
-/** Past 48 KiB a kernel must be allowed its dynamic shared memory first (once per kernel and size). */
-function allowShared(cuda: CudaContext, kernel: KernelName, options: LaunchOptions, bytes: number): void {
-  const chosen = options.kernel ?? kernel;
-  const handle = cuda.kernels.kernel(chosen.family, chosen.name);
-  if ((raisedLimits.get(handle) ?? 48 * 1024) >= bytes) return;
-  cuda.driver.setMaxDynamicSharedBytes(handle, bytes);
-  raisedLimits.set(handle, bytes);
-}
 export const CODEC_TILED_MAXIMUM_KERNEL = 8;
 export const CODEC_TILED_TRANSPOSED_MAXIMUM_KERNEL = 16;
 
@@ -168,33 +119,6 @@ function requireVariantPrecision(variant: CodecConvVariant, precision: CodecPrec
   });
 }
 
-/** The tensor-core conv's grid: 128 outputs × one tile of 128 rows a block (× each group, split), one sequence each. */
-function mmaShape(outputs: number, rows: number, sequenceCount: number, groups: number, sharedBytes: number) {
-  const rowTiles = Math.min(MAXIMUM_GRID_Y, Math.ceil(rows / MMA_BLOCK_ROWS));
-  return {
-    grid: [Math.ceil(outputs / MMA_BLOCK_OUTPUTS) * groups, rowTiles, sequenceCount] as const,
-    block: [MMA_THREADS, 1, 1] as const,
-    sharedBytes,
-  };
-}
-
-/** Where a split tensor-core conv writes its groups' sums: [groups, rows, outputs] fp32. */
-export interface CodecPartials {
-  readonly pointer: DevicePointer;
-  /** Rows of the call at this layer, all sequences together (the rows of out the table addresses). */
-  readonly rows: number;
-  readonly bytes: number;
-}
-
-/** Whether a tensor-core conv runs split: it has groups, its unsplit grid is small, and its sums fit. */
-function splitsOnTensorCores(a: CodecConvArguments, rows: number): boolean {
-  if (a.partials === undefined) return false;
-  const groups = Math.ceil(a.inputs / mmaGroupChannels(a.kernel));
-  const blocks = Math.ceil(a.outputs / MMA_BLOCK_OUTPUTS) * Math.ceil(rows / MMA_BLOCK_ROWS) * a.sequenceCount;
-  const fits = groups * a.partials.rows * a.outputs * 4 <= a.partials.bytes;
-  return groups > 1 && blocks < CODEC_MMA_SPLIT_BELOW_BLOCKS && fits;
-}
-
 /** Whether the tiled transposed conv can run a layer: its stride divides 8 and its kernel, K ≤ 16. */
 export function tileableTransposed(kernel: number, stride: number): boolean {
   return 8 % stride === 0 && kernel % stride === 0 && kernel <= CODEC_TILED_TRANSPOSED_MAXIMUM_KERNEL;
@@ -203,59 +127,6 @@ export function tileableTransposed(kernel: number, stride: number): boolean {
 /** The transposed conv kernel when none is named: tiled where it can run, for more than a few outputs. */
 export function automaticTransposedVariant(outputs: number, kernel: number, stride: number): CodecTransposedVariant {
   return tileableTransposed(kernel, stride) && outputs > CODEC_NARROW_MAXIMUM_OUTPUTS ? 'tiled' : 'chunked';
-}
-
-/** What every conv of a call shares: the sequence table and how many rows one table unit is at this layer. */
-export interface CodecCall {
-  /** int32 [Q, 4] = (slot, firstRow, rowCount, startPosition), rows in table units (frames). */
-  readonly sequences: DevicePointer;
-  readonly sequenceCount: number;
-  /** Rows of the longest sequence, in table units (bounds the grid; a longer one is still walked whole). */
-  readonly longestSequence: number;
-  /** This layer's input rows per table unit. */
-  readonly rowScale: number;
-}
-
-export interface CodecConvArguments extends CodecCall {
-  /** [T, outputs] fp32, rows outStride apart. */
-  readonly out: DevicePointer;
-  readonly outStride: number;
-  /** [T, inputs] fp32, rows xStride apart; must not overlap out. */
-  readonly x: DevicePointer;
-  readonly xStride: number;
-  /** [inputs, kernel, outputs] fp32 or fp16 (codecConvWeightLayout). */
-  readonly weight: DevicePointer;
-  /** [outputs] added to the conv, or undefined (none read). */
-  readonly bias?: DevicePointer;
-  /** Snake's [inputs] α applied to x, or undefined. */
-  readonly alpha?: DevicePointer;
-  /** [T, outputs] added after the conv (a residual unit), rows residualStride apart, or undefined. */
-  readonly residual?: DevicePointer;
-  readonly residualStride?: number;
-  /** [outputs] LayerScale / ConvNeXt γ: out = residual + scale · (conv + bias) in one fma (scale · value alone). */
-  readonly scale?: DevicePointer;
-  /** [S, (kernel − 1)·dilation, inputs] fp32; read only (codecHistoryUpdate writes it after the conv). */
-  readonly history: DevicePointer;
-  readonly inputs: number;
-  readonly outputs: number;
-  readonly kernel: number;
-  readonly dilation: number;
-  readonly activation?: CodecActivation;
-  readonly precision: CodecPrecision;
-  /**
-   * Default: automaticConvVariant, and an mma conv of few rows split when `partials` holds its sums (the CUDA-core
-   * variants give the same bits, as do mma and mma-split; the contract forces each).
-   */
-  readonly variant?: CodecConvVariant;
-  /** Scratch for the split tensor-core conv's groups' sums; without it the conv runs unsplit. */
-  readonly partials?: CodecPartials;
-}
-
-/** The call's table sizes, as every codec launcher checks them. */
-export function requireCall(a: CodecCall): void {
-  requireCount(a.sequenceCount, 'sequenceCount', 1, 65535);
-  requireCount(a.longestSequence, 'longestSequence');
-  requireCount(a.rowScale, 'rowScale', 1, 2 ** 20);
 }
 
 function requireStride(stride: number, name: string, atLeast: number): void {
@@ -339,72 +210,6 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
   } else {
     launch(cuda, CONV_KERNELS[weights], tileShape(a.outputs, rows, a.sequenceCount, historyRows), args, options);
   }
-}
-
-/** The conv's arguments in codec_conv.cuh's order, the first 18 of every conv entry. */
-function convArguments(a: CodecConvArguments, count: number): KernelArguments {
-  return new KernelArguments(count)
-    .pointer(a.out)
-    .int64(a.outStride)
-    .pointer(a.x)
-    .int64(a.xStride)
-    .pointer(a.weight)
-    .pointer(a.bias ?? NULL_POINTER)
-    .pointer(a.alpha ?? NULL_POINTER)
-    .pointer(a.residual ?? NULL_POINTER)
-    .int64(a.residual === undefined ? 0 : (a.residualStride ?? 0))
-    .pointer(a.scale ?? NULL_POINTER)
-    .pointer(a.history)
-    .pointer(a.sequences)
-    .int32(a.rowScale)
-    .int32(a.inputs)
-    .int32(a.outputs)
-    .int32(a.kernel)
-    .int32(a.dilation)
-    .int32(ACTIVATION_CODES[a.activation ?? 'identity']);
-}
-
-/**
- * The tensor-core conv: unsplit, or each group of input channels on blocks of its own writing its sum to the
- * partials, then codec_conv_combine adding them in order with the epilogue (the same bits). A control kernel in
- * `options` replaces the conv kernel, or the combine kernel when it is one.
- */
-function mmaConv(cuda: CudaContext, a: CodecConvArguments, split: boolean, rows: number, options: LaunchOptions) {
-  const groups = Math.ceil(a.inputs / mmaGroupChannels(a.kernel));
-  const partials = a.partials;
-  if (split && (partials === undefined || groups * partials.rows * a.outputs * 4 > partials.bytes)) {
-    throw new DramaError(
-      'KERNEL_ARGUMENT_INVALID',
-      `the split tensor-core conv needs ${groups} × rows × ${a.outputs} fp32 partial sums, and its partials do not hold them`,
-      { kind: 'internal', param: 'partials' },
-    );
-  }
-  const combineControl = options.kernel?.name.includes('combine') ?? false;
-  const convOptions = combineControl ? { ...options, kernel: undefined } : options;
-  const kernel = split ? MMA_SPLIT_KERNEL : MMA_KERNEL;
-  const shared = mmaSharedBytes(a.kernel, (a.kernel - 1) * a.dilation);
-  const args = convArguments(a, MMA_ARGUMENTS)
-    .pointer(partials?.pointer ?? NULL_POINTER)
-    .int64(partials?.rows ?? 0);
-  allowShared(cuda, kernel, convOptions, shared);
-  launch(cuda, kernel, mmaShape(a.outputs, rows, a.sequenceCount, split ? groups : 1, shared), args, convOptions);
-  if (!split || partials === undefined) return;
-  const combine = new KernelArguments(COMBINE_ARGUMENTS)
-    .pointer(a.out)
-    .int64(a.outStride)
-    .pointer(partials.pointer)
-    .int64(partials.rows)
-    .int32(groups)
-    .pointer(a.bias ?? NULL_POINTER)
-    .pointer(a.residual ?? NULL_POINTER)
-    .int64(a.residual === undefined ? 0 : (a.residualStride ?? 0))
-    .pointer(a.scale ?? NULL_POINTER)
-    .pointer(a.sequences)
-    .int32(a.rowScale)
-    .int32(a.outputs)
-    .int32(ACTIVATION_CODES[a.activation ?? 'identity']);
-  const combineShape = tileShape(a.outputs, rows, a.sequenceCount, 0);
-  launch(cuda, COMBINE_KERNEL, { ...combineShape, sharedBytes: 0 }, combine, combineControl ? options : {});
 }
 
 export interface CodecTransposedConvArguments extends CodecCall {

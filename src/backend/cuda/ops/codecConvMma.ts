@@ -1,0 +1,132 @@
+// The launcher of the codec's tensor-core conv (kernels/cuda/codec_conv_mma.cuh, the `f16` precision): its shapes,
+// when a call of few rows splits its channel groups across blocks (then codec_conv_combine adds them in order: the
+// same bits), and the launches. codecConv.ts chooses it.
+import { DramaError } from '../../../errors.ts';
+import type { CudaContext } from '../context.ts';
+import { KernelArguments } from '../kernelArguments.ts';
+import {
+  ACTIVATION_CODES,
+  allowShared,
+  type CodecConvArguments,
+  convArguments,
+  NULL_POINTER,
+} from './codecConvArguments.ts';
+import { type KernelName, type LaunchOptions, launch } from './launch.ts';
+
+const FAMILY = 'codec_conv';
+const MMA_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_mma_f16' };
+const MMA_SPLIT_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_mma_split_f16' };
+const COMBINE_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_combine' };
+/** The tensor-core conv's parameters: the conv's and the partial sums (pointer, rows); the combine's. */
+const MMA_ARGUMENTS = 20;
+const COMBINE_ARGUMENTS = 13;
+/** The combine's block: a thread per output of 128, 8 rows a block (codec_conv_mma.cuh mma_combine). */
+const COMBINE_THREADS = 128;
+const COMBINE_ROWS = 8;
+const MAXIMUM_GRID_Y = 65535;
+
+/** The tensor-core conv's fixed shapes (codec_conv_mma.cuh): 256 threads, 128 rows × 128 outputs a block. */
+const MMA_THREADS = 256;
+const MMA_BLOCK_ROWS = 128;
+const MMA_BLOCK_OUTPUTS = 128;
+const MMA_WEIGHT_STRIDE = MMA_BLOCK_OUTPUTS + 8;
+export const CODEC_MMA_MAXIMUM_KERNEL = 8;
+
+/** Input channels the tensor-core conv stages at a time (codec_conv_mma.cuh mma_stage_channels). */
+function mmaStageChannels(kernel: number): number {
+  if (kernel === 1) return 64;
+  return kernel <= 2 ? 32 : 16;
+}
+
+/** Input channels a group of the tensor-core conv sums from zero (codec_conv_mma.cuh mma_group_channels). */
+export function mmaGroupChannels(kernel: number): number {
+  return kernel === 1 ? 128 : 64;
+}
+
+/**
+ * Below this many blocks an unsplit tensor-core conv leaves the GPU mostly idle (a frame's convs have 6 to 48), and
+ * its groups go to blocks of their own. Split and unsplit give the same bits, so the choice may follow the call.
+ */
+export const CODEC_MMA_SPLIT_BELOW_BLOCKS = 264;
+
+/** Shared bytes of the tensor-core conv: two fp16 weight stages [K][S][136] and the fp16 input tile [rows][S + 8]. */
+export function mmaSharedBytes(kernel: number, historyRows: number): number {
+  const channels = mmaStageChannels(kernel);
+  return 2 * (2 * kernel * channels * MMA_WEIGHT_STRIDE + (MMA_BLOCK_ROWS + historyRows) * (channels + 8));
+}
+
+/** The tensor-core conv's grid: 128 outputs × one tile of 128 rows a block (× each group, split), one sequence each. */
+function mmaShape(outputs: number, rows: number, sequenceCount: number, groups: number, sharedBytes: number) {
+  const rowTiles = Math.min(MAXIMUM_GRID_Y, Math.ceil(rows / MMA_BLOCK_ROWS));
+  return {
+    grid: [Math.ceil(outputs / MMA_BLOCK_OUTPUTS) * groups, rowTiles, sequenceCount] as const,
+    block: [MMA_THREADS, 1, 1] as const,
+    sharedBytes,
+  };
+}
+
+/** Whether a tensor-core conv runs split: it has groups, its unsplit grid is small, and its sums fit. */
+export function splitsOnTensorCores(a: CodecConvArguments, rows: number): boolean {
+  if (a.partials === undefined) return false;
+  const groups = Math.ceil(a.inputs / mmaGroupChannels(a.kernel));
+  const blocks = Math.ceil(a.outputs / MMA_BLOCK_OUTPUTS) * Math.ceil(rows / MMA_BLOCK_ROWS) * a.sequenceCount;
+  const fits = groups * a.partials.rows * a.outputs * 4 <= a.partials.bytes;
+  return groups > 1 && blocks < CODEC_MMA_SPLIT_BELOW_BLOCKS && fits;
+}
+
+/**
+ * The tensor-core conv: unsplit, or each group of input channels on blocks of its own writing its sum to the
+ * partials, then codec_conv_combine adding them in order with the epilogue (the same bits). A control kernel in
+ * `options` replaces the conv kernel, or the combine kernel when it is one.
+ */
+export function mmaConv(
+  cuda: CudaContext,
+  a: CodecConvArguments,
+  split: boolean,
+  rows: number,
+  options: LaunchOptions,
+) {
+  const groups = Math.ceil(a.inputs / mmaGroupChannels(a.kernel));
+  const partials = a.partials;
+  if (split && (partials === undefined || groups * partials.rows * a.outputs * 4 > partials.bytes)) {
+    throw new DramaError(
+      'KERNEL_ARGUMENT_INVALID',
+      `the split tensor-core conv needs ${groups} × rows × ${a.outputs} fp32 partial sums, and its partials do not hold them`,
+      { kind: 'internal', param: 'partials' },
+    );
+  }
+  const combineControl = options.kernel?.name.includes('combine') ?? false;
+  const convOptions = combineControl ? { ...options, kernel: undefined } : options;
+  const kernel = split ? MMA_SPLIT_KERNEL : MMA_KERNEL;
+  const shared = mmaSharedBytes(a.kernel, (a.kernel - 1) * a.dilation);
+  const args = convArguments(a, MMA_ARGUMENTS)
+    .pointer(partials?.pointer ?? NULL_POINTER)
+    .int64(partials?.rows ?? 0);
+  allowShared(cuda, kernel, convOptions, shared);
+  launch(cuda, kernel, mmaShape(a.outputs, rows, a.sequenceCount, split ? groups : 1, shared), args, convOptions);
+  if (!split || partials === undefined) return;
+  const combine = new KernelArguments(COMBINE_ARGUMENTS)
+    .pointer(a.out)
+    .int64(a.outStride)
+    .pointer(partials.pointer)
+    .int64(partials.rows)
+    .int32(groups)
+    .pointer(a.bias ?? NULL_POINTER)
+    .pointer(a.residual ?? NULL_POINTER)
+    .int64(a.residual === undefined ? 0 : (a.residualStride ?? 0))
+    .pointer(a.scale ?? NULL_POINTER)
+    .pointer(a.sequences)
+    .int32(a.rowScale)
+    .int32(a.outputs)
+    .int32(ACTIVATION_CODES[a.activation ?? 'identity']);
+  const combineShape = {
+    grid: [
+      Math.ceil(a.outputs / COMBINE_THREADS),
+      Math.min(MAXIMUM_GRID_Y, Math.ceil(rows / COMBINE_ROWS)),
+      a.sequenceCount,
+    ],
+    block: [COMBINE_THREADS, 1, 1],
+    sharedBytes: 0,
+  } as const;
+  launch(cuda, COMBINE_KERNEL, combineShape, combine, combineControl ? options : {});
+}
