@@ -16,7 +16,15 @@ import type { CodecConfig } from '../config.ts';
 import type { CodecWeights } from '../weights.ts';
 import { type DeviceDecodeWeights, uploadDecodeWeights } from './device-weights.ts';
 import { allocateLaneState, type LaneState } from './lane-state.ts';
-import { type CallTable, conv, Rotation, runDecoderBlock, runResample, runTransformer } from './layers.ts';
+import {
+  type CallTable,
+  conv,
+  Rotation,
+  runDecoderBlock,
+  runResample,
+  runTransformer,
+  transformerBuffers,
+} from './layers.ts';
 
 export interface CudaCodecOptions {
   /** Lanes that can hold a stream at once. */
@@ -326,15 +334,17 @@ export class CudaCodecDecoder {
     });
     // The quantizer's output is the post-module's input and then its layers' output buffer.
     let x = scratch.big0!;
-    runTransformer(cuda, table, 1, weights.postModule, state.rings, precision, scratch.x!, x, {
-      x: scratch.x!,
-      h: scratch.h!,
-      normed: scratch.normed!,
-      qkv: scratch.qkv!,
-      attended: scratch.attended!,
-      gateUp: scratch.gateUp!,
-      gated: scratch.gated!,
-    });
+    runTransformer(
+      cuda,
+      table,
+      1,
+      weights.postModule,
+      state.rings,
+      precision,
+      scratch.x!,
+      x,
+      transformerBuffers(scratch),
+    );
     let rowScale = 1;
     weights.resamples.forEach((stage, index) => {
       x = runResample(cuda, table, rowScale, stage, state.depthwise[index]!, precision, x, rotation, scratch.hidden!);

@@ -14,7 +14,7 @@ import type { CodecConfig } from '../config.ts';
 import type { CodecWeights } from '../weights.ts';
 import { allocateEncoderState, type EncoderState } from './encoder-state.ts';
 import { type DeviceEncodeWeights, uploadEncodeWeights } from './encoder-weights.ts';
-import { type CallTable, conv, Rotation, runConvNeXt, runTransformer } from './layers.ts';
+import { type CallTable, conv, Rotation, runConvNeXt, runTransformer, transformerBuffers } from './layers.ts';
 
 export interface CudaCodecEncoderOptions {
   /** Frames one pass encodes (memory grows with it); any value gives the same codes. */
@@ -178,15 +178,7 @@ export class CudaCodecEncoder {
       flat: scratch.sequences! + 16n,
     };
     const rotation = new Rotation([scratch.big0!, scratch.big1!, scratch.big2!]);
-    const buffers = {
-      x: scratch.x!,
-      h: scratch.h!,
-      normed: scratch.normed!,
-      qkv: scratch.qkv!,
-      attended: scratch.attended!,
-      gateUp: scratch.gateUp!,
-      gated: scratch.gated!,
-    };
+    const buffers = transformerBuffers(scratch);
     let x = scratch.big0!;
     cuda.driver.copyHostToDevice(x, samples, samples.byteLength, cuda.stream);
     let rowScale = config.frameLength;

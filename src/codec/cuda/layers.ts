@@ -139,6 +139,26 @@ interface TransformerBuffers {
   readonly gated: DevicePointer;
 }
 
+/** The transformer's buffers from a scratch allocated under their names (the decoder's and the encoder's). */
+export function transformerBuffers(scratch: Readonly<Record<string, DevicePointer>>): TransformerBuffers {
+  const named = (name: keyof TransformerBuffers) => {
+    const pointer = scratch[name];
+    if (pointer === undefined) {
+      throw new DramaError('CODEC_SCRATCH_MISSING', `codec scratch has no ${name} buffer`, { kind: 'internal' });
+    }
+    return pointer;
+  };
+  return {
+    x: named('x'),
+    h: named('h'),
+    normed: named('normed'),
+    qkv: named('qkv'),
+    attended: named('attended'),
+    gateUp: named('gateUp'),
+    gated: named('gated'),
+  };
+}
+
 /**
  * A windowed transformer at `rowScale` rows per frame (the post- and pre-module at 1, the encoder's at its rate):
  * `input` [rows, dim] → `out` [rows, dim] (final RMSNorm included); out must be neither input nor buffers.x.

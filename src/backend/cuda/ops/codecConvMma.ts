@@ -65,13 +65,17 @@ function mmaShape(outputs: number, rows: number, sequenceCount: number, groups: 
   };
 }
 
+const groupsOf = (a: CodecConvArguments) => Math.ceil(a.inputs / mmaGroupChannels(a.kernel));
+
+/** Whether the call's partials hold its groups' sums, [groups, rows, outputs] fp32. */
+function partialsHold(a: CodecConvArguments): boolean {
+  return a.partials !== undefined && groupsOf(a) * a.partials.rows * a.outputs * 4 <= a.partials.bytes;
+}
+
 /** Whether a tensor-core conv runs split: it has groups, its unsplit grid is small, and its sums fit. */
 export function splitsOnTensorCores(a: CodecConvArguments, rows: number): boolean {
-  if (a.partials === undefined) return false;
-  const groups = Math.ceil(a.inputs / mmaGroupChannels(a.kernel));
   const blocks = Math.ceil(a.outputs / MMA_BLOCK_OUTPUTS) * Math.ceil(rows / MMA_BLOCK_ROWS) * a.sequenceCount;
-  const fits = groups * a.partials.rows * a.outputs * 4 <= a.partials.bytes;
-  return groups > 1 && blocks < CODEC_MMA_SPLIT_BELOW_BLOCKS && fits;
+  return groupsOf(a) > 1 && blocks < CODEC_MMA_SPLIT_BELOW_BLOCKS && partialsHold(a);
 }
 
 /**
@@ -86,9 +90,9 @@ export function mmaConv(
   rows: number,
   options: LaunchOptions,
 ) {
-  const groups = Math.ceil(a.inputs / mmaGroupChannels(a.kernel));
+  const groups = groupsOf(a);
   const partials = a.partials;
-  if (split && (partials === undefined || groups * partials.rows * a.outputs * 4 > partials.bytes)) {
+  if (split && !partialsHold(a)) {
     throw new DramaError(
       'KERNEL_ARGUMENT_INVALID',
       `the split tensor-core conv needs ${groups} × rows × ${a.outputs} fp32 partial sums, and its partials do not hold them`,
