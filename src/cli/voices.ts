@@ -5,12 +5,14 @@ import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import type { RuntimeSpec } from '../engine/load-runtime.ts';
+import { type BackendProbes, REAL_PROBES } from '../engine/backend-choice.ts';
+import { codecChoiceOf, type RuntimeSpec } from '../engine/load-runtime.ts';
 import { DEFAULT_REFERENCE_CACHE_BYTES } from '../engine/reference-cache.ts';
 import { DramaError } from '../errors.ts';
 import type { VoicesOptions } from '../server/routes/voices.ts';
 import { VoiceCatalog } from '../voices/catalog.ts';
 import { voiceEncoderFor } from '../voices/encoder.ts';
+import type { VoiceEncodeDevice, VoiceEncoderSource } from '../voices/encoder-thread.ts';
 import { voiceSeconds } from '../voices/names.ts';
 import { catalogResolver } from '../voices/resolver.ts';
 import { DEFAULT_CACHE_DIR, resolveRuntime } from './default-model.ts';
@@ -34,13 +36,25 @@ export function referenceCacheOption(): Option {
     });
 }
 
+/** Where a runtime's references are encoded: on the device its codec decodes on, at the same precision. */
+export function voiceEncoderSource(runtime: RuntimeSpec, probes: BackendProbes = REAL_PROBES): VoiceEncoderSource {
+  if (runtime.kind === 'null') return runtime;
+  const choice = codecChoiceOf(runtime, probes);
+  const device: VoiceEncodeDevice =
+    choice.backend === 'cuda' ? { backend: 'cuda', precision: choice.precision } : { backend: 'cpu' };
+  return { kind: 'checkpoint', dir: runtime.dir, device };
+}
+
 /** Opens the catalog (reporting each corrupt folder by name) and the app options that serve it. */
 export async function openVoices(dir: string, runtime: RuntimeSpec | Promise<RuntimeSpec>) {
   const catalog = await VoiceCatalog.open(dir);
   for (const problem of catalog.problems)
     console.error(`drama3: skipped the voice folder '${problem.folder}' in ${dir}: ${problem.reason}`);
-  // One encoder thread serves catalog uploads and requests' one-off references.
-  const encoder = voiceEncoderFor(runtime);
+  // One encoder thread serves catalog uploads and requests' one-off references, on the codec's device.
+  const source = Promise.resolve(runtime).then((spec) => voiceEncoderSource(spec));
+  // A refusal (cuda asked for where there is none) reaches each upload; the engine's load reports it at start.
+  source.catch(() => {});
+  const encoder = voiceEncoderFor(source);
   const voices: VoicesOptions = { catalog, encoder };
   return { voices, resolveVoice: catalogResolver(catalog), referenceEncoder: encoder };
 }

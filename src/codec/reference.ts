@@ -10,13 +10,17 @@ import type { Frame } from '../model/types.ts';
 import { CODEC_FILE_NAME, Codec } from './codec.ts';
 import { parseCodecConfig } from './config.ts';
 
-/** Audio at any rate and channel count → the codec's frames. */
-export function encodeReferenceAudio(codec: Codec, channels: readonly Float32Array[], sampleRate: number): Frame[] {
+/** Audio at any rate and channel count → mono at the codec's rate, as every encoder (cpu or CUDA) takes it. */
+export function referencePcm(channels: readonly Float32Array[], sampleRate: number, codecRate: number): Float32Array {
   if (channels.length === 0)
     throw new DramaError('AUDIO_NO_CHANNELS', 'reference audio has no channels', { param: 'audio' });
   const mono = downmix(channels);
-  const pcm = sampleRate === codec.config.sampleRate ? mono : resample(mono, sampleRate, codec.config.sampleRate);
-  return codec.encode(pcm);
+  return sampleRate === codecRate ? mono : resample(mono, sampleRate, codecRate);
+}
+
+/** Audio at any rate and channel count → the codec's frames. */
+export function encodeReferenceAudio(codec: Codec, channels: readonly Float32Array[], sampleRate: number): Frame[] {
+  return codec.encode(referencePcm(channels, sampleRate, codec.config.sampleRate));
 }
 
 /** The codec of a checkpoint folder: `codec_config` from its config.json (absent → the real codec), then codec.pth. */

@@ -9,7 +9,7 @@ import { loadCheckpointCodec } from '../codec/reference.ts';
 import { DramaError } from '../errors.ts';
 import { type Drama3Config, loadConfig } from '../model/config.ts';
 import { loadSpeechModel } from '../model/load-model.ts';
-import { type BackendName, chooseBackend } from './backend-choice.ts';
+import { type BackendName, type BackendProbes, chooseBackend, REAL_PROBES } from './backend-choice.ts';
 import { cpuEngineCodec, loadCheckpointRuntime } from './checkpoint-runtime.ts';
 import { chooseCodecBackend } from './codec-choice.ts';
 import { cudaEngineCodec, DEFAULT_CUDA_CODEC_SETTINGS, lazyCudaEngineCodec } from './cuda-codec.ts';
@@ -47,9 +47,10 @@ export type RuntimeSpec =
       readonly codecPrecision?: CodecPrecision;
     };
 
-function codecChoiceOf(spec: Extract<RuntimeSpec, { kind: 'checkpoint' }>) {
+/** Where a checkpoint runtime's codec runs (the decode thread's and the voice encoder's): codec-choice.ts. */
+export function codecChoiceOf(spec: Extract<RuntimeSpec, { kind: 'checkpoint' }>, probes: BackendProbes = REAL_PROBES) {
   const precision = spec.codecPrecision ?? DEFAULT_CUDA_CODEC_SETTINGS.precision;
-  return chooseCodecBackend(spec.codecBackend ?? 'auto', spec.backend ?? 'auto', precision);
+  return chooseCodecBackend(spec.codecBackend ?? 'auto', spec.backend ?? 'auto', precision, probes);
 }
 
 /** The cuda backend's device ledger: bytes handed out or being allocated, under its cap. */

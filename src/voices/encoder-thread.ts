@@ -2,13 +2,21 @@
 // upload, answers matched by id. If the thread dies, the uploads in flight fail by name and the next one starts a
 // new thread. The thread does not keep the process alive.
 import type { Worker } from 'node:worker_threads';
+import type { CodecPrecision } from '../backend/cuda/ops/codecConvArguments.ts';
 import { DramaError } from '../errors.ts';
 import type { Frame } from '../model/types.ts';
 import { deserializeError, type SerializedError } from '../threads/serialize-error.ts';
 import { startTypeScriptWorker } from '../threads/start-worker.ts';
 
+/** Where the checkpoint's reference encode runs: the cpu codec, or the CUDA encoder at a precision. */
+export type VoiceEncodeDevice =
+  | { readonly backend: 'cpu' }
+  | { readonly backend: 'cuda'; readonly precision: CodecPrecision };
+
 /** Where a runtime's frames come from, as the voice encoder needs it: the null runtime, or a checkpoint folder. */
-export type VoiceEncoderSource = { readonly kind: 'null' } | { readonly kind: 'checkpoint'; readonly dir: string };
+export type VoiceEncoderSource =
+  | { readonly kind: 'null' }
+  | { readonly kind: 'checkpoint'; readonly dir: string; readonly device?: VoiceEncodeDevice };
 
 export interface EncodedUpload {
   readonly frames: Frame[];
