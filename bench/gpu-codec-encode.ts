@@ -1,9 +1,10 @@
 // GPU bench of the codec encode (src/codec/cuda/encoder.ts) at the real codec geometry with synthetic weights in the
 // real format: 5 s and 20 s references (deterministic tones and noise), wall time from PCM on the host to codes on the
 // host, median of 5 after a warm encode, in the f16 (tensor cores, the release's), f16-weights and fp32 modes and at
-// 64, 256 and 512 frames per pass (512 holds a 20 s reference in one), beside the audio-seconds per second it implies; then where one 5 s encode's device time goes, by kernel.
+// 64, 256 and 512 frames per pass (512 holds a 20 s reference in one), beside the audio-seconds per second it implies; then where one 5 s and one 20 s encode's device time goes, by kernel and by
+// launch (the slowest, by their index in the call's launch order).
 // Synthetic weights give codes of noise, not speech. Writes gpu-codec-encode.json to the folder in argv[2].
-// Usage: tsx bench/gpu-codec-encode.ts [output directory]
+// Usage: tsx bench/gpu-codec-encode.ts [output directory]   (DRAMA3_ENCODE_PRECISIONS=f16,f32 to run only those modes)
 import { performance } from 'node:perf_hooks';
 import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
@@ -20,6 +21,15 @@ const config = REAL_CODEC_CONFIG;
 const SECONDS = [5, 20] as const;
 const PASSES = [64, 256, 512] as const;
 const RUNS = 5;
+/** Launches of a profiled encode listed one by one, slowest first. */
+const SLOWEST_LAUNCHES = 24;
+
+/** DRAMA3_ENCODE_PRECISIONS=f16,f32 limits the modes (all three by default). */
+function precisions(): CodecPrecision[] {
+  const all: CodecPrecision[] = ['f16', 'f16-weights', 'f32'];
+  const asked = process.env.DRAMA3_ENCODE_PRECISIONS;
+  return asked === undefined || asked === '' ? all : all.filter((precision) => asked.split(',').includes(precision));
+}
 
 const availability = cudaAvailability();
 if (!availability.available) {
@@ -56,7 +66,7 @@ interface Row {
 const rows: Row[] = [];
 const memory: Record<string, unknown> = {};
 const profiles: Record<string, LaunchProfile> = {};
-for (const precision of ['f16', 'f16-weights', 'f32'] as const) {
+for (const precision of precisions()) {
   for (const framesPerPass of PASSES) {
     const encoder = CudaCodecEncoder.create(cuda, config, weights, { framesPerPass, precision });
     try {
@@ -83,8 +93,12 @@ for (const precision of ['f16', 'f16-weights', 'f32'] as const) {
         console.log(`${precision}, ${framesPerPass} frames per pass, ${seconds} s: ${milliseconds.toFixed(1)} ms`);
       }
       if (framesPerPass === PASSES[PASSES.length - 1]) {
-        const audio = referenceAudio(SECONDS[0]);
-        profiles[`${precision}, ${SECONDS[0]} s`] = profileLaunches(cuda, () => encoder.encode(audio));
+        for (const seconds of SECONDS) {
+          const audio = referenceAudio(seconds);
+          profiles[`${precision}, ${seconds} s`] = profileLaunches(cuda, () => encoder.encode(audio), {
+            sequence: true,
+          });
+        }
       }
     } finally {
       encoder.close();
@@ -120,6 +134,17 @@ for (const [label, profile] of Object.entries(profiles)) {
       ]),
   );
   console.log(top.join('\n'));
+  const slowest = (profile.sequence ?? [])
+    .map((entry, index) => ({ ...entry, index }))
+    .sort((a, b) => b.milliseconds - a.milliseconds)
+    .slice(0, SLOWEST_LAUNCHES);
+  console.log(`\nslowest ${SLOWEST_LAUNCHES} launches (index in the call's launch order):`);
+  console.log(
+    markdownTable(
+      ['index', 'kernel', 'ms'],
+      slowest.map((entry) => [String(entry.index), entry.kernel, entry.milliseconds.toFixed(3)]),
+    ).join('\n'),
+  );
 }
 const file = writeReport('gpu-codec-encode.json', { device: cuda.properties.name, memory, rows, profiles });
 console.log(`wrote ${file}`);

@@ -22,13 +22,19 @@ export interface LaunchProfile {
   /** Before the first launch (table uploads). */
   readonly beforeFirstLaunch: number;
   readonly kernels: readonly KernelShare[];
+  /** Every launch in order with its own time (when asked for: a long call's slowest launches, found by index). */
+  readonly sequence?: readonly { readonly kernel: string; readonly milliseconds: number }[];
 }
 
 /** Events made before a step, so that the observer only records them; grows if a step launches more. */
 const EVENT_POOL = 4096;
 
 /** Profiles one call of `step` (which must end with its work finished, as a frame step's read back does). */
-export function profileLaunches(cuda: CudaContext, step: () => void): LaunchProfile {
+export function profileLaunches(
+  cuda: CudaContext,
+  step: () => void,
+  options: { readonly sequence?: boolean } = {},
+): LaunchProfile {
   const { driver, stream } = cuda;
   const pool: Handle[] = Array.from({ length: EVENT_POOL }, () => driver.createEvent());
   const events: Handle[] = [];
@@ -50,12 +56,15 @@ export function profileLaunches(cuda: CudaContext, step: () => void): LaunchProf
   record('end');
   driver.synchronizeEvent(events.at(-1)!);
   const totals = new Map<string, { launches: number; milliseconds: number }>();
+  const sequence: { kernel: string; milliseconds: number }[] = [];
   for (let index = 1; index + 1 < events.length; index++) {
     const name = names[index]!;
     const entry = totals.get(name) ?? { launches: 0, milliseconds: 0 };
+    const milliseconds = driver.elapsedMilliseconds(events[index]!, events[index + 1]!);
     entry.launches += 1;
-    entry.milliseconds += driver.elapsedMilliseconds(events[index]!, events[index + 1]!);
+    entry.milliseconds += milliseconds;
     totals.set(name, entry);
+    sequence.push({ kernel: name, milliseconds });
   }
   const milliseconds = driver.elapsedMilliseconds(events[0]!, events.at(-1)!);
   const beforeFirstLaunch = events.length > 2 ? driver.elapsedMilliseconds(events[0]!, events[1]!) : 0;
@@ -63,5 +72,11 @@ export function profileLaunches(cuda: CudaContext, step: () => void): LaunchProf
   const kernels = [...totals.entries()]
     .map(([kernel, entry]) => ({ kernel, ...entry, share: entry.milliseconds / milliseconds }))
     .sort((a, b) => b.milliseconds - a.milliseconds);
-  return { launches: events.length - 2, milliseconds, beforeFirstLaunch, kernels };
+  return {
+    launches: events.length - 2,
+    milliseconds,
+    beforeFirstLaunch,
+    kernels,
+    ...(options.sequence === true ? { sequence } : {}),
+  };
 }
