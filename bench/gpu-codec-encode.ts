@@ -13,6 +13,7 @@ import { REAL_CODEC_CONFIG } from '../src/codec/config.ts';
 import { CudaCodecEncoder } from '../src/codec/cuda/encoder.ts';
 import { synthesizeCodecWeights } from '../src/codec/synth-weights.ts';
 import { loadCodecWeights } from '../src/codec/weights.ts';
+import { bytesDigest } from './support/digest.ts';
 import { median } from './support/gpu-timing.ts';
 import { type LaunchProfile, profileLaunches } from './support/launch-profile.ts';
 import { markdownTable, writeReport } from './support/output.ts';
@@ -61,6 +62,8 @@ interface Row {
   milliseconds: number;
   audioSecondsPerSecond: number;
   runsMs: number[];
+  /** Of the codes (bytesDigest): the same for every pass length, and across builds that keep the bits. */
+  digest: string;
 }
 
 const rows: Row[] = [];
@@ -82,6 +85,8 @@ for (const precision of precisions()) {
           runsMs.push(performance.now() - started);
         }
         const milliseconds = median(runsMs);
+        const codes = encoder.encode(audio).frames;
+        const digest = bytesDigest(Int32Array.from(codes.flatMap((frame) => [...frame])));
         rows.push({
           precision,
           framesPerPass,
@@ -89,8 +94,11 @@ for (const precision of precisions()) {
           milliseconds,
           audioSecondsPerSecond: seconds / (milliseconds / 1000),
           runsMs,
+          digest,
         });
-        console.log(`${precision}, ${framesPerPass} frames per pass, ${seconds} s: ${milliseconds.toFixed(1)} ms`);
+        console.log(
+          `${precision}, ${framesPerPass} frames per pass, ${seconds} s: ${milliseconds.toFixed(1)} ms (codes digest ${digest})`,
+        );
       }
       if (framesPerPass === PASSES[PASSES.length - 1]) {
         for (const seconds of SECONDS) {

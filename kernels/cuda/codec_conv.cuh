@@ -55,12 +55,13 @@ __device__ __forceinline__ float conv_input(const float* x, long long x_stride, 
                                             const float* history, const CodecSequence& sequence, int history_rows,
                                             int inputs, long long row, int channel) {
   if (row >= sequence.row_count || row < -history_rows) return 0.0f;
+  // Read-only loads (a conv never writes its inputs): the staging loops may issue several before using any.
   if (row >= 0) {
-    const float value = x[(sequence.first_row + row) * x_stride + channel];
-    return alpha != nullptr ? snake<FAULT>(value, alpha[channel]) : value;
+    const float value = __ldg(x + (sequence.first_row + row) * x_stride + channel);
+    return alpha != nullptr ? snake<FAULT>(value, __ldg(alpha + channel)) : value;
   }
   const float* slab = history + (long long)sequence.slot * history_rows * inputs;
-  return slab[(history_rows + row) * inputs + channel];
+  return __ldg(slab + (history_rows + row) * inputs + channel);
 }
 
 // Exact GELU 0.5·v·erfc(−v/√2) (= 0.5·v·(1 + erf(v/√2)), without the cancellation of 1 + erf for v ≪ 0).

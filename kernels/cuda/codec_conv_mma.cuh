@@ -185,6 +185,7 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
       const int base = mma_stage_base<FAULT, SPLIT>(step, group, inputs, kernel);
       const int count = min(channels, inputs - base);
       __syncthreads();  // every warp is done with the input tile and the other weight buffer
+#pragma unroll 4
       for (int index = threadIdx.x; index < tile_rows * (channels / 2); index += MMA_THREADS) {
         const int pair = index % (channels / 2);
         const int r = index / (channels / 2);

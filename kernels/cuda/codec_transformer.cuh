@@ -194,15 +194,30 @@ __device__ __forceinline__ void transformer_window_attention(float* out, const f
     const double total = total_shared;
     for (int j = threadIdx.x; j < count; j += blockDim.x) scores[j] = __ddiv_rn(scores[j], total);
     __syncthreads();
-    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-      double sum = 0.0;
-      for (int step = 0; step < count; step++) {
-        const int j = reversed ? count - 1 - step : step;
-        const float value = attention_row(qkv, values, sequence, first + j, 2, head, head_dim, width, window)[d];
-        sum = __dadd_rn(sum, __dmul_rn(scores[j], (double)value));
+    // The values are staged a tile at a time by the whole block, so thread d's chain reads them from shared memory
+    // (reading each from global memory inside the chain left it waiting on every load); the chain is unchanged.
+    const int d = threadIdx.x;  // head_dim <= blockDim.x (the launcher's limit)
+    const int tiles = (count + tile_keys - 1) / tile_keys;
+    double sum = 0.0;
+    for (int t = 0; t < tiles; t++) {
+      const int base = (reversed ? tiles - 1 - t : t) * tile_keys;
+      const int keys_here = min(tile_keys, count - base);
+      __syncthreads();
+      for (int index = threadIdx.x; index < keys_here * head_dim; index += blockDim.x) {
+        const int key = index / head_dim;
+        const int column = index - key * head_dim;
+        tile[key * stride + column] =
+            attention_row(qkv, values, sequence, first + base + key, 2, head, head_dim, width, window)[column];
       }
-      out[(sequence.first_row + row) * width + head * head_dim + d] = __double2float_rn(sum);
+      __syncthreads();
+      if (d < head_dim) {
+        for (int step = 0; step < keys_here; step++) {
+          const int j = reversed ? keys_here - 1 - step : step;
+          sum = __dadd_rn(sum, __dmul_rn(scores[base + j], (double)tile[j * stride + d]));
+        }
+      }
     }
+    if (d < head_dim) out[(sequence.first_row + row) * width + head * head_dim + d] = __double2float_rn(sum);
   }
 }
 

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { bytesDigest } from '../../bench/support/digest.ts';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
 import type { CodecPrecision } from '../../src/backend/cuda/ops/codecConv.ts';
@@ -75,7 +76,7 @@ test('the CUDA codec decodes the PyTorch fixture: SNR in the f32, f16-weights an
       console.log(
         `codec on CUDA, ${precision}: SNR ${figures.pytorchFp32.toFixed(1)} dB vs PyTorch fp32, ` +
           `${figures.pytorchFp64.toFixed(1)} dB vs PyTorch fp64, ${figures.cpu.toFixed(1)} dB vs the cpu codec ` +
-          `(${frames.length} frames)`,
+          `(${frames.length} frames; samples digest ${bytesDigest(audio)})`,
       );
       if (precision === 'f32') {
         assert.ok(figures.pytorchFp32 >= FP32_SNR_DB, `fp32 SNR ${figures.pytorchFp32.toFixed(1)} dB < ${FP32_SNR_DB}`);

@@ -25,7 +25,10 @@ const RING_THREADS = 128;
 const SWIGLU_THREADS = 256;
 const MAXIMUM_GRID_Y = 65535;
 const MAXIMUM_BLOCKS = 2 ** 31 - 1;
-/** Head sizes the attention stages in its 33 KB key tile; windows whose fp64 scores fit beside it in 48 KB. */
+/**
+ * Head sizes the attention stages in its 33 KB key tile (thread d of its 128 holds output d, so at most 128); windows
+ * whose fp64 scores fit beside it in 48 KB.
+ */
 export const CODEC_MAXIMUM_HEAD_DIM = 128;
 export const CODEC_MAXIMUM_WINDOW = 1024;
 /** qkv rows are 3·width floats: widths whose row offsets stay well inside int32 per row. */
