@@ -219,7 +219,13 @@ export class SlotSpeechModel<B> implements SpeechModel {
   /** A new lane holding a copy of the snapshot's state, drawing with `sampling`. */
   restore(snapshot: LaneSnapshot<B>, sampling: SamplingSettings): Lane {
     const lane = this.newLane(sampling);
-    this.ready().slabs.restore(snapshot, lane.slot);
+    try {
+      this.ready().slabs.restore(snapshot, lane.slot);
+    } catch (error) {
+      // A refused restore (a released snapshot) gives its lane back.
+      this.release(lane);
+      throw error;
+    }
     lane.promptRows = snapshot.promptRows;
     lane.promptComplete = snapshot.promptComplete;
     return lane;
