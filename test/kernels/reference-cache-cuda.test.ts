@@ -183,4 +183,14 @@ test('small on cuda: the allocator holds exactly the cache bytes, within the bud
   assert.ok(held.entries >= 2 && held.entries < voices.length, `${held.entries} entries: evictions happened`);
   cache.clear();
   assert.equal(deviceUsed(), baseline, 'cleared, the cache left nothing on the device');
+  // One snapshot by hand: the ledger moves by its stated bytes, and a second discard is refused.
+  const lane = model.newLane(DEFAULT_SAMPLING);
+  model.prefill(lane, probeRows, 0, snapshotRow(probeRows));
+  const snapshot = model.snapshot(lane);
+  model.release(lane);
+  assert.equal(snapshot.bytes, one);
+  assert.equal(deviceUsed() - baseline, one);
+  model.discard(snapshot);
+  assert.throws(() => model.discard(snapshot), { code: 'TENSOR_NOT_HELD' });
+  assert.equal(deviceUsed(), baseline);
 });
