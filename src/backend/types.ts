@@ -134,6 +134,11 @@ export interface Backend<B> {
   readonly name: string;
   /** A zeroed tensor (i32 zeros, floats +0). Allocation belongs in load and plan, never in a step. */
   allocate(dtype: DType, shape: readonly number[]): Tensor<B>;
+  /**
+   * Gives back tensors made by `allocate` outside every step (the reference cache's snapshots), once the work queued
+   * before the call is done with them; releasing one twice, or one this backend did not allocate, is refused.
+   */
+  release(tensors: readonly Tensor<B>[]): void;
   /** A tensor holding host elements as stored (weights keep their checkpoint bits: bf16/f16 as 16-bit words, e4m3 as
    *  bytes, f32, i32). The cpu backend keeps the array itself; cuda copies it to the device. */
   fromHost(dtype: DType, shape: readonly number[], elements: HostElements): Tensor<B>;

@@ -4,22 +4,9 @@
 // compared in full; the hash only finds the candidates. The snapshot is taken at row R − 1, not R: prefilling rows
 // [0, R − 1) runs tower rows up to R − 2, which read codes up to row R − 1 (the lookahead row), all inside the key.
 // Bounded by bytes, least recently used first out; entries remember the catalog voices they came from, so deleting
-// or replacing a voice drops them.
-import type { Lane, PromptRows, SamplingSettings, SpeechModel } from '../model/types.ts';
-
-/** A model that can copy a prefilled lane's state and start new lanes from the copy. */
-export interface SnapshotModel {
-  snapshot(lane: Lane): unknown;
-  restore(snapshot: unknown, sampling: SamplingSettings): Lane;
-}
-
-/** The model's snapshot support, when it has one. */
-function snapshotModel(model: SpeechModel): SnapshotModel | undefined {
-  const candidate = model as Partial<SnapshotModel>;
-  return typeof candidate.snapshot === 'function' && typeof candidate.restore === 'function'
-    ? (model as unknown as SnapshotModel)
-    : undefined;
-}
+// or replacing a voice drops them. Each entry carries how to give its snapshot's storage back (device memory on
+// cuda), and every way out of the cache (evicted, replaced, forgotten, cleared, closed) gives it back exactly once.
+import type { PromptRows } from '../model/types.ts';
 
 /** Cumulative counters and the current size, reported in engine stats and /metrics. */
 export interface ReferenceCacheStats {
@@ -30,6 +17,10 @@ export interface ReferenceCacheStats {
   readonly capacityBytes: number;
   /** Prompt rows that hits did not have to prefill. */
   readonly rowsSaved: number;
+  /** Snapshots not kept because one alone is larger than the whole budget. */
+  readonly storesSkipped: number;
+  /** Snapshots the allocator refused (the cap was reached): their requests went on uncached. */
+  readonly storesFailed: number;
 }
 
 interface Entry {
@@ -39,6 +30,7 @@ interface Entry {
   readonly snapshot: unknown;
   readonly bytes: number;
   readonly voices: ReadonlySet<string>;
+  readonly release: () => void;
 }
 
 /** Default byte budget of the cache. */
@@ -94,6 +86,9 @@ export class ReferenceCache {
   private hits = 0;
   private misses = 0;
   private rowsSaved = 0;
+  private storesSkipped = 0;
+  private storesFailed = 0;
+  private closed = false;
 
   constructor(readonly capacityBytes: number = DEFAULT_REFERENCE_CACHE_BYTES) {}
 
@@ -112,25 +107,65 @@ export class ReferenceCache {
     return undefined;
   }
 
-  /** Keeps a snapshot taken at snapshotRow(rows); `voices` are the catalog voices its references came from. */
-  store(rows: PromptRows, snapshot: unknown, voices: readonly string[]): void {
+  /**
+   * Evicts least recently used entries until a snapshot of `bytes` fits beside the rest, before it is allocated (the
+   * cache's bytes are set aside under the device cap, so the new one must not be allocated on top of a full cache).
+   * False, counted as skipped, when it could never fit or the cache is closed.
+   */
+  makeRoom(bytes: number): boolean {
+    if (this.closed || bytes > this.capacityBytes) {
+      this.storesSkipped += 1;
+      return false;
+    }
+    for (const entry of [...this.entries]) {
+      if (this.bytes + bytes <= this.capacityBytes) break;
+      this.drop(entry);
+    }
+    return true;
+  }
+
+  /** Counts a snapshot the allocator refused. */
+  storeFailed(): void {
+    this.storesFailed += 1;
+  }
+
+  /**
+   * Keeps a snapshot taken at snapshotRow(rows); `voices` are the catalog voices its references came from and
+   * `release` gives its storage back. One that is not kept is released at once.
+   */
+  store(rows: PromptRows, snapshot: unknown, voices: readonly string[], release: () => void = () => {}): void {
     const bytes = snapshotBytes(snapshot);
-    if (bytes > this.capacityBytes) return;
+    if (this.closed || bytes > this.capacityBytes) {
+      this.storesSkipped += 1;
+      release();
+      return;
+    }
     const codebooks = rows.codes.length / rows.tokens.length;
     const hash = prefixHash(rows);
-    for (const entry of this.entries) if (entry.hash === hash && samePrefix(entry, rows)) this.drop(entry);
-    this.entries.add({
+    for (const entry of [...this.entries]) if (entry.hash === hash && samePrefix(entry, rows)) this.drop(entry);
+    const added: Entry = {
       hash,
       tokens: rows.tokens.slice(0, rows.referenceRows),
       codes: rows.codes.slice(0, rows.referenceRows * codebooks),
       snapshot,
       bytes,
       voices: new Set(voices),
-    });
+      release,
+    };
+    this.entries.add(added);
     this.bytes += bytes;
-    for (const entry of this.entries) {
-      if (this.bytes <= this.capacityBytes) break;
+    for (const entry of [...this.entries]) {
+      if (this.bytes <= this.capacityBytes || entry === added) break;
       this.drop(entry);
+    }
+  }
+
+  /** Drops the entry holding this snapshot, if one still does (its request failed before the state was confirmed). */
+  forgetSnapshot(snapshot: unknown): void {
+    for (const entry of this.entries) {
+      if (entry.snapshot !== snapshot) continue;
+      this.drop(entry);
+      return;
     }
   }
 
@@ -143,6 +178,12 @@ export class ReferenceCache {
     for (const entry of [...this.entries]) this.drop(entry);
   }
 
+  /** Gives every snapshot back and keeps no more (shutdown, before the backend closes). */
+  close(): void {
+    this.closed = true;
+    this.clear();
+  }
+
   stats(): ReferenceCacheStats {
     return {
       hits: this.hits,
@@ -151,48 +192,14 @@ export class ReferenceCache {
       bytes: this.bytes,
       capacityBytes: this.capacityBytes,
       rowsSaved: this.rowsSaved,
+      storesSkipped: this.storesSkipped,
+      storesFailed: this.storesFailed,
     };
   }
 
   private drop(entry: Entry): void {
-    if (this.entries.delete(entry)) this.bytes -= entry.bytes;
-  }
-}
-
-/**
- * How the scheduler opens and prefills lanes around the cache. Prefill pieces end at absolute multiples of the chunk
- * size and at the snapshot row, with the cache on or off, hit or miss, so that a cached request makes the same
- * prefill cuts as an uncached one.
- */
-export class ReferencePrefill {
-  private readonly snapshots: SnapshotModel | undefined;
-
-  constructor(
-    private readonly model: SpeechModel,
-    readonly cache: ReferenceCache | undefined,
-  ) {
-    this.snapshots = cache === undefined ? undefined : snapshotModel(model);
-  }
-
-  /** A lane for this prompt: restored at the snapshot row on a hit, else new at row 0. */
-  open(rows: PromptRows, sampling: SamplingSettings): { lane: Lane; prefilled: number } {
-    const row = snapshotRow(rows);
-    if (this.snapshots === undefined || row === 0) return { lane: this.model.newLane(sampling), prefilled: 0 };
-    const snapshot = this.cache!.lookup(rows);
-    if (snapshot === undefined) return { lane: this.model.newLane(sampling), prefilled: 0 };
-    return { lane: this.snapshots.restore(snapshot, sampling), prefilled: row };
-  }
-
-  /** Where the prefill piece that starts at `prefilled` ends. */
-  nextCut(rows: PromptRows, prefilled: number, chunk: number): number {
-    const row = snapshotRow(rows);
-    const next = Math.min(rows.tokens.length, (Math.floor(prefilled / chunk) + 1) * chunk);
-    return row > prefilled && row < next ? row : next;
-  }
-
-  /** After a piece ended at `to`: a lane standing at the snapshot row is copied into the cache. */
-  prefilledTo(lane: Lane, rows: PromptRows, to: number, voices: readonly string[]): void {
-    if (this.snapshots === undefined || to === 0 || to !== snapshotRow(rows)) return;
-    this.cache!.store(rows, this.snapshots.snapshot(lane), voices);
+    if (!this.entries.delete(entry)) return;
+    this.bytes -= entry.bytes;
+    entry.release();
   }
 }

@@ -8,7 +8,8 @@ import { serializeError } from '../threads/serialize-error.ts';
 import { type FrameDecoder, InlineFrameDecoder, type TerminalEvent } from './frame-decoder.ts';
 import { type DeviceMemory, type LaneBudget, poolCost, requestCost } from './lane-budget.ts';
 import type { Admission, EngineEvent } from './protocol.ts';
-import { type ReferenceCache, ReferencePrefill } from './reference-cache.ts';
+import type { ReferenceCache } from './reference-cache.ts';
+import { ReferencePrefill } from './reference-prefill.ts';
 import type { BuiltPrompt, SpeechRuntime } from './runtime.ts';
 
 /** Decode group sizes, in order; the last repeats. */
@@ -46,6 +47,8 @@ class RequestState {
   groups = 0;
   pending: Frame[] = [];
   cancelled = false;
+  /** The snapshot this request put in the reference cache, until a step confirms the device ran its prefill. */
+  unconfirmedSnapshot: unknown = undefined;
   constructor(readonly request: PreparedRequest) {}
 
   /** Rows of lane memory it may use: its largest prompt, its frame budget and the end row. */
@@ -148,6 +151,8 @@ export class Scheduler {
       this.guard(generating, () => {
         const outcomes = this.runtime.model.step(generating.map((state) => state.lane!));
         generating.forEach((state, index) => {
+          // The step's read back waited for every prefill before it: the snapshot held good state.
+          state.unconfirmedSnapshot = undefined;
           const outcome = outcomes[index]!;
           if (outcome.end) this.endPiece(state);
           else this.addFrame(state, outcome.frame);
@@ -186,6 +191,7 @@ export class Scheduler {
       this.decoder.drop(state.request.id);
     }
     this.waiting.length = 0;
+    this.options.referenceCache?.close();
   }
 
   private openLane(state: RequestState): void {
@@ -199,7 +205,8 @@ export class Scheduler {
     const to = this.referencePrefill.nextCut(rows, state.prefilled, this.options.prefillChunk);
     this.runtime.model.prefill(state.lane!, rows, state.prefilled, to);
     state.prefilled = to;
-    this.referencePrefill.prefilledTo(state.lane!, rows, to, state.request.voices ?? []);
+    const stored = this.referencePrefill.prefilledTo(state.lane!, rows, to, state.request.voices ?? []);
+    if (stored !== undefined) state.unconfirmedSnapshot = stored;
   }
 
   private addFrame(state: RequestState, frame: Frame): void {
@@ -251,6 +258,18 @@ export class Scheduler {
     state.lane = null;
   }
 
+  /** A device fault surfaces at the next synchronisation, which may follow the copy: a failed request's entry goes. */
+  private forgetUnconfirmed(state: RequestState): void {
+    const snapshot = state.unconfirmedSnapshot;
+    state.unconfirmedSnapshot = undefined;
+    if (snapshot === undefined) return;
+    try {
+      this.options.referenceCache?.forgetSnapshot(snapshot);
+    } catch {
+      // The entry is out of the cache already; its storage goes with the failed device.
+    }
+  }
+
   /** A failure inside the model fails the requests it touched; the others keep running. */
   private guard(states: readonly RequestState[], work: () => void): void {
     try {
@@ -258,6 +277,7 @@ export class Scheduler {
     } catch (error) {
       for (const state of states) {
         if (!this.active.includes(state)) continue;
+        this.forgetUnconfirmed(state);
         try {
           this.retire(state);
         } catch {

@@ -64,22 +64,43 @@ export class LaneSlabs<B> {
     this.backend.fillSlot(this.pending, slot, -1);
   }
 
-  snapshot(slot: number, rows: number, promptRows: number, promptComplete: boolean): LaneSnapshot<B> {
+  /** Each slab's copy of one slot: its shape, and its bytes as the slab stores them. */
+  private snapshotParts(rows: number): { slab: Tensor<B>; count: number; shape: number[]; bytes: number }[] {
     const { rowed, whole } = this.kinds();
+    const part = (slab: Tensor<B>, count: number, shape: number[]) => {
+      // Host storage states its own size (the cpu holds bf16 values in fp32); device storage counts its dtype.
+      const data = slab.data as unknown;
+      const perElement = ArrayBuffer.isView(data)
+        ? data.byteLength / slab.shape.reduce((product, size) => product * size, 1)
+        : BYTES[slab.dtype];
+      return { slab, count, shape, bytes: shape.reduce((product, size) => product * size, perElement) };
+    };
+    return [
+      ...rowed.map((slab) => part(slab, rows, [1, rows, ...slab.shape.slice(2)])),
+      ...whole.map((slab) => part(slab, slab.shape[1]!, [1, ...slab.shape.slice(1)])),
+    ];
+  }
+
+  /** Bytes a snapshot of `rows` K/V rows holds, known before it is taken (the cache makes room first). */
+  snapshotBytes(rows: number): number {
+    return this.snapshotParts(rows).reduce((total, part) => total + part.bytes, 0);
+  }
+
+  /** Copies slot `slot` out; an allocation that fails gives back the copies already made before it throws. */
+  snapshot(slot: number, rows: number, promptRows: number, promptComplete: boolean): LaneSnapshot<B> {
     const parts: Tensor<B>[] = [];
     let bytes = 0;
-    const copy = (slab: Tensor<B>, count: number, shape: number[]) => {
-      const part = this.backend.allocate(slab.dtype, shape);
-      this.backend.copySlot(slab, slot, part, 0, count);
-      // Host storage states its own size (the cpu holds bf16 values in fp32); device storage counts its dtype.
-      const data = part.data as unknown;
-      bytes += ArrayBuffer.isView(data)
-        ? data.byteLength
-        : shape.reduce((product, size) => product * size, BYTES[slab.dtype]);
-      parts.push(part);
-    };
-    for (const slab of rowed) copy(slab, rows, [1, rows, ...slab.shape.slice(2)]);
-    for (const slab of whole) copy(slab, slab.shape[1]!, [1, ...slab.shape.slice(1)]);
+    try {
+      for (const { slab, count, shape, bytes: partBytes } of this.snapshotParts(rows)) {
+        const part = this.backend.allocate(slab.dtype, shape);
+        parts.push(part);
+        this.backend.copySlot(slab, slot, part, 0, count);
+        bytes += partBytes;
+      }
+    } catch (error) {
+      this.backend.release(parts);
+      throw error;
+    }
     return { promptRows, promptComplete, rows, parts, bytes };
   }
 

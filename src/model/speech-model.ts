@@ -44,6 +44,11 @@ class SlotLane implements Lane {
   }
 }
 
+/** Rows of K/V a lane holds: every prompt row but the last one of a complete prompt (its first step runs it). */
+function keyValueRows(lane: SlotLane): number {
+  return lane.promptComplete ? lane.promptRows - 1 : lane.promptRows;
+}
+
 /** Milliseconds spent per stage since load (the bench reads them); sampler is the `main` draw, tower includes codes. */
 export interface StageTimes {
   prefill: number;
@@ -198,15 +203,29 @@ export class SlotSpeechModel<B> implements SpeechModel {
         kind: 'internal',
       });
     }
-    // The backbone and tower have run every prompt row but the last one of a complete prompt (its step runs it).
-    const rows = state.promptComplete ? state.promptRows - 1 : state.promptRows;
-    return this.ready().slabs.snapshot(state.slot, rows, state.promptRows, state.promptComplete);
+    return this.ready().slabs.snapshot(state.slot, keyValueRows(state), state.promptRows, state.promptComplete);
+  }
+
+  /** Bytes snapshot(lane) would hold now, without taking it. */
+  snapshotBytes(lane: Lane): number {
+    return this.ready().slabs.snapshotBytes(keyValueRows(this.own(lane)));
+  }
+
+  /** Gives a snapshot's storage back (the reference cache dropped it); it must not be restored after. */
+  discard(snapshot: LaneSnapshot<B>): void {
+    this.backend.release(snapshot.parts);
   }
 
   /** A new lane holding a copy of the snapshot's state, drawing with `sampling`. */
   restore(snapshot: LaneSnapshot<B>, sampling: SamplingSettings): Lane {
     const lane = this.newLane(sampling);
-    this.ready().slabs.restore(snapshot, lane.slot);
+    try {
+      this.ready().slabs.restore(snapshot, lane.slot);
+    } catch (error) {
+      // A refused restore (a released snapshot) gives its lane back.
+      this.release(lane);
+      throw error;
+    }
     lane.promptRows = snapshot.promptRows;
     lane.promptComplete = snapshot.promptComplete;
     return lane;

@@ -48,6 +48,28 @@ describe('cuda backend storage', () => {
     assert.throws(() => backend.allocate('bf16', [2, -1]), { code: 'TENSOR_SHAPE_INVALID' });
   });
 
+  test('release frees allocated tensors once the queued work is done, once each; a second release or a view is refused', () => {
+    const { backend, driver } = fakeBackend();
+    const used = () => backend.cuda.memory.usage('device').usedBytes;
+    const before = used();
+    const first = backend.allocate('bf16', [2, 3]);
+    const second = backend.allocate('i32', [4]);
+    assert.equal(used() - before, 2 * 3 * 2 + 4 * 4);
+    const free = driver.freeDevice.bind(driver);
+    driver.freeDevice = (pointer) => {
+      driver.events.push('free');
+      free(pointer);
+    };
+    backend.release([first, second]);
+    assert.equal(used(), before, 'the ledger is back where it stood');
+    assert.deepEqual(driver.events.slice(-3), ['synchronize', 'free', 'free']);
+    assert.throws(() => backend.release([first]), { code: 'TENSOR_NOT_HELD' });
+    const third = backend.allocate('f32', [2, 2]);
+    assert.throws(() => backend.release([backend.viewRows(third, 1, 1)]), { code: 'TENSOR_NOT_HELD' });
+    backend.release([third]);
+    assert.equal(used(), before);
+  });
+
   test('writeIntegers and readIntegers move i32 elements at an offset, and refuse a span outside the tensor', () => {
     const { backend } = fakeBackend();
     const table = backend.allocate('i32', [4, 3]);

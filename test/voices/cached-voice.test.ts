@@ -78,6 +78,10 @@ test('a cached catalog voice gives the bytes of the uncached server; the second 
   assert.equal(await metric(cached, 'drama3_reference_cache_hits_total'), 1);
   assert.equal(await metric(cached, 'drama3_reference_cache_entries'), 1);
   assert.ok((await metric(cached, 'drama3_reference_cache_rows_saved_total')) > 0);
+  assert.ok((await metric(cached, 'drama3_reference_cache_bytes')) > 0);
+  assert.equal(await metric(cached, 'drama3_reference_cache_capacity_bytes'), 64 * 1024 * 1024);
+  assert.equal(await metric(cached, 'drama3_reference_cache_stores_skipped_total'), 0);
+  assert.equal(await metric(cached, 'drama3_reference_cache_stores_failed_total'), 0);
 
   const uncached = await server(0);
   const reference = await speak(uncached, 'narrator');

@@ -62,6 +62,9 @@ export class CpuBackend implements Backend<CpuBuffer> {
   private readonly scratch: ScratchPool;
   private readonly sampler: BatchSampler;
   private allocated = 0;
+  /** Storage `allocate` made and not yet released, and storage released (a later use or release is refused). */
+  private readonly live = new WeakSet<CpuBuffer>();
+  private readonly released = new WeakSet<CpuBuffer>();
 
   constructor(options: CpuBackendOptions = {}) {
     this.policy = PRECISION_POLICIES[options.precision ?? 'bf16'];
@@ -86,7 +89,21 @@ export class CpuBackend implements Backend<CpuBuffer> {
     this.allocated += 1;
     const count = elements(shape);
     const data = dtype === 'i32' ? new Int32Array(count) : this.policy.allocate(count);
+    this.live.add(data);
     return { dtype, shape: [...shape], data };
+  }
+
+  /** Host storage goes with the garbage collector; what is tracked is that each tensor is released once, then unused. */
+  release(tensors: readonly CpuTensor[]): void {
+    for (const tensor of tensors) {
+      if (!this.live.has(tensor.data)) {
+        const reason = this.released.has(tensor.data) ? 'was released already' : 'was not made by allocate';
+        const named = `${tensor.dtype} [${tensor.shape.join(', ')}]`;
+        throw new DramaError('TENSOR_NOT_HELD', `cannot release a ${named}: it ${reason}`, { kind: 'internal' });
+      }
+      this.live.delete(tensor.data);
+      this.released.add(tensor.data);
+    }
   }
 
   fromHost(dtype: DType, shape: readonly number[], values: HostElements): CpuTensor {
@@ -133,6 +150,11 @@ export class CpuBackend implements Backend<CpuBuffer> {
   }
 
   copySlot(source: CpuTensor, fromSlot: number, target: CpuTensor, toSlot: number, rows: number): void {
+    if (this.released.has(source.data) || this.released.has(target.data)) {
+      throw new DramaError('TENSOR_RELEASED', 'a slot copy reads or writes a tensor that was released', {
+        kind: 'internal',
+      });
+    }
     const from = slotGeometry(source);
     const to = slotGeometry(target);
     const count = rows * from.rowWidth;

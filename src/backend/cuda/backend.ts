@@ -167,6 +167,23 @@ export class CudaBackend implements Backend<CudaBuffer> {
     return { dtype, shape: [...shape], data: { pointer: allocation.pointer, dtype, elements: count } };
   }
 
+  /** Frees tensors `allocate` made: after the queued work, so no copy still reads them. */
+  release(tensors: readonly CudaTensor[]): void {
+    this.cuda.synchronize();
+    for (const tensor of tensors) {
+      const allocation = this.held.get(tensor.data.pointer);
+      if (allocation === undefined) {
+        throw invalid(
+          'TENSOR_NOT_HELD',
+          `no allocation of this backend holds the ${tensor.dtype} [${tensor.shape.join(', ')}] at ` +
+            `0x${tensor.data.pointer.toString(16)}: it was released already or not made by allocate`,
+        );
+      }
+      this.held.delete(tensor.data.pointer);
+      allocation.free();
+    }
+  }
+
   fromHost(dtype: DType, shape: readonly number[], elements: HostElements): CudaTensor {
     requireShape(shape);
     const count = shapeElements(shape);

@@ -50,7 +50,22 @@ export function registerVoiceMetrics(
   counter('drama3_reference_cache_hits_total', 'Prompts whose reference prefix was restored', (s) => s.hits);
   counter('drama3_reference_cache_misses_total', 'Prompts with a reference prefix not in the cache', (s) => s.misses);
   counter('drama3_reference_cache_rows_saved_total', 'Prompt rows not prefilled thanks to hits', (s) => s.rowsSaved);
+  counter(
+    'drama3_reference_cache_stores_skipped_total',
+    'Reference snapshots not kept: one alone is larger than the cache budget',
+    (s) => s.storesSkipped,
+  );
+  counter(
+    'drama3_reference_cache_stores_failed_total',
+    'Reference snapshots the allocator refused (the cap was reached); their requests went on uncached',
+    (s) => s.storesFailed,
+  );
   gauge('drama3_reference_cache_entries', 'Reference prefixes held', () => latest?.entries ?? 0);
   gauge('drama3_reference_cache_bytes', 'Bytes held by the reference cache', () => latest?.bytes ?? 0);
+  gauge(
+    'drama3_reference_cache_capacity_bytes',
+    'Byte budget of the reference cache',
+    () => latest?.capacityBytes ?? 0,
+  );
   gauge('drama3_voices', 'Voices in the catalog', () => catalog?.list().length ?? 0);
 }
