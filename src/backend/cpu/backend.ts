@@ -18,6 +18,7 @@ import type {
   SamplerState,
   SwiGluWeights,
   Tensor,
+  WeightStore,
 } from '../types.ts';
 import { LANE_ENTRY, LANE_SLOT } from '../types.ts';
 import { runAttention } from './attention-block.ts';
@@ -106,7 +107,7 @@ export class CpuBackend implements Backend<CpuBuffer> {
     return tensor;
   }
 
-  weightStore(): CpuWeightStore {
+  weightStore(): WeightStore<CpuBuffer> {
     return new CpuWeightStore(this);
   }
 
