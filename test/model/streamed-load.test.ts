@@ -72,7 +72,10 @@ async function fusedCopy(dir: string, out: string): Promise<void> {
   const checkpoint = await SafetensorsCheckpoint.open(dir);
   const tensors: [string, HostTensor][] = [];
   const expert = /^(.*\.mlp\.experts)\.(\d+)\.(gate|up|down)_proj\.weight$/;
-  const fused = new Map<string, { gate: Uint8Array[]; up: Uint8Array[]; down: Uint8Array[]; shapes: (readonly number[])[] }>();
+  const fused = new Map<
+    string,
+    { gate: Uint8Array[]; up: Uint8Array[]; down: Uint8Array[]; shapes: (readonly number[])[] }
+  >();
   for (const name of checkpoint.names().sort()) {
     const tensor = await checkpoint.read(name);
     const match = expert.exec(name);

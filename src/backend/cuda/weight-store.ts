@@ -17,25 +17,26 @@ interface DeviceBlock extends WeightBlock {
 
 export class CudaWeightStore implements WeightStore<CudaBuffer> {
   private readonly blocks = new Map<bigint, DeviceBlock>();
-  /** Host address of each pinned slot allocation's bytes, for the copies' source pointers. */
-  private readonly slotAddresses = new WeakMap<ArrayBufferLike, bigint>();
+  /** Where the pinned slots lie: the host address of the first byte of `bytes` within its ArrayBuffer. */
+  private readonly slotAddresses = new WeakMap<ArrayBufferLike, { pointer: bigint; byteOffset: number }>();
 
-  /** `addWeightOwner`: how the backend learns to give tensors of this store back here (CudaBackend.addWeightOwner). */
+  /**
+   * `addWeightOwner`: how the backend learns to give tensors of this store back here (CudaBackend.addWeightOwner).
+   * `hostBytes`: the bytes of pinned memory as a typed array (koffi.view; a test's driver has its own).
+   */
   constructor(
     private readonly cuda: CudaContext,
     addWeightOwner: (giveBack: (pointer: bigint) => boolean) => void,
+    private readonly hostBytes: (pointer: bigint, bytes: number) => Uint8Array = pinnedView,
   ) {
     addWeightOwner((pointer) => this.giveBack(pointer));
   }
 
   slots(bytes: number): StreamSlots {
     const pinned = this.cuda.memory.allocate('pinned-host', 2 * bytes, 'checkpoint stream slots');
-    const whole = koffi.view(pinned.pointer, 2 * bytes);
-    this.slotAddresses.set(whole, pinned.pointer);
-    return {
-      slots: [new Uint8Array(whole, 0, bytes), new Uint8Array(whole, bytes, bytes)],
-      free: () => pinned.free(),
-    };
+    const whole = this.hostBytes(pinned.pointer, 2 * bytes);
+    this.slotAddresses.set(whole.buffer, { pointer: pinned.pointer, byteOffset: whole.byteOffset });
+    return { slots: [whole.subarray(0, bytes), whole.subarray(bytes)], free: () => pinned.free() };
   }
 
   reserve(bytes: number, label: string): DeviceBlock {
@@ -55,7 +56,8 @@ export class CudaWeightStore implements WeightStore<CudaBuffer> {
       driver.synchronizeStream(stream);
       return;
     }
-    driver.copyHostToDevice(target, base + BigInt(source.byteOffset), source.byteLength, stream);
+    const address = base.pointer + BigInt(source.byteOffset - base.byteOffset);
+    driver.copyHostToDevice(target, address, source.byteLength, stream);
   }
 
   fence(): () => void {
@@ -127,4 +129,8 @@ export class CudaWeightStore implements WeightStore<CudaBuffer> {
     }
     return undefined;
   }
+}
+
+function pinnedView(pointer: bigint, bytes: number): Uint8Array {
+  return new Uint8Array(koffi.view(pointer, bytes));
 }
