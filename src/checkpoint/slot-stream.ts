@@ -41,6 +41,8 @@ export interface StreamOptions {
   /** Said once per file whose O_DIRECT open or read was refused. */
   readonly notice?: (message: string) => void;
   readonly onProgress?: (bytesDone: number, totalBytes: number) => void;
+  /** Most bytes one read asks for (a multiple of the page); a window's reads run together. */
+  readonly readPieceBytes?: number;
 }
 
 export interface StreamReport {
@@ -103,13 +105,20 @@ function readFailed(file: string, window: Window, position: number, error: unkno
   );
 }
 
-/** Reads `window` into `slot`: the aligned superset with O_DIRECT, exactly the needed bytes otherwise. */
-async function readWindow(shard: OpenedShard, file: string, window: Window, slot: Uint8Array): Promise<void> {
-  const first = shard.direct ? window.start : window.from;
-  const last = shard.direct ? alignUp(window.to) : window.to;
-  let done = first;
-  while (done < window.to) {
-    const target = slot.subarray(done - window.start, last - window.start);
+/** Largest single read: a window is read as several of these at once, so that the disk sees a deep queue. */
+const READ_PIECE_BYTES = 16 * 1024 * 1024;
+
+/** Reads file bytes [from, to) into `slot` (whose byte 0 is file byte `window.start`), needing [from, need). */
+async function readRange(
+  shard: OpenedShard,
+  file: string,
+  window: Window,
+  slot: Uint8Array,
+  range: { from: number; to: number; need: number },
+): Promise<void> {
+  let done = range.from;
+  while (done < range.need) {
+    const target = slot.subarray(done - window.start, range.to - window.start);
     let bytesRead: number;
     try {
       bytesRead = await shard.handle.read(target, done);
@@ -120,8 +129,29 @@ async function readWindow(shard: OpenedShard, file: string, window: Window, slot
     if (bytesRead === 0) throw truncated(file, window, done);
     done += bytesRead;
     // An unaligned short O_DIRECT read is the end of the file.
-    if (shard.direct && done < window.to && done % DIRECT_ALIGNMENT !== 0) throw truncated(file, window, done);
+    if (shard.direct && done < range.need && done % DIRECT_ALIGNMENT !== 0) throw truncated(file, window, done);
   }
+}
+
+/** Reads `window` into `slot`: the aligned superset with O_DIRECT, exactly the needed bytes otherwise. */
+async function readWindow(
+  shard: OpenedShard,
+  file: string,
+  window: Window,
+  slot: Uint8Array,
+  pieceBytes: number,
+): Promise<void> {
+  const first = shard.direct ? window.start : window.from;
+  const last = shard.direct ? alignUp(window.to) : window.to;
+  const ranges: { from: number; to: number; need: number }[] = [];
+  for (let from = first; from < window.to; from += pieceBytes) {
+    const to = Math.min(from + pieceBytes, last);
+    ranges.push({ from, to, need: Math.min(to, window.to) });
+  }
+  // Every read settles before an error is thrown: none may still write into a slot its caller is about to free.
+  const results = await Promise.allSettled(ranges.map((range) => readRange(shard, file, window, slot, range)));
+  const failure = results.find((result) => result.status === 'rejected');
+  if (failure !== undefined) throw failure.reason;
 }
 
 function requireSlots(slots: readonly Uint8Array[]): number {
@@ -171,6 +201,7 @@ export async function streamTensors(
   options: StreamOptions = {},
 ): Promise<StreamReport> {
   const slotBytes = requireSlots(slots);
+  const pieceBytes = alignUp(options.readPieceBytes ?? READ_PIECE_BYTES);
   const access = options.access ?? systemFileAccess;
   const notice = options.notice ?? (() => {});
   const totalBytes = tensors.reduce((sum, tensor) => sum + tensor.byteLength, 0);
@@ -187,11 +218,11 @@ export async function streamTensors(
           await wait?.();
           const slot = slots[turn]!;
           try {
-            await readWindow(shard, file, window, slot);
+            await readWindow(shard, file, window, slot, pieceBytes);
           } catch (error) {
             if (!(shard.direct && isInvalidArgument(error))) throw error;
             shard = await reopenBuffered(access, file, shard, notice);
-            await readWindow(shard, file, window, slot);
+            await readWindow(shard, file, window, slot, pieceBytes);
           }
           const pieces = window.pieces.map(({ tensor, from, to }) => ({
             tensor,

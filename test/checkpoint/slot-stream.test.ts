@@ -158,6 +158,33 @@ describe('the two-slot checkpoint stream', () => {
     assert.deepEqual(report.directFiles, []);
   });
 
+  for (const direct of [false, true]) {
+    it(`reads a window as several reads at once, each tensor still exact (O_DIRECT ${direct})`, async () => {
+      let inFlight = 0;
+      let most = 0;
+      const counting: FileAccess = {
+        async open(path, wantDirect) {
+          const handle = await systemFileAccess.open(path, wantDirect);
+          return {
+            async read(target, position) {
+              most = Math.max(most, ++inFlight);
+              try {
+                return await handle.read(target, position);
+              } finally {
+                inFlight -= 1;
+              }
+            },
+            close: handle.close,
+          };
+        },
+      };
+      const { received, positions } = await streamAll({ direct, access: counting, readPieceBytes: DIRECT_ALIGNMENT });
+      assertExactBytes(received);
+      assertFileOrder(positions);
+      assert.ok(most > 1, `at most ${most} reads were in flight together`);
+    });
+  }
+
   it('falls back to the page cache once per file when O_DIRECT opens answer EINVAL', async () => {
     const notices: string[] = [];
     const { report, received } = await streamAll({ access: directRefused, notice: (m) => notices.push(m) });
