@@ -12,14 +12,15 @@ import type {
   WeightStore,
 } from '../backend/types.ts';
 
-import type { FileAccess } from '../checkpoint/direct-read.ts';
+import { alignDown, alignUp, DIRECT_ALIGNMENT, type FileAccess } from '../checkpoint/direct-read.ts';
 import type { SafetensorsCheckpoint } from '../checkpoint/safetensors-reader.ts';
-import { type StreamedTensor, type StreamReport, streamTensors } from '../checkpoint/slot-stream.ts';
+import { fileOrder, type StreamedTensor, type StreamReport, streamTensors } from '../checkpoint/slot-stream.ts';
 import { DramaError, isDramaError } from '../errors.ts';
 import { checkedStored, type RowBlock, requireRowShape, type WeightSource } from './tensor-source.ts';
 import type { SwiGluNames, TensorSpec } from './weights.ts';
 
-/** Slot length when the caller names none: large enough for long sequential reads, small beside any checkpoint. */
+/** Slot length when the caller names none: large enough for long sequential reads, small beside any checkpoint (a
+ *  checkpoint whose shards are shorter gets slots of its longest shard). */
 export const DEFAULT_SLOT_BYTES = 64 * 1024 * 1024;
 
 export interface StreamedLoadOptions {
@@ -80,8 +81,8 @@ export class StreamedSource<B> implements WeightSource<B> {
         const block = reserveNamed(store, stored.byteLength, spec.name, entries.size, checked.length);
         entries.set(spec.name, { dtype: stored.dtype, shape: spec.shape, block, taken: false });
       }
-      const slotBytes = options.slotBytes ?? DEFAULT_SLOT_BYTES;
       const tensors: StreamedTensor[] = checked.map(({ spec, stored }) => ({ name: spec.name, ...stored }));
+      const slotBytes = Math.min(options.slotBytes ?? DEFAULT_SLOT_BYTES, widestSpan(tensors));
       const slots = store.slots(slotBytes);
       let report: StreamReport;
       try {
@@ -179,6 +180,16 @@ export class StreamedSource<B> implements WeightSource<B> {
     }
     return entry;
   }
+}
+
+/** Bytes of the longest aligned span one file's tensors cover: a slot longer than that would never fill. */
+function widestSpan(tensors: readonly StreamedTensor[]): number {
+  let widest = DIRECT_ALIGNMENT;
+  for (const list of fileOrder(tensors).values()) {
+    const last = list.at(-1)!;
+    widest = Math.max(widest, alignUp(last.fileOffset + last.byteLength) - alignDown(list[0]!.fileOffset));
+  }
+  return widest;
 }
 
 function reserveNamed(store: WeightStore<unknown>, bytes: number, name: string, done: number, total: number) {

@@ -76,6 +76,6 @@ test('auto on tiny loads on the cpu and says why in the notices', async () => {
   const streamed = runtime.notices?.find((notice) => notice.startsWith('weights streamed:'));
   assert.match(
     streamed ?? '',
-    /^weights streamed: [\d.]+ MiB in [\d.]+ s \([\d.]+ GB\/s\) through two 64\.0 MiB slots, read /,
+    /^weights streamed: [\d.]+ MiB in [\d.]+ s \([\d.]+ GB\/s\) through two [\d.]+ MiB slots, read /,
   );
 });
