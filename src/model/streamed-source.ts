@@ -45,7 +45,7 @@ interface Entry {
   taken: boolean;
 }
 
-/** Frees `blocks`, keeping the first failure's error (the load's own error is what the caller sees). */
+/** Frees `blocks`; one that cannot be freed does not hide the load's own error, which is what the caller sees. */
 function releaseAll(store: WeightStore<unknown>, blocks: Iterable<WeightBlock>): void {
   for (const block of blocks) {
     try {
