@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { CudaBackend } from '../../src/backend/cuda/backend.ts';
+import { MemoryPool } from '../../src/backend/cuda/memory.ts';
 import { type CudaBuffer, elementBytes } from '../../src/backend/cuda/tensors.ts';
 import { CudaWeightStore } from '../../src/backend/cuda/weight-store.ts';
 import { loadSpeechModel, type SpeechModelOptions } from '../../src/model/load-model.ts';
@@ -15,10 +16,31 @@ import { FakeDriver, fakeContext, observeArguments } from './support/fake-cuda.t
 const SLOT_BYTES = 64 * 1024;
 const dir = await tinyCheckpointDir();
 
-async function fakeLoad(options: SpeechModelOptions) {
+/** A cuda backend over the imitation driver; `deviceBytes` replaces its allocation limit. */
+function fakeBackend(deviceBytes?: number) {
   const driver = new FakeDriver();
   after(observeArguments(driver));
-  const backend = new CudaBackend(fakeContext(driver));
+  const cuda = fakeContext(driver);
+  if (deviceBytes !== undefined) {
+    const release = (pointer: bigint) => driver.freeDevice(pointer);
+    const memory = new MemoryPool(
+      { allocate: (_kind, bytes) => driver.allocateDevice(bytes), release: (_kind, pointer) => release(pointer) },
+      { deviceBytes, pinnedHostBytes: 1 << 20 },
+    );
+    Object.assign(cuda, { memory });
+  }
+  const backend = new CudaBackend(cuda);
+  const store = new CudaWeightStore(
+    backend.cuda,
+    (giveBack) => backend.addWeightOwner(giveBack),
+    (pointer, bytes) => driver.bytes(pointer, bytes),
+  );
+  backend.weightStore = () => store;
+  return { driver, backend };
+}
+
+async function fakeLoad(options: SpeechModelOptions) {
+  const { driver, backend } = fakeBackend();
   const store = new CudaWeightStore(
     backend.cuda,
     (giveBack) => backend.addWeightOwner(giveBack),
@@ -53,6 +75,35 @@ describe('the cuda weight store (host imitation of the driver)', () => {
       plain.backend.cuda.memory.usage('device').usedBytes,
       'both loads hold the same device bytes',
     );
+  });
+
+  test('an allocation limit below the checkpoint is refused by name mid-reserve and frees what was reserved', async () => {
+    const { backend } = fakeBackend(30 * 1024 * 1024);
+    await assert.rejects(loadSpeechModel(dir, backend, { stream: { slotBytes: SLOT_BYTES } }), (error: Error) => {
+      assert.equal((error as { code?: string }).code, 'WEIGHTS_ALLOCATION_FAILED');
+      assert.match(
+        error.message,
+        /storage for tensor \S+ \(\d+ bytes, after [1-9]\d* of \d+ tensors\).*ALLOCATION_LIMIT_EXCEEDED/,
+      );
+      return true;
+    });
+    assert.equal(backend.cuda.memory.usage('device').usedBytes, 0);
+    assert.equal(backend.cuda.memory.usage('pinned-host').usedBytes, 0);
+  });
+
+  test('a copy the driver refuses mid-stream frees every allocation and the slots', async () => {
+    const { driver, backend } = fakeBackend();
+    const copy = driver.copyHostToDevice.bind(driver);
+    let copies = 0;
+    driver.copyHostToDevice = (...args) => {
+      if (++copies === 30) throw new Error('CUDA_ERROR_ILLEGAL_ADDRESS');
+      copy(...args);
+    };
+    await assert.rejects(loadSpeechModel(dir, backend, { stream: { slotBytes: SLOT_BYTES } }), /ILLEGAL_ADDRESS/);
+    assert.ok(copies >= 30);
+    assert.equal(backend.cuda.memory.usage('device').usedBytes, 0);
+    assert.equal(backend.cuda.memory.usage('pinned-host').usedBytes, 0);
+    assert.equal(driver.queuedCopies, 0);
   });
 
   test('a tensor given back by the backend frees its allocation', async () => {
