@@ -76,6 +76,11 @@ interface Row {
   readonly seconds: number;
   readonly gigabytesPerSecond: number;
   readonly direct: string;
+  /** Seconds the streamed load spent reserving device storage, one allocation per tensor. */
+  readonly reserveSeconds?: number;
+  readonly tensors?: number;
+  /** The stream's own rate: bytes over the seconds from the first read to the last copy. */
+  readonly streamGigabytesPerSecond?: number;
   readonly peakRssAddedBytes: number;
   readonly maxRssBytes: number;
   readonly pinnedPeakBytes: number;
@@ -115,6 +120,13 @@ async function measure(dir: string, name: string, bytes: number): Promise<Row> {
     seconds,
     gigabytesPerSecond: (report?.bytes ?? bytes) / seconds / 1e9,
     direct,
+    ...(report === undefined
+      ? {}
+      : {
+          reserveSeconds: report.reserveSeconds,
+          tensors: report.tensors,
+          streamGigabytesPerSecond: report.bytes / (report.seconds - report.reserveSeconds) / 1e9,
+        }),
     peakRssAddedBytes: peak - before,
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
     pinnedPeakBytes: backend.cuda.memory.usage('pinned-host').peakBytes,
@@ -147,7 +159,8 @@ const dir = path.join(folder, 'checkpoint');
 try {
   const tokenizer = tokenizerFacts(buildSyntheticTokenizerFiles().tokenizerJson);
   const bytes = planCheckpoint(PRESET, 'fp8', tokenizer).totalBytes;
-  const fullBytes = planCheckpoint('full', 'fp8', tokenizer).totalBytes;
+  const full = planCheckpoint('full', 'fp8', tokenizer);
+  const fullBytes = full.totalBytes;
   const writeStarted = performance.now();
   await synthesizeCheckpoint(dir, { preset: PRESET, seed: 11, experts: 'fp8' });
   const writeSeconds = (performance.now() - writeStarted) / 1000;
@@ -155,12 +168,26 @@ try {
   const rows = Object.keys(LOADS).map((name) => measureApart(dir, name, bytes));
   for (const notice of rows.flatMap((row) => row.notices)) console.log(notice);
   const table = markdownTable(
-    ['path', 'bytes', 'seconds', 'GB/s', 'O_DIRECT', 'peak RSS added', 'max RSS', 'pinned peak', 'page cache'],
+    [
+      'path',
+      'bytes',
+      'seconds',
+      'reserve s',
+      'GB/s',
+      'stream GB/s',
+      'O_DIRECT',
+      'peak RSS added',
+      'max RSS',
+      'pinned peak',
+      'page cache',
+    ],
     rows.map((row) => [
       row.path,
       formatBytes(row.bytes),
       row.seconds.toFixed(3),
+      row.reserveSeconds === undefined ? '' : `${row.reserveSeconds.toFixed(3)} (${row.tensors} tensors)`,
       row.gigabytesPerSecond.toFixed(2),
+      row.streamGigabytesPerSecond?.toFixed(2) ?? '',
       row.direct,
       formatBytes(row.peakRssAddedBytes),
       formatBytes(row.maxRssBytes),
@@ -169,10 +196,14 @@ try {
     ]),
   );
   for (const line of table) console.log(line);
-  const rate = rows[0]!.gigabytesPerSecond;
-  const projectedSeconds = fullBytes / (rate * 1e9);
+  const streamed = rows[0]!;
+  const fullTensors = full.specs.length;
+  // The reserve grows with the tensor count (one allocation each), the stream with the bytes.
+  const reserveSeconds = ((streamed.reserveSeconds ?? 0) * fullTensors) / (streamed.tensors ?? 1);
+  const projectedSeconds = fullBytes / ((streamed.streamGigabytesPerSecond ?? streamed.gigabytesPerSecond) * 1e9);
   console.log(
-    `at the streamed rate the full checkpoint (${formatBytes(fullBytes)}) would load in ${projectedSeconds.toFixed(1)} s`,
+    `at the stream's rate the full checkpoint (${formatBytes(fullBytes)}, ${fullTensors} tensors) would stream in ` +
+      `${projectedSeconds.toFixed(1)} s after about ${reserveSeconds.toFixed(1)} s of reserving`,
   );
   const file = writeReport('gpu-load.json', {
     device: rows[0]!.device,
@@ -180,7 +211,7 @@ try {
     checkpointBytes: bytes,
     writeSeconds,
     rows,
-    full: { bytes: fullBytes, projectedSeconds },
+    projectedFull: { bytes: fullBytes, tensors: fullTensors, projectedSeconds, reserveSeconds },
   });
   console.log(`wrote ${file}`);
 } finally {

@@ -33,7 +33,10 @@ export interface StreamedLoadOptions {
 }
 
 export interface StreamedLoadReport extends StreamReport {
+  /** From the first check to the last byte streamed, and of that the reserving of storage. */
   readonly seconds: number;
+  readonly reserveSeconds: number;
+  readonly tensors: number;
   readonly slotBytes: number;
 }
 
@@ -81,6 +84,7 @@ export class StreamedSource<B> implements WeightSource<B> {
         const block = reserveNamed(store, stored.byteLength, spec.name, entries.size, checked.length);
         entries.set(spec.name, { dtype: stored.dtype, shape: spec.shape, block, taken: false });
       }
+      const reserveSeconds = (performance.now() - started) / 1000;
       const tensors: StreamedTensor[] = checked.map(({ spec, stored }) => ({ name: spec.name, ...stored }));
       const slotBytes = Math.min(options.slotBytes ?? DEFAULT_SLOT_BYTES, widestSpan(tensors));
       const slots = store.slots(slotBytes);
@@ -100,7 +104,8 @@ export class StreamedSource<B> implements WeightSource<B> {
         slots.free();
       }
       const seconds = (performance.now() - started) / 1000;
-      return new StreamedSource(backend, store, entries, { ...report, seconds, slotBytes });
+      const summary = { ...report, seconds, reserveSeconds, tensors: tensors.length, slotBytes };
+      return new StreamedSource(backend, store, entries, summary);
     } catch (error) {
       releaseAll(
         store,
