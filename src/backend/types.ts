@@ -142,6 +142,8 @@ export interface Backend<B> {
   /** A tensor holding host elements as stored (weights keep their checkpoint bits: bf16/f16 as 16-bit words, e4m3 as
    *  bytes, f32, i32). The cpu backend keeps the array itself; cuda copies it to the device. */
   fromHost(dtype: DType, shape: readonly number[], elements: HostElements): Tensor<B>;
+  /** A store a streamed checkpoint load fills in place (backends without one load tensor by tensor via fromHost). */
+  weightStore?(): WeightStore<B>;
   /** Buffers allocated so far (allocate calls and scratch growth): a step after plan must not change it. */
   readonly allocations: number;
   /** Host int32 values → elements [offset, offset + values.length) of an i32 tensor (tables, prompt records). */
@@ -228,4 +230,38 @@ export interface Backend<B> {
    * write tables or allocate; its host values (shapes, the batch) must be the same on every call with that key.
    */
   captureStep?(key: string, enqueue: () => void): void;
+}
+
+// Where a streamed checkpoint load puts weights: storage for each tensor, reserved (under the backend's allocation
+// limit) before any byte is read, filled in place from the stream's slots, then handed to the model loaders as
+// tensors without another copy. The cuda store copies slots to the device asynchronously from pinned host memory;
+// the cpu store keeps the bytes on the host.
+
+/** Storage of one tensor's bytes. */
+export interface WeightBlock {
+  readonly bytes: number;
+  readonly label: string;
+}
+
+/** Two host slots of one length; free() gives them back once no copy reads them. */
+export interface StreamSlots {
+  readonly slots: readonly Uint8Array[];
+  free(): void;
+}
+
+export interface WeightStore<B> {
+  /** Two page-aligned host slots of `bytes` each (pinned on cuda). */
+  slots(bytes: number): StreamSlots;
+  /** Storage for `bytes` bytes; throws a named error when the limit or the device refuses. */
+  reserve(bytes: number, label: string): WeightBlock;
+  /** Queues a copy of `source` (bytes of a slot) into `block` from byte `offset`. */
+  write(block: WeightBlock, offset: number, source: Uint8Array): void;
+  /** A wait that ends once every write queued so far has read its source. */
+  fence(): () => void;
+  /** The tensor over `block`'s bytes from `offset` (each one handed out is one piece given back later). */
+  tensor(block: WeightBlock, offset: number, dtype: DType, shape: readonly number[]): Tensor<B>;
+  /** A new block holding rows `ids` of the [rows, rowBytes] bytes of `block`, in that order. */
+  gatherRows(block: WeightBlock, rowBytes: number, ids: Int32Array, label: string): WeightBlock;
+  /** Frees a block none of whose tensors the model holds (or all of them, when a load fails). */
+  release(block: WeightBlock): void;
 }

@@ -160,9 +160,15 @@ export class SafetensorsCheckpoint {
     return this.entries.has(name);
   }
 
-  info(name: string): { dtype: DType; shape: number[]; file: string; byteLength: number } {
+  info(name: string): { dtype: DType; shape: number[]; file: string; fileOffset: number; byteLength: number } {
     const entry = this.require(name);
-    return { dtype: entry.dtype, shape: [...entry.shape], file: entry.shard.path, byteLength: entry.byteLength };
+    return {
+      dtype: entry.dtype,
+      shape: [...entry.shape],
+      file: entry.shard.path,
+      fileOffset: entry.fileOffset,
+      byteLength: entry.byteLength,
+    };
   }
 
   /** Reads just this tensor's bytes. */

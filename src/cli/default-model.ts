@@ -8,8 +8,8 @@ import type { CodecPrecision } from '../backend/cuda/ops/codecConv.ts';
 import { checkCheckpointFolder } from '../checkpoint/regular-file.ts';
 import type { BackendName } from '../engine/backend-choice.ts';
 import type { RuntimeSpec } from '../engine/load-runtime.ts';
+import { createProgress } from '../shared/progress.ts';
 import { synthesizeCheckpoint } from '../synth/synthesize.ts';
-import { createProgress } from './progress.ts';
 
 export const DEFAULT_CACHE_DIR = join(homedir(), '.cache', 'drama3');
 /** Folder name of the embedded checkpoint: bump the version when the synthetic format changes. */

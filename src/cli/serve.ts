@@ -163,7 +163,9 @@ function milliseconds(value: string): number {
 }
 
 async function serve(flags: ServeFlags): Promise<void> {
-  const runtime: Promise<RuntimeSpec> = resolveRuntime(flags);
+  const runtime: Promise<RuntimeSpec> = resolveRuntime(flags).then((spec) =>
+    spec.kind === 'checkpoint' ? { ...spec, progress: true } : spec,
+  );
   const engine = runtime.then((spec) =>
     Engine.start({
       runtime: spec,

@@ -3,10 +3,10 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DramaError, isDramaError } from '../errors.ts';
 import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';
+import { createProgress, formatBytes } from '../shared/progress.ts';
 import { planCheckpoint, type SynthExperts, type SynthPlan, type SynthPreset, tokenizerFacts } from '../synth/plan.ts';
 import { synthesizeCheckpoint } from '../synth/synthesize.ts';
 import { buildSyntheticTokenizerFiles } from '../text/vocabulary.ts';
-import { createProgress, formatBytes } from './progress.ts';
 
 export interface SynthFlags {
   readonly preset: SynthPreset;

@@ -8,7 +8,9 @@ import type { Codec } from '../codec/codec.ts';
 import { loadCheckpointCodec } from '../codec/reference.ts';
 import { DramaError } from '../errors.ts';
 import { type Drama3Config, loadConfig } from '../model/config.ts';
-import { loadSpeechModel } from '../model/load-model.ts';
+import { loadSpeechModel, type SpeechModelOptions } from '../model/load-model.ts';
+import type { StreamedLoadReport } from '../model/streamed-source.ts';
+import { createProgress, formatBytes } from '../shared/progress.ts';
 import { type BackendName, type BackendProbes, chooseBackend, REAL_PROBES } from './backend-choice.ts';
 import { cpuEngineCodec, loadCheckpointRuntime } from './checkpoint-runtime.ts';
 import { chooseCodecBackend } from './codec-choice.ts';
@@ -45,7 +47,39 @@ export type RuntimeSpec =
       readonly codecBackend?: BackendName;
       /** The CUDA codec's weights (default DEFAULT_CUDA_CODEC_SETTINGS.precision). */
       readonly codecPrecision?: CodecPrecision;
+      /** Show the weights' load as it goes, on stderr (serve); off for tests and embedded use. */
+      readonly progress?: boolean;
     };
+
+/** Options of a streamed weight load that shows its progress and reports its rate as a start-up notice. */
+function streamedLoad(show: boolean, notices: string[]): SpeechModelOptions {
+  const progress = show ? createProgress('loading weights', { unit: 'bytes', rate: true }) : undefined;
+  return {
+    stream: {
+      onProgress: progress && ((done, total) => progress.update(done, total)),
+      notice: (message) => notices.push(`weights: ${message}`),
+    },
+    onStreamed: (report) => {
+      progress?.stop();
+      notices.push(streamedNotice(report));
+    },
+  };
+}
+
+/** One line on how the weights were streamed: bytes, seconds, GB/s, slots, and whether reads bypassed the cache. */
+export function streamedNotice(report: StreamedLoadReport): string {
+  const rate = report.seconds > 0 ? (report.bytes / report.seconds / 1e9).toFixed(2) : '∞';
+  const reads =
+    report.bufferedFiles.length === 0
+      ? 'O_DIRECT'
+      : report.directFiles.length === 0
+        ? 'through the page cache'
+        : `O_DIRECT for ${report.directFiles.length} files, the page cache for ${report.bufferedFiles.length}`;
+  return (
+    `weights streamed: ${formatBytes(report.bytes)} in ${report.seconds.toFixed(2)} s (${rate} GB/s) through two ` +
+    `${formatBytes(report.slotBytes)} slots, read ${reads}`
+  );
+}
 
 /** Where a checkpoint runtime's codec runs (the decode thread's and the voice encoder's): codec-choice.ts. */
 export function codecChoiceOf(spec: Extract<RuntimeSpec, { kind: 'checkpoint' }>, probes: BackendProbes = REAL_PROBES) {
@@ -84,10 +118,12 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
     const codec = codecChoiceOf(spec);
     const settings = { ...DEFAULT_CUDA_CODEC_SETTINGS, precision: codec.precision };
     let memory: RuntimeMemory | undefined;
+    const loadNotices: string[] = [];
     const load = async (dir: string, options: { prefillChunk?: number }) => {
-      if (choice.backend === 'cpu') return loadSpeechModel(dir, new CpuBackend(), options);
+      const streamed = { ...options, ...streamedLoad(spec.progress === true, loadNotices) };
+      if (choice.backend === 'cpu') return loadSpeechModel(dir, new CpuBackend(), streamed);
       const backend = new CudaBackend();
-      const model = await loadSpeechModel(dir, backend, options);
+      const model = await loadSpeechModel(dir, backend, streamed);
       const codecStreams = codec.backend === 'cuda' ? settings.lanes : 0;
       memory = {
         config: model.config,
@@ -100,7 +136,7 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
     const engineCodec =
       codec.backend === 'cuda' ? (made: Codec) => lazyCudaEngineCodec(made, settings) : cpuEngineCodec;
     const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load, engineCodec);
-    const notices = [choice.reason, codec.reason, ...(runtime.notices ?? [])];
+    const notices = [choice.reason, codec.reason, ...loadNotices, ...(runtime.notices ?? [])];
     return { ...runtime, backend: choice.backend, notices, ...(memory === undefined ? {} : { memory }) };
   } catch (error) {
     if (error instanceof DramaError) throw error;

@@ -1,5 +1,7 @@
 // Loads a checkpoint folder's speech model onto a backend the caller chose: config → weight check → every tensor in
-// its stored dtype, with shapes from the weight map → a SlotSpeechModel planned for the default lane capacity.
+// its stored dtype, with shapes from the weight map → a SlotSpeechModel planned for the default lane capacity. A
+// backend with a weight store gets the checkpoint streamed into it (streamed-source.ts); others, or `stream: false`,
+// read and upload tensor by tensor in the loaders' order (tensor-source.ts).
 import type { Backend } from '../backend/types.ts';
 import { SafetensorsCheckpoint } from '../checkpoint/safetensors-reader.ts';
 import { DramaError } from '../errors.ts';
@@ -7,7 +9,8 @@ import { Backbone } from './backbone.ts';
 import { candidateIds } from './candidates.ts';
 import { loadConfig } from './config.ts';
 import { SlotSpeechModel } from './speech-model.ts';
-import { TensorSource } from './tensor-source.ts';
+import { type StreamedLoadOptions, type StreamedLoadReport, StreamedSource } from './streamed-source.ts';
+import { TensorSource, type WeightSource } from './tensor-source.ts';
 import { Tower } from './tower.ts';
 import type { LaneCapacity } from './types.ts';
 import { backboneNames, expectedTensors } from './weights.ts';
@@ -20,6 +23,23 @@ export interface SpeechModelOptions {
   readonly prefillChunk?: number;
   /** Lanes and rows per lane to plan at load (the engine re-plans for its own). */
   readonly capacity?: LaneCapacity;
+  /** How the checkpoint is streamed into the backend's weight store; false reads tensor by tensor. */
+  readonly stream?: StreamedLoadOptions | false;
+  /** Told how the streamed load went (bytes, seconds, O_DIRECT or not). */
+  readonly onStreamed?: (report: StreamedLoadReport) => void;
+}
+
+async function weightSource<B>(
+  checkpoint: SafetensorsCheckpoint,
+  backend: Backend<B>,
+  specs: ReturnType<typeof expectedTensors>,
+  options: SpeechModelOptions,
+): Promise<{ source: WeightSource<B>; streamed?: StreamedSource<B> }> {
+  const store = options.stream === false ? undefined : backend.weightStore?.();
+  if (store === undefined) return { source: new TensorSource(checkpoint, backend, specs) };
+  const streamed = await StreamedSource.load(checkpoint, backend, store, specs, options.stream || {});
+  options.onStreamed?.(streamed.report);
+  return { source: streamed, streamed };
 }
 
 export async function loadSpeechModel<B>(
@@ -40,14 +60,20 @@ export async function loadSpeechModel<B>(
     const check = checkWeights(config, checkpoint);
     assertWeightsMatch(check, checkpointDir);
     const specs = expectedTensors(config, { prefix: check.prefix, experts: check.experts });
-    const source = new TensorSource(checkpoint, backend, specs);
     const candidates = await candidateIds(checkpointDir, config);
-    const backbone = await Backbone.load(source, config.text, check.prefix, candidates.ids);
-    const tower = await Tower.load(source, config.tower, config.audio, config.text);
-    const codeEmbeddings = await source.tensor(backboneNames(check.prefix).codebookEmbeddings);
-    const model = new SlotSpeechModel(loaded, backend, backbone, tower, codeEmbeddings, candidates, prefillChunk);
-    if (options.capacity !== undefined) model.plan(options.capacity);
-    return model;
+    const { source, streamed } = await weightSource(checkpoint, backend, specs, options);
+    try {
+      const backbone = await Backbone.load(source, config.text, check.prefix, candidates.ids);
+      const tower = await Tower.load(source, config.tower, config.audio, config.text);
+      const codeEmbeddings = await source.tensor(backboneNames(check.prefix).codebookEmbeddings);
+      streamed?.finish();
+      const model = new SlotSpeechModel(loaded, backend, backbone, tower, codeEmbeddings, candidates, prefillChunk);
+      if (options.capacity !== undefined) model.plan(options.capacity);
+      return model;
+    } catch (error) {
+      streamed?.release();
+      throw error;
+    }
   } finally {
     await checkpoint.close();
   }

@@ -28,14 +28,20 @@ export interface StoredTensor {
   readonly elements: HostElements;
 }
 
-/** What the model loaders read weights through: a checkpoint's tensors (TensorSource) or tensors made in place. */
+/** Rows [first, first + count) of a tensor viewed as rows. */
+export interface RowBlock {
+  readonly first: number;
+  readonly count: number;
+}
+
+/** What the model loaders read weights through: a checkpoint's tensors (TensorSource, StreamedSource) or tensors
+ *  made in place. */
 export interface WeightSource<B> {
   readonly backend: Backend<B>;
   has(name: string): boolean;
-  /** The tensor's host elements as stored (the fused experts' split reads them). */
-  stored(name: string): Promise<StoredTensor>;
-  upload(stored: StoredTensor): Tensor<B>;
   tensor(name: string): Promise<Tensor<B>>;
+  /** Blocks of rows of a tensor viewed as `rowShape` (the fused experts' split), each as stored. */
+  rowBlocks(name: string, rowShape: readonly number[], blocks: readonly RowBlock[]): Promise<Tensor<B>[]>;
   /** The rows `ids` of a [rows, cols] tensor, in that order (a head's candidate rows). */
   rows(name: string, ids: Int32Array): Promise<Tensor<B>>;
   linear(name: string): Promise<LinearWeight<B>>;
@@ -70,21 +76,15 @@ export class TensorSource<B> implements WeightSource<B> {
   async stored(name: string): Promise<StoredTensor> {
     const shape = this.shape(name);
     const tensor = await this.checkpoint.read(name);
-    if (!sameShape(tensor.shape, shape)) {
-      throw new DramaError(
-        'TENSOR_SHAPE_MISMATCH',
-        `tensor ${name} has shape [${tensor.shape.join(', ')}], expected [${shape.join(', ')}]`,
-        { kind: 'bad_checkpoint', param: name },
-      );
-    }
-    const dtype = BACKEND_DTYPES[tensor.dtype];
-    if (dtype === undefined) {
-      throw new DramaError('TENSOR_DTYPE_UNSUPPORTED', `tensor ${name} is ${tensor.dtype}, not a weight dtype`, {
-        kind: 'bad_checkpoint',
-        param: name,
-      });
-    }
+    const { dtype } = checkedStored({ ...tensor, file: '', fileOffset: 0, byteLength: 0 }, { name, shape });
     return { dtype, shape, elements: tensorElements(tensor) };
+  }
+
+  async rowBlocks(name: string, rowShape: readonly number[], blocks: readonly RowBlock[]): Promise<Tensor<B>[]> {
+    const stored = await this.stored(name);
+    requireRowShape(name, stored.shape, rowShape);
+    const rows = { ...stored, shape: rowShape };
+    return blocks.map(({ first, count }) => this.upload(storedRows(rows, first, count)));
   }
 
   async tensor(name: string): Promise<Tensor<B>> {
@@ -113,6 +113,47 @@ export class TensorSource<B> implements WeightSource<B> {
       up: await this.linear(names.upProj),
       down: await this.linear(names.downProj),
     };
+  }
+}
+
+/** Where a checked tensor's bytes lie, and its backend dtype. */
+export interface CheckedTensor {
+  readonly dtype: DType;
+  readonly file: string;
+  readonly fileOffset: number;
+  readonly byteLength: number;
+}
+
+/** Refuses a file tensor whose shape differs from the weight map's or whose dtype is not a weight dtype. */
+export function checkedStored(
+  info: { dtype: FileDType; shape: readonly number[]; file: string; fileOffset: number; byteLength: number },
+  spec: Pick<TensorSpec, 'name' | 'shape'>,
+): CheckedTensor {
+  const { name, shape } = spec;
+  if (!sameShape(info.shape, shape)) {
+    throw new DramaError(
+      'TENSOR_SHAPE_MISMATCH',
+      `tensor ${name} has shape [${info.shape.join(', ')}], expected [${shape.join(', ')}]`,
+      { kind: 'bad_checkpoint', param: name },
+    );
+  }
+  const dtype = BACKEND_DTYPES[info.dtype];
+  if (dtype === undefined) {
+    throw new DramaError('TENSOR_DTYPE_UNSUPPORTED', `tensor ${name} is ${info.dtype}, not a weight dtype`, {
+      kind: 'bad_checkpoint',
+      param: name,
+    });
+  }
+  return { dtype, file: info.file, fileOffset: info.fileOffset, byteLength: info.byteLength };
+}
+
+/** Refuses a row view that does not hold exactly the tensor's elements. */
+export function requireRowShape(name: string, shape: readonly number[], rowShape: readonly number[]): void {
+  const count = (dims: readonly number[]) => dims.reduce((product, size) => product * size, 1);
+  if (count(shape) !== count(rowShape)) {
+    throw new DramaError('TENSOR_VIEW_MISMATCH', `[${rowShape.join(', ')}] does not view tensor ${name} [${shape}]`, {
+      kind: 'internal',
+    });
   }
 }
 

@@ -115,13 +115,13 @@ export class DeviceWeightSource implements WeightSource<CudaBuffer> {
     return this.specs.has(name);
   }
 
-  stored(name: string): Promise<StoredTensor> {
-    throw new DramaError('SYNTHETIC_WEIGHTS_ON_DEVICE', `${name} is drawn in device memory and has no host copy`, {
+  rowBlocks(name: string): Promise<Tensor<CudaBuffer>[]> {
+    throw new DramaError('SYNTHETIC_WEIGHTS_ON_DEVICE', `${name} is drawn in device memory as one tensor, not split`, {
       kind: 'internal',
     });
   }
 
-  upload(stored: StoredTensor): Tensor<CudaBuffer> {
+  private upload(stored: StoredTensor): Tensor<CudaBuffer> {
     return this.backend.fromHost(stored.dtype, stored.shape, stored.elements);
   }
 

@@ -3,7 +3,7 @@
 // python-written.safetensors was made by safetensors 0.8.0 (safetensors.numpy.save_file) with the tensors in
 // `pythonTensors` below and metadata {"format": "pt", "note": "safetensors.numpy"}.
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -81,7 +81,13 @@ describe('safetensors reading', () => {
     assert.deepEqual([...tensorToInt32(await checkpoint.read('model.i32'))], [1, -2, 3, -4]);
     assert.deepEqual([...(await checkpoint.read('model.u8')).data], [0, 7, 255]);
     assert.deepEqual((await checkpoint.read('model.empty')).shape, [0, 2]);
-    assert.deepEqual(checkpoint.info('model.i32'), { dtype: 'I32', shape: [2, 2], file: path, byteLength: 16 });
+    const { fileOffset, ...i32 } = checkpoint.info('model.i32');
+    assert.deepEqual(i32, { dtype: 'I32', shape: [2, 2], file: path, byteLength: 16 });
+    const bytes = new Uint8Array(16);
+    const handle = await open(path);
+    await handle.read(bytes, 0, 16, fileOffset);
+    await handle.close();
+    assert.deepEqual([...new Int32Array(bytes.buffer)], [1, -2, 3, -4]);
     await checkpoint.close();
   });
 

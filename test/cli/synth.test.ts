@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createProgress, formatBytes } from '../../src/cli/progress.ts';
 import { runSynth } from '../../src/cli/synth.ts';
+import { createProgress, formatBytes } from '../../src/shared/progress.ts';
 
 async function synth(flags: Parameters<typeof runSynth>[0]): Promise<string[]> {
   const lines: string[] = [];
@@ -53,6 +53,18 @@ describe('progress', () => {
     assert.equal(written.length, 11);
     assert.equal(written[0], 'writing: 0% (0 B of 2.0 KiB)\n');
     assert.equal(written.at(-1), 'writing: 100% (2.0 KiB of 2.0 KiB)\n');
+  });
+
+  test('a byte count can show its rate since the display began', () => {
+    const written: string[] = [];
+    const stream = { isTTY: false, write: (text: string) => written.push(text) } as unknown as NodeJS.WriteStream;
+    const progress = createProgress('loading', { unit: 'bytes', stream, rate: true });
+    progress.update(0, 4096);
+    const start = performance.now();
+    while (performance.now() - start < 2);
+    progress.update(4096, 4096);
+    progress.stop();
+    assert.match(written.at(-1)!, /^loading: 100% \(4\.0 KiB of 4\.0 KiB, \d+\.\d\d GB\/s\)\n$/);
   });
 
   test('formats bytes in binary units', () => {

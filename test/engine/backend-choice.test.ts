@@ -73,4 +73,9 @@ test('loading tiny with --backend cuda is refused by name (tiny has no CUDA-serv
 test('auto on tiny loads on the cpu and says why in the notices', async () => {
   const runtime = await loadRuntime({ kind: 'checkpoint', dir: await tinyCheckpointDir(), backend: 'auto' });
   assert.match(runtime.notices?.[0] ?? '', /^backend: cpu \(auto: /);
+  const streamed = runtime.notices?.find((notice) => notice.startsWith('weights streamed:'));
+  assert.match(
+    streamed ?? '',
+    /^weights streamed: [\d.]+ MiB in [\d.]+ s \([\d.]+ GB\/s\) through two [\d.]+ MiB slots, read /,
+  );
 });

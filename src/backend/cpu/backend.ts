@@ -18,6 +18,7 @@ import type {
   SamplerState,
   SwiGluWeights,
   Tensor,
+  WeightStore,
 } from '../types.ts';
 import { LANE_ENTRY, LANE_SLOT } from '../types.ts';
 import { runAttention } from './attention-block.ts';
@@ -30,6 +31,7 @@ import { PRECISION_POLICIES, type PrecisionName, type PrecisionPolicy } from './
 import { BatchSampler } from './sample-block.ts';
 import { ScratchPool } from './scratch.ts';
 import { type CpuBuffer, type CpuTensor, readFloats } from './tensors.ts';
+import { CpuWeightStore } from './weight-store.ts';
 import { DEFAULT_WIDENED_CACHE_BYTES, WidenedCache } from './widened-cache.ts';
 
 export interface CpuBackendOptions {
@@ -120,6 +122,10 @@ export class CpuBackend implements Backend<CpuBuffer> {
     const tensor = { dtype, shape: [...shape], data: values };
     this.widened.offer(tensor);
     return tensor;
+  }
+
+  weightStore(): WeightStore<CpuBuffer> {
+    return new CpuWeightStore(this);
   }
 
   writeIntegers(target: CpuTensor, offset: number, values: Int32Array): void {

@@ -43,6 +43,7 @@ import { DeviceScratch } from './scratch.ts';
 import { StepGraphs } from './step-graphs.ts';
 import { runSwiGlu } from './swiglu-block.ts';
 import { type CudaBuffer, type CudaTensor, elementBytes, requireDtype, shapeElements, viewBuffer } from './tensors.ts';
+import { CudaWeightStore } from './weight-store.ts';
 
 /** The linear workspace is sized for at most this many rows: every split-K launch (≤ 64 rows) fits it. */
 const SPLIT_ROWS = 64;
@@ -194,6 +195,10 @@ export class CudaBackend implements Backend<CudaBuffer> {
     const allocation = this.cuda.upload(elements, `${dtype} [${shape.join(', ')}] weights`);
     this.held.set(allocation.pointer, allocation);
     return { dtype, shape: [...shape], data: { pointer: allocation.pointer, dtype, elements: count } };
+  }
+
+  weightStore(): CudaWeightStore {
+    return new CudaWeightStore(this.cuda, (giveBack) => this.addWeightOwner(giveBack));
   }
 
   writeIntegers(target: CudaTensor, offset: number, values: Int32Array): void {

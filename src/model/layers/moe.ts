@@ -1,8 +1,8 @@
 // Loads a sparse MoE block: router, routed experts (per expert bf16 or FP8 blocks on disk, or transformers' fused
-// [E, 2I, H] / [E, H, I] form, split here once into views of the stored elements), shared expert and its gate.
+// [E, 2I, H] / [E, H, I] form, split here once into row blocks of the stored tensors), shared expert and its gate.
 import type { MoeWeights, SwiGluWeights } from '../../backend/types.ts';
 import type { TextConfig } from '../config.ts';
-import { storedRows, type WeightSource } from '../tensor-source.ts';
+import type { WeightSource } from '../tensor-source.ts';
 import type { MoeNames } from '../weights.ts';
 
 async function fusedExperts<B>(
@@ -11,20 +11,22 @@ async function fusedExperts<B>(
   text: TextConfig,
 ): Promise<SwiGluWeights<B>[]> {
   const { experts, expertIntermediate: inner, hiddenSize: hidden } = text;
-  const gateUp = await source.stored(names.fusedGateUpProj);
-  const down = await source.stored(names.fusedDownProj);
+  const each = Array.from({ length: experts }, (_, e) => e);
   // [E, 2I, H] viewed as [E·2I, H] rows: expert e's gate rows then its up rows.
-  const gateUpRows = { ...gateUp, shape: [experts * 2 * inner, hidden] };
-  const downRows = { ...down, shape: [experts * hidden, inner] };
-  const result: SwiGluWeights<B>[] = [];
-  for (let e = 0; e < experts; e++) {
-    result.push({
-      gate: source.upload(storedRows(gateUpRows, e * 2 * inner, inner)),
-      up: source.upload(storedRows(gateUpRows, e * 2 * inner + inner, inner)),
-      down: source.upload(storedRows(downRows, e * hidden, hidden)),
-    });
-  }
-  return result;
+  const gateUp = await source.rowBlocks(
+    names.fusedGateUpProj,
+    [experts * 2 * inner, hidden],
+    each.flatMap((e) => [
+      { first: e * 2 * inner, count: inner },
+      { first: e * 2 * inner + inner, count: inner },
+    ]),
+  );
+  const down = await source.rowBlocks(
+    names.fusedDownProj,
+    [experts * hidden, inner],
+    each.map((e) => ({ first: e * hidden, count: hidden })),
+  );
+  return each.map((e) => ({ gate: gateUp[2 * e]!, up: gateUp[2 * e + 1]!, down: down[e]! }));
 }
 
 export async function loadMoe<B>(source: WeightSource<B>, names: MoeNames, text: TextConfig): Promise<MoeWeights<B>> {

@@ -26,6 +26,9 @@ export class FakeDriver {
   readonly launches: RecordedLaunch[] = [];
   readonly events: string[] = [];
   private pendingArguments: DataView | undefined;
+  private readonly queued: (() => void)[] = [];
+  private readonly recorded = new Map<Handle, number>();
+  private eventCount = 0;
 
   allocateDevice(bytes: number): DevicePointer {
     const pointer = this.next;
@@ -48,23 +51,66 @@ export class FakeDriver {
     throw new RangeError(`no allocation holds ${bytes} bytes at 0x${pointer.toString(16)}`);
   }
 
-  copyHostToDevice(destination: DevicePointer, source: ArrayBufferView, bytes: number): void {
+  /** A copy from pinned memory (a pointer into this driver's memory) runs late, as the real one may: at the next
+   *  synchronisation or stream operation that depends on it; a copy from a typed array runs at once. */
+  copyHostToDevice(destination: DevicePointer, source: ArrayBufferView | DevicePointer, bytes: number): void {
     this.stage('copy host to device');
+    if (typeof source === 'bigint') {
+      this.queued.push(() => this.bytes(destination, bytes).set(this.bytes(source, bytes)));
+      return;
+    }
+    this.flush();
     this.bytes(destination, bytes).set(new Uint8Array(source.buffer, source.byteOffset, bytes));
   }
 
   copyDeviceToHost(destination: ArrayBufferView, source: DevicePointer, bytes: number): void {
     this.stage('copy device to host');
+    this.flush();
     new Uint8Array(destination.buffer, destination.byteOffset, bytes).set(this.bytes(source, bytes));
   }
 
   copyDeviceToDevice(destination: DevicePointer, source: DevicePointer, bytes: number): void {
     this.stage('copy device to device');
+    this.flush();
     this.bytes(destination, bytes).set(this.bytes(source, bytes).slice());
+  }
+
+  createEvent(): Handle {
+    this.events.push('create event');
+    return BigInt(++this.eventCount);
+  }
+
+  recordEvent(event: Handle): void {
+    this.recorded.set(event, this.queued.length);
+    this.events.push('record event');
+  }
+
+  /** Runs the late copies queued before the event was recorded. */
+  synchronizeEvent(event: Handle): void {
+    const before = this.recorded.get(event) ?? 0;
+    for (const copy of this.queued.splice(0, before)) copy();
+    for (const [other, position] of this.recorded) this.recorded.set(other, Math.max(0, position - before));
+    this.events.push('synchronize event');
+  }
+
+  destroyEvent(event: Handle): void {
+    this.recorded.delete(event);
+    this.events.push('destroy event');
+  }
+
+  /** Late copies still queued. */
+  get queuedCopies(): number {
+    return this.queued.length;
+  }
+
+  private flush(): void {
+    for (const copy of this.queued.splice(0)) copy();
+    for (const event of this.recorded.keys()) this.recorded.set(event, 0);
   }
 
   fillBytes(destination: DevicePointer, value: number, bytes: number): void {
     this.stage('fill bytes');
+    this.flush();
     this.bytes(destination, bytes).fill(value);
   }
 
@@ -75,6 +121,7 @@ export class FakeDriver {
   }
 
   synchronizeStream(): void {
+    this.flush();
     if (this.capturing) {
       this.captureFailed = true;
       throw new Error('cuStreamSynchronize: operation not permitted when stream is capturing');

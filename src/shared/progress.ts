@@ -1,5 +1,6 @@
-// One progress display for long CLI work (writing checkpoints, loading weights): a cli-progress bar on a terminal,
-// and on anything else (CI logs, pipes) one plain line per tenth of the way, so logs stay short but show movement.
+// One progress display for long work (writing checkpoints, loading weights): a cli-progress bar on a terminal, and
+// on anything else (CI logs, pipes, a worker thread's stderr) one plain line per tenth of the way, so logs stay short
+// but show movement. A byte count can show its rate since the display began (GB/s, decimal as disks are sold).
 import cliProgress from 'cli-progress';
 
 export type ProgressUnit = 'bytes' | 'items';
@@ -28,21 +29,29 @@ function formatAmount(value: number, unit: ProgressUnit): string {
   return unit === 'bytes' ? formatBytes(value) : String(value);
 }
 
+/** `done` bytes over the seconds since `startedMs`, as `, 1.23 GB/s` (empty before any time has passed). */
+function formatRate(done: number, startedMs: number): string {
+  const seconds = (performance.now() - startedMs) / 1000;
+  return seconds > 0 ? `, ${(done / seconds / 1e9).toFixed(2)} GB/s` : '';
+}
+
 /** Steps of the plain display: a line each time another tenth is done. */
 const PLAIN_STEPS = 10;
 
 export function createProgress(
   label: string,
-  options: { unit?: ProgressUnit; stream?: NodeJS.WriteStream } = {},
+  options: { unit?: ProgressUnit; stream?: NodeJS.WriteStream; rate?: boolean } = {},
 ): Progress {
   const unit = options.unit ?? 'items';
   const stream = options.stream ?? process.stderr;
-  if (stream.isTTY === true) return terminalProgress(label, unit, stream);
+  const startedMs = performance.now();
+  const rate = (done: number) => (options.rate === true && unit === 'bytes' ? formatRate(done, startedMs) : '');
+  if (stream.isTTY === true) return terminalProgress(label, unit, stream, rate);
   let lastStep = -1;
   let last = { done: 0, total: 0 };
   const line = (done: number, total: number) => {
     const percent = total > 0 ? Math.floor((100 * done) / total) : 100;
-    stream.write(`${label}: ${percent}% (${formatAmount(done, unit)} of ${formatAmount(total, unit)})\n`);
+    stream.write(`${label}: ${percent}% (${formatAmount(done, unit)} of ${formatAmount(total, unit)}${rate(done)})\n`);
   };
   return {
     update(done, total) {
@@ -59,7 +68,12 @@ export function createProgress(
   };
 }
 
-function terminalProgress(label: string, unit: ProgressUnit, stream: NodeJS.WriteStream): Progress {
+function terminalProgress(
+  label: string,
+  unit: ProgressUnit,
+  stream: NodeJS.WriteStream,
+  rate: (done: number) => string,
+): Progress {
   const bar = new cliProgress.SingleBar(
     {
       stream,
@@ -72,7 +86,7 @@ function terminalProgress(label: string, unit: ProgressUnit, stream: NodeJS.Writ
   let started = false;
   return {
     update(done, total) {
-      const amount = `${formatAmount(done, unit)} of ${formatAmount(total, unit)}`;
+      const amount = `${formatAmount(done, unit)} of ${formatAmount(total, unit)}${rate(done)}`;
       if (!started) {
         bar.start(total, done, { amount });
         started = true;

@@ -1,0 +1,211 @@
+// Loads a checkpoint's weights by streaming it: every tensor of the weight map is checked against the file (dtype and
+// shape) before anything is allocated, then storage for all of them is reserved through the backend's weight store,
+// then the shards are read once in file order through two host slots straight into that storage. The model loaders
+// then take the tensors where they lie: no second copy. A failure at any step frees everything reserved.
+import type {
+  Backend,
+  DType,
+  LinearWeight,
+  SwiGluWeights,
+  Tensor,
+  WeightBlock,
+  WeightStore,
+} from '../backend/types.ts';
+
+import { alignDown, alignUp, DIRECT_ALIGNMENT, type FileAccess } from '../checkpoint/direct-read.ts';
+import type { SafetensorsCheckpoint } from '../checkpoint/safetensors-reader.ts';
+import { fileOrder, type StreamedTensor, type StreamReport, streamTensors } from '../checkpoint/slot-stream.ts';
+import { DramaError, isDramaError } from '../errors.ts';
+import { checkedStored, type RowBlock, requireRowShape, type WeightSource } from './tensor-source.ts';
+import type { SwiGluNames, TensorSpec } from './weights.ts';
+
+/** Slot length when the caller names none: large enough for long sequential reads, small beside any checkpoint (a
+ *  checkpoint whose shards are shorter gets slots of its longest shard). */
+export const DEFAULT_SLOT_BYTES = 64 * 1024 * 1024;
+
+export interface StreamedLoadOptions {
+  readonly slotBytes?: number;
+  /** Try O_DIRECT first (default true). */
+  readonly direct?: boolean;
+  readonly access?: FileAccess;
+  readonly notice?: (message: string) => void;
+  readonly onProgress?: (bytesDone: number, totalBytes: number) => void;
+}
+
+export interface StreamedLoadReport extends StreamReport {
+  /** From the first check to the last byte streamed, and of that the reserving of storage. */
+  readonly seconds: number;
+  readonly reserveSeconds: number;
+  readonly tensors: number;
+  readonly slotBytes: number;
+}
+
+interface Entry {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly block: WeightBlock;
+  /** Whether the model holds a tensor over the block (an untaken block is freed by finish()). */
+  taken: boolean;
+}
+
+/** Frees `blocks`; one that cannot be freed does not hide the load's own error, which is what the caller sees. */
+function releaseAll(store: WeightStore<unknown>, blocks: Iterable<WeightBlock>): void {
+  for (const block of blocks) {
+    try {
+      store.release(block);
+    } catch {}
+  }
+}
+
+export class StreamedSource<B> implements WeightSource<B> {
+  private readonly gathered: WeightBlock[] = [];
+
+  private constructor(
+    readonly backend: Backend<B>,
+    private readonly store: WeightStore<B>,
+    private readonly entries: Map<string, Entry>,
+    readonly report: StreamedLoadReport,
+  ) {}
+
+  /** Checks, reserves and streams every tensor of `specs` the checkpoint holds. */
+  static async load<B>(
+    checkpoint: SafetensorsCheckpoint,
+    backend: Backend<B>,
+    store: WeightStore<B>,
+    specs: readonly TensorSpec[],
+    options: StreamedLoadOptions = {},
+  ): Promise<StreamedSource<B>> {
+    const started = performance.now();
+    const present = specs.filter((spec) => checkpoint.has(spec.name));
+    const checked = present.map((spec) => ({ spec, stored: checkedStored(checkpoint.info(spec.name), spec) }));
+    const entries = new Map<string, Entry>();
+    try {
+      for (const { spec, stored } of checked) {
+        const block = reserveNamed(store, stored.byteLength, spec.name, entries.size, checked.length);
+        entries.set(spec.name, { dtype: stored.dtype, shape: spec.shape, block, taken: false });
+      }
+      const reserveSeconds = (performance.now() - started) / 1000;
+      const tensors: StreamedTensor[] = checked.map(({ spec, stored }) => ({ name: spec.name, ...stored }));
+      const slotBytes = Math.min(options.slotBytes ?? DEFAULT_SLOT_BYTES, widestSpan(tensors));
+      const slots = store.slots(slotBytes);
+      let report: StreamReport;
+      try {
+        report = await streamTensors(
+          tensors,
+          slots.slots,
+          (pieces) => {
+            for (const piece of pieces)
+              store.write(entries.get(piece.tensor.name)!.block, piece.tensorOffset, piece.bytes);
+            return store.fence();
+          },
+          options,
+        );
+      } finally {
+        slots.free();
+      }
+      const seconds = (performance.now() - started) / 1000;
+      const summary = { ...report, seconds, reserveSeconds, tensors: tensors.length, slotBytes };
+      return new StreamedSource(backend, store, entries, summary);
+    } catch (error) {
+      releaseAll(
+        store,
+        [...entries.values()].map((entry) => entry.block),
+      );
+      throw error;
+    }
+  }
+
+  has(name: string): boolean {
+    return this.entries.has(name);
+  }
+
+  async tensor(name: string): Promise<Tensor<B>> {
+    const entry = this.entry(name);
+    entry.taken = true;
+    return this.store.tensor(entry.block, 0, entry.dtype, entry.shape);
+  }
+
+  async rows(name: string, ids: Int32Array): Promise<Tensor<B>> {
+    const entry = this.entry(name);
+    const [rows, ...rest] = entry.shape;
+    const rowBytes = entry.block.bytes / rows!;
+    const outside = ids.find((id) => !Number.isInteger(id) || id < 0 || id >= rows!);
+    if (outside !== undefined) {
+      throw new DramaError('TENSOR_ROW_OUT_OF_RANGE', `row ${outside} lies outside the ${rows} rows of ${name}`, {
+        kind: 'bad_checkpoint',
+        param: name,
+      });
+    }
+    const block = this.store.gatherRows(entry.block, rowBytes, ids, `${name} rows`);
+    this.gathered.push(block);
+    return this.store.tensor(block, 0, entry.dtype, [ids.length, ...rest]);
+  }
+
+  async rowBlocks(name: string, rowShape: readonly number[], blocks: readonly RowBlock[]): Promise<Tensor<B>[]> {
+    const entry = this.entry(name);
+    requireRowShape(name, entry.shape, rowShape);
+    entry.taken = true;
+    const rowBytes = entry.block.bytes / rowShape[0]!;
+    return blocks.map(({ first, count }) =>
+      this.store.tensor(entry.block, first * rowBytes, entry.dtype, [count, ...rowShape.slice(1)]),
+    );
+  }
+
+  async linear(name: string): Promise<LinearWeight<B>> {
+    const weight = await this.tensor(name);
+    if (weight.dtype !== 'e4m3') return weight;
+    return { ...weight, scales: await this.tensor(`${name}_scale_inv`) };
+  }
+
+  async swiGlu(names: SwiGluNames): Promise<SwiGluWeights<B>> {
+    return {
+      gate: await this.linear(names.gateProj),
+      up: await this.linear(names.upProj),
+      down: await this.linear(names.downProj),
+    };
+  }
+
+  /** Frees the blocks no tensor of the model lies in (a head whose candidate rows were gathered apart). */
+  finish(): void {
+    releaseAll(
+      this.store,
+      [...this.entries.values()].filter((entry) => !entry.taken).map((entry) => entry.block),
+    );
+  }
+
+  /** Frees every block (the loaders failed: nothing of this load is kept). */
+  release(): void {
+    releaseAll(this.store, [...this.entries.values()].map((entry) => entry.block).concat(this.gathered.splice(0)));
+  }
+
+  private entry(name: string): Entry {
+    const entry = this.entries.get(name);
+    if (entry === undefined) {
+      throw new DramaError('TENSOR_NOT_DECLARED', `tensor ${name} is not in the weight map`, { kind: 'internal' });
+    }
+    return entry;
+  }
+}
+
+/** Bytes of the longest aligned span one file's tensors cover: a slot longer than that would never fill. */
+function widestSpan(tensors: readonly StreamedTensor[]): number {
+  let widest = DIRECT_ALIGNMENT;
+  for (const list of fileOrder(tensors).values()) {
+    const last = list.at(-1)!;
+    widest = Math.max(widest, alignUp(last.fileOffset + last.byteLength) - alignDown(list[0]!.fileOffset));
+  }
+  return widest;
+}
+
+function reserveNamed(store: WeightStore<unknown>, bytes: number, name: string, done: number, total: number) {
+  try {
+    return store.reserve(bytes, `weights ${name}`);
+  } catch (error) {
+    const reason = isDramaError(error) ? `${error.code}: ${error.message}` : String(error);
+    throw new DramaError(
+      'WEIGHTS_ALLOCATION_FAILED',
+      `storage for tensor ${name} (${bytes} bytes, after ${done} of ${total} tensors) was refused; everything reserved was freed (${reason})`,
+      { kind: 'device', param: name, cause: error },
+    );
+  }
+}
