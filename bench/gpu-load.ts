@@ -4,6 +4,10 @@
 //   streamed           two pinned slots, O_DIRECT where the file system takes it (the default load)
 //   streamed-buffered  the same two slots, reads through the page cache
 //   per-tensor         each tensor read whole into host memory in the loaders' order, then copied (stream: false)
+//   streamed, 16 I/O threads   the default load with 16 libuv threads (UV_THREADPOOL_SIZE; Node's default is 4,
+//                      which bounds the reads in flight)
+//   disk only          every shard read with O_DIRECT in 16 MiB reads, 8 in flight, nothing copied: the file
+//                      system's rate for these bytes, the roofline of the loads above
 // Each load runs in a fresh process (so no memory freed by an earlier step is reused unseen). Each row: checkpoint
 // bytes, seconds of the whole load (config to the last tensor, no plan), GB/s, whether O_DIRECT was used, the
 // process's resident memory peak above where it stood with the CUDA context open (sampled every 5 ms), its peak
@@ -14,8 +18,10 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import koffi from 'koffi';
+import { alignedHostBuffers } from '../src/backend/aligned-host.ts';
 import { CudaBackend } from '../src/backend/cuda/backend.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
+import { openShard, systemFileAccess } from '../src/checkpoint/direct-read.ts';
 import { loadSpeechModel, type SpeechModelOptions } from '../src/model/load-model.ts';
 import type { StreamedLoadReport } from '../src/model/streamed-source.ts';
 import { formatBytes } from '../src/shared/progress.ts';
@@ -37,7 +43,13 @@ const LOADS: Record<string, SpeechModelOptions> = {
   streamed: { stream: {} },
   'streamed-buffered': { stream: { direct: false } },
   'per-tensor': { stream: false },
+  'streamed, 16 I/O threads': { stream: {} },
 };
+/** Loads whose child process runs with more libuv threads. */
+const THREADS: Record<string, string> = { 'streamed, 16 I/O threads': '16' };
+const DISK_ONLY = 'disk only';
+const DISK_READ_BYTES = 16 * 2 ** 20;
+const DISK_READS_IN_FLIGHT = 8;
 
 /** posix_fadvise from libc, or why it cannot be had. */
 function fadvise(): ((fd: number) => number) | string {
@@ -88,10 +100,57 @@ interface Row {
   readonly notices: string[];
 }
 
+/** Every shard read once with O_DIRECT, DISK_READS_IN_FLIGHT reads at a time, into aligned buffers; no copies. */
+async function readDisk(dir: string): Promise<{ bytes: number; seconds: number; direct: string }> {
+  const buffers = alignedHostBuffers(DISK_READS_IN_FLIGHT, DISK_READ_BYTES);
+  const shards = fs.readdirSync(dir).filter((file) => file.endsWith('.safetensors'));
+  let bytes = 0;
+  let direct = 0;
+  const started = performance.now();
+  try {
+    for (const file of shards) {
+      const opened = await openShard(systemFileAccess, path.join(dir, file), true, () => {});
+      if (opened.direct) direct += 1;
+      const size = fs.statSync(path.join(dir, file)).size;
+      try {
+        for (let first = 0; first < size; first += DISK_READ_BYTES * DISK_READS_IN_FLIGHT) {
+          const reads = buffers.buffers.map((buffer, index) => {
+            const position = first + index * DISK_READ_BYTES;
+            return position < size ? opened.handle.read(buffer, position) : Promise.resolve(0);
+          });
+          for (const read of await Promise.all(reads)) bytes += read;
+        }
+      } finally {
+        await opened.handle.close();
+      }
+    }
+  } finally {
+    buffers.free();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  return { bytes, seconds, direct: direct === shards.length ? 'yes' : `no (${shards.length - direct} files)` };
+}
+
 /** One load in this process (the child's part): evict, open the device, load, measure. */
 async function measure(dir: string, name: string, bytes: number): Promise<Row> {
   const cache = evict(dir);
   const backend = new CudaBackend();
+  if (name === DISK_ONLY) {
+    const disk = await readDisk(dir);
+    return {
+      path: name,
+      device: backend.cuda.properties.name,
+      bytes: disk.bytes,
+      seconds: disk.seconds,
+      gigabytesPerSecond: disk.bytes / disk.seconds / 1e9,
+      direct: disk.direct,
+      peakRssAddedBytes: 0,
+      maxRssBytes: process.resourceUsage().maxRSS * 1024,
+      pinnedPeakBytes: 0,
+      cache,
+      notices: [],
+    };
+  }
   const notices: string[] = [];
   let report: StreamedLoadReport | undefined;
   const options = LOADS[name]!;
@@ -140,7 +199,12 @@ function measureApart(dir: string, name: string, bytes: number): Row {
   const child = spawnSync(
     process.execPath,
     [...process.execArgv, process.argv[1]!, CHILD_FLAG, dir, name, String(bytes)],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 },
+    {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+      maxBuffer: 1 << 20,
+      env: THREADS[name] === undefined ? process.env : { ...process.env, UV_THREADPOOL_SIZE: THREADS[name] },
+    },
   );
   if (child.status !== 0) throw new Error(`the ${name} load exited with ${child.status}: ${child.stdout}`);
   return JSON.parse(child.stdout.trim().split('\n').at(-1)!) as Row;
@@ -165,7 +229,7 @@ try {
   await synthesizeCheckpoint(dir, { preset: PRESET, seed: 11, experts: 'fp8' });
   const writeSeconds = (performance.now() - writeStarted) / 1000;
   console.log(`wrote the ${PRESET} checkpoint (${formatBytes(bytes)}) to ${dir} in ${writeSeconds.toFixed(1)} s`);
-  const rows = Object.keys(LOADS).map((name) => measureApart(dir, name, bytes));
+  const rows = [...Object.keys(LOADS), DISK_ONLY].map((name) => measureApart(dir, name, bytes));
   for (const notice of rows.flatMap((row) => row.notices)) console.log(notice);
   const table = markdownTable(
     [
