@@ -28,16 +28,36 @@ export const ACTIVATION_CODES: Record<CodecActivation, number> = { identity: 0, 
  */
 export type CodecConvVariant = 'chunked' | 'narrow' | 'tiled' | 'mma' | 'mma-split';
 
-/** Kernels whose shared-memory limit has been raised, to the bytes asked for. */
-const raisedLimits = new Map<bigint, number>();
+/** Per context (whose modules own the handles), kernels prepared for their shared memory and the bytes each may use. */
+const sharedLimits = new WeakMap<CudaContext, Map<bigint, number>>();
+const DEFAULT_SHARED_LIMIT = 48 * 1024;
 
-/** Past 48 KiB a kernel must be allowed its dynamic shared memory first (once per kernel and size). */
+/** DRAMA3_SHARED_CARVEOUT=driver leaves the L1/shared split to the driver (to measure what the carveout gives). */
+const preferShared = process.env.DRAMA3_SHARED_CARVEOUT !== 'driver';
+
+/**
+ * Prepares a codec kernel for its shared memory, once per kernel: asks for the whole unified L1/shared storage as
+ * shared memory, so that as many blocks fit on an SM as their shared bytes allow (the driver's own choice can leave
+ * room for one), and past 48 KiB allows the dynamic bytes first (again when a launch asks for more).
+ */
 export function allowShared(cuda: CudaContext, kernel: KernelName, options: LaunchOptions, bytes: number): void {
   const chosen = options.kernel ?? kernel;
   const handle = cuda.kernels.kernel(chosen.family, chosen.name);
-  if ((raisedLimits.get(handle) ?? 48 * 1024) >= bytes) return;
-  cuda.driver.setMaxDynamicSharedBytes(handle, bytes);
-  raisedLimits.set(handle, bytes);
+  let prepared = sharedLimits.get(cuda);
+  if (prepared === undefined) {
+    prepared = new Map();
+    sharedLimits.set(cuda, prepared);
+  }
+  let limit = prepared.get(handle);
+  if (limit === undefined) {
+    if (preferShared) cuda.driver.setPreferredSharedCarveout(handle, 100);
+    limit = DEFAULT_SHARED_LIMIT;
+  }
+  if (limit < bytes) {
+    cuda.driver.setMaxDynamicSharedBytes(handle, bytes);
+    limit = bytes;
+  }
+  prepared.set(handle, limit);
 }
 
 /** Where a split tensor-core conv writes its groups' sums: [groups, rows, outputs] fp32. */
