@@ -137,6 +137,13 @@ function printProfile(label: string, profile: LaunchProfile): void {
   console.log(table.join('\n'));
 }
 
+/** DRAMA3_DECODE_PRECISIONS=f16 limits the modes (all three by default). */
+function decodePrecisions(): CodecPrecision[] {
+  const all: CodecPrecision[] = ['f16', 'f16-weights', 'f32'];
+  const asked = process.env.DRAMA3_DECODE_PRECISIONS;
+  return asked === undefined || asked === '' ? all : all.filter((precision) => asked.split(',').includes(precision));
+}
+
 if (process.env.DRAMA3_CODEC_BENCH === 'profile-only') {
   const decoder = CudaCodecDecoder.create(cuda, config, weights, {
     slots: 64,
@@ -157,7 +164,7 @@ const rows: Row[] = [];
 const profiles: Record<string, LaunchProfile> = {};
 const firstFrames: Record<string, number> = {};
 const memory: Record<string, unknown> = {};
-for (const precision of ['f16', 'f16-weights', 'f32'] as const) {
+for (const precision of decodePrecisions()) {
   const decoder = CudaCodecDecoder.create(cuda, config, weights, {
     slots: Math.max(...LANES),
     maxFramesPerCall: MAX_FRAMES_PER_CALL,
