@@ -60,7 +60,6 @@ export function recordingDevice(): { cuda: CudaContext; launched: Launched[] } {
         record(shape, parameters, name),
       fillBytes: () => {},
       setMaxDynamicSharedBytes: () => {},
-      setPreferredSharedCarveout: () => {},
     },
     allocate: (bytes: number, label: string) => {
       const { pointer } = buffer('i32', Math.ceil(bytes / 4));

@@ -28,36 +28,22 @@ export const ACTIVATION_CODES: Record<CodecActivation, number> = { identity: 0, 
  */
 export type CodecConvVariant = 'chunked' | 'narrow' | 'tiled' | 'mma' | 'mma-split';
 
-/** Per context (whose modules own the handles), kernels prepared for their shared memory and the bytes each may use. */
-const sharedLimits = new WeakMap<CudaContext, Map<bigint, number>>();
+/** Per context (whose modules own the handles), kernels whose shared-memory limit has been raised, to the bytes. */
+const raisedLimits = new WeakMap<CudaContext, Map<bigint, number>>();
 const DEFAULT_SHARED_LIMIT = 48 * 1024;
 
-/** DRAMA3_SHARED_CARVEOUT=driver leaves the L1/shared split to the driver (to measure what the carveout gives). */
-const preferShared = process.env.DRAMA3_SHARED_CARVEOUT !== 'driver';
-
-/**
- * Prepares a codec kernel for its shared memory, once per kernel: asks for the whole unified L1/shared storage as
- * shared memory, so that as many blocks fit on an SM as their shared bytes allow (the driver's own choice can leave
- * room for one), and past 48 KiB allows the dynamic bytes first (again when a launch asks for more).
- */
+/** Past 48 KiB a kernel must be allowed its dynamic shared memory first (once per kernel, context and size). */
 export function allowShared(cuda: CudaContext, kernel: KernelName, options: LaunchOptions, bytes: number): void {
   const chosen = options.kernel ?? kernel;
   const handle = cuda.kernels.kernel(chosen.family, chosen.name);
-  let prepared = sharedLimits.get(cuda);
-  if (prepared === undefined) {
-    prepared = new Map();
-    sharedLimits.set(cuda, prepared);
+  let raised = raisedLimits.get(cuda);
+  if (raised === undefined) {
+    raised = new Map();
+    raisedLimits.set(cuda, raised);
   }
-  let limit = prepared.get(handle);
-  if (limit === undefined) {
-    if (preferShared) cuda.driver.setPreferredSharedCarveout(handle, 100);
-    limit = DEFAULT_SHARED_LIMIT;
-  }
-  if (limit < bytes) {
-    cuda.driver.setMaxDynamicSharedBytes(handle, bytes);
-    limit = bytes;
-  }
-  prepared.set(handle, limit);
+  if ((raised.get(handle) ?? DEFAULT_SHARED_LIMIT) >= bytes) return;
+  cuda.driver.setMaxDynamicSharedBytes(handle, bytes);
+  raised.set(handle, bytes);
 }
 
 /** Where a split tensor-core conv writes its groups' sums: [groups, rows, outputs] fp32. */

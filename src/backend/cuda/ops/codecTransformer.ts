@@ -8,7 +8,6 @@ import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type CodecCall, requireCall } from './codecConv.ts';
-import { allowShared } from './codecConvArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
 
 const FAMILY = 'codec_transformer';
@@ -176,7 +175,6 @@ export function codecWindowAttention(
     block: [ATTENTION_THREADS, 1, 1] as const,
     sharedBytes: codecAttentionSharedBytes(a.headDim, a.window),
   };
-  allowShared(cuda, ATTENTION_KERNEL, options, shape.sharedBytes);
   launch(cuda, ATTENTION_KERNEL, shape, args, options);
 }
 
