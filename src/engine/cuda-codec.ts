@@ -5,6 +5,8 @@ import { CudaContext } from '../backend/cuda/context.ts';
 import type { CodecPrecision } from '../backend/cuda/ops/codecConv.ts';
 import type { Codec } from '../codec/codec.ts';
 import { CudaCodecDecoder } from '../codec/cuda/decoder.ts';
+import { decoderDeviceBytes, encoderDeviceBytes } from '../codec/cuda/device-bytes.ts';
+import { REFERENCE_FRAMES_PER_PASS } from '../codec/cuda/encoder.ts';
 import { DramaError } from '../errors.ts';
 import type { CodecStream } from '../model/types.ts';
 import { checkEngineCodes } from './engine-codes.ts';
@@ -24,6 +26,25 @@ export const DEFAULT_CUDA_CODEC_SETTINGS: CudaCodecSettings = {
   precision: 'f16',
   maxFramesPerCall: 256,
 };
+
+/**
+ * Device bytes the CUDA codec's contexts hold beside their lanes' state, set aside by the lane budget: the decode
+ * thread's decoder (weights and call scratch) and the voice encoder's (weights, state and pass scratch), which
+ * encodes references where the codec decodes. Sized by the same uploads against a counting context (device-bytes.ts).
+ */
+export function cudaCodecDeviceBytes(codec: Codec, settings: CudaCodecSettings): number {
+  const { config, weights } = codec;
+  const decoder = decoderDeviceBytes(config, weights, {
+    slots: settings.lanes,
+    maxFramesPerCall: settings.maxFramesPerCall,
+    precision: settings.precision,
+  });
+  const encoder = encoderDeviceBytes(config, weights, {
+    framesPerPass: REFERENCE_FRAMES_PER_PASS,
+    precision: settings.precision,
+  });
+  return decoder.weights + decoder.scratch + encoder.weights + encoder.scratch;
+}
 
 export interface CudaEngineCodec extends EngineCodec {
   close(): void;

@@ -1,7 +1,8 @@
 // The lane budget admission and the scheduler work from. On the cpu (and the null runtime of tests) lane state is
 // host memory and the budget stays in rows, as set by --memory-rows. On cuda it is device bytes: every lane slot is
 // planned up front (lane-bytes.ts), so the rows a lane may hold are what fits under the allocation cap once the
-// weights are loaded and the rest of the plan, the reference cache and the codec's lanes are set aside. A request
+// weights are loaded and the rest of the plan, the reference cache and the codec's lanes, weights and scratch are set
+// aside. A request
 // costs its lane's fixed state plus (P + F + 1) rows; the scheduler reserves that against the lanes' total.
 import { attentionWorkspaceBytes } from '../backend/cuda/ops/attention.ts';
 import { DramaError } from '../errors.ts';
@@ -26,6 +27,8 @@ export interface RuntimeMemory {
   readonly prefillChunk: number;
   /** Streams the CUDA codec holds decode state for on the same device (0: the codec decodes on the cpu). */
   readonly codecStreams: number;
+  /** Device bytes the CUDA codec's own contexts hold beside that state (weights, scratch; 0 or absent: none). */
+  readonly codecDeviceBytes?: number;
   device(): DeviceMemory;
 }
 
@@ -93,7 +96,7 @@ function deviceReserve(request: DeviceBudgetRequest): number {
   );
   // Plan packs the routed experts for the kernels one layer at a time: one layer's copy is held twice meanwhile.
   const packing = expertLayerBytes(config);
-  const codec = codecStreams * laneBytes(config, config.codec).codecPerStream;
+  const codec = codecStreams * laneBytes(config, config.codec).codecPerStream + (request.memory.codecDeviceBytes ?? 0);
   return tables + 2 * workspace + packing + ACTIVATION_RESERVE_BYTES + request.referenceCacheBytes + codec;
 }
 

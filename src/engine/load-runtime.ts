@@ -14,7 +14,12 @@ import { createProgress, formatBytes } from '../shared/progress.ts';
 import { type BackendName, type BackendProbes, chooseBackend, REAL_PROBES } from './backend-choice.ts';
 import { cpuEngineCodec, loadCheckpointRuntime } from './checkpoint-runtime.ts';
 import { chooseCodecBackend } from './codec-choice.ts';
-import { cudaEngineCodec, DEFAULT_CUDA_CODEC_SETTINGS, lazyCudaEngineCodec } from './cuda-codec.ts';
+import {
+  cudaCodecDeviceBytes,
+  cudaEngineCodec,
+  DEFAULT_CUDA_CODEC_SETTINGS,
+  lazyCudaEngineCodec,
+} from './cuda-codec.ts';
 import type { DeviceMemory, RuntimeMemory } from './lane-budget.ts';
 import { NullCodec, type NullCodecOptions } from './null-codec.ts';
 import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
@@ -133,11 +138,18 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
       };
       return model;
     };
+    let codecDeviceBytes = 0;
     const engineCodec =
-      codec.backend === 'cuda' ? (made: Codec) => lazyCudaEngineCodec(made, settings) : cpuEngineCodec;
+      codec.backend === 'cuda'
+        ? (made: Codec) => {
+            codecDeviceBytes = cudaCodecDeviceBytes(made, settings);
+            return lazyCudaEngineCodec(made, settings);
+          }
+        : cpuEngineCodec;
     const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load, engineCodec);
     const notices = [choice.reason, codec.reason, ...loadNotices, ...(runtime.notices ?? [])];
-    return { ...runtime, backend: choice.backend, notices, ...(memory === undefined ? {} : { memory }) };
+    const held = memory === undefined ? {} : { memory: { ...memory, codecDeviceBytes } };
+    return { ...runtime, backend: choice.backend, notices, ...held };
   } catch (error) {
     if (error instanceof DramaError) throw error;
     throw new DramaError('CHECKPOINT_LOAD_FAILED', `could not load the checkpoint in ${spec.dir}: ${String(error)}`, {

@@ -4,19 +4,13 @@
 import { CudaContext } from '../backend/cuda/context.ts';
 import type { CodecPrecision } from '../backend/cuda/ops/codecConvArguments.ts';
 import type { Codec } from '../codec/codec.ts';
-import { CudaCodecEncoder } from '../codec/cuda/encoder.ts';
+import { CudaCodecEncoder, REFERENCE_FRAMES_PER_PASS } from '../codec/cuda/encoder.ts';
 import { encodeReferenceAudio, loadCheckpointCodec, referencePcm } from '../codec/reference.ts';
 import type { Frame } from '../model/types.ts';
 import { Tokenizer } from '../text/tokenizer.ts';
 import { parseSpeakerSegments } from '../text/userText.ts';
 import { NULL_UPLOAD_CODEC, type UploadCodec } from './encoder.ts';
 import type { VoiceEncoderSource } from './encoder-thread.ts';
-
-/**
- * Frames one CUDA encode pass takes: 512 holds a 23.8 s reference in one pass (the pass length never changes a code;
- * longer passes only run faster), for about 0.8 GB of scratch at the real codec's widths.
- */
-export const VOICE_ENCODE_FRAMES_PER_PASS = 512;
 
 /** Mono samples → frames on CUDA, the device encoder made once and kept for the thread's life. */
 export function cudaReferenceFrames(
@@ -27,7 +21,7 @@ export function cudaReferenceFrames(
   let encoder: CudaCodecEncoder;
   try {
     encoder = CudaCodecEncoder.create(cuda, codec.config, codec.weights, {
-      framesPerPass: VOICE_ENCODE_FRAMES_PER_PASS,
+      framesPerPass: REFERENCE_FRAMES_PER_PASS,
       precision,
     });
   } catch (error) {

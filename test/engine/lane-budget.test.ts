@@ -140,3 +140,13 @@ test('a prefill chunk of at most 64 rows sets aside its attention workspace, lar
   const workspace = 2 * (64 - 4) * 16 * 1024 * 258 * 4;
   assert.ok(at(64) - at(256) >= workspace - 256 * 1024, `${at(64) - at(256)} bytes more, expected about ${workspace}`);
 });
+
+test("the CUDA codec's own weights and scratch are set aside beside its lanes' state, byte for byte", () => {
+  const limit = 0.9 * 141 * GB;
+  const without = deviceBudget(request(FULL, 8, limit, 38.7 * GB));
+  const codecBytes = 1.5 * GB;
+  const base = request(FULL, 8, limit, 38.7 * GB);
+  const withCodec = deviceBudget({ ...base, memory: { ...base.memory, codecDeviceBytes: codecBytes } });
+  assert.equal(withCodec.device!.reservedBytes - without.device!.reservedBytes, codecBytes);
+  assert.ok(withCodec.rowsPerLane < without.rowsPerLane, 'the lanes hold fewer rows beside the codec');
+});

@@ -13,6 +13,7 @@ import type { CodecPrecision } from '../../src/backend/cuda/ops/codecConv.ts';
 import { readTorchCheckpoint } from '../../src/checkpoint/torch-pth.ts';
 import { Codec } from '../../src/codec/codec.ts';
 import { CudaCodecDecoder, type LaneFrames } from '../../src/codec/cuda/decoder.ts';
+import { decoderDeviceBytes } from '../../src/codec/cuda/device-bytes.ts';
 import { type CodecWeights, loadCodecWeights } from '../../src/codec/weights.ts';
 import type { Frame } from '../../src/model/types.ts';
 import { FIXTURE_DIR, fixtureConfig, fixtureDoubles, fixtureFloats, fixtureFrames } from '../codec/oracle-fixture.ts';
@@ -65,6 +66,10 @@ test('the CUDA codec decodes the PyTorch fixture: SNR in the f32, f16-weights an
   for (const precision of ['f32', 'f16-weights', 'f16'] as const) {
     const codec = decoder(precision, 1, 64);
     try {
+      // What the lane budget sets aside for the codec (device-bytes.ts) is what the decoder allocated.
+      const sized = decoderDeviceBytes(fixtureConfig, weights, { slots: 1, maxFramesPerCall: 64, precision });
+      assert.equal(sized.weights, codec.bytes.weights, `${precision}: sized weight bytes`);
+      assert.equal(sized.scratch, codec.bytes.scratch, `${precision}: sized scratch bytes`);
       const stream = codec.openStream();
       const audio = stream.push(frames);
       assert.ok(audio.every(Number.isFinite), `${precision}: a sample is not finite`);

@@ -10,10 +10,11 @@ import { after, before, test } from 'node:test';
 import { decodeUpload } from '../../src/audio/decode.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
 import type { Codec } from '../../src/codec/codec.ts';
+import { REFERENCE_FRAMES_PER_PASS } from '../../src/codec/cuda/encoder.ts';
 import { loadCheckpointCodec } from '../../src/codec/reference.ts';
 import type { Frame } from '../../src/model/types.ts';
 import { type VoiceEncoder, voiceEncoderFor } from '../../src/voices/encoder.ts';
-import { cudaReferenceFrames, VOICE_ENCODE_FRAMES_PER_PASS } from '../../src/voices/upload-codec.ts';
+import { cudaReferenceFrames } from '../../src/voices/upload-codec.ts';
 import { toneWav } from '../voices/wav-fixture.ts';
 import { speechCheckpointDir } from './support/speech-model-checkpoint.ts';
 
@@ -69,7 +70,7 @@ function nativeReference(frames: number): Float32Array {
 test('a reference of two passes: CUDA f32 gives the cpu codes but at near-ties; f16 agreement printed', {
   skip,
 }, () => {
-  const pcm = nativeReference(VOICE_ENCODE_FRAMES_PER_PASS + 37);
+  const pcm = nativeReference(REFERENCE_FRAMES_PER_PASS + 37);
   let margins: Float64Array = new Float64Array(0);
   const expected = codec.encode(pcm, {
     margins: (values) => {

@@ -74,6 +74,35 @@ function latentRowsPerFrame(config: CodecConfig): number {
   return config.quantizerFactors.reduce((total, factor) => total * factor, 1);
 }
 
+/** The call scratch's buffers, in 4-byte words each: what allocateScratch allocates (and lane-bytes.ts sets aside). */
+export function decoderScratchWords(
+  config: CodecConfig,
+  options: Pick<CudaCodecOptions, 'slots' | 'maxFramesPerCall' | 'precision'>,
+): Record<string, number> {
+  const frames = options.maxFramesPerCall;
+  const post = config.postModule;
+  const width = post.heads * post.headDim;
+  const latentRows = frames * latentRowsPerFrame(config);
+  return {
+    sequences: (options.slots + 1) * 4,
+    codes: frames * (1 + config.residualCodebooks),
+    big0: frames * widestRowFloats(config),
+    big1: frames * widestRowFloats(config),
+    big2: frames * widestRowFloats(config),
+    hidden: latentRows * config.convNextHidden,
+    samples: frames * config.frameLength,
+    x: frames * post.dim,
+    h: frames * post.dim,
+    normed: frames * post.dim,
+    qkv: frames * 3 * width,
+    attended: frames * width,
+    gateUp: frames * 2 * post.intermediate,
+    gated: frames * post.intermediate,
+    // The split tensor-core convs' sums (layers.ts): only calls of few rows split, and theirs fit.
+    ...(options.precision === 'f16' ? { splitSums: SPLIT_SUM_FLOATS } : {}),
+  };
+}
+
 export class CudaCodecDecoder {
   private readonly positions: number[];
   private readonly open: boolean[];
@@ -156,29 +185,7 @@ export class CudaCodecDecoder {
 
   private allocateScratch(): void {
     const { config, options } = this;
-    const frames = options.maxFramesPerCall;
-    const post = config.postModule;
-    const width = post.heads * post.headDim;
-    const latentRows = frames * latentRowsPerFrame(config);
-    const sizes: Record<string, number> = {
-      sequences: (options.slots + 1) * 4,
-      codes: frames * this.codebooks,
-      big0: frames * widestRowFloats(config),
-      big1: frames * widestRowFloats(config),
-      big2: frames * widestRowFloats(config),
-      hidden: latentRows * config.convNextHidden,
-      samples: frames * config.frameLength,
-      x: frames * post.dim,
-      h: frames * post.dim,
-      normed: frames * post.dim,
-      qkv: frames * 3 * width,
-      attended: frames * width,
-      gateUp: frames * 2 * post.intermediate,
-      gated: frames * post.intermediate,
-      // The split tensor-core convs' sums (layers.ts): only calls of few rows split, and theirs fit.
-      ...(options.precision === 'f16' ? { splitSums: SPLIT_SUM_FLOATS } : {}),
-    };
-    for (const [name, count] of Object.entries(sizes)) {
+    for (const [name, count] of Object.entries(decoderScratchWords(config, options))) {
       const allocation = this.cuda.allocate(count * 4, `codec decode ${name}`);
       this.allocations.push(allocation);
       this.scratch[name] = allocation.pointer;

@@ -120,6 +120,8 @@ export class Uploader {
   constructor(
     private readonly cuda: CudaContext,
     readonly precision: CodecPrecision,
+    /** Allocate what the conv weights need without converting them (device-bytes.ts sizes the uploads). */
+    private readonly sizeOnly = false,
   ) {}
 
   floats(values: Float32Array, label: string): DevicePointer {
@@ -130,8 +132,13 @@ export class Uploader {
     return this.keep(this.cuda.upload(values, label));
   }
 
-  /** A conv weight already in [Cin, K, Cout], in the chosen precision. */
-  laid(values: Float32Array, label: string): DevicePointer {
+  /** A conv weight of `elements` values, laid out in [Cin, K, Cout] by `lay` (not run when only sizing), in the
+   *  chosen precision. */
+  laid(elements: number, lay: () => Float32Array, label: string): DevicePointer {
+    if (this.sizeOnly) {
+      return this.keep(this.cuda.allocate(Math.max(elements * (this.precision === 'f32' ? 4 : 2), 1), label));
+    }
+    const values = lay();
     return this.keep(this.cuda.upload(this.precision === 'f32' ? values : toF16Bits(values), label));
   }
 
@@ -148,10 +155,10 @@ export function conv(
   shape: { inputs: number; outputs: number; kernel: number },
 ): DeviceConv {
   const folded = weight(weights, `${name}.conv.weight`);
-  const laid = codecConvWeightLayout(folded, shape.outputs, shape.inputs, shape.kernel);
+  const lay = () => codecConvWeightLayout(folded, shape.outputs, shape.inputs, shape.kernel);
   return {
     ...shape,
-    weight: up.laid(laid, `${name}.conv.weight`),
+    weight: up.laid(folded.length, lay, `${name}.conv.weight`),
     bias: up.floats(weight(weights, `${name}.conv.bias`), `${name}.conv.bias`),
   };
 }
@@ -168,25 +175,26 @@ function transposed(
   // Tensor cores run it as the conv of s·Cout outputs it is (codecConv.ts transposedOnTensorCores).
   const asConv = up.precision === 'f16';
   const { inputs, outputs, kernel } = shape;
-  const laid = asConv
-    ? codecTransposedAsConvLayout(folded, inputs, outputs, kernel, stride)
-    : codecTransposedWeightLayout(folded, inputs, outputs, kernel);
+  const lay = () =>
+    asConv
+      ? codecTransposedAsConvLayout(folded, inputs, outputs, kernel, stride)
+      : codecTransposedWeightLayout(folded, inputs, outputs, kernel);
   return {
     ...shape,
-    weight: up.laid(laid, `${name}.conv.weight`),
+    weight: up.laid(folded.length, lay, `${name}.conv.weight`),
     bias: up.floats(asConv ? repeatedBias(bias, stride) : bias, `${name}.conv.bias`),
   };
 }
 
 /** A PyTorch linear [out, in] (rows of several stacked), optional bias, as a k1 conv. */
 function linear(up: Uploader, rows: readonly Float32Array[], inputs: number, label: string, bias?: Float32Array) {
-  const stacked = concatenate(rows);
-  const outputs = stacked.length / inputs;
+  const elements = rows.reduce((total, row) => total + row.length, 0);
+  const outputs = elements / inputs;
   return {
     inputs,
     outputs,
     kernel: 1,
-    weight: up.laid(codecConvWeightLayout(stacked, outputs, inputs, 1), `${label}.weight`),
+    weight: up.laid(elements, () => codecConvWeightLayout(concatenate(rows), outputs, inputs, 1), `${label}.weight`),
     ...(bias === undefined ? {} : { bias: up.floats(bias, `${label}.bias`) }),
   };
 }
@@ -316,14 +324,15 @@ function quantizer(up: Uploader, weights: CodecWeights, config: CodecConfig): De
   };
 }
 
-/** Uploads everything decode needs; frees what it made if any upload fails. */
+/** Uploads everything decode needs (or, sizeOnly, allocates its bytes); frees what it made if any upload fails. */
 export function uploadDecodeWeights(
   cuda: CudaContext,
   config: CodecConfig,
   weights: CodecWeights,
   precision: CodecPrecision,
+  sizeOnly = false,
 ): DeviceDecodeWeights {
-  const up = new Uploader(cuda, precision);
+  const up = new Uploader(cuda, precision, sizeOnly);
   const free = () => {
     for (const allocation of up.allocations) allocation.free();
     up.allocations.length = 0;

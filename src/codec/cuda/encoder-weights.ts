@@ -60,12 +60,13 @@ export interface DeviceEncodeWeights {
 function stridedConv(up: Uploader, weights: CodecWeights, name: string, shape: StridedConvShape): DeviceConv {
   const kernel = regroupedKernel(shape);
   const inputs = shape.stride * shape.inputs;
-  const regrouped = regroupedConvWeight(weight(weights, `${name}.conv.weight`), shape);
+  const folded = weight(weights, `${name}.conv.weight`);
+  const lay = () => codecConvWeightLayout(regroupedConvWeight(folded, shape), shape.outputs, inputs, kernel);
   return {
     inputs,
     outputs: shape.outputs,
     kernel,
-    weight: up.laid(codecConvWeightLayout(regrouped, shape.outputs, inputs, kernel), `${name}.conv.weight`),
+    weight: up.laid(folded.length, lay, `${name}.conv.weight`),
     bias: up.floats(weight(weights, `${name}.conv.bias`), `${name}.conv.bias`),
   };
 }
@@ -128,14 +129,15 @@ function encodeTables(up: Uploader, weights: CodecWeights, config: CodecConfig):
   };
 }
 
-/** Uploads everything encode needs; frees what it made if any upload fails. */
+/** Uploads everything encode needs (or, sizeOnly, allocates its bytes); frees what it made if any upload fails. */
 export function uploadEncodeWeights(
   cuda: CudaContext,
   config: CodecConfig,
   weights: CodecWeights,
   precision: CodecPrecision,
+  sizeOnly = false,
 ): DeviceEncodeWeights {
-  const up = new Uploader(cuda, precision);
+  const up = new Uploader(cuda, precision, sizeOnly);
   const free = () => {
     for (const allocation of up.allocations) allocation.free();
     up.allocations.length = 0;

@@ -30,6 +30,12 @@ export interface CudaEncoding {
   readonly margins: Float64Array;
 }
 
+/**
+ * Frames a reference encode takes a pass (voice cloning's): 512 holds a 23.8 s reference in one pass (the pass length
+ * never changes a code; longer passes only run faster), for 912 MiB of scratch at the real codec's widths.
+ */
+export const REFERENCE_FRAMES_PER_PASS = 512;
+
 /** A quiet NaN no kernel writes. */
 const POISON_WORD = 0x7fa5a5a5;
 
@@ -49,6 +55,35 @@ function widestRowFloats(config: CodecConfig): number {
 /** Rows per frame after the encoder blocks: where the encoder's transformer runs. */
 function latentRowsPerFrame(config: CodecConfig): number {
   return config.quantizerFactors.reduce((total, factor) => total * factor, 1);
+}
+
+/** The pass scratch's buffers, in 4-byte words each: what allocateScratch allocates (and lane-bytes.ts sets aside). */
+export function encoderScratchWords(config: CodecConfig, framesPerPass: number): Record<string, number> {
+  const frames = framesPerPass;
+  const codebooks = 1 + config.residualCodebooks;
+  const encoderRows = frames * latentRowsPerFrame(config);
+  const transformers = [
+    { rows: encoderRows, config: config.encoderTransformer },
+    { rows: frames, config: config.preModule },
+  ];
+  const largest = (size: (rows: number, width: number, t: (typeof transformers)[number]['config']) => number) =>
+    Math.max(...transformers.map(({ rows, config: t }) => size(rows, t.heads * t.headDim, t)));
+  return {
+    sequences: 2 * 4,
+    big0: frames * widestRowFloats(config),
+    big1: frames * widestRowFloats(config),
+    big2: frames * widestRowFloats(config),
+    hidden: (encoderRows / config.quantizerFactors[0]!) * config.convNextHidden,
+    x: largest((rows, _, t) => rows * t.dim),
+    h: largest((rows, _, t) => rows * t.dim),
+    normed: largest((rows, _, t) => rows * t.dim),
+    qkv: largest((rows, width) => rows * 3 * width),
+    attended: largest((rows, width) => rows * width),
+    gateUp: largest((rows, _, t) => rows * 2 * t.intermediate),
+    gated: largest((rows, _, t) => rows * t.intermediate),
+    codes: frames * codebooks,
+    margins: 2 * frames * codebooks,
+  };
 }
 
 export class CudaCodecEncoder {
@@ -108,31 +143,7 @@ export class CudaCodecEncoder {
 
   private allocateScratch(): void {
     const { config, options } = this;
-    const frames = options.framesPerPass;
-    const encoderRows = frames * latentRowsPerFrame(config);
-    const transformers = [
-      { rows: encoderRows, config: config.encoderTransformer },
-      { rows: frames, config: config.preModule },
-    ];
-    const largest = (size: (rows: number, width: number, t: (typeof transformers)[number]['config']) => number) =>
-      Math.max(...transformers.map(({ rows, config: t }) => size(rows, t.heads * t.headDim, t)));
-    const sizes: Record<string, number> = {
-      sequences: 2 * 4,
-      big0: frames * widestRowFloats(config),
-      big1: frames * widestRowFloats(config),
-      big2: frames * widestRowFloats(config),
-      hidden: (encoderRows / config.quantizerFactors[0]!) * config.convNextHidden,
-      x: largest((rows, _, t) => rows * t.dim),
-      h: largest((rows, _, t) => rows * t.dim),
-      normed: largest((rows, _, t) => rows * t.dim),
-      qkv: largest((rows, width) => rows * 3 * width),
-      attended: largest((rows, width) => rows * width),
-      gateUp: largest((rows, _, t) => rows * 2 * t.intermediate),
-      gated: largest((rows, _, t) => rows * t.intermediate),
-      codes: frames * this.codebooks,
-      margins: 2 * frames * this.codebooks,
-    };
-    for (const [name, count] of Object.entries(sizes)) {
+    for (const [name, count] of Object.entries(encoderScratchWords(config, options.framesPerPass))) {
       const allocation = this.cuda.allocate(Math.max(count, 1) * 4, `codec encode ${name}`);
       this.allocations.push(allocation);
       this.scratch[name] = allocation.pointer;
