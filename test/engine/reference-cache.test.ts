@@ -11,9 +11,10 @@ import { ReferenceCache, snapshotBytes, snapshotRow } from '../../src/engine/ref
 import type { EncodedReference, SpeechRuntime } from '../../src/engine/runtime.ts';
 import { Scheduler } from '../../src/engine/scheduler.ts';
 import { loadSpeechModel } from '../../src/model/load-model.ts';
-import { DEFAULT_SAMPLING, type Frame, type Lane, type PromptRows } from '../../src/model/types.ts';
+import { DEFAULT_SAMPLING, type Lane, type PromptRows } from '../../src/model/types.ts';
 import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
 import { tinyCheckpointDir } from '../model/tiny-checkpoint.ts';
+import { TEXT, VOICE_A, VOICE_B } from './reference-voices.ts';
 
 const CHUNK = 16;
 const FRAMES = 5;
@@ -32,18 +33,6 @@ function recording(): { runtime: SpeechRuntime; cuts: [number, number][] } {
   };
   return { runtime: { ...base, model: wrapped }, cuts };
 }
-
-function referenceFrames(count: number, salt: number): Frame[] {
-  return Array.from({ length: count }, (_, row) => {
-    const frame = new Int32Array(CODES_PER_FRAME);
-    for (let k = 0; k < CODES_PER_FRAME; k++) frame[k] = (row * 131 + k * 37 + salt * 977) % (k === 0 ? 4096 : 1024);
-    return frame;
-  });
-}
-
-const VOICE_A: EncodedReference = { text: 'This is the first reference voice.', frames: referenceFrames(30, 1) };
-const VOICE_B: EncodedReference = { text: 'A second voice, speaking differently.', frames: referenceFrames(24, 2) };
-const TEXT = 'Hello from the cache test.';
 
 interface Played {
   readonly pcm: Buffer;

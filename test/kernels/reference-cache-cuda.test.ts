@@ -17,8 +17,8 @@ import { ReferencePrefill } from '../../src/engine/reference-prefill.ts';
 import type { EncodedReference, SpeechRuntime } from '../../src/engine/runtime.ts';
 import { Scheduler } from '../../src/engine/scheduler.ts';
 import type { SlotSpeechModel } from '../../src/model/speech-model.ts';
-import { DEFAULT_SAMPLING, type Frame } from '../../src/model/types.ts';
-import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
+import { DEFAULT_SAMPLING } from '../../src/model/types.ts';
+import { referenceFrames, TEXT, VOICE_A, VOICE_B } from '../engine/reference-voices.ts';
 import { speechCheckpointDir } from './support/speech-model-checkpoint.ts';
 
 const availability = cudaAvailability();
@@ -27,18 +27,6 @@ const skip = availability.available ? false : `needs a CUDA device: ${availabili
 const CHUNK = 16;
 const FRAMES = 5;
 const ROWS_PER_LANE = 1024;
-const TEXT = 'Hello from the cache test.';
-
-function referenceFrames(count: number, salt: number): Frame[] {
-  return Array.from({ length: count }, (_, row) => {
-    const frame = new Int32Array(CODES_PER_FRAME);
-    for (let k = 0; k < CODES_PER_FRAME; k++) frame[k] = (row * 131 + k * 37 + salt * 977) % (k === 0 ? 4096 : 1024);
-    return frame;
-  });
-}
-
-const VOICE_A: EncodedReference = { text: 'This is the first reference voice.', frames: referenceFrames(30, 1) };
-const VOICE_B: EncodedReference = { text: 'A second voice, speaking differently.', frames: referenceFrames(24, 2) };
 
 let runtime: SpeechRuntime | undefined;
 let nextId = 1;
