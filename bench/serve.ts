@@ -10,6 +10,7 @@ import { Engine } from '../src/engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS } from '../src/engine/engine-core.ts';
 import { buildApp } from '../src/server/app.ts';
 import { audioToolkit } from '../src/server/audio-toolkit.ts';
+import { percentile, type SpeechSample, streamSpeech } from './support/speech-client.ts';
 
 const { values } = parseArgs({
   options: {
@@ -25,12 +26,6 @@ const lanes = Number(values.lanes);
 const requestsPerLevel = Number(values.requests);
 const frames = Number(values.frames);
 
-interface Sample {
-  readonly firstAudioMs: number;
-  readonly totalMs: number;
-  readonly audioSeconds: number;
-}
-
 const TEXTS = [
   'The quick brown fox jumps over the lazy dog.',
   'A journey of a thousand miles begins with a single step.',
@@ -38,35 +33,8 @@ const TEXTS = [
   'Every morning the market opens before the sun is up.',
 ];
 
-async function speak(url: string, index: number): Promise<Sample> {
-  const started = performance.now();
-  const reply = await fetch(`${url}/v1/audio/speech`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      input: TEXTS[index % TEXTS.length],
-      response_format: 'pcm',
-      sample_rate: 44100,
-      stream_format: 'audio',
-      seed: index,
-      max_frames: frames,
-    }),
-  });
-  if (reply.status !== 200) throw new Error(`status ${reply.status}: ${await reply.text()}`);
-  const reader = reply.body!.getReader();
-  let firstAudioMs = Number.NaN;
-  let bytes = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    if (bytes === 0) firstAudioMs = performance.now() - started;
-    bytes += value.length;
-  }
-  return { firstAudioMs, totalMs: performance.now() - started, audioSeconds: bytes / 2 / 44100 };
-}
-
-function percentile(sorted: readonly number[], fraction: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
+function speak(url: string, index: number): Promise<SpeechSample> {
+  return streamSpeech(url, { input: TEXTS[index % TEXTS.length], seed: index, max_frames: frames });
 }
 
 const runtime = await resolveRuntime({
@@ -87,7 +55,7 @@ await speak(url, 0);
 
 const rows = [];
 for (const clients of [1, 4, 16]) {
-  const samples: Sample[] = [];
+  const samples: SpeechSample[] = [];
   const started = performance.now();
   const requests = Math.max(requestsPerLevel, clients);
   let next = 0;

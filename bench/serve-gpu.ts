@@ -1,0 +1,210 @@
+// The server end to end on the GPU, as `drama3 serve` runs it (the engine and the decode on their threads, the voice
+// encoder on its own, the model and the codec on CUDA): a synthetic checkpoint written in the real format to local
+// disk and loaded (load time and the engine's own load notices), then over HTTP with streamed 44.1 kHz pcm:
+//   time to first audio, one client, p50/p95 of --requests requests: a short text with the default voice, with a
+//   catalog voice (uploaded once, so its reference prefix is cached after the first request), and with a fresh
+//   one-off 20 s reference each request (encoded on CUDA, its prefix prefilled, never cached);
+//   aggregate frames/s and real-time factor at 1, 8, 32 and 64 concurrent clients (--frames frames a request, the
+//   slowest stream's real-time factor beside the median);
+//   the device ledger at the end (/v1/models: plan allocates up front, so this is its peak but for the reference
+//   cache's snapshots) and the process's peak resident memory.
+// One table per part, and serve-gpu.json in the output directory (argv[2]).
+// Usage: tsx bench/serve-gpu.ts [output directory] [--preset small|full] [--requests N] [--frames N]
+//        [--backend cuda|cpu] (cpu: a quick check of the bench itself on any machine, with the tiny preset)
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { cudaAvailability } from '../src/backend/cuda/driver.ts';
+import { openVoices } from '../src/cli/voices.ts';
+import { Engine } from '../src/engine/engine.ts';
+import { DEFAULT_ENGINE_SETTINGS } from '../src/engine/engine-core.ts';
+import type { RuntimeSpec } from '../src/engine/load-runtime.ts';
+import { buildApp } from '../src/server/app.ts';
+import { audioToolkit } from '../src/server/audio-toolkit.ts';
+import type { SynthPreset } from '../src/synth/plan.ts';
+import { synthesizeCheckpoint } from '../src/synth/synthesize.ts';
+import { markdownTable, writeReport } from './support/output.ts';
+import { percentile, type SpeechSample, streamSpeech } from './support/speech-client.ts';
+
+const { values } = parseArgs({
+  allowPositionals: true,
+  options: {
+    preset: { type: 'string', default: 'small' },
+    requests: { type: 'string', default: '20' },
+    frames: { type: 'string', default: '64' },
+    backend: { type: 'string', default: 'cuda' },
+  },
+});
+const backend = values.backend === 'cpu' ? 'cpu' : 'cuda';
+if (backend === 'cuda') {
+  const availability = cudaAvailability();
+  if (!availability.available) {
+    console.log(`serve-gpu needs a CUDA device: ${availability.reason}`);
+    process.exit(0);
+  }
+}
+const preset = (backend === 'cpu' ? 'tiny' : values.preset) as SynthPreset;
+const requests = Number(values.requests);
+const frames = Number(values.frames);
+const CLIENTS = backend === 'cpu' ? [1, 2] : [1, 8, 32, 64];
+const SHORT_TEXT = 'Hello there, how are you today?';
+const REFERENCE_SECONDS = 20;
+
+/** A 16-bit mono WAV of a drifting tone with a little noise, different for each salt (so never a cache hit). */
+function referenceWav(seconds: number, salt: number): Buffer {
+  const rate = 24000;
+  const samples = Math.round(seconds * rate);
+  const out = Buffer.alloc(44 + 2 * samples);
+  out.write('RIFF', 0, 'ascii');
+  out.writeUInt32LE(36 + 2 * samples, 4);
+  out.write('WAVEfmt ', 8, 'ascii');
+  out.writeUInt32LE(16, 16);
+  out.writeUInt16LE(1, 20);
+  out.writeUInt16LE(1, 22);
+  out.writeUInt32LE(rate, 24);
+  out.writeUInt32LE(2 * rate, 28);
+  out.writeUInt16LE(2, 32);
+  out.writeUInt16LE(16, 34);
+  out.write('data', 36, 'ascii');
+  out.writeUInt32LE(2 * samples, 40);
+  let state = 0x9e3779b9 ^ salt;
+  for (let index = 0; index < samples; index++) {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    const time = index / rate;
+    const value = 0.3 * Math.sin(2 * Math.PI * (180 + 20 * salt + 15 * time) * time) + 0.02 * (state / 2 ** 32 - 0.5);
+    out.writeInt16LE(Math.round(value * 32767), 44 + 2 * index);
+  }
+  return out;
+}
+
+const parent = path.resolve('.');
+const folder = fs.mkdtempSync(path.join(parent, '.serve-gpu-'));
+try {
+  const dir = path.join(folder, 'checkpoint');
+  const writeStarted = performance.now();
+  await synthesizeCheckpoint(dir, { preset, seed: 5, experts: 'fp8' });
+  const writeSeconds = (performance.now() - writeStarted) / 1000;
+  console.log(`wrote the ${preset} checkpoint to local disk in ${writeSeconds.toFixed(1)} s`);
+  const runtime: RuntimeSpec = { kind: 'checkpoint', dir, backend, codecBackend: backend };
+  const loadStarted = performance.now();
+  const engine = await Engine.start({
+    runtime,
+    settings: { ...DEFAULT_ENGINE_SETTINGS, lanes: Math.max(...CLIENTS) },
+    queueLimit: 4096,
+    thread: 'worker',
+  });
+  const loadSeconds = (performance.now() - loadStarted) / 1000;
+  console.log(`engine ready in ${loadSeconds.toFixed(1)} s; ${engine.info.notices.join('; ')}`);
+  const voicesDir = path.join(folder, 'voices');
+  fs.mkdirSync(voicesDir);
+  const app = await buildApp({
+    engine,
+    audio: audioToolkit,
+    ...(await openVoices(voicesDir, runtime)),
+  });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  try {
+    const form = new FormData();
+    form.append('name', 'bench-voice');
+    form.append('text', 'This is the catalog voice the bench speaks with.');
+    form.append('audio', new Blob([referenceWav(10, 0)], { type: 'audio/wav' }), 'voice.wav');
+    const created = await fetch(`${url}/v1/audio/voices`, { method: 'POST', body: form });
+    if (created.status !== 201) throw new Error(`voice upload: ${created.status} ${await created.text()}`);
+    const firstAudio: { case: string; p50Ms: number; p95Ms: number; requests: number }[] = [];
+    const cases: [string, (index: number) => Record<string, unknown>][] = [
+      ['short text, default voice', (index) => ({ input: SHORT_TEXT, seed: index, max_frames: 8 })],
+      [
+        'short text, cached catalog voice',
+        (index) => ({ input: SHORT_TEXT, voice: 'bench-voice', seed: index, max_frames: 8 }),
+      ],
+      [
+        `short text, uncached ${REFERENCE_SECONDS} s reference`,
+        (index) => ({
+          input: SHORT_TEXT,
+          seed: index,
+          max_frames: 8,
+          references: [
+            {
+              audio: referenceWav(REFERENCE_SECONDS, index + 1).toString('base64'),
+              text: 'A fresh reference each time.',
+            },
+          ],
+        }),
+      ],
+    ];
+    for (const [name, body] of cases) {
+      await streamSpeech(url, body(requests));
+      const samples: SpeechSample[] = [];
+      for (let index = 0; index < requests; index++) samples.push(await streamSpeech(url, body(index)));
+      const sorted = samples.map((sample) => sample.firstAudioMs).sort((a, b) => a - b);
+      firstAudio.push({ case: name, p50Ms: percentile(sorted, 0.5), p95Ms: percentile(sorted, 0.95), requests });
+    }
+    const throughput: Record<string, number>[] = [];
+    for (const clients of CLIENTS) {
+      const total = Math.max(requests, clients);
+      const samples: SpeechSample[] = [];
+      let next = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: clients }, async () => {
+          while (next < total) {
+            const index = next++;
+            samples.push(await streamSpeech(url, { input: SHORT_TEXT, seed: index, max_frames: frames }));
+          }
+        }),
+      );
+      const wallSeconds = (performance.now() - started) / 1000;
+      const rtf = samples.map((sample) => sample.totalMs / 1000 / sample.audioSeconds).sort((a, b) => a - b);
+      const audioSeconds = samples.reduce((sum, sample) => sum + sample.audioSeconds, 0);
+      throughput.push({
+        clients,
+        requests: samples.length,
+        framesPerSecond: (audioSeconds * 44100) / 2048 / wallSeconds,
+        rtfP50: percentile(rtf, 0.5),
+        rtfSlowest: rtf.at(-1)!,
+      });
+    }
+    // Plan allocates every lane's state up front, so what the ledger holds at the end is its peak but for the
+    // reference cache's snapshots (within their budget).
+    const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { speech: { memory: unknown } }[] };
+    const memory = { lanes: models.data[0]?.speech.memory, peakRssBytes: process.resourceUsage().maxRSS * 1024 };
+    console.log(`\n## drama3 serve on ${backend}, the ${preset} preset, load ${loadSeconds.toFixed(1)} s`);
+    console.log(
+      markdownTable(
+        ['case (one client)', 'requests', 'first audio p50 ms', 'p95 ms'],
+        firstAudio.map((row) => [row.case, String(row.requests), row.p50Ms.toFixed(1), row.p95Ms.toFixed(1)]),
+      ).join('\n'),
+    );
+    console.log(
+      markdownTable(
+        ['clients', 'requests', `frames/s (${frames} a request)`, 'RTF p50', 'RTF slowest'],
+        throughput.map((row) => [
+          String(row.clients),
+          String(row.requests),
+          row.framesPerSecond!.toFixed(1),
+          row.rtfP50!.toFixed(3),
+          row.rtfSlowest!.toFixed(3),
+        ]),
+      ).join('\n'),
+    );
+    console.log(
+      `peak resident memory ${(memory.peakRssBytes / 2 ** 30).toFixed(2)} GiB; lane memory ${JSON.stringify(memory.lanes)}`,
+    );
+    const file = writeReport('serve-gpu.json', {
+      backend,
+      preset,
+      writeSeconds,
+      loadSeconds,
+      notices: engine.info.notices,
+      firstAudio,
+      throughput,
+      memory,
+    });
+    console.log(`wrote ${file}`);
+  } finally {
+    await app.close();
+    await engine.close();
+  }
+} finally {
+  fs.rmSync(folder, { recursive: true, force: true });
+}
