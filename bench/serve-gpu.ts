@@ -14,6 +14,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { writeWav } from '../src/audio/wav.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
 import { openVoices } from '../src/cli/voices.ts';
 import { Engine } from '../src/engine/engine.ts';
@@ -53,28 +54,13 @@ const REFERENCE_SECONDS = 20;
 /** A 16-bit mono WAV of a drifting tone with a little noise, different for each salt (so never a cache hit). */
 function referenceWav(seconds: number, salt: number): Buffer {
   const rate = 24000;
-  const samples = Math.round(seconds * rate);
-  const out = Buffer.alloc(44 + 2 * samples);
-  out.write('RIFF', 0, 'ascii');
-  out.writeUInt32LE(36 + 2 * samples, 4);
-  out.write('WAVEfmt ', 8, 'ascii');
-  out.writeUInt32LE(16, 16);
-  out.writeUInt16LE(1, 20);
-  out.writeUInt16LE(1, 22);
-  out.writeUInt32LE(rate, 24);
-  out.writeUInt32LE(2 * rate, 28);
-  out.writeUInt16LE(2, 32);
-  out.writeUInt16LE(16, 34);
-  out.write('data', 36, 'ascii');
-  out.writeUInt32LE(2 * samples, 40);
   let state = 0x9e3779b9 ^ salt;
-  for (let index = 0; index < samples; index++) {
+  const samples = Float32Array.from({ length: Math.round(seconds * rate) }, (_, index) => {
     state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
     const time = index / rate;
-    const value = 0.3 * Math.sin(2 * Math.PI * (180 + 20 * salt + 15 * time) * time) + 0.02 * (state / 2 ** 32 - 0.5);
-    out.writeInt16LE(Math.round(value * 32767), 44 + 2 * index);
-  }
-  return out;
+    return 0.3 * Math.sin(2 * Math.PI * (180 + 20 * salt + 15 * time) * time) + 0.02 * (state / 2 ** 32 - 0.5);
+  });
+  return Buffer.from(writeWav(samples, rate));
 }
 
 const parent = path.resolve('.');
