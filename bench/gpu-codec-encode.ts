@@ -13,6 +13,7 @@ import { REAL_CODEC_CONFIG } from '../src/codec/config.ts';
 import { CudaCodecEncoder } from '../src/codec/cuda/encoder.ts';
 import { synthesizeCodecWeights } from '../src/codec/synth-weights.ts';
 import { loadCodecWeights } from '../src/codec/weights.ts';
+import { benchPrecisions } from './support/codec-precisions.ts';
 import { bytesDigest } from './support/digest.ts';
 import { median } from './support/gpu-timing.ts';
 import { type LaunchProfile, profileLaunches } from './support/launch-profile.ts';
@@ -24,13 +25,6 @@ const PASSES = [64, 256, 512] as const;
 const RUNS = 5;
 /** Launches of a profiled encode listed one by one, slowest first. */
 const SLOWEST_LAUNCHES = 24;
-
-/** DRAMA3_ENCODE_PRECISIONS=f16,f32 limits the modes (all three by default). */
-function precisions(): CodecPrecision[] {
-  const all: CodecPrecision[] = ['f16', 'f16-weights', 'f32'];
-  const asked = process.env.DRAMA3_ENCODE_PRECISIONS;
-  return asked === undefined || asked === '' ? all : all.filter((precision) => asked.split(',').includes(precision));
-}
 
 const availability = cudaAvailability();
 if (!availability.available) {
@@ -69,7 +63,7 @@ interface Row {
 const rows: Row[] = [];
 const memory: Record<string, unknown> = {};
 const profiles: Record<string, LaunchProfile> = {};
-for (const precision of precisions()) {
+for (const precision of benchPrecisions('DRAMA3_ENCODE_PRECISIONS')) {
   for (const framesPerPass of PASSES) {
     const encoder = CudaCodecEncoder.create(cuda, config, weights, { framesPerPass, precision });
     try {

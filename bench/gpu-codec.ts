@@ -17,6 +17,7 @@ import { decodeFlopsPerFrame } from '../src/codec/decode-flops.ts';
 import { synthesizeCodecWeights } from '../src/codec/synth-weights.ts';
 import { loadCodecWeights } from '../src/codec/weights.ts';
 import type { Frame } from '../src/model/types.ts';
+import { benchPrecisions } from './support/codec-precisions.ts';
 import { median } from './support/gpu-timing.ts';
 import { type LaunchProfile, profileLaunches } from './support/launch-profile.ts';
 import { markdownTable, writeReport } from './support/output.ts';
@@ -137,13 +138,6 @@ function printProfile(label: string, profile: LaunchProfile): void {
   console.log(table.join('\n'));
 }
 
-/** DRAMA3_DECODE_PRECISIONS=f16 limits the modes (all three by default). */
-function decodePrecisions(): CodecPrecision[] {
-  const all: CodecPrecision[] = ['f16', 'f16-weights', 'f32'];
-  const asked = process.env.DRAMA3_DECODE_PRECISIONS;
-  return asked === undefined || asked === '' ? all : all.filter((precision) => asked.split(',').includes(precision));
-}
-
 if (process.env.DRAMA3_CODEC_BENCH === 'profile-only') {
   const decoder = CudaCodecDecoder.create(cuda, config, weights, {
     slots: 64,
@@ -164,7 +158,7 @@ const rows: Row[] = [];
 const profiles: Record<string, LaunchProfile> = {};
 const firstFrames: Record<string, number> = {};
 const memory: Record<string, unknown> = {};
-for (const precision of decodePrecisions()) {
+for (const precision of benchPrecisions('DRAMA3_DECODE_PRECISIONS')) {
   const decoder = CudaCodecDecoder.create(cuda, config, weights, {
     slots: Math.max(...LANES),
     maxFramesPerCall: MAX_FRAMES_PER_CALL,
