@@ -55,6 +55,16 @@ function loadCodebook(weights: CodecWeights, prefix: string, size: number, dim: 
   };
 }
 
+/** The checkpoint prefix of codebook `index` of a frame: 0 the semantic one, k ≥ 1 residual codebook k − 1. */
+export function codebookPrefix(index: number): string {
+  return index === 0 ? 'quantizer.semantic_quantizer.quantizers.0' : `quantizer.quantizer.quantizers.${index - 1}`;
+}
+
+/** Entries of codebook `index` of a frame. */
+export function codebookSize(config: CodecConfig, index: number): number {
+  return index === 0 ? config.semanticCodebookSize : config.residualCodebookSize;
+}
+
 export class Quantizer {
   /** codebooks[0] is semantic; codebooks[1..] residual. */
   private readonly codebooks: Codebook[];
@@ -64,14 +74,9 @@ export class Quantizer {
   constructor(weights: CodecWeights, config: CodecConfig) {
     this.latent = config.latentDim;
     this.dim = config.codebookDim;
-    this.codebooks = [
-      loadCodebook(weights, 'quantizer.semantic_quantizer.quantizers.0', config.semanticCodebookSize, this.dim),
-    ];
-    for (let index = 0; index < config.residualCodebooks; index++) {
-      this.codebooks.push(
-        loadCodebook(weights, `quantizer.quantizer.quantizers.${index}`, config.residualCodebookSize, this.dim),
-      );
-    }
+    this.codebooks = Array.from({ length: 1 + config.residualCodebooks }, (_, index) =>
+      loadCodebook(weights, codebookPrefix(index), codebookSize(config, index), this.dim),
+    );
   }
 
   /** Number of codes per frame. */

@@ -17,6 +17,7 @@ import {
 } from '../../backend/cuda/ops/codecWeightLayout.ts';
 import { RESIDUAL_DILATIONS } from '../blocks.ts';
 import type { CodecConfig, CodecTransformerConfig } from '../config.ts';
+import { codebookPrefix } from '../quantizer.ts';
 import { type CodecWeights, weight } from '../weights.ts';
 
 /** A conv (or a linear as a k1 conv) ready for codecConv / codecTransposedConv. */
@@ -307,10 +308,8 @@ function quantizer(up: Uploader, weights: CodecWeights, config: CodecConfig): De
     outWeight: weight(weights, `${name}.out_proj.weight`),
     outBias: weight(weights, `${name}.out_proj.bias`),
   });
-  const residual = Array.from({ length: config.residualCodebooks }, (_, index) =>
-    codebook(`quantizer.quantizer.quantizers.${index}`),
-  );
-  const tables = quantizerTables(codebook('quantizer.semantic_quantizer.quantizers.0'), residual, {
+  const residual = Array.from({ length: config.residualCodebooks }, (_, index) => codebook(codebookPrefix(index + 1)));
+  const tables = quantizerTables(codebook(codebookPrefix(0)), residual, {
     latent: config.latentDim,
     codebookDim: config.codebookDim,
     semanticSize: config.semanticCodebookSize,

@@ -9,7 +9,7 @@ import { type CodecQuantizerEncodeTables, quantizerEncodeTables } from '../../ba
 import { codecConvWeightLayout } from '../../backend/cuda/ops/codecWeightLayout.ts';
 import { RESIDUAL_DILATIONS } from '../blocks.ts';
 import type { CodecConfig } from '../config.ts';
-import { normalisedEntries } from '../quantizer.ts';
+import { codebookPrefix, codebookSize, normalisedEntries } from '../quantizer.ts';
 import { type CodecWeights, weight } from '../weights.ts';
 import {
   alpha,
@@ -108,10 +108,9 @@ function encodeTables(up: Uploader, weights: CodecWeights, config: CodecConfig):
       outBias: weight(weights, `${prefix}.out_proj.bias`),
     };
   };
-  const codebooks = [codebook('quantizer.semantic_quantizer.quantizers.0', config.semanticCodebookSize)];
-  for (let index = 0; index < config.residualCodebooks; index++) {
-    codebooks.push(codebook(`quantizer.quantizer.quantizers.${index}`, config.residualCodebookSize));
-  }
+  const codebooks = Array.from({ length: 1 + config.residualCodebooks }, (_, index) =>
+    codebook(codebookPrefix(index), codebookSize(config, index)),
+  );
   const tables = quantizerEncodeTables(codebooks, {
     latent: config.latentDim,
     codebookDim: dim,

@@ -9,7 +9,7 @@ import {
   quantizerEncodeTables,
 } from '../../../src/backend/cuda/ops/codecQuantize.ts';
 import { REAL_CODEC_CONFIG } from '../../../src/codec/config.ts';
-import { normalisedEntries, Quantizer } from '../../../src/codec/quantizer.ts';
+import { codebookPrefix, normalisedEntries, Quantizer } from '../../../src/codec/quantizer.ts';
 import type { KernelCase, Prepared, ShapeCase } from './contract.ts';
 import { type Random, randomFloat32, streamOf } from './random.ts';
 
@@ -43,8 +43,7 @@ function drawCodebook(shape: EncodeShape, size: number, random: Random): EncodeC
 function cpuEncode(shape: EncodeShape, codebooks: readonly EncodeCodebook[], z: Float32Array, frames: number) {
   const weights = new Map<string, Float32Array>();
   codebooks.forEach((codebook, index) => {
-    const prefix =
-      index === 0 ? 'quantizer.semantic_quantizer.quantizers.0' : `quantizer.quantizer.quantizers.${index - 1}`;
+    const prefix = codebookPrefix(index);
     weights.set(`${prefix}.codebook.weight`, codebook.entries);
     weights.set(`${prefix}.in_proj.weight`, codebook.inWeight);
     weights.set(`${prefix}.in_proj.bias`, codebook.inBias);

@@ -9,7 +9,7 @@ import {
   quantizerTables,
 } from '../../../src/backend/cuda/ops/codecRows.ts';
 import { REAL_CODEC_CONFIG } from '../../../src/codec/config.ts';
-import { Quantizer } from '../../../src/codec/quantizer.ts';
+import { codebookPrefix, Quantizer } from '../../../src/codec/quantizer.ts';
 import type { KernelCase, OutputSpec, Prepared, ShapeCase } from './contract.ts';
 import { type Random, randomFloat32, streamOf } from './random.ts';
 
@@ -58,8 +58,7 @@ function drawCodebook(shape: QuantizerShape, size: number, random: Random, seman
 function cpuDecode(shape: QuantizerShape, codebooks: readonly QuantizerCodebook[], codes: Int32Array, frames: number) {
   const weights = new Map<string, Float32Array>();
   codebooks.forEach((codebook, index) => {
-    const prefix =
-      index === 0 ? 'quantizer.semantic_quantizer.quantizers.0' : `quantizer.quantizer.quantizers.${index - 1}`;
+    const prefix = codebookPrefix(index);
     weights.set(`${prefix}.codebook.weight`, codebook.entries);
     weights.set(`${prefix}.in_proj.weight`, new Float32Array(0));
     weights.set(`${prefix}.in_proj.bias`, new Float32Array(0));
