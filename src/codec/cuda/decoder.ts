@@ -19,6 +19,7 @@ import { allocateLaneState, type LaneState } from './lane-state.ts';
 import {
   type CallTable,
   conv,
+  quantizerGeometry,
   Rotation,
   runDecoderBlock,
   runResample,
@@ -332,11 +333,7 @@ export class CudaCodecDecoder {
       out: scratch.x!,
       codes: scratch.codes!,
       frames,
-      latent: config.latentDim,
-      codebookDim: config.codebookDim,
-      codebooks,
-      semanticSize: config.semanticCodebookSize,
-      residualSize: config.residualCodebookSize,
+      ...quantizerGeometry(config),
       ...weights.quantizer,
     });
     // The quantizer's output is the post-module's input and then its layers' output buffer.

@@ -14,7 +14,15 @@ import type { CodecConfig } from '../config.ts';
 import type { CodecWeights } from '../weights.ts';
 import { allocateEncoderState, type EncoderState } from './encoder-state.ts';
 import { type DeviceEncodeWeights, uploadEncodeWeights } from './encoder-weights.ts';
-import { type CallTable, conv, Rotation, runConvNeXt, runTransformer, transformerBuffers } from './layers.ts';
+import {
+  type CallTable,
+  conv,
+  quantizerGeometry,
+  Rotation,
+  runConvNeXt,
+  runTransformer,
+  transformerBuffers,
+} from './layers.ts';
 
 export interface CudaCodecEncoderOptions {
   /** Frames one pass encodes (memory grows with it); any value gives the same codes. */
@@ -259,11 +267,7 @@ export class CudaCodecEncoder {
       margins: scratch.margins!,
       z: latent,
       frames: count,
-      latent: config.latentDim,
-      codebookDim: config.codebookDim,
-      codebooks,
-      semanticSize: config.semanticCodebookSize,
-      residualSize: config.residualCodebookSize,
+      ...quantizerGeometry(config),
       ...weights.quantizer,
     });
     const codes = cuda.download(scratch.codes!, new Int32Array(count * codebooks));

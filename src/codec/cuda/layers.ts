@@ -15,7 +15,7 @@ import {
   codecTransposedConv,
   transposedHistoryRows,
 } from '../../backend/cuda/ops/codecConv.ts';
-import { codecDepthwiseConv, codecLayerNorm } from '../../backend/cuda/ops/codecRows.ts';
+import { codecDepthwiseConv, codecLayerNorm, type QuantizerGeometry } from '../../backend/cuda/ops/codecRows.ts';
 import {
   codecRingUpdate,
   codecRmsNorm,
@@ -24,6 +24,7 @@ import {
   codecWindowAttention,
 } from '../../backend/cuda/ops/codecTransformer.ts';
 import { DramaError } from '../../errors.ts';
+import type { CodecConfig } from '../config.ts';
 import { DEPTHWISE_KERNEL, LAYER_NORM_EPS } from '../convnext.ts';
 import type {
   DeviceConv,
@@ -365,4 +366,15 @@ export function runDecoderBlock(
     y = out;
   });
   return y;
+}
+
+/** The quantizer's sizes in a codec config, as the quantizer kernels take them. */
+export function quantizerGeometry(config: CodecConfig): QuantizerGeometry {
+  return {
+    latent: config.latentDim,
+    codebookDim: config.codebookDim,
+    codebooks: 1 + config.residualCodebooks,
+    semanticSize: config.semanticCodebookSize,
+    residualSize: config.residualCodebookSize,
+  };
 }

@@ -6,6 +6,7 @@ import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
+import { type QuantizerGeometry, requireQuantizerGeometry } from './codecRows.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
 const ENCODE_KERNEL: KernelName = { family: 'codec_quantize', name: 'codec_quantizer_encode' };
@@ -35,7 +36,7 @@ export interface CodecQuantizerEncodeTables {
   readonly outBiases: DevicePointer;
 }
 
-export interface CodecQuantizerEncodeArguments extends CodecQuantizerEncodeTables {
+export interface CodecQuantizerEncodeArguments extends CodecQuantizerEncodeTables, QuantizerGeometry {
   /** int32 [frames, K], code 0 semantic. */
   readonly codes: DevicePointer;
   /** f64 [frames, K]: second-nearest distance − nearest distance. */
@@ -43,11 +44,6 @@ export interface CodecQuantizerEncodeArguments extends CodecQuantizerEncodeTable
   /** f32 [frames, latent]. */
   readonly z: DevicePointer;
   readonly frames: number;
-  readonly latent: number;
-  readonly codebookDim: number;
-  readonly codebooks: number;
-  readonly semanticSize: number;
-  readonly residualSize: number;
 }
 
 /** Quantizer.encode of every frame: each codebook's nearest entry and margin, and the residual carried on. */
@@ -57,12 +53,8 @@ export function codecQuantizerEncode(
   options: LaunchOptions = {},
 ): void {
   requireCount(a.frames, 'frames', 1, MAXIMUM_GRID_X);
-  requireCount(a.latent, 'latent');
-  requireCount(a.codebookDim, 'codebookDim', 1, 4096);
+  requireQuantizerGeometry(a);
   requireCount(a.latent + VECTORS * a.codebookDim, 'latent + 3 × codebookDim', 1, MAXIMUM_SHARED_FLOATS);
-  requireCount(a.codebooks, 'codebooks', 1, 64);
-  requireCount(a.semanticSize, 'semanticSize');
-  requireCount(a.residualSize, 'residualSize');
   const args = new KernelArguments()
     .pointer(a.codes)
     .pointer(a.margins)

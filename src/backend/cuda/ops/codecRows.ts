@@ -105,17 +105,31 @@ export interface CodecQuantizerTables {
   readonly outBiases: DevicePointer;
 }
 
-export interface CodecQuantizerDecodeArguments extends CodecQuantizerTables {
+/** The quantizer's sizes, as its decode and encode kernels take them. */
+export interface QuantizerGeometry {
+  readonly latent: number;
+  readonly codebookDim: number;
+  /** Codebooks a frame: the semantic one, then the residual ones. */
+  readonly codebooks: number;
+  readonly semanticSize: number;
+  readonly residualSize: number;
+}
+
+/** The quantizer kernels' limits on its sizes. */
+export function requireQuantizerGeometry(a: QuantizerGeometry): void {
+  requireCount(a.latent, 'latent');
+  requireCount(a.codebookDim, 'codebookDim', 1, 4096);
+  requireCount(a.codebooks, 'codebooks', 1, 64);
+  requireCount(a.semanticSize, 'semanticSize');
+  requireCount(a.residualSize, 'residualSize');
+}
+
+export interface CodecQuantizerDecodeArguments extends CodecQuantizerTables, QuantizerGeometry {
   /** f32 [frames, latent]. */
   readonly out: DevicePointer;
   /** int32 [frames, codebooks], code 0 semantic. */
   readonly codes: DevicePointer;
   readonly frames: number;
-  readonly latent: number;
-  readonly codebookDim: number;
-  readonly codebooks: number;
-  readonly semanticSize: number;
-  readonly residualSize: number;
 }
 
 /**
@@ -128,11 +142,7 @@ export function codecQuantizerDecode(
   options: LaunchOptions = {},
 ): void {
   requireCount(a.frames, 'frames');
-  requireCount(a.latent, 'latent');
-  requireCount(a.codebookDim, 'codebookDim', 1, 4096);
-  requireCount(a.codebooks, 'codebooks', 1, 64);
-  requireCount(a.semanticSize, 'semanticSize');
-  requireCount(a.residualSize, 'residualSize');
+  requireQuantizerGeometry(a);
   const args = new KernelArguments()
     .pointer(a.out)
     .pointer(a.codes)
