@@ -11,13 +11,12 @@ import { cudaAvailability } from '../src/backend/cuda/driver.ts';
 import type { CodecPrecision } from '../src/backend/cuda/ops/codecConv.ts';
 import { REAL_CODEC_CONFIG } from '../src/codec/config.ts';
 import { CudaCodecEncoder } from '../src/codec/cuda/encoder.ts';
-import { synthesizeCodecWeights } from '../src/codec/synth-weights.ts';
-import { loadCodecWeights } from '../src/codec/weights.ts';
 import { benchPrecisions } from './support/codec-precisions.ts';
 import { bytesDigest } from './support/digest.ts';
 import { median } from './support/gpu-timing.ts';
 import { type LaunchProfile, profileLaunches } from './support/launch-profile.ts';
 import { markdownTable, writeReport } from './support/output.ts';
+import { realCodecWeights } from './support/real-codec-weights.ts';
 
 const config = REAL_CODEC_CONFIG;
 const SECONDS = [5, 20] as const;
@@ -32,11 +31,7 @@ if (!availability.available) {
   process.exit(0);
 }
 const cuda = new CudaContext();
-const synthStarted = performance.now();
-const weights = loadCodecWeights(synthesizeCodecWeights(config, 20261201), config, 'synthetic codec');
-console.log(
-  `synthetic real-geometry codec weights made in ${((performance.now() - synthStarted) / 1000).toFixed(1)} s`,
-);
+const weights = realCodecWeights();
 
 /** Three drifting tones and a little noise, amplitude about 0.3: deterministic, so every run encodes the same. */
 function referenceAudio(seconds: number): Float32Array {

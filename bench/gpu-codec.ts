@@ -14,13 +14,12 @@ import type { CodecPrecision } from '../src/backend/cuda/ops/codecConv.ts';
 import { REAL_CODEC_CONFIG } from '../src/codec/config.ts';
 import { CudaCodecDecoder } from '../src/codec/cuda/decoder.ts';
 import { decodeFlopsPerFrame } from '../src/codec/decode-flops.ts';
-import { synthesizeCodecWeights } from '../src/codec/synth-weights.ts';
-import { loadCodecWeights } from '../src/codec/weights.ts';
 import type { Frame } from '../src/model/types.ts';
 import { benchPrecisions } from './support/codec-precisions.ts';
 import { median } from './support/gpu-timing.ts';
 import { type LaunchProfile, profileLaunches } from './support/launch-profile.ts';
 import { markdownTable, writeReport } from './support/output.ts';
+import { realCodecWeights } from './support/real-codec-weights.ts';
 
 const config = REAL_CODEC_CONFIG;
 const LANES = [1, 8, 64] as const;
@@ -35,11 +34,7 @@ if (!availability.available) {
   process.exit(0);
 }
 const cuda = new CudaContext();
-const synthStarted = performance.now();
-const weights = loadCodecWeights(synthesizeCodecWeights(config, 20261201), config, 'synthetic codec');
-console.log(
-  `synthetic real-geometry codec weights made in ${((performance.now() - synthStarted) / 1000).toFixed(1)} s`,
-);
+const weights = realCodecWeights();
 
 let state = 0x9e3779b9;
 function nextCode(size: number): number {
