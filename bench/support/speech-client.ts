@@ -1,5 +1,5 @@
 // One streaming speech request as a client sees it (time to the first audio bytes, time to the last, seconds of
-// audio), and the percentile the serve benches report. Shared by bench/serve.ts and bench/serve-gpu.ts.
+// audio), and the percentile the serve benches report. Shared by bench/serve.ts and bench/gpu-serve.ts.
 
 export interface SpeechSample {
   readonly firstAudioMs: number;

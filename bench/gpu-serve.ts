@@ -8,8 +8,8 @@
 //   slowest stream's real-time factor beside the median);
 //   the device ledger at the end (/v1/models: plan allocates up front, so this is its peak but for the reference
 //   cache's snapshots) and the process's peak resident memory.
-// One table per part, and serve-gpu.json in the output directory (argv[2]).
-// Usage: tsx bench/serve-gpu.ts [output directory] [--preset small|full] [--requests N] [--frames N]
+// One table per part, and gpu-serve.json in the output directory (argv[2]).
+// Usage: tsx bench/gpu-serve.ts [output directory] [--preset small|full] [--requests N] [--frames N]
 //        [--backend cuda|cpu] (cpu: a quick check of the bench itself on any machine, with the tiny preset)
 import fs from 'node:fs';
 import path from 'node:path';
@@ -40,7 +40,7 @@ const backend = values.backend === 'cpu' ? 'cpu' : 'cuda';
 if (backend === 'cuda') {
   const availability = cudaAvailability();
   if (!availability.available) {
-    console.log(`serve-gpu needs a CUDA device: ${availability.reason}`);
+    console.log(`gpu-serve needs a CUDA device: ${availability.reason}`);
     process.exit(0);
   }
 }
@@ -64,7 +64,7 @@ function referenceWav(seconds: number, salt: number): Buffer {
 }
 
 const parent = path.resolve('.');
-const folder = fs.mkdtempSync(path.join(parent, '.serve-gpu-'));
+const folder = fs.mkdtempSync(path.join(parent, '.gpu-serve-'));
 try {
   const dir = path.join(folder, 'checkpoint');
   const writeStarted = performance.now();
@@ -176,7 +176,7 @@ try {
     console.log(
       `peak resident memory ${(memory.peakRssBytes / 2 ** 30).toFixed(2)} GiB; lane memory ${JSON.stringify(memory.lanes)}`,
     );
-    const file = writeReport('serve-gpu.json', {
+    const file = writeReport('gpu-serve.json', {
       backend,
       preset,
       writeSeconds,
