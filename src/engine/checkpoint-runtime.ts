@@ -51,15 +51,19 @@ export async function loadCheckpointRuntime(
     text: {
       split: (text, budget) => withSpeakerTags(splitLongText(text, { maxCodePoints: budget })),
       prompt(request) {
-        const rows = buildPrompt(tokenizer, {
-          text: request.text,
-          instructions: request.instructions,
-          normalize: request.normalize,
-          references: request.references.map((reference) => ({
-            text: reference.text,
-            codes: joinFrames(reference.frames),
-          })),
-        });
+        const rows = buildPrompt(
+          tokenizer,
+          {
+            text: request.text,
+            instructions: request.instructions,
+            normalize: request.normalize,
+            references: request.references.map((reference) => ({
+              text: reference.text,
+              codes: joinFrames(reference.frames),
+            })),
+          },
+          request.limits,
+        );
         return { rows, textTokens: rows.textTokens };
       },
     },

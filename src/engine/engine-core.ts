@@ -3,6 +3,7 @@
 // rounds so that cancellations and new requests are taken in at round boundaries.
 import { DramaError } from '../errors.ts';
 import { serializeError } from '../threads/serialize-error.ts';
+import { pieceTextLimits } from '../text/limits.ts';
 import { type AdmissionLimits, checkInputLength, frameBudget } from './admission.ts';
 import { type FrameDecoder, InlineFrameDecoder } from './frame-decoder.ts';
 import { type DeviceMemory, deviceBudget, type LaneBudget, poolCost, rowBudget } from './lane-budget.ts';
@@ -131,11 +132,15 @@ export class EngineCore {
     checkInputLength(job.text, limits);
     const references = job.references.map((reference) => ({ text: reference.text, frames: reference.frames }));
     const pieceLength = job.pieceLength ?? this.settings.pieceLength;
-    const pieces = this.runtime.text
-      .split(job.text, pieceLength)
-      .map((piece) =>
-        this.runtime.text.prompt({ text: piece, instructions: job.instructions, references, normalize: job.normalize }),
-      );
+    const pieces = this.runtime.text.split(job.text, pieceLength).map((piece) =>
+      this.runtime.text.prompt({
+        text: piece,
+        instructions: job.instructions,
+        references,
+        normalize: job.normalize,
+        limits: pieceTextLimits(this.info.maxInputCodePoints),
+      }),
+    );
     if (pieces.length === 0) throw new DramaError('INPUT_EMPTY', 'input has nothing to speak', { param: 'input' });
     const promptRows = Math.max(...pieces.map((piece) => piece.rows.tokens.length));
     const inputTokens = pieces.reduce((sum, piece) => sum + piece.textTokens, 0);

@@ -2,6 +2,7 @@
 // decode thread loads its own codec).
 // Frames are [K] int32 (K = 10 codes); PCM is mono fp32 at `codec.sampleRate`, `codec.frameLength` samples a frame.
 import type { CodecStream, Frame, PromptRows, SpeechModel } from '../model/types.ts';
+import type { TextLimits } from '../text/limits.ts';
 import type { RuntimeMemory } from './lane-budget.ts';
 
 /** A reference voice ready for the prompt: its transcript and its encoded frames. */
@@ -24,6 +25,8 @@ export interface PromptRequest {
   readonly references: readonly EncodedReference[];
   /** Normalise numbers, dates and units to words before tokenizing. */
   readonly normalize: boolean;
+  /** The piece's text limits where the engine's differ from the defaults. */
+  readonly limits?: Partial<TextLimits>;
 }
 
 export interface BuiltPrompt {

@@ -35,6 +35,20 @@ export function resolveTextLimits(overrides: Partial<TextLimits> = {}): TextLimi
   return { ...DEFAULT_TEXT_LIMITS, ...overrides };
 }
 
+/**
+ * A piece's text limits for an engine that admits `maxInputCodePoints` code points of input: the defaults, raised with
+ * it when it is larger (a UTF-8 code point is at most 4 bytes; text tokens are counted against the same number), so
+ * that an operator who raises the input limit can fill the context window with one prompt.
+ */
+export function pieceTextLimits(maxInputCodePoints: number): Partial<TextLimits> {
+  if (maxInputCodePoints <= DEFAULT_TEXT_LIMITS.maxTextCodePoints) return {};
+  return {
+    maxTextCodePoints: maxInputCodePoints,
+    maxTextBytes: 4 * maxInputCodePoints,
+    maxTextTokens: maxInputCodePoints,
+  };
+}
+
 export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, 'utf8');
 }

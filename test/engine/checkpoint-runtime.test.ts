@@ -47,10 +47,11 @@ function run(
   seed = 1,
   references: SpeechJob['references'] = [],
   pieceLength: number | undefined = undefined,
+  settings = DEFAULT_ENGINE_SETTINGS,
 ): Promise<EngineEvent[]> {
   return new Promise((resolve) => {
     const events: EngineEvent[] = [];
-    const core = new EngineCore(runtime, DEFAULT_ENGINE_SETTINGS, (event) => {
+    const core = new EngineCore(runtime, settings, (event) => {
       if (event.type === 'stats') return;
       events.push(event);
       if (event.type === 'finished' || event.type === 'failed') resolve(events);
@@ -110,4 +111,19 @@ test('long text is split at sentence ends by the text module and spoken piece by
   assert.ok(finished?.type === 'finished');
   const samples = audioOf(events).reduce((sum, pcm) => sum + pcm.length, 0);
   assert.equal(samples, finished.usage.outputFrames * 2048);
+});
+
+test('an engine whose input limit is raised admits one piece that long: the prompt builder takes its limits', async () => {
+  const text = 'one two three four five six seven eight nine ten. '.repeat(120).trim();
+  assert.ok(text.length > 4096 && text.length < 8000);
+  const settings = { ...DEFAULT_ENGINE_SETTINGS, maxInputCodePoints: 8000, maxFrames: 4 };
+  const events = await run(text, 3, [], 8000, settings);
+  const admitted = events.find((event) => event.type === 'admitted');
+  assert.ok(admitted?.type === 'admitted', JSON.stringify(events.at(-1)));
+  assert.equal(admitted.admission.pieces, 1);
+  assert.ok(admitted.admission.inputTokens > 1000);
+  assert.equal(events.at(-1)?.type, 'finished');
+  // The default engine refuses the same text by its input limit, naming the quantity.
+  const refused = (await run(text, 3, [], 8000)).at(-1);
+  assert.ok(refused?.type === 'failed' && /code points/.test(refused.error.message), JSON.stringify(refused));
 });
