@@ -55,7 +55,11 @@ test('small on cuda: P + F + 1 = 262144 is admitted and runs to its end; one fra
     pieceLength: LONGEST_TEXT,
     referenceCacheBytes: 0,
   };
-  const core = new EngineCore(runtime, settings, (event) => events.push(event));
+  const firstAudio = new Map<number, number>();
+  const core = new EngineCore(runtime, settings, (event) => {
+    if (event.type === 'audio' && !firstAudio.has(event.id)) firstAudio.set(event.id, performance.now());
+    events.push(event);
+  });
   const { info } = core;
   assert.equal(info.contextRows, CONTEXT);
   assert.ok(info.rowsPerLane >= CONTEXT, `one lane holds ${info.rowsPerLane} rows, less than the window`);
@@ -73,6 +77,8 @@ test('small on cuda: P + F + 1 = 262144 is admitted and runs to its end; one fra
     assert.ok(ended.type === 'failed' && ended.error.code === 'CONTEXT_OVERFLOW', JSON.stringify(ended));
     return Number(/prompt rows (\d+)/.exec(ended.error.message)![1]);
   };
+  const began = performance.now();
+  const seconds = () => ((performance.now() - began) / 1000).toFixed(1);
   const base = await promptRows(UNIT.repeat(1000));
   const perUnit = ((await promptRows(UNIT.repeat(2000))) - base) / 1000;
   assert.ok(Number.isInteger(perUnit) && perUnit > 0, `rows a unit: ${perUnit}`);
@@ -81,17 +87,20 @@ test('small on cuda: P + F + 1 = 262144 is admitted and runs to its end; one fra
   const rows = await promptRows(text);
   const frames = CONTEXT - 1 - rows;
   assert.ok(frames >= 1 && frames <= perUnit + 1, `P = ${rows} leaves ${frames} frames`);
-  console.log(`prompt of ${text.length} code points: P = ${rows}, F = ${frames}, P + F + 1 = ${rows + frames + 1}`);
+  console.log(
+    `${seconds()} s: prompt of ${text.length} code points: P = ${rows}, F = ${frames}, P + F + 1 = ${rows + frames + 1}`,
+  );
 
   const over = await outcome(text, frames + 1);
   assert.ok(over.ended.type === 'failed', 'one frame over the window is refused');
   assert.equal(over.ended.error.code, 'CONTEXT_OVERFLOW');
   assert.match(over.ended.error.message, new RegExp(`= ${CONTEXT + 1} exceeds the context window of ${CONTEXT}`));
   assert.ok(!events.some((event) => event.type === 'audio' && event.id === over.id), 'no audio before the refusal');
+  console.log(`${seconds()} s: P + ${frames + 1} + 1 refused: ${over.ended.error.message}`);
 
   const started = performance.now();
   const full = await outcome(text, frames);
-  const seconds = (performance.now() - started) / 1000;
+  const took = (performance.now() - started) / 1000;
   assert.equal(full.ended.type, 'finished', JSON.stringify(full.ended));
   const admitted = events.find((event) => event.type === 'admitted' && event.id === full.id);
   assert.ok(admitted?.type === 'admitted');
@@ -102,7 +111,7 @@ test('small on cuda: P + F + 1 = 262144 is admitted and runs to its end; one fra
     const { fixedBytesPerLane, bytesPerPromptRow, bytesPerFrame } = info.memory;
     const laneBytes = (fixedBytesPerLane ?? 0) + (bytesPerPromptRow ?? 0) * rows + (bytesPerFrame ?? 0) * (frames + 1);
     console.log(
-      `the full window ran in ${seconds.toFixed(1)} s: ${spoken} frames (${full.ended.reason}); its lane needed ${laneBytes} device bytes`,
+      `the full window ran in ${took.toFixed(1)} s (first audio after ${((firstAudio.get(full.id)! - started) / 1000).toFixed(1)} s): ${spoken} frames (${full.ended.reason}); its lane needed ${laneBytes} device bytes`,
     );
   }
   core.handle({ type: 'shutdown' });
