@@ -5,7 +5,8 @@
 //   catalog voice (uploaded once, so its reference prefix is cached after the first request), and with a fresh
 //   one-off 20 s reference each request (encoded on CUDA, its prefix prefilled, never cached);
 //   aggregate frames/s and real-time factor at 1, 8, 32 and 64 concurrent clients (--frames frames a request, the
-//   slowest stream's real-time factor beside the median);
+//   slowest stream's real-time factor beside the median), and whether every reply is byte-identical to the same
+//   request served alone (contract 3 over HTTP: request i has seed i in every round);
 //   the device ledger at the end (/v1/models: plan allocates up front, so this is its peak but for the reference
 //   cache's snapshots) and the process's peak resident memory.
 // One table per part, and gpu-serve.json in the output directory (argv[2]).
@@ -70,7 +71,17 @@ try {
   const writeStarted = performance.now();
   await synthesizeCheckpoint(dir, { preset, seed: 5, experts: 'fp8' });
   const writeSeconds = (performance.now() - writeStarted) / 1000;
-  console.log(`wrote the ${preset} checkpoint to local disk in ${writeSeconds.toFixed(1)} s`);
+  // Flushed before the load, so that the load reads the disk rather than waiting on the write's writeback.
+  const syncStarted = performance.now();
+  for (const name of fs.readdirSync(dir)) {
+    const descriptor = fs.openSync(path.join(dir, name), 'r');
+    fs.fsyncSync(descriptor);
+    fs.closeSync(descriptor);
+  }
+  const syncSeconds = (performance.now() - syncStarted) / 1000;
+  console.log(
+    `wrote the ${preset} checkpoint to local disk in ${writeSeconds.toFixed(1)} s, flushed in ${syncSeconds.toFixed(1)} s`,
+  );
   const runtime: RuntimeSpec = { kind: 'checkpoint', dir, backend, codecBackend: backend };
   const loadStarted = performance.now();
   const engine = await Engine.start({
@@ -126,19 +137,25 @@ try {
       firstAudio.push({ case: name, p50Ms: percentile(sorted, 0.5), p95Ms: percentile(sorted, 0.95), requests });
     }
     const throughput: Record<string, number>[] = [];
+    const request = (index: number) => ({ input: SHORT_TEXT, seed: index, max_frames: frames });
+    const rounds: Map<number, string>[] = [];
     for (const clients of CLIENTS) {
       const total = Math.max(requests, clients);
       const samples: SpeechSample[] = [];
+      const digests = new Map<number, string>();
       let next = 0;
       const started = performance.now();
       await Promise.all(
         Array.from({ length: clients }, async () => {
           while (next < total) {
             const index = next++;
-            samples.push(await streamSpeech(url, { input: SHORT_TEXT, seed: index, max_frames: frames }));
+            const sample = await streamSpeech(url, request(index));
+            samples.push(sample);
+            digests.set(index, sample.digest);
           }
         }),
       );
+      rounds.push(digests);
       const wallSeconds = (performance.now() - started) / 1000;
       const rtf = samples.map((sample) => sample.totalMs / 1000 / sample.audioSeconds).sort((a, b) => a - b);
       const audioSeconds = samples.reduce((sum, sample) => sum + sample.audioSeconds, 0);
@@ -150,6 +167,16 @@ try {
         rtfSlowest: rtf.at(-1)!,
       });
     }
+    // Contract 3 over HTTP: every reply of every round against the same request served alone (one client).
+    const alone = rounds[0]!;
+    const largest = Math.max(...rounds.map((digests) => digests.size));
+    for (let index = 0; index < largest; index++) {
+      if (!alone.has(index)) alone.set(index, (await streamSpeech(url, request(index))).digest);
+    }
+    rounds.forEach((digests, round) => {
+      const same = [...digests].filter(([index, digest]) => alone.get(index) === digest).length;
+      throughput[round]!.identicalToAlone = same;
+    });
     // Plan allocates every lane's state up front, so what the ledger holds at the end is its peak but for the
     // reference cache's snapshots (within their budget).
     const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { speech: { memory: unknown } }[] };
@@ -163,13 +190,14 @@ try {
     );
     console.log(
       markdownTable(
-        ['clients', 'requests', `frames/s (${frames} a request)`, 'RTF p50', 'RTF slowest'],
+        ['clients', 'requests', `frames/s (${frames} a request)`, 'RTF p50', 'RTF slowest', 'same bytes as alone'],
         throughput.map((row) => [
           String(row.clients),
           String(row.requests),
           row.framesPerSecond!.toFixed(1),
           row.rtfP50!.toFixed(3),
           row.rtfSlowest!.toFixed(3),
+          `${row.identicalToAlone} of ${row.requests}`,
         ]),
       ).join('\n'),
     );
@@ -180,6 +208,7 @@ try {
       backend,
       preset,
       writeSeconds,
+      syncSeconds,
       loadSeconds,
       notices: engine.info.notices,
       firstAudio,

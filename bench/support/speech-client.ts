@@ -1,10 +1,14 @@
 // One streaming speech request as a client sees it (time to the first audio bytes, time to the last, seconds of
-// audio), and the percentile the serve benches report. Shared by bench/serve.ts and bench/gpu-serve.ts.
+// audio, a digest of its bytes), and the percentile the serve benches report. Shared by bench/serve.ts and
+// bench/gpu-serve.ts.
+import { createHash } from 'node:crypto';
 
 export interface SpeechSample {
   readonly firstAudioMs: number;
   readonly totalMs: number;
   readonly audioSeconds: number;
+  /** sha256 of the reply's bytes, to compare a reply with the same request served another way. */
+  readonly digest: string;
 }
 
 /** POSTs `body` to /v1/audio/speech as streamed 44.1 kHz pcm and reads the reply to its end. */
@@ -18,14 +22,17 @@ export async function streamSpeech(url: string, body: Record<string, unknown>): 
   if (reply.status !== 200) throw new Error(`status ${reply.status}: ${await reply.text()}`);
   const reader = reply.body!.getReader();
   let firstAudioMs = Number.NaN;
+  const hash = createHash('sha256');
   let bytes = 0;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     if (bytes === 0) firstAudioMs = performance.now() - started;
     bytes += value.length;
+    hash.update(value);
   }
-  return { firstAudioMs, totalMs: performance.now() - started, audioSeconds: bytes / 2 / 44100 };
+  const totalMs = performance.now() - started;
+  return { firstAudioMs, totalMs, audioSeconds: bytes / 2 / 44100, digest: hash.digest('hex') };
 }
 
 /** The value at `fraction` of an ascending list (nearest rank). */
