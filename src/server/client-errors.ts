@@ -31,7 +31,7 @@ export function clientErrorResponse(error: DramaError): string {
   const status = statusOf(error);
   const body = JSON.stringify(envelope(status, error));
   const headers = {
-    ...errorHeaders(status),
+    ...errorHeaders(status, error.code),
     'Content-Type': 'application/json',
     'Content-Length': String(Buffer.byteLength(body)),
     Connection: 'close',

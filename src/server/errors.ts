@@ -19,6 +19,10 @@ const STATUS_BY_KIND: Record<ErrorKind, number> = {
 
 /** Codes whose status is not their kind's: HTTP has a more precise one for them. */
 const STATUS_BY_CODE: Record<string, number> = {
+  // The request is well formed but this server's memory cannot hold it: a lane's, the allocator's cap, the device.
+  MEMORY_BUDGET_EXCEEDED: 503,
+  ALLOCATION_LIMIT_EXCEEDED: 503,
+  CUDA_ERROR_OUT_OF_MEMORY: 503,
   UNSUPPORTED_CONTENT_TYPE: 415,
   PATH_PARAMETER_TOO_LONG: 414,
   REQUEST_TIMEOUT: 408,
@@ -135,9 +139,13 @@ export function toDramaError(error: unknown): DramaError {
   return new DramaError('INTERNAL_ERROR', `internal error: ${message}`, { kind: 'internal', cause: error });
 }
 
+/** 503s that waiting cannot mend (the request is larger than a lane will ever hold): no Retry-After. */
+const NEVER_FITS = new Set(['MEMORY_BUDGET_EXCEEDED']);
+
 /** The headers an error reply carries besides its body: when to retry a 503, how to authenticate after a 401. */
-export function errorHeaders(status: number): Record<string, string> {
-  if (status === 503) return { 'Retry-After': String(RETRY_AFTER_SECONDS) };
+export function errorHeaders(status: number, code?: string): Record<string, string> {
+  if (status === 503)
+    return code !== undefined && NEVER_FITS.has(code) ? {} : { 'Retry-After': String(RETRY_AFTER_SECONDS) };
   if (status === 401) return { 'WWW-Authenticate': 'Bearer' };
   return {};
 }
@@ -147,7 +155,11 @@ export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
   const dramaError = toDramaError(error);
   const status = statusOf(dramaError);
   recordOutcome(reply, { status, code: dramaError.code });
-  return reply.code(status).headers(errorHeaders(status)).type('application/json').send(envelope(status, dramaError));
+  return reply
+    .code(status)
+    .headers(errorHeaders(status, dramaError.code))
+    .type('application/json')
+    .send(envelope(status, dramaError));
 }
 
 export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
