@@ -6,6 +6,8 @@ import { after, before, test } from 'node:test';
 import { deviceBudget } from '../../src/engine/lane-budget.ts';
 import { laneBytes, laneStateBytesFor } from '../../src/engine/lane-bytes.ts';
 import type { NullDeviceOptions } from '../../src/engine/load-runtime.ts';
+import { DramaError } from '../../src/errors.ts';
+import { errorHeaders, statusOf } from '../../src/server/errors.ts';
 import { tinyConfig } from '../model/tiny-config.ts';
 import { startTestServer, type TestServer } from './support.ts';
 
@@ -56,4 +58,12 @@ test('a request over a lane gets 503 naming the memory and its bytes; the next r
   const served = await speech({ max_frames: 4 });
   assert.equal(served.status, 200);
   assert.ok((await served.arrayBuffer()).byteLength > 0);
+});
+
+test('an allocation the device or the cap refuses answers 503 with Retry-After: memory may free', () => {
+  for (const code of ['ALLOCATION_LIMIT_EXCEEDED', 'CUDA_ERROR_OUT_OF_MEMORY']) {
+    const status = statusOf(new DramaError(code, 'refused', { kind: 'device' }));
+    assert.equal(status, 503, code);
+    assert.ok(errorHeaders(status, code)['Retry-After'] !== undefined, code);
+  }
 });
