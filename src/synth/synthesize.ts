@@ -5,14 +5,14 @@
 import { chmod, mkdtemp, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { writeShardedSafetensors } from '../checkpoint/safetensors-writer.ts';
-import { type FloatDType, float32ToTensor, type HostTensor } from '../checkpoint/tensor.ts';
+import type { HostTensor } from '../checkpoint/tensor.ts';
 import { writeTorchCheckpoint } from '../checkpoint/torch-pth.ts';
 import { CODEC_FILE_NAME } from '../codec/codec.ts';
 import { synthesizeCodecWeights } from '../codec/synth-weights.ts';
 import { DramaError } from '../errors.ts';
 import { CONFIG_FILE, configToJson } from '../model/config.ts';
 import { buildSyntheticTokenizerFiles } from '../text/vocabulary.ts';
-import { initialFp8Weight, initialValues, residualGains } from './init.ts';
+import { initialFp8Weight, initialTensor, residualGains } from './init.ts';
 import {
   MAX_SHARD_BYTES,
   planCheckpoint,
@@ -53,8 +53,7 @@ export function* synthesizeTensors(
       yield [spec.name, weight];
       continue;
     }
-    const values = initialValues(spec, seed, gains[spec.part]);
-    yield [spec.name, float32ToTensor(values, spec.dtype as FloatDType, spec.shape)];
+    yield [spec.name, initialTensor(spec, seed, gains[spec.part])];
   }
 }
 
