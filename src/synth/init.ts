@@ -74,6 +74,16 @@ export function initialValues(spec: TensorSpec, seed: number, residualGain: numb
   return stream.fillSpread(count, spread.mean, spread.deviation);
 }
 
+/** What one spec (not a block scale) draws: an FP8 weight with its block scales, or one tensor in the spec's dtype. */
+export function initialTensors(
+  spec: TensorSpec,
+  seed: number,
+  residualGain: number,
+): { weight: HostTensor; scale?: HostTensor } {
+  if (spec.dtype === 'F8_E4M3') return initialFp8Weight(spec, seed, residualGain);
+  return { weight: initialTensor(spec, seed, residualGain) };
+}
+
 /** The tensor of a spec that is not an FP8 weight or its scales: initialValues in the spec's dtype. */
 export function initialTensor(spec: TensorSpec, seed: number, residualGain: number): HostTensor {
   const spread = uniformSpread(spec, residualGain);

@@ -1,7 +1,7 @@
 // Writes a synthetic drama3 checkpoint (MODEL.md §8): config.json (marked synthetic), the Qwen3 tokenizer with
 // Drama's added tokens, sharded safetensors with their index, and codec.pth. Every tensor's values depend only on
-// (seed, tensor name), so the full preset streams tensor by tensor. Atomic: everything goes into a temporary folder
-// beside the destination, renamed into place at the end; a failure removes it.
+// (seed, tensor name), so the full preset streams tensor by tensor, drawn on as many threads as asked. Atomic:
+// everything goes into a temporary folder beside the destination, renamed into place at the end; a failure removes it.
 import { chmod, mkdtemp, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { writeShardedSafetensors } from '../checkpoint/safetensors-writer.ts';
@@ -12,7 +12,8 @@ import { synthesizeCodecWeights } from '../codec/synth-weights.ts';
 import { DramaError } from '../errors.ts';
 import { CONFIG_FILE, configToJson } from '../model/config.ts';
 import { buildSyntheticTokenizerFiles } from '../text/vocabulary.ts';
-import { initialFp8Weight, initialTensor, residualGains } from './init.ts';
+import { throwIfCancelled } from './cancel.ts';
+import { initialTensors, residualGains } from './init.ts';
 import {
   MAX_SHARD_BYTES,
   planCheckpoint,
@@ -21,6 +22,7 @@ import {
   type SynthPreset,
   tokenizerFacts,
 } from './plan.ts';
+import { checkThreads, synthesizeTensorsOnThreads } from './tensor-threads.ts';
 
 export interface SynthOptions {
   readonly preset: SynthPreset;
@@ -30,6 +32,8 @@ export interface SynthOptions {
   readonly onProgress?: (done: number, total: number) => void;
   /** Aborting stops between tensors and removes the temporary folder (e.g. on Ctrl-C during the full preset). */
   readonly signal?: AbortSignal;
+  /** Threads drawing tensors (the same bytes for any count); 1, the default, draws them on this thread. */
+  readonly threads?: number;
 }
 
 /** The tensors of `plan` in map order, generated lazily; an FP8 weight is followed by its block scales. */
@@ -47,19 +51,9 @@ export function* synthesizeTensors(
       pendingScale = undefined;
       continue;
     }
-    if (spec.dtype === 'F8_E4M3') {
-      const { weight, scale } = initialFp8Weight(spec, seed, gains[spec.part]);
-      pendingScale = scale;
-      yield [spec.name, weight];
-      continue;
-    }
-    yield [spec.name, initialTensor(spec, seed, gains[spec.part])];
-  }
-}
-
-function throwIfCancelled(signal: AbortSignal | undefined): void {
-  if (signal?.aborted === true) {
-    throw new DramaError('SYNTH_CANCELLED', 'writing the synthetic checkpoint was cancelled', { kind: 'internal' });
+    const { weight, scale } = initialTensors(spec, seed, gains[spec.part]);
+    pendingScale = scale;
+    yield [spec.name, weight];
   }
 }
 
@@ -84,6 +78,8 @@ async function checkDestination(outDir: string): Promise<boolean> {
 
 export async function synthesizeCheckpoint(outDir: string, options: SynthOptions): Promise<void> {
   checkSeed(options.seed);
+  const threads = options.threads ?? 1;
+  checkThreads(threads);
   const destination = resolve(outDir);
   const replaceEmpty = await checkDestination(destination);
   const tokenizer = buildSyntheticTokenizerFiles();
@@ -98,7 +94,11 @@ export async function synthesizeCheckpoint(outDir: string, options: SynthOptions
     for (const tensor of codec.values()) codecBytes += tensor.data.byteLength;
     const total = plan.totalBytes + codecBytes;
     options.onProgress?.(0, total);
-    await writeShardedSafetensors(temporary, synthesizeTensors(plan, options.seed, options.signal), {
+    const tensors =
+      threads === 1
+        ? synthesizeTensors(plan, options.seed, options.signal)
+        : synthesizeTensorsOnThreads(plan, options.seed, threads, options.signal);
+    await writeShardedSafetensors(temporary, tensors, {
       maxShardBytes: MAX_SHARD_BYTES[options.preset],
       metadata: { format: 'pt' },
       totalBytes: plan.totalBytes,
