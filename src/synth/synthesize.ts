@@ -8,11 +8,11 @@ import { writeShardedSafetensors } from '../checkpoint/safetensors-writer.ts';
 import type { HostTensor } from '../checkpoint/tensor.ts';
 import { writeTorchCheckpoint } from '../checkpoint/torch-pth.ts';
 import { CODEC_FILE_NAME } from '../codec/codec.ts';
-import { synthesizeCodecWeights } from '../codec/synth-weights.ts';
+import { codecWeightBytes, synthesizeCodecWeights } from '../codec/synth-weights.ts';
 import { DramaError } from '../errors.ts';
 import { CONFIG_FILE, configToJson } from '../model/config.ts';
 import { buildSyntheticTokenizerFiles } from '../text/vocabulary.ts';
-import { throwIfCancelled } from './cancel.ts';
+import { throwIfCancelled, unlessCancelled } from './cancel.ts';
 import { initialTensors, residualGains } from './init.ts';
 import {
   MAX_SHARD_BYTES,
@@ -22,7 +22,7 @@ import {
   type SynthPreset,
   tokenizerFacts,
 } from './plan.ts';
-import { checkThreads, synthesizeTensorsOnThreads } from './tensor-threads.ts';
+import { checkThreads, drawCodecOnThread, synthesizeTensorsOnThreads } from './tensor-threads.ts';
 
 export interface SynthOptions {
   readonly preset: SynthPreset;
@@ -85,14 +85,15 @@ export async function synthesizeCheckpoint(outDir: string, options: SynthOptions
   const tokenizer = buildSyntheticTokenizerFiles();
   const plan = planCheckpoint(options.preset, options.experts, tokenizerFacts(tokenizer.tokenizerJson));
   const temporary = await mkdtemp(join(dirname(destination), `.${basename(destination)}.partial-`));
+  let codecThread: ReturnType<typeof drawCodecOnThread> | undefined;
   try {
     await writeFile(join(temporary, CONFIG_FILE), `${JSON.stringify(configToJson(plan.config), null, 2)}\n`);
     await writeFile(join(temporary, 'tokenizer.json'), tokenizer.tokenizerJson);
     await writeFile(join(temporary, 'tokenizer_config.json'), tokenizer.tokenizerConfigJson);
-    const codec = synthesizeCodecWeights(plan.config.codec, options.seed);
-    let codecBytes = 0;
-    for (const tensor of codec.values()) codecBytes += tensor.data.byteLength;
-    const total = plan.totalBytes + codecBytes;
+    // With threads the codec (1.5 GB for full, one sequential stream) is drawn on a thread during the shards.
+    codecThread = threads === 1 ? undefined : drawCodecOnThread(plan.config.codec, options.seed);
+    const codec = codecThread === undefined ? synthesizeCodecWeights(plan.config.codec, options.seed) : undefined;
+    const total = plan.totalBytes + codecWeightBytes(plan.config.codec);
     options.onProgress?.(0, total);
     const tensors =
       threads === 1
@@ -104,7 +105,8 @@ export async function synthesizeCheckpoint(outDir: string, options: SynthOptions
       totalBytes: plan.totalBytes,
       onProgress: (done) => options.onProgress?.(done, total),
     });
-    await writeTorchCheckpoint(join(temporary, CODEC_FILE_NAME), codec);
+    const codecWeights = codec ?? (await unlessCancelled(codecThread!.weights, options.signal));
+    await writeTorchCheckpoint(join(temporary, CODEC_FILE_NAME), codecWeights);
     throwIfCancelled(options.signal);
     // mkdtemp makes the folder private; the checkpoint is an ordinary readable folder.
     await chmod(temporary, 0o755);
@@ -114,5 +116,7 @@ export async function synthesizeCheckpoint(outDir: string, options: SynthOptions
   } catch (error) {
     await rm(temporary, { recursive: true, force: true });
     throw error;
+  } finally {
+    await codecThread?.stop();
   }
 }

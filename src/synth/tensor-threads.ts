@@ -5,6 +5,7 @@
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import { type HostTensor, tensorByteLength } from '../checkpoint/tensor.ts';
+import type { CodecConfig } from '../codec/config.ts';
 import { DramaError } from '../errors.ts';
 import type { TensorSpec } from '../model/weights.ts';
 import { deserializeError } from '../threads/serialize-error.ts';
@@ -12,7 +13,7 @@ import { startTypeScriptWorker } from '../threads/start-worker.ts';
 import { throwIfCancelled, unlessCancelled } from './cancel.ts';
 import { residualGains } from './init.ts';
 import type { SynthPlan } from './plan.ts';
-import type { TensorAnswer, TensorJob } from './tensor-worker.ts';
+import type { CodecJob, TensorAnswer, TensorJob } from './tensor-worker.ts';
 
 /** More threads than this gain little: the main thread writes every byte to disk. */
 const MAX_DEFAULT_THREADS = 16;
@@ -37,9 +38,11 @@ interface Drawn {
   readonly scale?: HostTensor;
 }
 
+type Answered = Exclude<TensorAnswer, { error: unknown }>;
+
 interface Pending {
-  readonly job: TensorJob;
-  readonly resolve: (drawn: Drawn) => void;
+  readonly job: TensorJob | CodecJob;
+  readonly resolve: (answer: Answered) => void;
   readonly reject: (error: Error) => void;
 }
 
@@ -66,14 +69,22 @@ class TensorThreads {
   }
 
   draw(job: TensorJob): Promise<Drawn> {
-    const drawn = new Promise<Drawn>((resolve, reject) => {
+    return this.run(job, (answer) => answer as Drawn);
+  }
+
+  drawCodec(job: CodecJob): Promise<Map<string, HostTensor>> {
+    return this.run(job, (answer) => (answer as { codec: Map<string, HostTensor> }).codec);
+  }
+
+  private run<T>(job: TensorJob | CodecJob, pick: (answer: Answered) => T): Promise<T> {
+    const answered = new Promise<T>((resolve, reject) => {
       if (this.failure !== undefined) reject(this.failure);
-      else this.queue.push({ job, resolve, reject });
+      else this.queue.push({ job, resolve: (answer) => resolve(pick(answer)), reject });
     });
-    // The caller awaits it in map order; a failure before then is not an unhandled rejection.
-    drawn.catch(() => undefined);
+    // The caller awaits it later (tensors in map order); a failure before then is not an unhandled rejection.
+    answered.catch(() => undefined);
     this.dispatch();
-    return drawn;
+    return answered;
   }
 
   async close(): Promise<void> {
@@ -94,7 +105,7 @@ class TensorThreads {
     this.running.delete(answer.id);
     this.idle.push(worker);
     if ('error' in answer) pending?.reject(deserializeError(answer.error));
-    else pending?.resolve({ weight: answer.weight, scale: answer.scale });
+    else pending?.resolve(answer);
     this.dispatch();
   }
 
@@ -107,6 +118,16 @@ class TensorThreads {
     this.running.clear();
     this.queue.length = 0;
   }
+}
+
+/** synthesizeCodecWeights(codec, seed) on a thread of its own, drawn while the shards are written; `stop` ends it. */
+export function drawCodecOnThread(
+  codec: CodecConfig,
+  seed: number,
+): { weights: Promise<Map<string, HostTensor>>; stop: () => Promise<void> } {
+  const pool = new TensorThreads(1);
+  pool.start();
+  return { weights: pool.drawCodec({ id: 0, codec, seed }), stop: () => pool.close() };
 }
 
 /** The tensors of `plan` in map order, drawn on `threads` threads; an FP8 weight is followed by its block scales. */

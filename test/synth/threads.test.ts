@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
+import { codecWeightBytes, synthesizeCodecWeights } from '../../src/codec/synth-weights.ts';
 import type { TensorSpec } from '../../src/model/weights.ts';
 import { planCheckpoint, type SynthPlan, type SynthPreset, tokenizerFacts } from '../../src/synth/plan.ts';
 import { synthesizeCheckpoint } from '../../src/synth/synthesize.ts';
@@ -79,6 +81,14 @@ describe('synthesizeCheckpoint on threads', () => {
     );
     assert.equal(stdout.trim(), 'SYNTH_CANCELLED');
     assert.deepEqual(await readdir(root), [], 'neither the checkpoint nor its temporary folder is left');
+  });
+});
+
+describe('codecWeightBytes', () => {
+  test('is the byte count of the drawn codec weights, weight-normed pairs included', () => {
+    let drawn = 0;
+    for (const tensor of synthesizeCodecWeights(TINY_CODEC_CONFIG, SEED).values()) drawn += tensor.data.byteLength;
+    assert.equal(codecWeightBytes(TINY_CODEC_CONFIG), drawn);
   });
 });
 
