@@ -21,9 +21,8 @@ const EMBEDDING_DEVIATION = 1;
 
 const elements = (shape: readonly number[]) => shape.reduce((product, size) => product * size, 1);
 
-/** Draws per fillBits call, into one scratch chunk. */
+/** Values drawn per fillUniformInto call by the bf16 fill, into one scratch chunk. */
 const DRAW_CHUNK = 4096;
-const drawScratch = new Uint32Array(DRAW_CHUNK);
 const valueScratch = new Float32Array(DRAW_CHUNK);
 const valueBits = new Uint32Array(valueScratch.buffer);
 
@@ -156,16 +155,10 @@ export function initialFp8Weight(
   const count = rows * cols;
   const bytes = new Uint8Array(count);
   // Each 32-bit draw gives two elements: its low and its high 16 bits.
-  const pairs = Math.ceil(count / 2);
-  for (let start = 0; start < pairs; start += DRAW_CHUNK) {
-    const bits = stream.fillBits(drawScratch.subarray(0, Math.min(DRAW_CHUNK, pairs - start)), start);
-    const end = 2 * (start + bits.length) <= count ? bits.length : bits.length - 1;
-    for (let offset = 0; offset < end; offset++) {
-      const draw = bits[offset]!;
-      bytes[2 * (start + offset)] = table[draw & 0xffff]!;
-      bytes[2 * (start + offset) + 1] = table[draw >>> 16]!;
-    }
-    if (end < bits.length) bytes[count - 1] = table[bits[end]! & 0xffff]!;
+  for (let pair = 0; 2 * pair < count; pair++) {
+    const bits = stream.bits(pair);
+    bytes[2 * pair] = table[bits & 0xffff]!;
+    if (2 * pair + 1 < count) bytes[2 * pair + 1] = table[bits >>> 16]!;
   }
   return {
     weight: makeTensor('F8_E4M3', [rows, cols], bytes),

@@ -1,12 +1,12 @@
-// The chunked fills (fillBits, initialTensor's bf16 path, initialFp8Weight's loop) give the bytes the per-element
-// definitions give: the whole tiny checkpoint hashes to the digests of the element-at-a-time generator, and odd sizes
-// across a chunk boundary match the definitions element by element.
+// The chunked fills (fillBits, initialTensor's bf16 path) give the bytes the per-element definitions give: the whole
+// tiny checkpoint hashes to the digests of the element-at-a-time generator, and odd sizes across a chunk boundary
+// match the definitions element by element.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { float32ToTensor } from '../../src/checkpoint/tensor.ts';
 import type { TensorSpec } from '../../src/model/weights.ts';
-import { initialFp8Weight, initialTensor, initialValues, uniformCodeTable } from '../../src/synth/init.ts';
+import { initialTensor, initialValues } from '../../src/synth/init.ts';
 import { planCheckpoint, type SynthExperts, tokenizerFacts } from '../../src/synth/plan.ts';
 import { TensorStream } from '../../src/synth/random.ts';
 import { synthesizeTensors } from '../../src/synth/synthesize.ts';
@@ -58,16 +58,5 @@ describe('chunked fills', () => {
     const linear = spec('linear', 'BF16', [3, 4099]);
     const expected = float32ToTensor(initialValues(linear, 4, 0.5), 'BF16', linear.shape);
     assert.deepEqual(initialTensor(linear, 4, 0.5).data, expected.data);
-  });
-
-  test('initialFp8Weight draws element pairs from bits(pair), odd size across chunks', () => {
-    const expert = spec('expert', 'F8_E4M3', [3, 2731]);
-    const { weight } = initialFp8Weight(expert, 6, 1);
-    const stream = new TensorStream(6, expert.name);
-    const table = uniformCodeTable();
-    for (let index = 0; index < 3 * 2731; index++) {
-      const draw = stream.bits(index >>> 1);
-      assert.equal(weight.data[index], table[index % 2 === 0 ? draw & 0xffff : draw >>> 16], `${index}`);
-    }
   });
 });
