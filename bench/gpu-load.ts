@@ -27,6 +27,7 @@ import type { StreamedLoadReport } from '../src/model/streamed-source.ts';
 import { formatBytes } from '../src/shared/progress.ts';
 import { planCheckpoint, type SynthPreset, tokenizerFacts } from '../src/synth/plan.ts';
 import { synthesizeCheckpoint } from '../src/synth/synthesize.ts';
+import { defaultSynthThreads } from '../src/synth/tensor-threads.ts';
 import { buildSyntheticTokenizerFiles } from '../src/text/vocabulary.ts';
 import { markdownTable, writeReport } from './support/output.ts';
 
@@ -226,7 +227,7 @@ try {
   const full = planCheckpoint('full', 'fp8', tokenizer);
   const fullBytes = full.totalBytes;
   const writeStarted = performance.now();
-  await synthesizeCheckpoint(dir, { preset: PRESET, seed: 11, experts: 'fp8' });
+  await synthesizeCheckpoint(dir, { preset: PRESET, seed: 11, experts: 'fp8', threads: defaultSynthThreads() });
   const writeSeconds = (performance.now() - writeStarted) / 1000;
   console.log(`wrote the ${PRESET} checkpoint (${formatBytes(bytes)}) to ${dir} in ${writeSeconds.toFixed(1)} s`);
   const rows = [...Object.keys(LOADS), DISK_ONLY].map((name) => measureApart(dir, name, bytes));

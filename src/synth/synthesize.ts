@@ -1,18 +1,19 @@
 // Writes a synthetic drama3 checkpoint (MODEL.md §8): config.json (marked synthetic), the Qwen3 tokenizer with
 // Drama's added tokens, sharded safetensors with their index, and codec.pth. Every tensor's values depend only on
-// (seed, tensor name), so the full preset streams tensor by tensor. Atomic: everything goes into a temporary folder
-// beside the destination, renamed into place at the end; a failure removes it.
+// (seed, tensor name), so the full preset streams tensor by tensor, drawn on as many threads as asked. Atomic:
+// everything goes into a temporary folder beside the destination, renamed into place at the end; a failure removes it.
 import { chmod, mkdtemp, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { writeShardedSafetensors } from '../checkpoint/safetensors-writer.ts';
-import { type FloatDType, float32ToTensor, type HostTensor } from '../checkpoint/tensor.ts';
+import type { HostTensor } from '../checkpoint/tensor.ts';
 import { writeTorchCheckpoint } from '../checkpoint/torch-pth.ts';
 import { CODEC_FILE_NAME } from '../codec/codec.ts';
-import { synthesizeCodecWeights } from '../codec/synth-weights.ts';
+import { codecWeightBytes, synthesizeCodecWeights } from '../codec/synth-weights.ts';
 import { DramaError } from '../errors.ts';
 import { CONFIG_FILE, configToJson } from '../model/config.ts';
 import { buildSyntheticTokenizerFiles } from '../text/vocabulary.ts';
-import { initialFp8Weight, initialValues, residualGains } from './init.ts';
+import { throwIfCancelled, unlessCancelled } from './cancel.ts';
+import { initialTensors, residualGains } from './init.ts';
 import {
   MAX_SHARD_BYTES,
   planCheckpoint,
@@ -21,6 +22,7 @@ import {
   type SynthPreset,
   tokenizerFacts,
 } from './plan.ts';
+import { checkThreads, drawCodecOnThread, synthesizeTensorsOnThreads } from './tensor-threads.ts';
 
 export interface SynthOptions {
   readonly preset: SynthPreset;
@@ -30,6 +32,8 @@ export interface SynthOptions {
   readonly onProgress?: (done: number, total: number) => void;
   /** Aborting stops between tensors and removes the temporary folder (e.g. on Ctrl-C during the full preset). */
   readonly signal?: AbortSignal;
+  /** Threads drawing tensors (the same bytes for any count); 1, the default, draws them on this thread. */
+  readonly threads?: number;
 }
 
 /** The tensors of `plan` in map order, generated lazily; an FP8 weight is followed by its block scales. */
@@ -47,20 +51,9 @@ export function* synthesizeTensors(
       pendingScale = undefined;
       continue;
     }
-    if (spec.dtype === 'F8_E4M3') {
-      const { weight, scale } = initialFp8Weight(spec, seed, gains[spec.part]);
-      pendingScale = scale;
-      yield [spec.name, weight];
-      continue;
-    }
-    const values = initialValues(spec, seed, gains[spec.part]);
-    yield [spec.name, float32ToTensor(values, spec.dtype as FloatDType, spec.shape)];
-  }
-}
-
-function throwIfCancelled(signal: AbortSignal | undefined): void {
-  if (signal?.aborted === true) {
-    throw new DramaError('SYNTH_CANCELLED', 'writing the synthetic checkpoint was cancelled', { kind: 'internal' });
+    const { weight, scale } = initialTensors(spec, seed, gains[spec.part]);
+    pendingScale = scale;
+    yield [spec.name, weight];
   }
 }
 
@@ -85,27 +78,35 @@ async function checkDestination(outDir: string): Promise<boolean> {
 
 export async function synthesizeCheckpoint(outDir: string, options: SynthOptions): Promise<void> {
   checkSeed(options.seed);
+  const threads = options.threads ?? 1;
+  checkThreads(threads);
   const destination = resolve(outDir);
   const replaceEmpty = await checkDestination(destination);
   const tokenizer = buildSyntheticTokenizerFiles();
   const plan = planCheckpoint(options.preset, options.experts, tokenizerFacts(tokenizer.tokenizerJson));
   const temporary = await mkdtemp(join(dirname(destination), `.${basename(destination)}.partial-`));
+  let codecThread: ReturnType<typeof drawCodecOnThread> | undefined;
   try {
     await writeFile(join(temporary, CONFIG_FILE), `${JSON.stringify(configToJson(plan.config), null, 2)}\n`);
     await writeFile(join(temporary, 'tokenizer.json'), tokenizer.tokenizerJson);
     await writeFile(join(temporary, 'tokenizer_config.json'), tokenizer.tokenizerConfigJson);
-    const codec = synthesizeCodecWeights(plan.config.codec, options.seed);
-    let codecBytes = 0;
-    for (const tensor of codec.values()) codecBytes += tensor.data.byteLength;
-    const total = plan.totalBytes + codecBytes;
+    // With threads the codec (1.5 GB for full, one sequential stream) is drawn on a thread during the shards.
+    codecThread = threads === 1 ? undefined : drawCodecOnThread(plan.config.codec, options.seed);
+    const codec = codecThread === undefined ? synthesizeCodecWeights(plan.config.codec, options.seed) : undefined;
+    const total = plan.totalBytes + codecWeightBytes(plan.config.codec);
     options.onProgress?.(0, total);
-    await writeShardedSafetensors(temporary, synthesizeTensors(plan, options.seed, options.signal), {
+    const tensors =
+      threads === 1
+        ? synthesizeTensors(plan, options.seed, options.signal)
+        : synthesizeTensorsOnThreads(plan, options.seed, threads, options.signal);
+    await writeShardedSafetensors(temporary, tensors, {
       maxShardBytes: MAX_SHARD_BYTES[options.preset],
       metadata: { format: 'pt' },
       totalBytes: plan.totalBytes,
       onProgress: (done) => options.onProgress?.(done, total),
     });
-    await writeTorchCheckpoint(join(temporary, CODEC_FILE_NAME), codec);
+    const codecWeights = codec ?? (await unlessCancelled(codecThread!.weights, options.signal));
+    await writeTorchCheckpoint(join(temporary, CODEC_FILE_NAME), codecWeights);
     throwIfCancelled(options.signal);
     // mkdtemp makes the folder private; the checkpoint is an ordinary readable folder.
     await chmod(temporary, 0o755);
@@ -115,5 +116,7 @@ export async function synthesizeCheckpoint(outDir: string, options: SynthOptions
   } catch (error) {
     await rm(temporary, { recursive: true, force: true });
     throw error;
+  } finally {
+    await codecThread?.stop();
   }
 }

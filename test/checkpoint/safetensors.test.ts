@@ -166,6 +166,51 @@ describe('safetensors writing', () => {
     );
   });
 
+  it('takes an async generator: the same files as from an array, shards written while the next is gathered', async () => {
+    const fromArray = join(folder, 'from-array');
+    const fromAsync = join(folder, 'from-async');
+    async function* slowly(): AsyncGenerator<[string, HostTensor]> {
+      for (const entry of sampleTensors()) {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        yield entry;
+      }
+    }
+    await writeShardedSafetensors(fromArray, sampleTensors(), { maxShardBytes: 16 });
+    await writeShardedSafetensors(fromAsync, slowly(), { maxShardBytes: 16 });
+    const names = (await readdir(fromArray)).sort();
+    assert.deepEqual((await readdir(fromAsync)).sort(), names);
+    for (const name of names) {
+      assert.deepEqual(await readFile(join(fromAsync, name)), await readFile(join(fromArray, name)), name);
+    }
+  });
+
+  it('leaves nothing behind when a shard fails to write while the next is gathered', async () => {
+    const dir = join(folder, 'failing-write');
+    async function* tensors(): AsyncGenerator<[string, HostTensor]> {
+      yield* sampleTensors();
+    }
+    await assert.rejects(
+      writeShardedSafetensors(dir, tensors(), {
+        maxShardBytes: 16,
+        onProgress: (written) => {
+          if (written > 20) throw new Error('disk full');
+        },
+      }),
+      /disk full/,
+    );
+    assert.deepEqual(await readdir(dir), []);
+  });
+
+  it('leaves nothing behind when the tensors fail while a shard is being written', async () => {
+    const dir = join(folder, 'failing-during-write');
+    async function* tensors(): AsyncGenerator<[string, HostTensor]> {
+      yield* sampleTensors().slice(0, 2);
+      throw new Error('generator broke');
+    }
+    await assert.rejects(writeShardedSafetensors(dir, tensors(), { maxShardBytes: 12 }), /generator broke/);
+    assert.deepEqual(await readdir(dir), []);
+  });
+
   it('leaves nothing behind when a sharded write fails part way', async () => {
     const dir = join(folder, 'failing');
     function* failing(): Generator<[string, HostTensor]> {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { runSynth } from '../../src/cli/synth.ts';
+import { Command } from 'commander';
+import { registerSynth, runSynth } from '../../src/cli/synth.ts';
 import { createProgress, formatBytes } from '../../src/shared/progress.ts';
 
 async function synth(flags: Parameters<typeof runSynth>[0]): Promise<string[]> {
@@ -31,6 +32,19 @@ describe('drama3 synth', () => {
     assert.equal(tensorLines.length, count);
     assert.ok(tensorLines.includes('  model.layers.0.mlp.experts.0.gate_proj.weight BF16 [32, 64]'));
     assert.ok(!lines.some((line) => line.includes('_scale_inv')));
+  });
+
+  test('--threads takes a positive integer and names the default in --help', async () => {
+    const program = new Command().exitOverride();
+    registerSynth(program);
+    const synthCommand = program.commands.find((command) => command.name() === 'synth')!;
+    synthCommand.exitOverride().configureOutput({ writeErr: () => undefined });
+    for (const value of ['0', '-1', '1.5', 'many']) {
+      assert.throws(() => program.parse(['synth', '--threads', value, '--dry-run'], { from: 'user' }), {
+        code: 'commander.invalidArgument',
+      });
+    }
+    assert.match(synthCommand.helpInformation(), /--threads <n>[\s\S]*the same bytes for any count/);
   });
 
   test('refuses to write without --out', async () => {

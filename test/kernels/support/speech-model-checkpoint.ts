@@ -14,6 +14,7 @@ import type { LaneCapacity, PromptRows } from '../../../src/model/types.ts';
 import { CODES_PER_FRAME, RESIDUAL_CODEBOOK_SIZE, SEMANTIC_CODEBOOK_SIZE } from '../../../src/shared/frame.ts';
 import type { SynthPreset } from '../../../src/synth/plan.ts';
 import { synthesizeCheckpoint } from '../../../src/synth/synthesize.ts';
+import { defaultSynthThreads } from '../../../src/synth/tensor-threads.ts';
 
 /** Names the folder of an already written checkpoint (a child process reuses its parent's). */
 export const CHECKPOINT_ENVIRONMENT = 'DRAMA3_SPEECH_CHECKPOINT';
@@ -33,7 +34,7 @@ export function speechCheckpointDir(preset: SynthPreset): Promise<string> {
       // Removed at exit, not by a test hook: hooks registered inside a test would run when that test ends.
       process.once('exit', () => rmSync(parent, { recursive: true, force: true }));
       const dir = join(parent, 'checkpoint');
-      await synthesizeCheckpoint(dir, { preset, seed: 11, experts: 'fp8' });
+      await synthesizeCheckpoint(dir, { preset, seed: 11, experts: 'fp8', threads: defaultSynthThreads() });
       return dir;
     })();
     written.set(preset, directory);
