@@ -321,7 +321,7 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'm
             splitAgainstUnsplit(tallSnake, 40),
             splitAgainstUnsplit(tallPointwiseSnake, 40),
             rawAgainstDirect(dilatedSnake, 16),
-            rawAgainstDirect(tallSnake, 40),
+            rawAgainstDirect(tallSnake, 100),
             rawAgainstDirect(tallPointwiseSnake, 40),
           ]
         : []),
