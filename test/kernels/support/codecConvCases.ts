@@ -3,7 +3,8 @@
 // dilation 9, the pointwise conv with its residual, the last conv 96→1 with tanh on the narrow kernel), the ConvNeXt
 // linears (pwconv1 + GELU, pwconv2 + γ + residual, a linear without bias), odd sizes, lanes at scattered slots with
 // irregular row counts; fp32 and fp16 weights. The equivalences hold one lane decoded whole and in chunks of 1, 4,
-// 32 and irregular ones, lanes alone and together, and the narrow kernel against the chunked one.
+// 32 and irregular ones, lanes alone and together, and the narrow kernel against the chunked one; the tensor-core
+// conv also at the encoder's 64 channels (its tall block), split against unsplit, and aligned x against unaligned.
 import {
   type CodecConvVariant,
   type CodecPrecision,
