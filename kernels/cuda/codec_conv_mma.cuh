@@ -1,9 +1,10 @@
 // The codec's causal dilated conv on tensor cores (the `f16` precision: fp16 weights and fp16 inputs, fp32 sums, as
 // the release's vocoder runs): an implicit GEMM over (input channel, tap) with m16n8k16 mma.sync. Block = 128 rows
-// of one sequence × 128 outputs, 8 warps of 32 rows × 64 outputs. Each stage stages S input channels of the tile's
-// rows (t0 − H .. t0 + 127, through Snake, rounded to fp16 once) and their weights for every tap (cp.async into one
-// of two buffers while the other is summed). Input channels fall in groups of G (64, or 128 at k = 1): each group's
-// sum is one fp32 accumulator chain from zero (its stages ascending, then taps ascending, then the stage's
+// of one sequence × 128 outputs, 8 warps of 32 rows × 64 outputs, or for layers of at most 64 outputs 256 rows × 64
+// outputs (codec_conv_mma_staging.cuh). Each stage stages S input channels of the tile's rows (t0 − H .. the tile's
+// last, through Snake, rounded to fp16 once) and their weights for every tap; the next stage's weights and raw inputs
+// are copied by cp.async while this one is summed. Input channels fall in groups of G (64, or 128 at k = 1): each
+// group's sum is one fp32 accumulator chain from zero (its stages ascending, then taps ascending, then the stage's
 // 16-channel slices ascending), and the groups' sums are added in ascending order. An mma computes each element of D
 // from its own row of A and column of B, so a row's bits depend on the layer's sizes alone, never on the tile, the
 // call or the lanes beside it. The split entry gives each group its own blocks (for calls of few rows, whose
@@ -11,28 +12,7 @@
 // same order with the same epilogue, so split and unsplit give the same bits. A transposed conv runs here too, as a
 // conv over its input rows with s·Cout outputs (codecWeightLayout.ts codecTransposedAsConvLayout).
 #pragma once
-#include "codec_conv_tiled.cuh"
-
-constexpr int MMA_THREADS = 256;
-constexpr int MMA_BLOCK_ROWS = 128;
-constexpr int MMA_BLOCK_OUTPUTS = 128;
-constexpr int MMA_WARPS_ALONG_ROWS = 4;
-constexpr int MMA_WARP_ROWS = MMA_BLOCK_ROWS / MMA_WARPS_ALONG_ROWS;             // 32: two m16 tiles
-constexpr int MMA_WARP_OUTPUTS = 64;                                             // eight n8 tiles
-constexpr int MMA_ROW_TILES = MMA_WARP_ROWS / 16;
-constexpr int MMA_OUTPUT_TILES = MMA_WARP_OUTPUTS / 8;
-constexpr int MMA_WEIGHT_STRIDE = MMA_BLOCK_OUTPUTS + 8;  // halfs between staged weight rows: ldmatrix hits 8 bank groups
-
-// Input channels a stage: more for short kernels, whose stages would otherwise hold few sums per barrier.
-__host__ __device__ constexpr int mma_stage_channels(int kernel) { return kernel == 1 ? 64 : kernel <= 2 ? 32 : 16; }
-// Input channels a group: a whole number of stages.
-__host__ __device__ constexpr int mma_group_channels(int kernel) { return kernel == 1 ? 128 : 64; }
-// Halfs between staged input rows: S + 8 keeps each ldmatrix row in its own bank group.
-__host__ __device__ constexpr int mma_input_stride(int kernel) { return mma_stage_channels(kernel) + 8; }
-// Halfs of one weight buffer: [tap][channel][128 outputs + pad].
-__host__ __device__ constexpr int mma_weight_elements(int kernel) {
-  return kernel * mma_stage_channels(kernel) * MMA_WEIGHT_STRIDE;
-}
+#include "codec_conv_mma_staging.cuh"
 
 __device__ __forceinline__ void mma_ldmatrix_x4(uint32_t (&r)[4], const __half* shared) {
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
@@ -64,57 +44,24 @@ __device__ __forceinline__ void mma_zero(float (&sums)[MMA_ROW_TILES][MMA_OUTPUT
       for (int e = 0; e < 4; e++) sums[m][n][e] = 0.0f;
 }
 
-// Stages the weights of channels [first, first + count) for every tap into `target` [tap][c][stride]: by 16-byte
-// cp.async when Cout is a multiple of 8 (the caller commits and waits), else element by element; zeros elsewhere,
-// so that padded channels and outputs add exact zeros.
-template <int FAULT>
-__device__ __forceinline__ void mma_stage_weights(__half* target, const __half* weight, int first, int count,
-                                                  int kernel, int outputs, int block_output) {
-  const int channels = mma_stage_channels(kernel);
-  constexpr int COPIES_PER_ROW = MMA_BLOCK_OUTPUTS / 8;
-  if (outputs % 8 == 0) {
-    for (int index = threadIdx.x; index < kernel * channels * COPIES_PER_ROW; index += MMA_THREADS) {
-      const int part = index % COPIES_PER_ROW;
-      const int c = (index / COPIES_PER_ROW) % channels;
-      const int tap = index / (COPIES_PER_ROW * channels);
-      const int source_tap = FAULT == CODEC_FAULT_TAPS_REVERSED ? kernel - 1 - tap : tap;
-      const int output = block_output + part * 8;
-      const bool valid = c < count && output < outputs;
-      const __half* source =
-          weight + (valid ? ((long long)(first + c) * kernel + source_tap) * outputs + output : 0);
-      tiled_copy_16(target + (tap * channels + c) * MMA_WEIGHT_STRIDE + part * 8, source, valid);
-    }
-    return;
-  }
-  for (int index = threadIdx.x; index < kernel * channels * MMA_BLOCK_OUTPUTS; index += MMA_THREADS) {
-    const int o = index % MMA_BLOCK_OUTPUTS;
-    const int c = (index / MMA_BLOCK_OUTPUTS) % channels;
-    const int tap = index / (MMA_BLOCK_OUTPUTS * channels);
-    const int source_tap = FAULT == CODEC_FAULT_TAPS_REVERSED ? kernel - 1 - tap : tap;
-    const int output = block_output + o;
-    target[(tap * channels + c) * MMA_WEIGHT_STRIDE + o] =
-        c < count && output < outputs ? weight[((long long)(first + c) * kernel + source_tap) * outputs + output]
-                                      : __float2half_rn(0.0f);
-  }
-}
-
-// Stages in group `group`.
-__device__ __forceinline__ int mma_group_stages(int group, int inputs, int kernel) {
+// Stages in group `group`: its width in whole quanta, each of quantum / S stages, so that both shapes sum the same
+// slices (the zero ones past the last channel too).
+__device__ __forceinline__ int mma_group_stages(int group, int inputs, int kernel, int channels) {
   const int width = min(mma_group_channels(kernel), inputs - group * mma_group_channels(kernel));
-  return (width + mma_stage_channels(kernel) - 1) / mma_stage_channels(kernel);
+  const int quantum = mma_stage_quantum(kernel);
+  return (width + quantum - 1) / quantum * (quantum / channels);
 }
 
 // The first channel of the `step`-th stage a block sums: its one group's (split), else every group's in ascending
 // order (the control takes the groups last to first in calls of several lanes, an accurate result in another order
 // that only the invariance gate can see).
 template <int FAULT, bool SPLIT>
-__device__ __forceinline__ int mma_stage_base(int step, int group, int inputs, int kernel) {
+__device__ __forceinline__ int mma_stage_base(int step, int group, int inputs, int kernel, int channels) {
   const int group_channels = mma_group_channels(kernel);
-  const int channels = mma_stage_channels(kernel);
   if (SPLIT) return group * group_channels + step * channels;
   if (FAULT == CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES && gridDim.z > 1) {
     for (int g = (inputs + group_channels - 1) / group_channels - 1;; g--) {
-      const int stages = mma_group_stages(g, inputs, kernel);
+      const int stages = mma_group_stages(g, inputs, kernel, channels);
       if (step < stages) return g * group_channels + step * channels;
       step -= stages;
     }
@@ -129,28 +76,46 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
                                          const float* history, const int* sequences, int row_scale, int inputs,
                                          int outputs, int kernel, int dilation, int activation, float* partials,
                                          long long partial_rows) {
+  const MmaShape shape = mma_shape(outputs);
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  const int channels = mma_stage_channels(kernel);
-  const int input_stride = mma_input_stride(kernel);
-  const int weight_elements = mma_weight_elements(kernel);
+  const int channels = mma_stage_channels(kernel, shape.outputs);
+  const int input_stride = mma_input_stride(channels);
+  const int weight_elements = kernel * channels * shape.weight_stride;
   const int history_rows = (kernel - 1) * dilation;
-  const int tile_rows = MMA_BLOCK_ROWS + history_rows;
+  const int tile_rows = shape.rows + history_rows;
+  // [2 weight buffers][the fp16 input tile][the raw fp32 inputs of the next stage]
   __half* staged_weights = reinterpret_cast<__half*>(shared_bytes);
   __half* staged_inputs = staged_weights + 2 * weight_elements;
+  float* raw_inputs = reinterpret_cast<float*>(staged_inputs + tile_rows * input_stride);
+  const bool copies_raw = mma_inputs_align(x, x_stride, history, history_rows, inputs);
   const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
-  const int warp_row = (warp % MMA_WARPS_ALONG_ROWS) * MMA_WARP_ROWS;
-  const int warp_output = (warp / MMA_WARPS_ALONG_ROWS) * MMA_WARP_OUTPUTS;
-  const int output_blocks = (outputs + MMA_BLOCK_OUTPUTS - 1) / MMA_BLOCK_OUTPUTS;
+  const int warp_row = (warp % shape.warps_along_rows) * MMA_WARP_ROWS;
+  const int warp_output = (warp / shape.warps_along_rows) * MMA_WARP_OUTPUTS;
+  const int output_blocks = (outputs + shape.outputs - 1) / shape.outputs;
   const int group = SPLIT ? blockIdx.x / output_blocks : 0;
-  const int block_output = (blockIdx.x % output_blocks) * MMA_BLOCK_OUTPUTS;
+  const int block_output = (blockIdx.x % output_blocks) * shape.outputs;
   const int group_channels = mma_group_channels(kernel);
   const int reach = FAULT == CODEC_FAULT_HISTORY_OFF_BY_ONE ? 1 : 0;
-  const int stages = SPLIT ? mma_group_stages(group, inputs, kernel) : (inputs + channels - 1) / channels;
-  const int tiles = (sequence.row_count + MMA_BLOCK_ROWS - 1) / MMA_BLOCK_ROWS;
+  const int quantum = mma_stage_quantum(kernel);
+  const int stages = SPLIT ? mma_group_stages(group, inputs, kernel, channels)
+                           : (inputs + quantum - 1) / quantum * (quantum / channels);
+  const int tiles = (sequence.row_count + shape.rows - 1) / shape.rows;
   for (int row_tile = blockIdx.y; row_tile < tiles; row_tile += gridDim.y) {
-    const long long first = (long long)row_tile * MMA_BLOCK_ROWS;
+    const long long first = (long long)row_tile * shape.rows;
+    const auto tile_of = [&](int step) {
+      const int base = mma_stage_base<FAULT, SPLIT>(step, group, inputs, kernel, channels);
+      return MmaInputTile{first, history_rows, tile_rows, channels, base, max(0, min(channels, inputs - base)), reach};
+    };
+    // The copies of a stage: its weights into `buffer`, its raw inputs where the rows align; one commit group.
+    const auto copy_stage = [&](int step, int buffer) {
+      const MmaInputTile tile = tile_of(step);
+      mma_stage_weights<FAULT>(staged_weights + buffer * weight_elements, weight, tile.base, tile.count, kernel,
+                               channels, outputs, block_output, shape);
+      if (copies_raw) mma_copy_raw_inputs(raw_inputs, x, x_stride, history, sequence, inputs, tile);
+      tiled_commit();
+    };
     float sums[MMA_ROW_TILES][MMA_OUTPUT_TILES][4];  // this group's chain
     mma_zero(sums);
     bool first_group = true;
@@ -174,42 +139,20 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
         }
       }
     };
-    {
-      const int base = mma_stage_base<FAULT, SPLIT>(0, group, inputs, kernel);
-      mma_stage_weights<FAULT>(staged_weights, weight, base, min(channels, inputs - base), kernel, outputs,
-                               block_output);
-      tiled_commit();
-    }
+    copy_stage(0, 0);
     int buffer = 0;
     for (int step = 0; step < stages; step++) {
-      const int base = mma_stage_base<FAULT, SPLIT>(step, group, inputs, kernel);
-      const int count = min(channels, inputs - base);
-      __syncthreads();  // every warp is done with the input tile and the other weight buffer
-#pragma unroll 4
-      for (int index = threadIdx.x; index < tile_rows * (channels / 2); index += MMA_THREADS) {
-        const int pair = index % (channels / 2);
-        const int r = index / (channels / 2);
-        long long row = first - history_rows + r;
-        if (row < 0) row -= reach;
-        const int c = 2 * pair;
-        const float low = c < count ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs,
-                                                        row, base + c)
-                                    : 0.0f;
-        const float high = c + 1 < count ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows,
-                                                             inputs, row, base + c + 1)
-                                         : 0.0f;
-        *reinterpret_cast<__half2*>(staged_inputs + r * input_stride + c) = __floats2half2_rn(low, high);
-      }
-      if (step + 1 < stages) {
-        const int next = mma_stage_base<FAULT, SPLIT>(step + 1, group, inputs, kernel);
-        mma_stage_weights<FAULT>(staged_weights + (buffer ^ 1) * weight_elements, weight, next,
-                                 min(channels, inputs - next), kernel, outputs, block_output);
-        tiled_commit();
-        tiled_wait_all_but_one();
+      const MmaInputTile tile = tile_of(step);
+      if (copies_raw) tiled_wait_all();
+      __syncthreads();  // every warp is done with the input tile and the other weight buffer; the raw inputs are in
+      if (copies_raw) {
+        mma_round_raw_inputs<FAULT>(staged_inputs, raw_inputs, alpha, sequence, tile);
       } else {
-        tiled_wait_all();
+        mma_load_inputs<FAULT>(staged_inputs, x, x_stride, alpha, history, sequence, inputs, tile);
+        tiled_wait_all();  // the weights, copied while the inputs loaded
       }
-      __syncthreads();
+      __syncthreads();  // the input tile is whole and the raw inputs are free: the next stage's copies overlap the sums
+      if (step + 1 < stages) copy_stage(step + 1, buffer ^ 1);
       const __half* stage_weights = staged_weights + buffer * weight_elements;
       for (int tap = 0; tap < kernel; tap++) {
         for (int slice = 0; slice < channels; slice += 16) {
@@ -226,7 +169,7 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
             const int quarter = lane / 8;
             const int c = slice + (quarter & 1) * 8 + lane % 8;
             const int o = warp_output + n * 8 + (quarter >> 1) * 8;
-            mma_ldmatrix_x4_trans(b, stage_weights + (tap * channels + c) * MMA_WEIGHT_STRIDE + o);
+            mma_ldmatrix_x4_trans(b, stage_weights + (tap * channels + c) * shape.weight_stride + o);
 #pragma unroll
             for (int m = 0; m < MMA_ROW_TILES; m++) {
               mma_f16(sums[m][n], a[m], b[0], b[1]);
@@ -238,7 +181,7 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
       buffer ^= 1;
       // At a group's last stage but the last, the unsplit kernel adds the group's sum to those before it, kept in
       // this thread's own elements of out (registers would hold two sets of sums), and starts the next.
-      if (!SPLIT && step + 1 < stages && (base + channels) % group_channels == 0) {
+      if (!SPLIT && step + 1 < stages && (tile.base + channels) % group_channels == 0) {
         for_each_element([&](float sum, long long at, int output) {
           float* total = out + at * out_stride + output;
           *total = first_group ? sum : __fadd_rn(*total, sum);

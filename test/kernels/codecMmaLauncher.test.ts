@@ -65,9 +65,10 @@ test('f16 convs run on tensor cores: 128 rows × 128 outputs a block, 256 thread
     launched.map((launch) => launch.name),
     ['codec_conv_mma_f16', 'codec_conv_narrow_f16w'],
   );
-  // Two fp16 weight stages [7 taps][16 channels][136] and the fp16 input tile [128 + 18 rows][24].
-  const shared = 2 * (2 * 7 * 16 * 136 + (128 + 18) * 24);
-  assert.equal(mmaSharedBytes(7, 18), shared);
+  // Two fp16 weight stages [7 taps][16 channels][136], the fp16 input tile [128 + 18 rows][24] and the next stage's
+  // raw fp32 inputs [128 + 18 rows][16].
+  const shared = 2 * (2 * 7 * 16 * 136 + (128 + 18) * 24) + 4 * (128 + 18) * 16;
+  assert.equal(mmaSharedBytes(7, 18, 384), shared);
   assert.deepEqual(launched[0]!.shape, { grid: [3, 4, 3], block: [256, 1, 1], sharedBytes: shared });
   for (const variant of ['chunked', 'tiled'] as const) {
     assert.throws(
@@ -81,6 +82,29 @@ test('f16 convs run on tensor cores: 128 rows × 128 outputs a block, 256 thread
   );
 });
 
+test('f16 convs of at most 64 outputs take the tall block: 256 rows × 64 outputs, every warp along rows', () => {
+  const { cuda, launched } = recordingDevice();
+  const encoderConv = { ...residualConv, inputs: 64, outputs: 64, outStride: 64, xStride: 64, dilation: 9 };
+  codecConv(cuda, encoderConv);
+  codecConv(cuda, { ...encoderConv, kernel: 1, dilation: 1 });
+  codecConv(cuda, { ...encoderConv, outputs: 65, outStride: 65 });
+  assert.deepEqual(
+    launched.map((launch) => launch.name),
+    ['codec_conv_mma_f16', 'codec_conv_mma_f16', 'codec_conv_mma_f16'],
+  );
+  // 3 lanes of 2 × 256 rows in tiles of 256; weight rows of 64 outputs + 8; 16 channels a stage at k = 7.
+  const dilated = 2 * (2 * 7 * 16 * 72 + (256 + 54) * 24) + 4 * (256 + 54) * 16;
+  assert.equal(mmaSharedBytes(7, 54, 64), dilated);
+  assert.deepEqual(launched[0]!.shape, { grid: [1, 2, 3], block: [256, 1, 1], sharedBytes: dilated });
+  // At k = 1 the tall block stages 32 channels, half the wide block's 64.
+  const pointwise = 2 * (2 * 1 * 32 * 72 + 256 * 40) + 4 * 256 * 32;
+  assert.equal(mmaSharedBytes(1, 0, 64), pointwise);
+  assert.equal(mmaSharedBytes(1, 0, 65), 2 * (2 * 1 * 64 * 136 + 128 * 72) + 4 * 128 * 64);
+  assert.deepEqual(launched[1]!.shape, { grid: [1, 2, 3], block: [256, 1, 1], sharedBytes: pointwise });
+  // 65 outputs: the wide block, 128 rows × 128 outputs.
+  assert.deepEqual(launched[2]!.shape.grid, [1, 4, 3]);
+});
+
 test('an f16 transposed conv runs as the tensor-core conv of its input rows with s·Cout outputs', () => {
   const { cuda, launched } = recordingDevice();
   const transposed = {
@@ -91,7 +115,11 @@ test('an f16 transposed conv runs as the tensor-core conv of its input rows with
   codecTransposedConv(cuda, transposed);
   assert.equal(launched[0]!.name, 'codec_conv_mma_f16');
   // 4 · 384 outputs in blocks of 128; 2 × 256 input rows in tiles of 128; a 2-tap conv carries one row.
-  assert.deepEqual(launched[0]!.shape, { grid: [12, 4, 3], block: [256, 1, 1], sharedBytes: mmaSharedBytes(2, 1) });
+  assert.deepEqual(launched[0]!.shape, {
+    grid: [12, 4, 3],
+    block: [256, 1, 1],
+    sharedBytes: mmaSharedBytes(2, 1, 1536),
+  });
   assert.throws(
     () => codecTransposedConv(cuda, { ...transposed, kernel: 7, stride: 3 }),
     (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',

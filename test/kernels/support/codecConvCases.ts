@@ -3,7 +3,8 @@
 // dilation 9, the pointwise conv with its residual, the last conv 96→1 with tanh on the narrow kernel), the ConvNeXt
 // linears (pwconv1 + GELU, pwconv2 + γ + residual, a linear without bias), odd sizes, lanes at scattered slots with
 // irregular row counts; fp32 and fp16 weights. The equivalences hold one lane decoded whole and in chunks of 1, 4,
-// 32 and irregular ones, lanes alone and together, and the narrow kernel against the chunked one.
+// 32 and irregular ones, lanes alone and together, and the narrow kernel against the chunked one; the tensor-core
+// conv also at the encoder's 64 channels (its tall block), split against unsplit, and aligned x against unaligned.
 import {
   type CodecConvVariant,
   type CodecPrecision,
@@ -176,6 +177,38 @@ function splitAgainstUnsplit(layer: ConvLayer, rowScale: number): EquivalenceCas
   };
 }
 
+/**
+ * The tensor-core conv reading x 16-byte aligned (its inputs copied raw by cp.async, then through Snake) against the
+ * same x one float past alignment (each value loaded and rounded in place), on lanes of 3, 1 and 2 units: the same
+ * bytes. A conv control runs in the aligned run.
+ */
+function rawAgainstDirect(layer: ConvLayer, rowScale: number): EquivalenceCase {
+  const lanesOf = lanesOfThreeOneTwo(rowScale);
+  const { table, units } = lanesTable(lanesOf);
+  const rows = units * rowScale;
+  const runOf =
+    (shifted: boolean): Schedule =>
+    (cuda, p, kernel) => {
+      const historyBytes = lanesOf.slots * historyRowsOf(layer) * layer.inputs * 4;
+      if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
+      const pointers = shifted ? { ...p, x: p.shiftedX! + 4n } : p;
+      runConvCall(cuda, pointers, shifted ? undefined : kernel, layer, rowScale, p.sequences!, lanesOf.sequences);
+    };
+  return {
+    label: `aligned against unaligned x, tensor-core conv ${layer.inputs}→${layer.outputs} k${layer.kernel} d${layer.dilation}, lanes of 3, 1, 2 units × ${rowScale} rows`,
+    prepare(random) {
+      const drawn = convInputs(layer, lanesOf.slots, rows, () => random);
+      const shiftedX = new Float32Array(drawn.x.length + 1);
+      shiftedX.set(drawn.x, 1);
+      return {
+        inputs: { ...deviceInputs(layer, drawn), sequences: table, shiftedX },
+        outputs: convOutputs(layer, lanesOf.slots, rows),
+        runs: { aligned: runOf(false), unaligned: runOf(true) },
+      };
+    },
+  };
+}
+
 /** Lanes of 2, 1 and 1 units at slots 4, 0, 2 of 5. */
 const threeLanes = (rowScale: number): CodecLanes => ({
   slots: 5,
@@ -211,6 +244,11 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'm
   // The encoder's first conv (one input channel) and a down conv regrouped (strided-conv.ts): block 3's, 8 × 256 → 512.
   const encoderFirst = layerOf({ inputs: 1, outputs: 64, kernel: 7, precision });
   const encoderDown = layerOf({ inputs: 2048, outputs: 512, kernel: 2, snake, precision });
+  // The encoder's first blocks at 64 channels, which the tensor-core conv runs in its tall block (256 rows × 64).
+  const encoderResidual = layerOf({ inputs: 64, outputs: 64, kernel: 7, dilation: 9, snake, precision });
+  const encoderPointwise = layerOf({ inputs: 64, outputs: 64, kernel: 1, snake, residual: true, precision });
+  const tallSnake = layerOf({ inputs: 192, outputs: 64, kernel: 7, dilation: 3, snake: true, precision });
+  const tallPointwiseSnake = layerOf({ inputs: 160, outputs: 48, kernel: 1, snake: true, precision });
   return {
     name: `codec causal conv with carried history, ${precision} weights${variantLabel[variant]}`,
     bound: CONV_BOUND,
@@ -261,8 +299,17 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'm
           [2, 2],
         ],
       }),
+      ...(variant === 'mma'
+        ? [
+            convShape('encoder residual conv, tall block, lanes of 2, 1, 1 units', encoderResidual, threeLanes(300)),
+            convShape('encoder pointwise conv + residual, tall block, 3 lanes', encoderPointwise, threeLanes(300)),
+          ]
+        : []),
     ],
-    invariance: [convInvariance('decode lanes of 4 rows, residual conv + Snake, real', dilatedSnake, 4)],
+    invariance: [
+      convInvariance('decode lanes of 4 rows, residual conv + Snake, real', dilatedSnake, 4),
+      ...(variant === 'mma' ? [convInvariance('decode lanes of 4 rows, tall block + Snake', tallSnake, 4)] : []),
+    ],
     equivalences: [
       ...convSchedules(small, 8, 45),
       ...(variant === 'mma'
@@ -272,6 +319,11 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'm
             splitAgainstUnsplit(first, 4),
             splitAgainstUnsplit(oddSnake, 9),
             splitAgainstUnsplit(expand, 2),
+            splitAgainstUnsplit(tallSnake, 40),
+            splitAgainstUnsplit(tallPointwiseSnake, 40),
+            rawAgainstDirect(dilatedSnake, 16),
+            rawAgainstDirect(tallSnake, 100),
+            rawAgainstDirect(tallPointwiseSnake, 40),
           ]
         : []),
       ...(variant === 'tiled'

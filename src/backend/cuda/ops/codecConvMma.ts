@@ -25,17 +25,26 @@ const COMBINE_THREADS = 128;
 const COMBINE_ROWS = 8;
 const MAXIMUM_GRID_Y = 65535;
 
-/** The tensor-core conv's fixed shapes (codec_conv_mma.cuh): 256 threads, 128 rows × 128 outputs a block. */
+/** The tensor-core conv's threads (codec_conv_mma.cuh): 8 warps of 32 rows × 64 outputs. */
 const MMA_THREADS = 256;
-const MMA_BLOCK_ROWS = 128;
-const MMA_BLOCK_OUTPUTS = 128;
-const MMA_WEIGHT_STRIDE = MMA_BLOCK_OUTPUTS + 8;
+/** Layers of at most this many outputs take the tall block, every warp along rows (codec_conv_mma_staging.cuh). */
+const MMA_TALL_OUTPUTS = 64;
 export const CODEC_MMA_MAXIMUM_KERNEL = 8;
 
-/** Input channels the tensor-core conv stages at a time (codec_conv_mma.cuh mma_stage_channels). */
-function mmaStageChannels(kernel: number): number {
+/** A block's rows and outputs (codec_conv_mma_staging.cuh mma_shape): 128 × 128, or 256 × 64 for few outputs. */
+export function mmaBlockShape(outputs: number): { rows: number; outputs: number } {
+  return outputs <= MMA_TALL_OUTPUTS ? { rows: 256, outputs: MMA_TALL_OUTPUTS } : { rows: 128, outputs: 128 };
+}
+
+/** Input channels a stage of the wide block, the quantum a group's width is summed in (mma_stage_quantum). */
+function mmaStageQuantum(kernel: number): number {
   if (kernel === 1) return 64;
   return kernel <= 2 ? 32 : 16;
+}
+
+/** Input channels the tensor-core conv stages at a time (mma_stage_channels): half a quantum at k = 1 in the tall block. */
+function mmaStageChannels(kernel: number, blockOutputs: number): number {
+  return kernel === 1 && blockOutputs === MMA_TALL_OUTPUTS ? 32 : mmaStageQuantum(kernel);
 }
 
 /** Input channels a group of the tensor-core conv sums from zero (codec_conv_mma.cuh mma_group_channels). */
@@ -49,17 +58,23 @@ export function mmaGroupChannels(kernel: number): number {
  */
 export const CODEC_MMA_SPLIT_BELOW_BLOCKS = 264;
 
-/** Shared bytes of the tensor-core conv: two fp16 weight stages [K][S][136] and the fp16 input tile [rows][S + 8]. */
-export function mmaSharedBytes(kernel: number, historyRows: number): number {
-  const channels = mmaStageChannels(kernel);
-  return 2 * (2 * kernel * channels * MMA_WEIGHT_STRIDE + (MMA_BLOCK_ROWS + historyRows) * (channels + 8));
+/**
+ * Shared bytes of the tensor-core conv: two fp16 weight stages [K][S][block outputs + 8], the fp16 input tile
+ * [rows + history][S + 8] and the next stage's raw fp32 inputs [rows + history][S].
+ */
+export function mmaSharedBytes(kernel: number, historyRows: number, outputs: number): number {
+  const block = mmaBlockShape(outputs);
+  const channels = mmaStageChannels(kernel, block.outputs);
+  const tileRows = block.rows + historyRows;
+  return 2 * (2 * kernel * channels * (block.outputs + 8) + tileRows * (channels + 8)) + 4 * tileRows * channels;
 }
 
-/** The tensor-core conv's grid: 128 outputs × one tile of 128 rows a block (× each group, split), one sequence each. */
+/** The tensor-core conv's blocks along outputs (× each group, split) and rows, one sequence each. */
 function mmaShape(outputs: number, rows: number, sequenceCount: number, groups: number, sharedBytes: number) {
-  const rowTiles = Math.min(MAXIMUM_GRID_Y, Math.ceil(rows / MMA_BLOCK_ROWS));
+  const block = mmaBlockShape(outputs);
+  const rowTiles = Math.min(MAXIMUM_GRID_Y, Math.ceil(rows / block.rows));
   return {
-    grid: [Math.ceil(outputs / MMA_BLOCK_OUTPUTS) * groups, rowTiles, sequenceCount] as const,
+    grid: [Math.ceil(outputs / block.outputs) * groups, rowTiles, sequenceCount] as const,
     block: [MMA_THREADS, 1, 1] as const,
     sharedBytes,
   };
@@ -74,7 +89,8 @@ function partialsHold(a: CodecConvArguments): boolean {
 
 /** Whether a tensor-core conv runs split: it has groups, its unsplit grid is small, and its sums fit. */
 export function splitsOnTensorCores(a: CodecConvArguments, rows: number): boolean {
-  const blocks = Math.ceil(a.outputs / MMA_BLOCK_OUTPUTS) * Math.ceil(rows / MMA_BLOCK_ROWS) * a.sequenceCount;
+  const block = mmaBlockShape(a.outputs);
+  const blocks = Math.ceil(a.outputs / block.outputs) * Math.ceil(rows / block.rows) * a.sequenceCount;
   return groupsOf(a) > 1 && blocks < CODEC_MMA_SPLIT_BELOW_BLOCKS && partialsHold(a);
 }
 
@@ -102,7 +118,7 @@ export function mmaConv(
   const combineControl = options.kernel?.name.includes('combine') ?? false;
   const convOptions = combineControl ? { ...options, kernel: undefined } : options;
   const kernel = split ? MMA_SPLIT_KERNEL : MMA_KERNEL;
-  const shared = mmaSharedBytes(a.kernel, (a.kernel - 1) * a.dilation);
+  const shared = mmaSharedBytes(a.kernel, (a.kernel - 1) * a.dilation, a.outputs);
   const args = convArguments(a, MMA_ARGUMENTS)
     .pointer(partials?.pointer ?? NULL_POINTER)
     .int64(partials?.rows ?? 0);

@@ -1,0 +1,173 @@
+// How the codec's tensor-core conv (codec_conv_mma.cuh) fills shared memory: its block shapes, the fp16 weights of a
+// stage by cp.async, and the stage's fp16 input tile. Where the inputs' rows are 16-byte aligned, the next stage's
+// inputs are copied raw (fp32, by cp.async) while this stage is summed, then put through Snake and rounded to fp16
+// from shared memory; elsewhere they are loaded and rounded in place. Either way a staged input is
+// fp16(conv_input(...)), rounded once: the same value whichever path or block shape staged it.
+#pragma once
+#include "codec_conv_tiled.cuh"
+
+constexpr int MMA_THREADS = 256;
+constexpr int MMA_WARPS = MMA_THREADS / 32;
+constexpr int MMA_WARP_ROWS = 32;     // two m16 tiles
+constexpr int MMA_WARP_OUTPUTS = 64;  // eight n8 tiles
+constexpr int MMA_ROW_TILES = MMA_WARP_ROWS / 16;
+constexpr int MMA_OUTPUT_TILES = MMA_WARP_OUTPUTS / 8;
+// Layers of at most this many outputs take the tall shape: every warp along rows, none multiplying zero weights.
+constexpr int MMA_TALL_OUTPUTS = MMA_WARP_OUTPUTS;
+
+// A block's shape, by the layer's outputs: 128 rows × 128 outputs (8 warps of 32 × 64, 4 along rows), or for at most
+// 64 outputs 256 rows × 64 outputs (all 8 along rows). One code path serves both, so that the kernel's registers are
+// those of one shape.
+struct MmaShape {
+  int outputs;  // a block's
+  int warps_along_rows;
+  int rows;           // a block's
+  int weight_stride;  // halfs between staged weight rows, 8 past the outputs: ldmatrix's 8 rows in 8 bank groups
+};
+__host__ __device__ constexpr MmaShape mma_shape(int outputs) {
+  constexpr int WIDE = 2 * MMA_TALL_OUTPUTS;
+  return outputs <= MMA_TALL_OUTPUTS
+             ? MmaShape{MMA_TALL_OUTPUTS, MMA_WARPS, MMA_WARPS * MMA_WARP_ROWS, MMA_TALL_OUTPUTS + 8}
+             : MmaShape{WIDE, MMA_WARPS / 2, MMA_WARPS / 2 * MMA_WARP_ROWS, WIDE + 8};
+}
+
+// Input channels a stage of the wide shape: more for short kernels, whose stages would otherwise hold few sums per
+// barrier. A group's width is summed in whole quanta of this many channels (zero ones padding the last).
+__host__ __device__ constexpr int mma_stage_quantum(int kernel) { return kernel == 1 ? 64 : kernel <= 2 ? 32 : 16; }
+// Input channels a stage. At k = 1 a group's chain is its 16-channel slices ascending however they are staged, so the
+// tall shape stages half a quantum, which keeps its raw inputs within two blocks an SM.
+__host__ __device__ constexpr int mma_stage_channels(int kernel, int block_outputs) {
+  return kernel == 1 && block_outputs == MMA_TALL_OUTPUTS ? 32 : mma_stage_quantum(kernel);
+}
+// Input channels a group: a whole number of stages.
+__host__ __device__ constexpr int mma_group_channels(int kernel) { return kernel == 1 ? 128 : 64; }
+// Halfs between staged input rows: S + 8 keeps each ldmatrix row in its own bank group.
+__host__ __device__ constexpr int mma_input_stride(int channels) { return channels + 8; }
+
+// The raw path's copies read x and the history 4 channels at a time: every row and the stage's first channel 16-byte
+// aligned (the stages start at multiples of 16 channels, and a stage's channel count is then a multiple of 4).
+__device__ __forceinline__ bool mma_inputs_align(const float* x, long long x_stride, const float* history,
+                                                 int history_rows, int inputs) {
+  const bool history_aligned = history_rows == 0 || reinterpret_cast<unsigned long long>(history) % 16 == 0;
+  return reinterpret_cast<unsigned long long>(x) % 16 == 0 && x_stride % 4 == 0 && inputs % 4 == 0 && history_aligned;
+}
+
+// Stages the weights of channels [first, first + count) for every tap into `target` [tap][c][stride]: by 16-byte
+// cp.async when Cout is a multiple of 8 (the caller commits and waits), else element by element; zeros elsewhere,
+// so that padded channels and outputs add exact zeros.
+template <int FAULT>
+__device__ __forceinline__ void mma_stage_weights(__half* target, const __half* weight, int first, int count,
+                                                  int kernel, int channels, int outputs, int block_output,
+                                                  const MmaShape& shape) {
+  if (outputs % 8 == 0) {
+    const int copies_per_row = shape.outputs / 8;
+    for (int index = threadIdx.x; index < kernel * channels * copies_per_row; index += MMA_THREADS) {
+      const int part = index % copies_per_row;
+      const int c = (index / copies_per_row) % channels;
+      const int tap = index / (copies_per_row * channels);
+      const int source_tap = FAULT == CODEC_FAULT_TAPS_REVERSED ? kernel - 1 - tap : tap;
+      const int output = block_output + part * 8;
+      const bool valid = c < count && output < outputs;
+      const __half* source =
+          weight + (valid ? ((long long)(first + c) * kernel + source_tap) * outputs + output : 0);
+      tiled_copy_16(target + (tap * channels + c) * shape.weight_stride + part * 8, source, valid);
+    }
+    return;
+  }
+  for (int index = threadIdx.x; index < kernel * channels * shape.outputs; index += MMA_THREADS) {
+    const int o = index % shape.outputs;
+    const int c = (index / shape.outputs) % channels;
+    const int tap = index / (shape.outputs * channels);
+    const int source_tap = FAULT == CODEC_FAULT_TAPS_REVERSED ? kernel - 1 - tap : tap;
+    const int output = block_output + o;
+    target[(tap * channels + c) * shape.weight_stride + o] =
+        c < count && output < outputs ? weight[((long long)(first + c) * kernel + source_tap) * outputs + output]
+                                      : __float2half_rn(0.0f);
+  }
+}
+
+// One stage's input tile: rows first − H .. first + block rows − 1 of one sequence, channels base .. base + count.
+struct MmaInputTile {
+  long long first;
+  int history_rows;
+  int tile_rows;
+  int channels;  // staged a stage (S)
+  int base;
+  int count;
+  int reach;  // 1 in the off-by-one history control: carried rows read one row further back
+};
+
+// Where conv_input reads input row `row` (tile row r's, after the control's reach) of channel `channel`; null where
+// it reads zero.
+__device__ __forceinline__ const float* mma_input_source(const float* x, long long x_stride, const float* history,
+                                                         const CodecSequence& sequence, int history_rows, int inputs,
+                                                         long long row, int channel) {
+  if (row >= sequence.row_count || row < -history_rows) return nullptr;
+  if (row >= 0) return x + (sequence.first_row + row) * x_stride + channel;
+  return history + ((long long)sequence.slot * history_rows + history_rows + row) * inputs + channel;
+}
+
+__device__ __forceinline__ long long mma_tile_row(const MmaInputTile& tile, int r) {
+  const long long row = tile.first - tile.history_rows + r;
+  return row < 0 ? row - tile.reach : row;
+}
+
+// The raw path's copy: the tile's fp32 values [r][S] by 16-byte cp.async (zeros where conv_input reads zero); the
+// caller commits and waits.
+__device__ __forceinline__ void mma_copy_raw_inputs(float* raw, const float* x, long long x_stride,
+                                                    const float* history, const CodecSequence& sequence, int inputs,
+                                                    const MmaInputTile& tile) {
+  const int copies_per_row = tile.channels / 4;
+  for (int index = threadIdx.x; index < tile.tile_rows * copies_per_row; index += MMA_THREADS) {
+    const int c = (index % copies_per_row) * 4;
+    const int r = index / copies_per_row;
+    const float* source = c < tile.count ? mma_input_source(x, x_stride, history, sequence, tile.history_rows, inputs,
+                                                            mma_tile_row(tile, r), tile.base + c)
+                                         : nullptr;
+    tiled_copy_16(raw + r * tile.channels + c, source != nullptr ? source : x, source != nullptr);
+  }
+}
+
+// The raw path's rounding: conv_input's value from the copied one (Snake on this call's rows, the carried history
+// and the zeros as they are), rounded to fp16 into the tile [r][S + 8].
+template <int FAULT>
+__device__ __forceinline__ void mma_round_raw_inputs(__half* staged, const float* raw, const float* alpha,
+                                                     const CodecSequence& sequence, const MmaInputTile& tile) {
+  const int pairs = tile.channels / 2;
+  const int stride = mma_input_stride(tile.channels);
+#pragma unroll 4
+  for (int index = threadIdx.x; index < tile.tile_rows * pairs; index += MMA_THREADS) {
+    const int c = (index % pairs) * 2;
+    const int r = index / pairs;
+    const long long row = mma_tile_row(tile, r);
+    const bool snaked = alpha != nullptr && row >= 0 && row < sequence.row_count;
+    const float2 value = *reinterpret_cast<const float2*>(raw + r * tile.channels + c);
+    const int channel = tile.base + c;
+    const float low = c < tile.count ? (snaked ? snake<FAULT>(value.x, __ldg(alpha + channel)) : value.x) : 0.0f;
+    const float high =
+        c + 1 < tile.count ? (snaked ? snake<FAULT>(value.y, __ldg(alpha + channel + 1)) : value.y) : 0.0f;
+    *reinterpret_cast<__half2*>(staged + r * stride + c) = __floats2half2_rn(low, high);
+  }
+}
+
+// The direct path (rows not 16-byte aligned): each value loaded through conv_input and rounded to fp16 in place.
+template <int FAULT>
+__device__ __forceinline__ void mma_load_inputs(__half* staged, const float* x, long long x_stride, const float* alpha,
+                                                const float* history, const CodecSequence& sequence, int inputs,
+                                                const MmaInputTile& tile) {
+  const int pairs = tile.channels / 2;
+  const int stride = mma_input_stride(tile.channels);
+#pragma unroll 4
+  for (int index = threadIdx.x; index < tile.tile_rows * pairs; index += MMA_THREADS) {
+    const int c = (index % pairs) * 2;
+    const int r = index / pairs;
+    const long long row = mma_tile_row(tile, r);
+    const int h = tile.history_rows;
+    const float low =
+        c < tile.count ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, h, inputs, row, tile.base + c) : 0.0f;
+    const float high = c + 1 < tile.count
+                           ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, h, inputs, row, tile.base + c + 1)
+                           : 0.0f;
+    *reinterpret_cast<__half2*>(staged + r * stride + c) = __floats2half2_rn(low, high);
+  }
+}
