@@ -14,6 +14,8 @@ constexpr int ATTENTION_GROUP_ROWS = 16;
 constexpr int ATTENTION_TILE_KEYS = 64;
 // Rows a thread holds in the dots and the weighted sum: four warp pairs cover the group's 16 rows.
 constexpr int ATTENTION_THREAD_ROWS = 4;
+// Elements of a tile a thread stages for each 64 columns of the head.
+constexpr int ATTENTION_STAGE_LOADS = ATTENTION_TILE_KEYS * ATTENTION_TILE_KEYS / ATTENTION_THREADS;
 // Threads per row while finding the maxima and normalising.
 constexpr int ATTENTION_ROW_THREADS = ATTENTION_THREADS / ATTENTION_GROUP_ROWS;
 static_assert(ATTENTION_THREADS == ATTENTION_TILE_KEYS * (ATTENTION_GROUP_ROWS / ATTENTION_THREAD_ROWS),
@@ -60,15 +62,30 @@ __device__ __forceinline__ int2 attention_window(const AttentionGroup& group, in
 }
 
 // Keys or values first .. first + count − 1 of the head into the tile as fp64 (exact), rows padded by one double.
+// Every load is issued before the first store, so a thread waits on its LOADS loads once, not one at a time.
+template <int LOADS>
 __device__ __forceinline__ void attention_stage(double* tile, const float* qkv, const float* ring,
                                                 const TransformerSequence& sequence, long long first, int count,
                                                 int part, int head, int head_dim, int width, int window) {
   const int stride = head_dim + 1;
-#pragma unroll 4
-  for (int index = threadIdx.x; index < count * head_dim; index += ATTENTION_THREADS) {
-    const int key = index / head_dim;
-    const int d = index - key * head_dim;
-    tile[key * stride + d] = attention_row(qkv, ring, sequence, first + key, part, head, head_dim, width, window)[d];
+  const int elements = count * head_dim;
+  float loaded[LOADS];
+#pragma unroll
+  for (int n = 0; n < LOADS; n++) {
+    const int index = threadIdx.x + n * ATTENTION_THREADS;
+    if (index < elements) {
+      const int key = index / head_dim;
+      const float* row = attention_row(qkv, ring, sequence, first + key, part, head, head_dim, width, window);
+      loaded[n] = row[index - key * head_dim];
+    }
+  }
+#pragma unroll
+  for (int n = 0; n < LOADS; n++) {
+    const int index = threadIdx.x + n * ATTENTION_THREADS;
+    if (index < elements) {
+      const int key = index / head_dim;
+      tile[key * stride + index - key * head_dim] = loaded[n];
+    }
   }
 }
 
@@ -157,7 +174,8 @@ __device__ __forceinline__ void attention_weighted_sum(float* out, const double*
     const int base = (reversed ? tiles - 1 - t : t) * ATTENTION_TILE_KEYS;
     const int keys_here = min(ATTENTION_TILE_KEYS, group.keys - base);
     __syncthreads();
-    attention_stage(tile, qkv, values, sequence, group.first_key + base, keys_here, 2, head, head_dim, width, window);
+    attention_stage<ATTENTION_STAGE_LOADS * COLUMNS>(tile, qkv, values, sequence, group.first_key + base, keys_here,
+                                                     2, head, head_dim, width, window);
     __syncthreads();
     const int from = max(base, union_first);
     const int to = min(base + keys_here - 1, union_last);
@@ -191,17 +209,57 @@ __device__ __forceinline__ void attention_weighted_sum(float* out, const double*
   }
 }
 
-// One block per (head, group of rows, sequence); row p attends positions max(0, p − window + 1) … p. Dynamic shared
-// memory (codecTransformer.ts sizes it by the same rule): the scores [window + 15][16 rows], the queries
-// [head_dim][16 rows] and one tile [64][head_dim + 1], all fp64.
-template <int FAULT>
-__device__ __forceinline__ void transformer_window_attention(float* out, const float* qkv, const float* keys,
-                                                             const float* values, const int* sequences, int row_scale,
-                                                             int heads, int head_dim, int window) {
+// The softmax of the group's rows in place over the scores [key][16 rows]: each row's maximum (sixteen threads a
+// row, then folded), exp(s − max), the total on one thread a row over j ascending, and p_j = e_j / total.
+__device__ __forceinline__ void attention_softmax(double* scores, const AttentionGroup& group, bool reversed,
+                                                  double* partial, double* row_maximum, double* row_total) {
+  // Thread t walks keys t / 16, + 16, … of row t % 16.
+  const int own_row = threadIdx.x % ATTENTION_GROUP_ROWS;
+  const int own_step = threadIdx.x / ATTENTION_GROUP_ROWS;
+  const int2 own = attention_window(group, own_row);
+  double maximum = -INFINITY;
+  for (int j = own.x + own_step; j <= own.y; j += ATTENTION_ROW_THREADS) {
+    maximum = larger(maximum, scores[j * ATTENTION_GROUP_ROWS + own_row]);
+  }
+  partial[threadIdx.x] = maximum;
+  __syncthreads();
+  if (threadIdx.x < ATTENTION_GROUP_ROWS) {
+    double row_max = partial[threadIdx.x];
+    for (int step = 1; step < ATTENTION_ROW_THREADS; step++) {
+      row_max = larger(row_max, partial[step * ATTENTION_GROUP_ROWS + threadIdx.x]);
+    }
+    row_maximum[threadIdx.x] = row_max;
+  }
+  __syncthreads();
+  for (int j = own.x + own_step; j <= own.y; j += ATTENTION_ROW_THREADS) {
+    double* score = scores + j * ATTENTION_GROUP_ROWS + own_row;
+    *score = exp(__dsub_rn(*score, row_maximum[own_row]));
+  }
+  __syncthreads();
+  // The one serial chain, sixteen at once.
+  if (threadIdx.x < ATTENTION_GROUP_ROWS) {
+    const int2 keys = attention_window(group, threadIdx.x);
+    double total = 0.0;
+    for (int step = 0; step <= keys.y - keys.x; step++) {
+      const int j = reversed ? keys.y - step : keys.x + step;
+      total = __dadd_rn(total, scores[j * ATTENTION_GROUP_ROWS + threadIdx.x]);
+    }
+    row_total[threadIdx.x] = total;
+  }
+  __syncthreads();
+  for (int j = own.x + own_step; j <= own.y; j += ATTENTION_ROW_THREADS) {
+    double* score = scores + j * ATTENTION_GROUP_ROWS + own_row;
+    *score = __ddiv_rn(*score, row_total[own_row]);
+  }
+}
+
+// The block's groups of rows for a head of at most COLUMNS · 64; `statics` holds the softmax's partial maxima
+// [256], maxima [16] and totals [16].
+template <int FAULT, int COLUMNS>
+__device__ __forceinline__ void attention_groups(float* out, const float* qkv, const float* keys, const float* values,
+                                                 const int* sequences, int row_scale, int heads, int head_dim,
+                                                 int window, double* statics) {
   extern __shared__ double shared[];
-  __shared__ double partial[ATTENTION_THREADS];
-  __shared__ double row_maximum[ATTENTION_GROUP_ROWS];
-  __shared__ double row_total[ATTENTION_GROUP_ROWS];
   double* scores = shared;
   double* query = scores + (window + ATTENTION_GROUP_ROWS - 1) * ATTENTION_GROUP_ROWS;
   double* tile = query + head_dim * ATTENTION_GROUP_ROWS;
@@ -215,9 +273,6 @@ __device__ __forceinline__ void transformer_window_attention(float* out, const f
   const int warp = threadIdx.x >> 5;
   const int slot = (warp & 1) * 32 + (threadIdx.x & 31);
   const int row0 = (warp >> 1) * ATTENTION_THREAD_ROWS;
-  // In the maximum and the normalisation, thread t walks keys t / 16, + 16, … of row t % 16.
-  const int own_row = threadIdx.x % ATTENTION_GROUP_ROWS;
-  const int own_step = threadIdx.x / ATTENTION_GROUP_ROWS;
   for (long long group_row = (long long)blockIdx.y * ATTENTION_GROUP_ROWS; group_row < sequence.row_count;
        group_row += (long long)gridDim.y * ATTENTION_GROUP_ROWS) {
     const AttentionGroup group = attention_group(sequence, group_row, reach);
@@ -231,7 +286,8 @@ __device__ __forceinline__ void transformer_window_attention(float* out, const f
     for (int base = 0; base < group.keys; base += ATTENTION_TILE_KEYS) {
       const int keys_here = min(ATTENTION_TILE_KEYS, group.keys - base);
       __syncthreads();
-      attention_stage(tile, qkv, keys, sequence, group.first_key + base, keys_here, 1, head, head_dim, width, window);
+      attention_stage<ATTENTION_STAGE_LOADS * COLUMNS>(tile, qkv, keys, sequence, group.first_key + base, keys_here, 1,
+                                                       head, head_dim, width, window);
       __syncthreads();
       if (slot < keys_here && row0 < group.rows) {
         attention_dots(scores + (base + slot) * ATTENTION_GROUP_ROWS + row0, query + row0, tile + slot * stride,
@@ -239,48 +295,25 @@ __device__ __forceinline__ void transformer_window_attention(float* out, const f
       }
     }
     __syncthreads();
-    const int2 own = attention_window(group, own_row);
-    double maximum = -INFINITY;
-    for (int j = own.x + own_step; j <= own.y; j += ATTENTION_ROW_THREADS) {
-      maximum = larger(maximum, scores[j * ATTENTION_GROUP_ROWS + own_row]);
-    }
-    partial[threadIdx.x] = maximum;
-    __syncthreads();
-    if (threadIdx.x < ATTENTION_GROUP_ROWS) {
-      double row_max = partial[threadIdx.x];
-      for (int step = 1; step < ATTENTION_ROW_THREADS; step++) {
-        row_max = larger(row_max, partial[step * ATTENTION_GROUP_ROWS + threadIdx.x]);
-      }
-      row_maximum[threadIdx.x] = row_max;
-    }
-    __syncthreads();
-    for (int j = own.x + own_step; j <= own.y; j += ATTENTION_ROW_THREADS) {
-      double* score = scores + j * ATTENTION_GROUP_ROWS + own_row;
-      *score = exp(__dsub_rn(*score, row_maximum[own_row]));
-    }
-    __syncthreads();
-    // Each row's total on its own thread, j ascending: the one serial chain, sixteen at once.
-    if (threadIdx.x < ATTENTION_GROUP_ROWS) {
-      const int2 window_keys = attention_window(group, threadIdx.x);
-      double total = 0.0;
-      for (int step = 0; step <= window_keys.y - window_keys.x; step++) {
-        const int j = reversed ? window_keys.y - step : window_keys.x + step;
-        total = __dadd_rn(total, scores[j * ATTENTION_GROUP_ROWS + threadIdx.x]);
-      }
-      row_total[threadIdx.x] = total;
-    }
-    __syncthreads();
-    for (int j = own.x + own_step; j <= own.y; j += ATTENTION_ROW_THREADS) {
-      double* score = scores + j * ATTENTION_GROUP_ROWS + own_row;
-      *score = __ddiv_rn(*score, row_total[own_row]);
-    }
-    if (head_dim > ATTENTION_TILE_KEYS) {
-      attention_weighted_sum<FAULT, 2>(out, scores, tile, qkv, values, sequence, group, group_row, row0, slot, head,
-                                       head_dim, width, window, reversed);
-    } else {
-      attention_weighted_sum<FAULT, 1>(out, scores, tile, qkv, values, sequence, group, group_row, row0, slot, head,
-                                       head_dim, width, window, reversed);
-    }
+    attention_softmax(scores, group, reversed, statics, statics + ATTENTION_THREADS,
+                      statics + ATTENTION_THREADS + ATTENTION_GROUP_ROWS);
+    attention_weighted_sum<FAULT, COLUMNS>(out, scores, tile, qkv, values, sequence, group, group_row, row0, slot,
+                                           head, head_dim, width, window, reversed);
+  }
+}
+
+// One block per (head, group of rows, sequence); row p attends positions max(0, p − window + 1) … p. Dynamic shared
+// memory (codecTransformer.ts sizes it by the same rule): the scores [window + 15][16 rows], the queries
+// [head_dim][16 rows] and one tile [64][head_dim + 1], all fp64.
+template <int FAULT>
+__device__ __forceinline__ void transformer_window_attention(float* out, const float* qkv, const float* keys,
+                                                             const float* values, const int* sequences, int row_scale,
+                                                             int heads, int head_dim, int window) {
+  __shared__ double statics[ATTENTION_THREADS + 2 * ATTENTION_GROUP_ROWS];
+  if (head_dim > ATTENTION_TILE_KEYS) {
+    attention_groups<FAULT, 2>(out, qkv, keys, values, sequences, row_scale, heads, head_dim, window, statics);
+  } else {
+    attention_groups<FAULT, 1>(out, qkv, keys, values, sequences, row_scale, heads, head_dim, window, statics);
   }
 }
 
