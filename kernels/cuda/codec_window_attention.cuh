@@ -14,8 +14,9 @@ constexpr int ATTENTION_GROUP_ROWS = 16;
 constexpr int ATTENTION_TILE_KEYS = 64;
 // Rows a thread holds in the dots and the weighted sum: four warp pairs cover the group's 16 rows.
 constexpr int ATTENTION_THREAD_ROWS = 4;
-// Elements of a tile a thread stages for each 64 columns of the head.
-constexpr int ATTENTION_STAGE_LOADS = ATTENTION_TILE_KEYS * ATTENTION_TILE_KEYS / ATTENTION_THREADS;
+constexpr int ATTENTION_WARPS = ATTENTION_THREADS / 32;
+// Keys of a tile each warp stages.
+constexpr int ATTENTION_STAGE_KEYS = ATTENTION_TILE_KEYS / ATTENTION_WARPS;
 // Threads per row while finding the maxima and normalising.
 constexpr int ATTENTION_ROW_THREADS = ATTENTION_THREADS / ATTENTION_GROUP_ROWS;
 static_assert(ATTENTION_THREADS == ATTENTION_TILE_KEYS * (ATTENTION_GROUP_ROWS / ATTENTION_THREAD_ROWS),
@@ -62,29 +63,39 @@ __device__ __forceinline__ int2 attention_window(const AttentionGroup& group, in
 }
 
 // Keys or values first .. first + count − 1 of the head into the tile as fp64 (exact), rows padded by one double.
-// Every load is issued before the first store, so a thread waits on its LOADS loads once, not one at a time.
-template <int LOADS>
+// Warp w stages keys w, w + 8, …, its lanes the columns; sixteen loads a thread are issued before their stores, so a
+// thread waits on them once, not one at a time.
+template <int COLUMNS>
 __device__ __forceinline__ void attention_stage(double* tile, const float* qkv, const float* ring,
                                                 const TransformerSequence& sequence, long long first, int count,
                                                 int part, int head, int head_dim, int width, int window) {
+  constexpr int BATCH = ATTENTION_STAGE_KEYS / COLUMNS;
   const int stride = head_dim + 1;
-  const int elements = count * head_dim;
-  float loaded[LOADS];
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
 #pragma unroll
-  for (int n = 0; n < LOADS; n++) {
-    const int index = threadIdx.x + n * ATTENTION_THREADS;
-    if (index < elements) {
-      const int key = index / head_dim;
+  for (int batch = 0; batch < ATTENTION_STAGE_KEYS; batch += BATCH) {
+    float loaded[BATCH][2 * COLUMNS];
+#pragma unroll
+    for (int k = 0; k < BATCH; k++) {
+      const int key = warp + (batch + k) * ATTENTION_WARPS;
+      if (key >= count) continue;
       const float* row = attention_row(qkv, ring, sequence, first + key, part, head, head_dim, width, window);
-      loaded[n] = row[index - key * head_dim];
-    }
-  }
 #pragma unroll
-  for (int n = 0; n < LOADS; n++) {
-    const int index = threadIdx.x + n * ATTENTION_THREADS;
-    if (index < elements) {
-      const int key = index / head_dim;
-      tile[key * stride + index - key * head_dim] = loaded[n];
+      for (int piece = 0; piece < 2 * COLUMNS; piece++) {
+        const int d = lane + 32 * piece;
+        if (d < head_dim) loaded[k][piece] = row[d];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < BATCH; k++) {
+      const int key = warp + (batch + k) * ATTENTION_WARPS;
+      if (key >= count) continue;
+#pragma unroll
+      for (int piece = 0; piece < 2 * COLUMNS; piece++) {
+        const int d = lane + 32 * piece;
+        if (d < head_dim) tile[key * stride + d] = loaded[k][piece];
+      }
     }
   }
 }
@@ -174,8 +185,8 @@ __device__ __forceinline__ void attention_weighted_sum(float* out, const double*
     const int base = (reversed ? tiles - 1 - t : t) * ATTENTION_TILE_KEYS;
     const int keys_here = min(ATTENTION_TILE_KEYS, group.keys - base);
     __syncthreads();
-    attention_stage<ATTENTION_STAGE_LOADS * COLUMNS>(tile, qkv, values, sequence, group.first_key + base, keys_here,
-                                                     2, head, head_dim, width, window);
+    attention_stage<COLUMNS>(tile, qkv, values, sequence, group.first_key + base, keys_here, 2, head, head_dim, width,
+                             window);
     __syncthreads();
     const int from = max(base, union_first);
     const int to = min(base + keys_here - 1, union_last);
@@ -286,8 +297,8 @@ __device__ __forceinline__ void attention_groups(float* out, const float* qkv, c
     for (int base = 0; base < group.keys; base += ATTENTION_TILE_KEYS) {
       const int keys_here = min(ATTENTION_TILE_KEYS, group.keys - base);
       __syncthreads();
-      attention_stage<ATTENTION_STAGE_LOADS * COLUMNS>(tile, qkv, keys, sequence, group.first_key + base, keys_here, 1,
-                                                       head, head_dim, width, window);
+      attention_stage<COLUMNS>(tile, qkv, keys, sequence, group.first_key + base, keys_here, 1, head, head_dim, width,
+                               window);
       __syncthreads();
       if (slot < keys_here && row0 < group.rows) {
         attention_dots(scores + (base + slot) * ATTENTION_GROUP_ROWS + row0, query + row0, tile + slot * stride,
