@@ -1,7 +1,8 @@
 // Device code of the codec's windowed transformer kernels (codec_transformer.cu says what they compute). Each body is
 // a template over a planted fault, so that the contract's controls (kernels/controls/codec_transformer_controls.cu)
 // differ from the real kernels in exactly one place. Every step rounds through an explicit intrinsic (no contraction)
-// so that the fp64 arithmetic is the cpu transformer's (src/codec/transformer.ts) operation for operation.
+// so that the fp64 arithmetic is the cpu transformer's (src/codec/transformer.ts) operation for operation. The window
+// attention is codec_window_attention.cuh.
 #pragma once
 #include "common.cuh"
 

@@ -9,7 +9,7 @@
 
 constexpr int ATTENTION_THREADS = 256;
 constexpr int ATTENTION_GROUP_ROWS = 16;
-// Keys (then values) staged at once: lane slot s of the block's two warp halves is key s in the dots, column s (and
+// Keys (then values) staged at once: thread slot s = 32 · (warp parity) + lane is key s in the dots, column s (and
 // s + 64) in the weighted sum.
 constexpr int ATTENTION_TILE_KEYS = 64;
 // Rows a thread holds in the dots and the weighted sum: four warp pairs cover the group's 16 rows.
