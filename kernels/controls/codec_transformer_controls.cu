@@ -5,7 +5,7 @@
 //   control_codec_rope_position_behind              turns each row by position − 1                 (accuracy gates)
 //   control_codec_attention_keys_reversed_with_lanes sums the keys last to first in calls of several lanes
 //                                                   (accurate; only the equivalence gate can see it)
-#include "codec_transformer.cuh"
+#include "codec_window_attention.cuh"
 
 CODEC_ATTENTION_ENTRY(control_codec_attention_window_short, TRANSFORMER_FAULT_WINDOW_SHORT)
 CODEC_RING_ENTRY(control_codec_ring_update_slot_off, TRANSFORMER_FAULT_RING_SLOT_OFF)

@@ -15,7 +15,7 @@
 //   read this call's k/v rows of qkv, earlier ones the slot's ring; never writes the ring
 // codec_ring_update: after the attention, each sequence's last min(rows, window) k and v rows into its slot's ring
 // codec_swiglu: out [T, I] = fround(silu(gate)) · up, gate_up [T, 2·I] = [gate | up] per row
-#include "codec_transformer.cuh"
+#include "codec_window_attention.cuh"
 
 extern "C" __global__ void __launch_bounds__(TRANSFORMER_NORM_THREADS)
     codec_rms_norm(float* out, const float* x, const float* weight, int rows, int width, double eps) {

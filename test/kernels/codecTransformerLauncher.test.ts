@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import koffi from 'koffi';
 import {
+  CODEC_MAXIMUM_HEAD_DIM,
   CODEC_MAXIMUM_WINDOW,
   codecAttentionSharedBytes,
   codecRingUpdate,
@@ -22,22 +23,34 @@ const call = { sequences: 9n, sequenceCount: 3, longestSequence: 40, rowScale: 2
 const heads = { heads: 16, headDim: 64 };
 const refused = (param: string) => ({ code: 'KERNEL_ARGUMENT_INVALID', param });
 
-test('the attention runs one block per (head, row of the longest lane, lane) with its scores and key tile shared', () => {
+test('the attention runs one block per (head, 16 rows of the longest lane, lane) with its fp64 scores, queries and tile', () => {
   const { cuda, launched } = recordingDevice();
+  const limits: number[] = [];
+  Object.assign(cuda.driver, { setMaxDynamicSharedBytes: (_kernel: unknown, bytes: number) => limits.push(bytes) });
   codecWindowAttention(cuda, { ...call, ...heads, out: 1n, qkv: 2n, keys: 3n, values: 4n, window: 128 });
-  assert.equal(launched[0]!.name, 'codec_window_attention');
-  assert.deepEqual(launched[0]!.shape, {
-    grid: [16, 80, 3],
-    block: [128, 1, 1],
-    sharedBytes: 128 * 8 + 64 * 4 + 128 * 65 * 4,
+  codecWindowAttention(cuda, {
+    ...call,
+    ...heads,
+    longestSequence: 1,
+    out: 1n,
+    qkv: 2n,
+    keys: 3n,
+    values: 4n,
+    window: 512,
   });
+  assert.equal(launched[0]!.name, 'codec_window_attention');
+  // Scores [128 + 15 keys][16 rows], queries [64][16 rows], a tile [64 keys][64 + 1], all fp64.
+  const shared128 = (143 * 16 + 64 * 16 + 64 * 65) * 8;
+  assert.deepEqual(launched[0]!.shape, { grid: [16, 5, 3], block: [256, 1, 1], sharedBytes: shared128 });
+  const shared512 = (527 * 16 + 64 * 16 + 64 * 65) * 8;
+  assert.deepEqual(launched[1]!.shape, { grid: [16, 1, 3], block: [256, 1, 1], sharedBytes: shared512 });
+  assert.deepEqual(limits, [shared128, shared512], 'past 48 KiB the limit is raised before the launch');
   assert.deepEqual(
     [5, 6, 7, 8].map((index) => int32At(launched[0]!, index)),
     [2, 16, 64, 128],
   );
-  // The largest head and window still fit the default 48 KiB beside the kernel's static 272 bytes.
-  assert.ok(codecAttentionSharedBytes(128, CODEC_MAXIMUM_WINDOW) + 272 <= 48 * 1024);
-  assert.ok(codecAttentionSharedBytes(64, CODEC_MAXIMUM_WINDOW) + 272 <= 48 * 1024);
+  // The largest head and window fit the 227 KiB a block may have beside the kernel's static 2304 bytes.
+  assert.ok(codecAttentionSharedBytes(CODEC_MAXIMUM_HEAD_DIM, CODEC_MAXIMUM_WINDOW) + 2304 <= 227 * 1024);
 });
 
 test('RoPE, the ring update, RMSNorm and SwiGLU get grids from their sizes alone', () => {

@@ -281,6 +281,25 @@ export const codecTransformerAttentionCase: KernelCase = {
         [1, 20, 50],
       ]),
     ),
+    // The encoder's window, and a head past 64 columns (two a thread): 16-row blocks across the ring and the call.
+    attentionShape('encoder window over ring and call', {
+      geometry: { ...REAL_GEOMETRY, heads: 2, window: 512 },
+      rowScale: 1,
+      slots: 2,
+      lanes: [
+        [1, 21, 600],
+        [0, 35, 0],
+      ],
+    }),
+    attentionShape('wide head over ring and call', {
+      geometry: { heads: 2, headDim: 96, window: 70, ropeBase: 10000 },
+      rowScale: 1,
+      slots: 2,
+      lanes: [
+        [1, 37, 100],
+        [0, 18, 0],
+      ],
+    }),
     attentionShape('odd, 2 rows per unit', {
       geometry: ODD_GEOMETRY,
       rowScale: 2,

@@ -8,6 +8,7 @@ import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type CodecCall, requireCall } from './codecConv.ts';
+import { allowShared } from './codecConvArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
 
 const FAMILY = 'codec_transformer';
@@ -17,17 +18,19 @@ const ATTENTION_KERNEL: KernelName = { family: FAMILY, name: 'codec_window_atten
 const RING_KERNEL: KernelName = { family: FAMILY, name: 'codec_ring_update' };
 const SWIGLU_KERNEL: KernelName = { family: FAMILY, name: 'codec_swiglu' };
 
-/** The kernels' fixed shapes (codec_transformer.cuh). */
+/** The kernels' fixed shapes (codec_transformer.cuh, codec_window_attention.cuh). */
 const NORM_THREADS = 256;
-const ATTENTION_THREADS = 128;
+const ATTENTION_THREADS = 256;
+const ATTENTION_GROUP_ROWS = 16;
+const ATTENTION_TILE_KEYS = 64;
 const ROPE_ROWS = 4;
 const RING_THREADS = 128;
 const SWIGLU_THREADS = 256;
 const MAXIMUM_GRID_Y = 65535;
 const MAXIMUM_BLOCKS = 2 ** 31 - 1;
 /**
- * Head sizes the attention stages in its 33 KB key tile (thread d of its 128 holds output d, so at most 128); windows
- * whose fp64 scores fit beside it in 48 KB.
+ * Head sizes whose columns the attention's 256 threads hold two at most (64 a warp pair); windows whose fp64 scores
+ * for 16 rows fit beside the queries and a key tile in the H200's 227 KiB of shared memory a block.
  */
 export const CODEC_MAXIMUM_HEAD_DIM = 128;
 export const CODEC_MAXIMUM_WINDOW = 1024;
@@ -43,14 +46,13 @@ export function codecRopeFrequencies(ropeBase: number, headDim: number): Float64
   return frequencies;
 }
 
-/** Keys per staged tile (codec_transformer.cuh attention_tile_keys). */
-function tileKeys(headDim: number): number {
-  return headDim <= 64 ? 128 : 64;
-}
-
-/** Dynamic shared bytes of the attention: fp64 scores per window position, the query, the padded key tile. */
+/**
+ * Dynamic shared bytes of the attention, all fp64: the scores of a group's 16 rows over the window + 15 keys they
+ * span, their queries, and one tile of 64 keys padded by one (conflict-free reads).
+ */
 export function codecAttentionSharedBytes(headDim: number, window: number): number {
-  return window * 8 + headDim * 4 + tileKeys(headDim) * (headDim + 1) * 4;
+  const scores = (window + ATTENTION_GROUP_ROWS - 1) * ATTENTION_GROUP_ROWS;
+  return (scores + headDim * ATTENTION_GROUP_ROWS + ATTENTION_TILE_KEYS * (headDim + 1)) * 8;
 }
 
 function invalid(param: string, message: string): DramaError {
@@ -170,11 +172,13 @@ export function codecWindowAttention(
     .int32(a.heads)
     .int32(a.headDim)
     .int32(a.window);
+  const sharedBytes = codecAttentionSharedBytes(a.headDim, a.window);
   const shape = {
-    grid: [a.heads, rowBlocks(a, 1), a.sequenceCount] as const,
+    grid: [a.heads, rowBlocks(a, ATTENTION_GROUP_ROWS), a.sequenceCount] as const,
     block: [ATTENTION_THREADS, 1, 1] as const,
-    sharedBytes: codecAttentionSharedBytes(a.headDim, a.window),
+    sharedBytes,
   };
+  allowShared(cuda, ATTENTION_KERNEL, options, sharedBytes);
   launch(cuda, ATTENTION_KERNEL, shape, args, options);
 }
 
