@@ -2,8 +2,8 @@
 // budgets, refused before any audio), and runs frame rounds while there is work, yielding to the event loop between
 // rounds so that cancellations and new requests are taken in at round boundaries.
 import { DramaError } from '../errors.ts';
-import { serializeError } from '../threads/serialize-error.ts';
 import { pieceTextLimits } from '../text/limits.ts';
+import { serializeError } from '../threads/serialize-error.ts';
 import { type AdmissionLimits, checkInputLength, frameBudget } from './admission.ts';
 import { type FrameDecoder, InlineFrameDecoder } from './frame-decoder.ts';
 import { type DeviceMemory, deviceBudget, type LaneBudget, poolCost, rowBudget } from './lane-budget.ts';

@@ -26,7 +26,11 @@ const refused = (param: string) => ({ code: 'KERNEL_ARGUMENT_INVALID', param });
 test('the attention runs one block per (head, 16 rows of the longest lane, lane) with its fp64 scores, queries and tile', () => {
   const { cuda, launched } = recordingDevice();
   const limits: number[] = [];
-  Object.assign(cuda.driver, { setMaxDynamicSharedBytes: (_kernel: unknown, bytes: number) => limits.push(bytes) });
+  const carveouts: number[] = [];
+  Object.assign(cuda.driver, {
+    setMaxDynamicSharedBytes: (_kernel: unknown, bytes: number) => limits.push(bytes),
+    setPreferredSharedCarveout: (_kernel: unknown, percent: number) => carveouts.push(percent),
+  });
   codecWindowAttention(cuda, { ...call, ...heads, out: 1n, qkv: 2n, keys: 3n, values: 4n, window: 128 });
   codecWindowAttention(cuda, {
     ...call,
@@ -45,6 +49,7 @@ test('the attention runs one block per (head, 16 rows of the longest lane, lane)
   const shared512 = (527 * 16 + 64 * 16 + 64 * 65) * 8;
   assert.deepEqual(launched[1]!.shape, { grid: [16, 1, 3], block: [256, 1, 1], sharedBytes: shared512 });
   assert.deepEqual(limits, [shared128, shared512], 'past 48 KiB the limit is raised before the launch');
+  assert.deepEqual(carveouts, [100, 100], 'with all of L1 as shared memory, so that two blocks fit an SM');
   assert.deepEqual(
     [5, 6, 7, 8].map((index) => int32At(launched[0]!, index)),
     [2, 16, 64, 128],

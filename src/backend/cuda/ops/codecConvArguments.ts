@@ -32,8 +32,17 @@ export type CodecConvVariant = 'chunked' | 'narrow' | 'tiled' | 'mma' | 'mma-spl
 const raisedLimits = new WeakMap<CudaContext, Map<bigint, number>>();
 const DEFAULT_SHARED_LIMIT = 48 * 1024;
 
-/** Past 48 KiB a kernel must be allowed its dynamic shared memory first (once per kernel, context and size). */
-export function allowShared(cuda: CudaContext, kernel: KernelName, options: LaunchOptions, bytes: number): void {
+/**
+ * Past 48 KiB a kernel must be allowed its dynamic shared memory first (once per kernel, context and size);
+ * `carveout` (percent of L1 as shared memory) for kernels whose blocks only fit the SM two at a time with all of it.
+ */
+export function allowShared(
+  cuda: CudaContext,
+  kernel: KernelName,
+  options: LaunchOptions,
+  bytes: number,
+  carveout?: number,
+): void {
   const chosen = options.kernel ?? kernel;
   const handle = cuda.kernels.kernel(chosen.family, chosen.name);
   let raised = raisedLimits.get(cuda);
@@ -43,6 +52,7 @@ export function allowShared(cuda: CudaContext, kernel: KernelName, options: Laun
   }
   if ((raised.get(handle) ?? DEFAULT_SHARED_LIMIT) >= bytes) return;
   cuda.driver.setMaxDynamicSharedBytes(handle, bytes);
+  if (carveout !== undefined) cuda.driver.setPreferredSharedCarveout(handle, carveout);
   raised.set(handle, bytes);
 }
 

@@ -178,7 +178,8 @@ export function codecWindowAttention(
     block: [ATTENTION_THREADS, 1, 1] as const,
     sharedBytes,
   };
-  allowShared(cuda, ATTENTION_KERNEL, options, sharedBytes);
+  // All of L1 as shared memory: at the encoder's window two blocks fit an SM only so (its data all live in shared).
+  allowShared(cuda, ATTENTION_KERNEL, options, sharedBytes, 100);
   launch(cuda, ATTENTION_KERNEL, shape, args, options);
 }
 
