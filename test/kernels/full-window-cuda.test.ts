@@ -98,6 +98,17 @@ test('small on cuda: P + F + 1 = 262144 is admitted and runs to its end; one fra
   assert.ok(!events.some((event) => event.type === 'audio' && event.id === over.id), 'no audio before the refusal');
   console.log(`${seconds()} s: P + ${frames + 1} + 1 refused: ${over.ended.error.message}`);
 
+  // Where the long prefill is, every 32768 rows (the scheduler prefills one chunk a round).
+  const model = runtime.model as SlotSpeechModel<CudaBuffer>;
+  const prefill = model.prefill.bind(model);
+  let reported = 0;
+  model.prefill = (lane, prompt, from, to) => {
+    prefill(lane, prompt, from, to);
+    if (to - reported >= 32768) {
+      reported = to;
+      console.log(`${seconds()} s: ${to} prompt rows prefilled`);
+    }
+  };
   const started = performance.now();
   const full = await outcome(text, frames);
   const took = (performance.now() - started) / 1000;
