@@ -327,7 +327,6 @@ export class CudaCodecDecoder {
   private enqueueCall(table: CallTable, frames: number): void {
     const { cuda, config, weights, state, scratch } = this;
     const precision = weights.precision;
-    const codebooks = this.codebooks;
     const rotation = new Rotation([scratch.big0!, scratch.big1!, scratch.big2!]);
     codecQuantizerDecode(cuda, {
       out: scratch.x!,
