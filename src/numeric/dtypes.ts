@@ -33,7 +33,11 @@ function roundHalfEven(value: number): number {
 
 export function float32ToBf16Bits(x: number): number {
   floatScratch[0] = x;
-  const bits = bitsScratch[0]!;
+  return float32BitsToBf16Bits(bitsScratch[0]!);
+}
+
+/** float32ToBf16Bits of the float32 whose bits are `bits` (for callers that already hold float32 bits). */
+export function float32BitsToBf16Bits(bits: number): number {
   if ((bits & 0x7fffffff) > 0x7f800000) return 0x7fc0;
   // Adding 0x7fff plus the lowest kept bit carries exactly when the dropped half is above (or at, when odd) the tie.
   return (bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16;

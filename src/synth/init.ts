@@ -7,7 +7,7 @@
 import { type FloatDType, float32ToTensor, type HostTensor, makeTensor } from '../checkpoint/tensor.ts';
 import type { Drama3Config } from '../model/config.ts';
 import type { TensorPart, TensorSpec } from '../model/weights.ts';
-import { E4M3_MAX, float32ToE4m3Bits } from '../numeric/dtypes.ts';
+import { E4M3_MAX, float32BitsToBf16Bits, float32ToE4m3Bits } from '../numeric/dtypes.ts';
 import { TensorStream } from './random.ts';
 
 /** Spread of zero-centred norm weights around 0 and of the GDN output norm around 1. */
@@ -92,7 +92,7 @@ export function initialTensor(spec: TensorSpec, seed: number, residualGain: numb
   return makeTensor('BF16', spec.shape, spreadBf16(new TensorStream(seed, spec.name), elements(spec.shape), spread));
 }
 
-/** fillSpread rounded to bf16 a chunk at a time (float32ToBf16Bits inlined), without the whole float32 array. */
+/** fillSpread rounded to bf16 a chunk at a time, without the whole float32 array. */
 function spreadBf16(stream: TensorStream, count: number, spread: { mean: number; deviation: number }): Uint8Array {
   const half = Math.sqrt(3) * spread.deviation;
   const out = new Uint16Array(count);
@@ -100,8 +100,7 @@ function spreadBf16(stream: TensorStream, count: number, spread: { mean: number;
     const values = valueScratch.subarray(0, Math.min(DRAW_CHUNK, count - start));
     stream.fillUniformInto(values, start, spread.mean - half, spread.mean + half);
     for (let offset = 0; offset < values.length; offset++) {
-      const bits = valueBits[offset]!;
-      out[start + offset] = (bits & 0x7fffffff) > 0x7f800000 ? 0x7fc0 : (bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16;
+      out[start + offset] = float32BitsToBf16Bits(valueBits[offset]!);
     }
   }
   return new Uint8Array(out.buffer);

@@ -134,3 +134,19 @@ export function planCheckpoint(preset: SynthPreset, experts: SynthExperts, token
   }
   return { config, specs, countByDtype, bytesByDtype, parameters, totalBytes };
 }
+
+/** A tensor synthesis draws, and the name of the block scales drawn with it (an FP8 weight's, next in map order). */
+export interface DrawnSpec {
+  readonly spec: TensorSpec;
+  readonly scaleName?: string;
+}
+
+/** The plan's specs in map order as synthesis draws them: each FP8 weight with the scales that follow it. */
+export function drawnSpecs(plan: SynthPlan): DrawnSpec[] {
+  const drawn: { spec: TensorSpec; scaleName?: string }[] = [];
+  for (const spec of plan.specs) {
+    if (spec.role === 'expert_scale') drawn.at(-1)!.scaleName = spec.name;
+    else drawn.push({ spec });
+  }
+  return drawn;
+}

@@ -15,6 +15,7 @@ import { buildSyntheticTokenizerFiles } from '../text/vocabulary.ts';
 import { throwIfCancelled, unlessCancelled } from './cancel.ts';
 import { initialTensors, residualGains } from './init.ts';
 import {
+  drawnSpecs,
   MAX_SHARD_BYTES,
   planCheckpoint,
   type SynthExperts,
@@ -43,17 +44,11 @@ export function* synthesizeTensors(
   signal?: AbortSignal,
 ): Generator<[string, HostTensor]> {
   const gains = residualGains(plan.config);
-  let pendingScale: HostTensor | undefined;
-  for (const spec of plan.specs) {
+  for (const { spec, scaleName } of drawnSpecs(plan)) {
     throwIfCancelled(signal);
-    if (spec.role === 'expert_scale') {
-      yield [spec.name, pendingScale!];
-      pendingScale = undefined;
-      continue;
-    }
     const { weight, scale } = initialTensors(spec, seed, gains[spec.part]);
-    pendingScale = scale;
     yield [spec.name, weight];
+    if (scaleName !== undefined) yield [scaleName, scale!];
   }
 }
 

@@ -12,7 +12,7 @@ import { deserializeError } from '../threads/serialize-error.ts';
 import { startTypeScriptWorker } from '../threads/start-worker.ts';
 import { throwIfCancelled, unlessCancelled } from './cancel.ts';
 import { residualGains } from './init.ts';
-import type { SynthPlan } from './plan.ts';
+import { drawnSpecs, type SynthPlan } from './plan.ts';
 import type { CodecJob, TensorAnswer, TensorJob } from './tensor-worker.ts';
 
 /** More threads than this gain little: the main thread writes every byte to disk. */
@@ -139,7 +139,7 @@ export async function* synthesizeTensorsOnThreads(
 ): AsyncGenerator<[string, HostTensor]> {
   checkThreads(threads);
   const gains = residualGains(plan.config);
-  const jobs = plan.specs.filter((spec) => spec.role !== 'expert_scale');
+  const jobs = drawnSpecs(plan);
   const bytes = (spec: TensorSpec) => tensorByteLength(spec.dtype, spec.shape);
   const inFlight: { spec: TensorSpec; drawn: Promise<Drawn> }[] = [];
   let inFlightBytes = 0;
@@ -149,27 +149,21 @@ export async function* synthesizeTensorsOnThreads(
     pool.start();
     const startMore = () => {
       while (started < jobs.length && inFlight.length < 2 * threads) {
-        const spec = jobs[started]!;
+        const { spec } = jobs[started]!;
         if (inFlight.length > 0 && inFlightBytes + bytes(spec) > BYTES_IN_FLIGHT) break;
         inFlight.push({ spec, drawn: pool.draw({ id: started, spec, seed, residualGain: gains[spec.part] }) });
         inFlightBytes += bytes(spec);
         started += 1;
       }
     };
-    let pendingScale: HostTensor | undefined;
-    for (const spec of plan.specs) {
+    for (const { spec, scaleName } of jobs) {
       throwIfCancelled(signal);
-      if (spec.role === 'expert_scale') {
-        yield [spec.name, pendingScale!];
-        pendingScale = undefined;
-        continue;
-      }
       startMore();
       const next = inFlight.shift()!;
       inFlightBytes -= bytes(next.spec);
       const { weight, scale } = await unlessCancelled(next.drawn, signal);
-      pendingScale = scale;
       yield [spec.name, weight];
+      if (scaleName !== undefined) yield [scaleName, scale!];
     }
   } finally {
     await pool.close();
