@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { CudaContext } from '../../src/backend/cuda/context.ts';
-import { allowShared } from '../../src/backend/cuda/ops/codecConvArguments.ts';
+import { allowShared } from '../../src/backend/cuda/ops/sharedLimit.ts';
 
 /** A context whose kernels are numbered from 1 in the order asked for, recording the limits set. */
 function recordingContext(calls: string[]) {

@@ -9,7 +9,6 @@ import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import {
-  allowShared,
   CONV_ARGUMENTS,
   type CodecActivation,
   type CodecCall,
@@ -23,6 +22,7 @@ import {
 } from './codecConvArguments.ts';
 import { CODEC_MMA_MAXIMUM_KERNEL, mmaConv, splitsOnTensorCores } from './codecConvMma.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
+import { allowShared } from './sharedLimit.ts';
 
 export { CODEC_MMA_SPLIT_BELOW_BLOCKS, mmaGroupChannels, mmaSharedBytes } from './codecConvMma.ts';
 export type { CodecActivation, CodecCall, CodecConvArguments, CodecConvVariant, CodecPartials, CodecPrecision };

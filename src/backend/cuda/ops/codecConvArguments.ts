@@ -1,10 +1,8 @@
 // What every codec conv launcher shares (codecConv.ts, codecConvMma.ts): the precisions and variants, a call's
-// arguments in the order kernels/cuda/codec_conv.cuh declares them, the table checks, and raising a kernel's
-// shared-memory limit.
-import type { CudaContext } from '../context.ts';
+// arguments in the order kernels/cuda/codec_conv.cuh declares them, and the table checks.
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
-import { type KernelName, type LaunchOptions, requireCount } from './launch.ts';
+import { requireCount } from './launch.ts';
 
 /**
  * fp32 weights (the checking mode); fp16 weights rounded to nearest even with fp32 inputs on the CUDA cores; or `f16`,
@@ -27,34 +25,6 @@ export const ACTIVATION_CODES: Record<CodecActivation, number> = { identity: 0, 
  * the same order, so they give the same bits; the choice is speed alone.
  */
 export type CodecConvVariant = 'chunked' | 'narrow' | 'tiled' | 'mma' | 'mma-split';
-
-/** Per context (whose modules own the handles), kernels whose shared-memory limit has been raised, to the bytes. */
-const raisedLimits = new WeakMap<CudaContext, Map<bigint, number>>();
-const DEFAULT_SHARED_LIMIT = 48 * 1024;
-
-/**
- * Past 48 KiB a kernel must be allowed its dynamic shared memory first (once per kernel, context and size);
- * `carveout` (percent of L1 as shared memory) for kernels whose blocks only fit the SM two at a time with all of it.
- */
-export function allowShared(
-  cuda: CudaContext,
-  kernel: KernelName,
-  options: LaunchOptions,
-  bytes: number,
-  carveout?: number,
-): void {
-  const chosen = options.kernel ?? kernel;
-  const handle = cuda.kernels.kernel(chosen.family, chosen.name);
-  let raised = raisedLimits.get(cuda);
-  if (raised === undefined) {
-    raised = new Map();
-    raisedLimits.set(cuda, raised);
-  }
-  if ((raised.get(handle) ?? DEFAULT_SHARED_LIMIT) >= bytes) return;
-  cuda.driver.setMaxDynamicSharedBytes(handle, bytes);
-  if (carveout !== undefined) cuda.driver.setPreferredSharedCarveout(handle, carveout);
-  raised.set(handle, bytes);
-}
 
 /** Where a split tensor-core conv writes its groups' sums: [groups, rows, outputs] fp32. */
 export interface CodecPartials {

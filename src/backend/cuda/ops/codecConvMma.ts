@@ -4,14 +4,9 @@
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import { KernelArguments } from '../kernelArguments.ts';
-import {
-  ACTIVATION_CODES,
-  allowShared,
-  type CodecConvArguments,
-  convArguments,
-  NULL_POINTER,
-} from './codecConvArguments.ts';
+import { ACTIVATION_CODES, type CodecConvArguments, convArguments, NULL_POINTER } from './codecConvArguments.ts';
 import { type KernelName, type LaunchOptions, launch } from './launch.ts';
+import { allowShared } from './sharedLimit.ts';
 
 const FAMILY = 'codec_conv';
 const MMA_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_mma_f16' };

@@ -8,8 +8,8 @@ import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type CodecCall, requireCall } from './codecConv.ts';
-import { allowShared } from './codecConvArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
+import { allowShared } from './sharedLimit.ts';
 
 const FAMILY = 'codec_transformer';
 const RMS_NORM_KERNEL: KernelName = { family: FAMILY, name: 'codec_rms_norm' };
