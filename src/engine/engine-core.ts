@@ -2,7 +2,7 @@
 // budgets, refused before any audio), and runs frame rounds while there is work, yielding to the event loop between
 // rounds so that cancellations and new requests are taken in at round boundaries.
 import { DramaError } from '../errors.ts';
-import { pieceTextLimits } from '../text/limits.ts';
+import { pieceTextLimits, type TextLimits } from '../text/limits.ts';
 import { serializeError } from '../threads/serialize-error.ts';
 import { type AdmissionLimits, checkInputLength, frameBudget } from './admission.ts';
 import { type FrameDecoder, InlineFrameDecoder } from './frame-decoder.ts';
@@ -57,6 +57,8 @@ export class EngineCore {
   readonly info: EngineInfo;
   private readonly budget: LaneBudget;
   private readonly scheduler: Scheduler;
+  /** Each piece's text limits, raised with the engine's input limit. */
+  private readonly pieceLimits: Partial<TextLimits>;
   private looping = false;
   private closed = false;
 
@@ -66,6 +68,7 @@ export class EngineCore {
     private readonly emit: (event: EngineEvent) => void,
     private readonly decoder: FrameDecoder = new InlineFrameDecoder(runtime.codec, emit),
   ) {
+    this.pieceLimits = pieceTextLimits(settings.maxInputCodePoints);
     const cacheBytes = settings.referenceCacheBytes ?? DEFAULT_REFERENCE_CACHE_BYTES;
     const referenceCache = cacheBytes > 0 ? new ReferenceCache(cacheBytes) : undefined;
     const contextRows = runtime.model.contextRows;
@@ -138,7 +141,7 @@ export class EngineCore {
         instructions: job.instructions,
         references,
         normalize: job.normalize,
-        limits: pieceTextLimits(this.info.maxInputCodePoints),
+        limits: this.pieceLimits,
       }),
     );
     if (pieces.length === 0) throw new DramaError('INPUT_EMPTY', 'input has nothing to speak', { param: 'input' });
