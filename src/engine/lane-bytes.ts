@@ -72,7 +72,8 @@ export function planBytes(config: Drama3Config, capacity: LaneCapacity, prefillC
   const width = recordWidth(config);
   const tableRows = Math.max(prefillChunk, lanes);
   const callTables = (tableRows * ROW_ENTRY + Math.max(tableRows, lanes) * SEQUENCE_ENTRY + lanes * LANE_ENTRY) * I32;
-  const records = ((prefillChunk + 1) * width + 2 * lanes * width) * I32;
+  // A prefill call's records and its rows' successors (the tower's codes), then a step's input and frames.
+  const records = (2 * prefillChunk * width + 2 * lanes * width) * I32;
   return { slots, rowsPerSlot, slabs, tables: callTables + records, total: slabs + callTables + records };
 }
 

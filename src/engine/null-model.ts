@@ -1,7 +1,7 @@
 // A SpeechModel with no arithmetic, for scheduler and server tests: frame t of a lane is a hash of (seed, prompt, t),
 // and speech ends after a length derived from the prompt. Frames are [K] int32: code[0] in 0..4095, code[1..9] 0..1023.
 import { DramaError } from '../errors.ts';
-import type { FrameOutcome, Lane, PromptRows, SamplingSettings, SpeechModel } from '../model/types.ts';
+import type { FrameOutcome, Lane, PrefillPart, PromptRows, SamplingSettings, SpeechModel } from '../model/types.ts';
 import { hashedFrame, mix32 } from '../shared/hashed-frame.ts';
 
 export interface NullModelOptions {
@@ -50,15 +50,31 @@ export class NullSpeechModel implements SpeechModel {
   }
 
   prefill(lane: Lane, rows: PromptRows, from: number, to: number): void {
+    const state = this.checkPrefill({ lane, rows, from, to });
+    for (let row = from; row < to; row++) state.promptHash = mix32(state.promptHash ^ (rows.tokens[row]! + row * 7919));
+    state.promptRows = to;
+    state.position = to;
+  }
+
+  /** Every part is checked before any is prefilled, as the real model does; then each runs through `prefill`. */
+  prefillTogether(parts: readonly PrefillPart[]): void {
+    if (new Set(parts.map((part) => part.lane)).size !== parts.length) {
+      throw new DramaError('PREFILL_LANE_REPEATED', 'a prefill of several lanes names one lane twice', {
+        kind: 'internal',
+      });
+    }
+    for (const part of parts) this.checkPrefill(part);
+    for (const { lane, rows, from, to } of parts) this.prefill(lane, rows, from, to);
+  }
+
+  private checkPrefill({ lane, rows, from, to }: PrefillPart): NullLane {
     const state = this.own(lane);
     if (from !== state.promptRows || to > rows.tokens.length || to < from) {
       throw new DramaError('PREFILL_OUT_OF_ORDER', `prefill rows [${from}, ${to}) after ${state.promptRows} rows`, {
         kind: 'internal',
       });
     }
-    for (let row = from; row < to; row++) state.promptHash = mix32(state.promptHash ^ (rows.tokens[row]! + row * 7919));
-    state.promptRows = to;
-    state.position = to;
+    return state;
   }
 
   step(lanes: readonly Lane[]): FrameOutcome[] {

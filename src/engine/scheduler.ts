@@ -1,6 +1,6 @@
 // Frame rounds over up to `lanes` active requests. Each round: settle cancellations, give free lanes to waiting
-// requests, prefill one chunk of each lane still reading its prompt, then one model step over every lane that is
-// generating. Frames go to the decoder in groups that grow 1 → 4 → 8 → 16 so that the first audio leaves after one
+// requests, prefill one chunk of each lane still reading its prompt (all of them in one joint prefill, which the
+// model packs into as few calls as it can), then one model step over every lane that is generating. Frames go to the decoder in groups that grow 1 → 4 → 8 → 16 so that the first audio leaves after one
 // frame; every request that reached the decoder ends through it, so its terminal event follows its audio.
 import { DramaError } from '../errors.ts';
 import type { Frame, Lane } from '../model/types.ts';
@@ -143,9 +143,8 @@ export class Scheduler {
       this.reserved += this.cost(state.rows);
       this.guard([state], () => this.openLane(state));
     }
-    for (const state of this.active.filter((candidate) => candidate.lane !== null && !candidate.generating)) {
-      this.guard([state], () => this.prefillChunk(state));
-    }
+    const prefilling = this.active.filter((candidate) => candidate.lane !== null && !candidate.generating);
+    if (prefilling.length > 0) this.prefillPieces(prefilling);
     const generating = this.active.filter((state) => state.generating);
     if (generating.length > 0) {
       this.guard(generating, () => {
@@ -200,13 +199,28 @@ export class Scheduler {
     state.prefilled = opened.prefilled;
   }
 
-  private prefillChunk(state: RequestState): void {
-    const rows = state.piece.rows;
-    const to = this.referencePrefill.nextCut(rows, state.prefilled, this.options.prefillChunk);
-    this.runtime.model.prefill(state.lane!, rows, state.prefilled, to);
-    state.prefilled = to;
-    const stored = this.referencePrefill.prefilledTo(state.lane!, rows, to, state.request.voices ?? []);
-    if (stored !== undefined) state.unconfirmedSnapshot = stored;
+  /**
+   * One piece of each lane's prompt (up to the next chunk boundary or the snapshot row), all in one joint prefill:
+   * the model packs them into as few calls as its chunk allows. A failure there fails every request it held.
+   */
+  private prefillPieces(states: readonly RequestState[]): void {
+    const pieces = states.map((state) => ({
+      state,
+      to: this.referencePrefill.nextCut(state.piece.rows, state.prefilled, this.options.prefillChunk),
+    }));
+    this.guard(states, () =>
+      this.runtime.model.prefillTogether(
+        pieces.map(({ state, to }) => ({ lane: state.lane!, rows: state.piece.rows, from: state.prefilled, to })),
+      ),
+    );
+    for (const { state, to } of pieces) {
+      if (!this.active.includes(state)) continue;
+      state.prefilled = to;
+      this.guard([state], () => {
+        const stored = this.referencePrefill.prefilledTo(state.lane!, state.piece.rows, to, state.request.voices ?? []);
+        if (stored !== undefined) state.unconfirmedSnapshot = stored;
+      });
+    }
   }
 
   private addFrame(state: RequestState, frame: Frame): void {

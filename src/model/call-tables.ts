@@ -30,6 +30,13 @@ export interface StepLane {
   readonly sampling: SamplingSettings;
 }
 
+/** One lane's rows in a prefill call: `count` rows of `slot` from position `start`. */
+export interface PrefillSequence {
+  readonly slot: number;
+  readonly start: number;
+  readonly count: number;
+}
+
 export class CallTableSet<B> {
   readonly rowTable: Tensor<B>;
   readonly sequenceTable: Tensor<B>;
@@ -54,14 +61,17 @@ export class CallTableSet<B> {
     this.tables = { rows: this.rowTable.data, sequences: this.sequenceTable.data, sequenceCount: 0 };
   }
 
-  /** One sequence of `count` rows of `slot` from position `start`. */
-  prefill(slot: number, start: number, count: number): CallTables<B> {
-    for (let t = 0; t < count; t++) {
-      this.rows[t * ROW_ENTRY] = slot;
-      this.rows[t * ROW_ENTRY + 1] = start + t;
-    }
-    this.sequences.set([slot, 0, count, start]);
-    this.write(count, 1);
+  /** Sequences of `count` rows of `slot` from position `start`, their rows one after another (a prefill call). */
+  prefill(sequences: readonly PrefillSequence[]): CallTables<B> {
+    let row = 0;
+    sequences.forEach(({ slot, start, count }, index) => {
+      this.sequences.set([slot, row, count, start], index * SEQUENCE_ENTRY);
+      for (let t = 0; t < count; t++, row++) {
+        this.rows[row * ROW_ENTRY] = slot;
+        this.rows[row * ROW_ENTRY + 1] = start + t;
+      }
+    });
+    this.write(row, sequences.length);
     return this.tables;
   }
 

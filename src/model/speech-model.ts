@@ -1,6 +1,6 @@
 // Drama 3 as the engine drives it (SpeechModel, src/model/types.ts), written once against the Backend interface.
-// Every lane owns a slot of the lane slabs (lane-slabs.ts), sized by plan. Prefill runs one lane × T rows; a frame
-// step is one pass over a batch of lanes: pending frame records → backbone (each row at its slot and position) →
+// Every lane owns a slot of the lane slabs (lane-slabs.ts), sized by plan. A prefill call runs T rows of one lane
+// or of several (each lane one sequence of the call, prefill-calls.ts); a frame step is one pass over a batch of lanes: pending frame records → backbone (each row at its slot and position) →
 // candidate logits → the sampler op draws `main` → the tower draws code[1..9] (each code drawn on the backend feeds
 // the next layer) → the new records become the slots' pending rows, and only the B × 11 integers are read back.
 // Alignment: prefill runs the backbone and tower over prompt rows [0, P − 1) (tower row t with the codes of row
@@ -15,8 +15,17 @@ import { CallTableSet } from './call-tables.ts';
 import type { CandidateIds } from './candidates.ts';
 import { codebookEmbeddingRow, type Drama3Config, type LoadedConfig } from './config.ts';
 import { LaneSlabs, type LaneSnapshot } from './lane-slabs.ts';
+import { type PrefillSegment, prefillCalls } from './prefill-calls.ts';
 import type { Tower } from './tower.ts';
-import type { FrameOutcome, Lane, LaneCapacity, PromptRows, SamplingSettings, SpeechModel } from './types.ts';
+import type {
+  FrameOutcome,
+  Lane,
+  LaneCapacity,
+  PrefillPart,
+  PromptRows,
+  SamplingSettings,
+  SpeechModel,
+} from './types.ts';
 
 /** Capacity planned at load when the caller plans none. */
 export const DEFAULT_LANE_CAPACITY: LaneCapacity = { lanes: 8, rowsPerLane: 4096 };
@@ -62,11 +71,13 @@ interface Planned<B> {
   readonly capacity: LaneCapacity;
   readonly slabs: LaneSlabs<B>;
   readonly tables: CallTableSet<B>;
-  /** int32 [chunk + 1, 1 + K]: a prefill chunk's records and the lookahead row. */
+  /** int32 [chunk, 1 + K]: the records of a prefill call's rows, and of the row after each (the tower's codes). */
   readonly promptRecords: Tensor<B>;
+  readonly towerRecords: Tensor<B>;
   readonly stepInput: Tensor<B>;
   readonly stepFrames: Tensor<B>;
   readonly hostPrompt: Int32Array;
+  readonly hostTower: Int32Array;
   readonly readBack: Int32Array;
   readonly freeSlots: number[];
 }
@@ -132,10 +143,12 @@ export class SlotSpeechModel<B> implements SpeechModel {
       capacity,
       slabs,
       tables: new CallTableSet(backend, Math.max(this.prefillChunk, lanes), lanes),
-      promptRecords: backend.allocate('i32', [this.prefillChunk + 1, recordWidth]),
+      promptRecords: backend.allocate('i32', [this.prefillChunk, recordWidth]),
+      towerRecords: backend.allocate('i32', [this.prefillChunk, recordWidth]),
       stepInput: backend.allocate('i32', [lanes, recordWidth]),
       stepFrames: backend.allocate('i32', [lanes, recordWidth]),
-      hostPrompt: new Int32Array((this.prefillChunk + 1) * recordWidth),
+      hostPrompt: new Int32Array(this.prefillChunk * recordWidth),
+      hostTower: new Int32Array(this.prefillChunk * recordWidth),
       readBack: new Int32Array(lanes * recordWidth),
       freeSlots: Array.from({ length: lanes }, (_, slot) => lanes - 1 - slot),
     };
@@ -150,7 +163,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
     const tokens = new Int32Array(rows).fill(this.candidates.semanticBegin);
     const codes = new Int32Array(rows * (this.recordWidth - 1));
     const probe = new SlotLane(slot, { seed: 0, temperature: 1, topP: 0.9, topK: 30, greedy: false });
-    this.prefillPiece(probe, { tokens, codes, referenceRows: 0 }, 0, rows);
+    this.prefillCall([{ lane: probe, rows: { tokens, codes, referenceRows: 0 }, from: 0, to: rows, count: rows - 1 }]);
     const batch = Array.from({ length: lanes }, () => probe);
     this.runStep(batch, false);
     planned.slabs.reset(slot);
@@ -175,6 +188,23 @@ export class SlotSpeechModel<B> implements SpeechModel {
   }
 
   prefill(lane: Lane, rows: PromptRows, from: number, to: number): void {
+    this.prefillTogether([{ lane, rows, from, to }]);
+  }
+
+  prefillTogether(parts: readonly PrefillPart[]): void {
+    if (new Set(parts.map((part) => part.lane)).size !== parts.length) {
+      throw new DramaError('PREFILL_LANE_REPEATED', 'a prefill of several lanes names one lane twice', {
+        kind: 'internal',
+      });
+    }
+    const states = parts.map((part) => this.checkPrefill(part));
+    const started = performance.now();
+    const owned = parts.map((part, index) => ({ ...part, lane: states[index]! }));
+    for (const call of prefillCalls(owned, this.prefillChunk)) this.prefillCall(call);
+    this.stageTimes.prefill += performance.now() - started;
+  }
+
+  private checkPrefill({ lane, rows, from, to }: PrefillPart): SlotLane {
     const state = this.own(lane);
     const total = rows.tokens.length;
     if (from !== state.promptRows || state.framesGenerated > 0 || to < from || to > total) {
@@ -189,10 +219,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
         kind: 'invalid_input',
       });
     }
-    const started = performance.now();
-    for (let start = from; start < to; start += this.prefillChunk)
-      this.prefillPiece(state, rows, start, Math.min(to, start + this.prefillChunk));
-    this.stageTimes.prefill += performance.now() - started;
+    return state;
   }
 
   /** Copies the state of a lane that has been prefilled and has drawn no frame yet. */
@@ -259,34 +286,48 @@ export class SlotSpeechModel<B> implements SpeechModel {
     this.lanes.planned!.freeSlots.push(state.slot);
   }
 
-  /** Prompt rows [from, to): the backbone and tower run rows [from, min(to, P − 1)); row P − 1 becomes pending. */
-  private prefillPiece(state: SlotLane, rows: PromptRows, from: number, to: number): void {
+  /**
+   * One backbone and tower call over the segments' rows (each lane one sequence, its rows [from, from + count)), the
+   * tower reading each row with the codes of the row after it; a segment that reaches its prompt's end writes the
+   * last row as the lane's pending record instead of running it.
+   */
+  private prefillCall(segments: readonly PrefillSegment<SlotLane>[]): void {
     const planned = this.lanes.planned!;
     const { backend, recordWidth } = this;
     const hidden = this.config.text.hiddenSize;
-    const last = rows.tokens.length - 1;
-    const count = Math.min(to, last) - from;
-    if (count > 0) {
-      writeRecords(planned.hostPrompt, rows, from, count + 1, recordWidth);
-      backend.writeIntegers(planned.promptRecords, 0, planned.hostPrompt.subarray(0, (count + 1) * recordWidth));
-      const tables = planned.tables.prefill(state.slot, from, count);
-      const x = this.pool.get('x', count * hidden);
-      const normed = this.pool.get('normed', count * hidden);
-      this.embed(backend.viewRows(planned.promptRecords, 0, count), x, count);
-      this.backbone.forward(planned.slabs.backbone, tables, x, count, normed);
-      // Tower row t reads the codes of row t + 1 (the next record).
-      this.tower.run(planned.slabs.tower, tables, normed, backend.viewRows(planned.promptRecords, 1, count), count);
-    }
-    if (to === rows.tokens.length) {
-      writeRecords(planned.hostPrompt, rows, last, 1, recordWidth);
-      backend.writeIntegers(
-        planned.slabs.pending,
-        state.slot * recordWidth,
-        planned.hostPrompt.subarray(0, recordWidth),
+    const running = segments.filter((segment) => segment.count > 0);
+    const total = running.reduce((sum, segment) => sum + segment.count, 0);
+    if (total > 0) {
+      let row = 0;
+      for (const { rows, from, count } of running) {
+        writeRecords(planned.hostPrompt, rows, from, count, recordWidth, row);
+        writeRecords(planned.hostTower, rows, from + 1, count, recordWidth, row);
+        row += count;
+      }
+      backend.writeIntegers(planned.promptRecords, 0, planned.hostPrompt.subarray(0, total * recordWidth));
+      backend.writeIntegers(planned.towerRecords, 0, planned.hostTower.subarray(0, total * recordWidth));
+      const tables = planned.tables.prefill(
+        running.map(({ lane, from, count }) => ({ slot: lane.slot, start: from, count })),
       );
-      state.promptComplete = true;
+      const x = this.pool.get('x', total * hidden);
+      const normed = this.pool.get('normed', total * hidden);
+      this.embed(backend.viewRows(planned.promptRecords, 0, total), x, total);
+      this.backbone.forward(planned.slabs.backbone, tables, x, total, normed);
+      this.tower.run(planned.slabs.tower, tables, normed, backend.viewRows(planned.towerRecords, 0, total), total);
     }
-    state.promptRows = to;
+    for (const { lane, rows, to } of segments) {
+      const last = rows.tokens.length - 1;
+      if (to === rows.tokens.length) {
+        writeRecords(planned.hostPrompt, rows, last, 1, recordWidth, 0);
+        backend.writeIntegers(
+          planned.slabs.pending,
+          lane.slot * recordWidth,
+          planned.hostPrompt.subarray(0, recordWidth),
+        );
+        lane.promptComplete = true;
+      }
+      lane.promptRows = to;
+    }
   }
 
   /**
@@ -369,11 +410,12 @@ export class SlotSpeechModel<B> implements SpeechModel {
   }
 }
 
-/** Host records [count, 1 + K] of prompt rows [from, from + count): (token, code[0..K−1]). */
-function writeRecords(target: Int32Array, rows: PromptRows, from: number, count: number, width: number): void {
+/** Host records of prompt rows [from, from + count) at record `at` of target: (token, code[0..K−1]) each. */
+function writeRecords(target: Int32Array, rows: PromptRows, from: number, count: number, width: number, at: number) {
   const codebooks = width - 1;
   for (let r = 0; r < count; r++) {
-    target[r * width] = rows.tokens[from + r]!;
-    target.set(rows.codes.subarray((from + r) * codebooks, (from + r + 1) * codebooks), r * width + 1);
+    const record = (at + r) * width;
+    target[record] = rows.tokens[from + r]!;
+    target.set(rows.codes.subarray((from + r) * codebooks, (from + r + 1) * codebooks), record + 1);
   }
 }

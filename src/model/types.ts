@@ -39,6 +39,14 @@ export interface Lane {
   readonly position: number;
 }
 
+/** One lane's prompt rows [from, to) within a prefill of several lanes. */
+export interface PrefillPart {
+  readonly lane: Lane;
+  readonly rows: PromptRows;
+  readonly from: number;
+  readonly to: number;
+}
+
 /** What a model plans its lane state for: this many lanes (slots) of this many rows each. */
 export interface LaneCapacity {
   readonly lanes: number;
@@ -60,6 +68,11 @@ export interface SpeechModel {
   newLane(sampling: SamplingSettings): Lane;
   /** Prefill prompt rows [from, to) into the lane; callers cut long prompts into chunks. */
   prefill(lane: Lane, rows: PromptRows, from: number, to: number): void;
+  /**
+   * Prefills several lanes' rows together, in as few calls as the model's prefill chunk allows: each lane ends in
+   * exactly the state its own `prefill` would leave. Every part is checked before any row runs; a lane may appear once.
+   */
+  prefillTogether(parts: readonly PrefillPart[]): void;
   /** One frame for each lane (a frame round). */
   step(lanes: readonly Lane[]): FrameOutcome[];
   /** Frees the lane's storage. */

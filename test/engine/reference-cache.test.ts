@@ -11,7 +11,7 @@ import { ReferenceCache, snapshotBytes, snapshotRow } from '../../src/engine/ref
 import type { EncodedReference, SpeechRuntime } from '../../src/engine/runtime.ts';
 import { Scheduler } from '../../src/engine/scheduler.ts';
 import { loadSpeechModel } from '../../src/model/load-model.ts';
-import { DEFAULT_SAMPLING, type Lane, type PromptRows } from '../../src/model/types.ts';
+import { DEFAULT_SAMPLING, type PrefillPart, type PromptRows } from '../../src/model/types.ts';
 import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
 import { tinyCheckpointDir } from '../model/tiny-checkpoint.ts';
 import { TEXT, VOICE_A, VOICE_B } from './reference-voices.ts';
@@ -27,9 +27,9 @@ function recording(): { runtime: SpeechRuntime; cuts: [number, number][] } {
   const cuts: [number, number][] = [];
   const model = base.model as typeof base.model & { snapshot: unknown; restore: unknown };
   const wrapped = Object.create(model) as typeof model;
-  wrapped.prefill = (lane: Lane, rows: PromptRows, from: number, to: number) => {
-    cuts.push([from, to]);
-    model.prefill(lane, rows, from, to);
+  wrapped.prefillTogether = (parts: readonly PrefillPart[]) => {
+    for (const { from, to } of parts) cuts.push([from, to]);
+    model.prefillTogether(parts);
   };
   return { runtime: { ...base, model: wrapped }, cuts };
 }

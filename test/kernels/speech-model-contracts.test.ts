@@ -3,7 +3,8 @@
 // twice in one process, and in a fresh process (this file run again as a child with DRAMA3_SPEECH_FRAMES_CHILD set,
 // which prints its frames as JSON), gives equal frames; (2) prefill in chunks of 1, 7, 64, 256 and the whole prompt
 // gives equal frames; (3) each of 16 requests alone and batched with neighbours at other positions in batches of
-// 1, 2, 4 and 8 lanes, then of 16 after re-planning for 16 lanes, gives equal frames. A failure prints the first mismatch (frame, column, both values). The
+// 1, 2, 4 and 8 lanes, then of 16 after re-planning for 16 lanes, and 8 of them prefilled together (several lanes
+// a prefill call), gives equal frames. A failure prints the first mismatch (frame, column, both values). The
 // cpu controls (tiny, no GPU needed) show each check fails on a planted fault. Skips the GPU tests, saying why,
 // without CUDA.
 import assert from 'node:assert/strict';
@@ -18,7 +19,12 @@ import type { Backend } from '../../src/backend/types.ts';
 import { loadSpeechModel } from '../../src/model/load-model.ts';
 import type { SlotSpeechModel } from '../../src/model/speech-model.ts';
 import { CHECKPOINT_ENVIRONMENT, speechCheckpointDir } from './support/speech-model-checkpoint.ts';
-import { batchingMismatches, chunkingMismatches, repeatMismatches } from './support/speech-model-contracts.ts';
+import {
+  batchingMismatches,
+  chunkingMismatches,
+  jointPrefillMismatches,
+  repeatMismatches,
+} from './support/speech-model-contracts.ts';
 import { contractRequests, type Drawn, firstDrawnMismatch, framesAlone } from './support/speech-model-frames.ts';
 import { PlantedCpuBackend } from './support/speech-model-planted.ts';
 
@@ -103,10 +109,21 @@ function registerTests(): void {
     backend.normFault = 'row-count';
     const chunking = chunkingMismatches(model, request, frames, [1, 7]);
     const batching = batchingMismatches(model, requests, [2, 4], frames, CHUNK).mismatches;
-    for (const line of [...repeat, ...chunking, ...batching.slice(0, 4)]) console.log(`CAUGHT ${line}`);
+    backend.normFault = 'none';
+    const alone = requests.map((request) => framesAlone(model, request, frames, CHUNK));
+    assert.deepEqual(
+      jointPrefillMismatches(model, requests, alone, frames),
+      [],
+      'the unplanted backend prefills jointly',
+    );
+    backend.normFault = 'row-count';
+    const joint = jointPrefillMismatches(model, requests, alone, frames);
+    for (const line of [...repeat, ...chunking, ...batching.slice(0, 4), ...joint.slice(0, 2)])
+      console.log(`CAUGHT ${line}`);
     assert.notDeepEqual(repeat, [], 'a norm that flips a sign at random passed the repeat check');
     assert.notDeepEqual(chunking, [], 'a row-count dependent norm passed the chunking check');
     assert.notDeepEqual(batching, [], 'a row-count dependent norm passed the batching check');
+    assert.notDeepEqual(joint, [], 'a row-count dependent norm passed the joint prefill check');
   });
 
   const availability = cudaAvailability();
@@ -150,6 +167,10 @@ function registerTests(): void {
     );
     assert.notDeepEqual(expected[0], expected[1], 'two requests drew the same frames: the comparison is empty');
     assert.deepEqual(mismatches, []);
+    // The first LANES requests prefilled together: their rows in shared calls, cut where a call fills up.
+    const joint = jointPrefillMismatches(model, requests.slice(0, LANES), expected.slice(0, LANES), FRAMES);
+    console.log(`contract 3: ${LANES} requests prefilled together, ${joint.length} differ from alone`);
+    assert.deepEqual(joint, []);
   });
 
   test(`small on cuda: (3) re-planned for ${WIDE_LANES} lanes, requests alone and in a batch of ${WIDE_LANES}`, {

@@ -8,6 +8,7 @@ import {
   firstDrawnMismatch,
   framesAlone,
   framesBatched,
+  framesPrefilledTogether,
 } from './speech-model-frames.ts';
 
 /** Contract 1 in one process: the same request twice on one model. */
@@ -61,4 +62,18 @@ export function batchingMismatches(
     }
   }
   return { expected, mismatches };
+}
+
+/** Contract 3 for prefill: the requests prefilled together (several lanes a call) against each alone. */
+export function jointPrefillMismatches(
+  model: SpeechModel,
+  requests: readonly FramesRequest[],
+  expected: readonly Drawn[],
+  frames: number,
+): string[] {
+  const together = framesPrefilledTogether(model, requests, frames);
+  return requests.flatMap((_, index) => {
+    const mismatch = firstDrawnMismatch(expected[index]!, together[index]!);
+    return mismatch === undefined ? [] : [`request ${index} prefilled with ${requests.length - 1} others: ${mismatch}`];
+  });
 }

@@ -1,6 +1,6 @@
 // Frames of requests on a speech model for contracts 1–3: a request alone (in a chosen prefill chunk), requests
-// batched with neighbours that join at different rounds (as test/model/batch.test.ts does), and the first mismatch
-// between two frame lists.
+// batched with neighbours that join at different rounds (as test/model/batch.test.ts does), requests prefilled
+// together in one joint prefill, and the first mismatch between two frame lists.
 import { generateFrames } from '../../../src/model/generate.ts';
 import {
   DEFAULT_SAMPLING,
@@ -71,6 +71,33 @@ export function framesBatched(
         drawn[active[position]!]!.push(outcome.end ? [-1] : Array.from(outcome.frame));
       });
       for (const index of active.filter(done)) active.splice(active.indexOf(index), 1);
+    }
+  } finally {
+    for (const lane of lanes) model.release(lane);
+  }
+  return drawn;
+}
+
+/** The requests prefilled together in one joint prefill (the model packs the calls), then stepped together. */
+export function framesPrefilledTogether(model: SpeechModel, group: readonly FramesRequest[], frames: number): Drawn[] {
+  const lanes = group.map((request) => model.newLane(request.sampling));
+  const drawn: Drawn[] = group.map(() => []);
+  try {
+    model.prefillTogether(
+      group.map((request, index) => ({
+        lane: lanes[index]!,
+        rows: request.rows,
+        from: 0,
+        to: request.rows.tokens.length,
+      })),
+    );
+    let active = group.map((_, index) => index);
+    while (active.length > 0) {
+      const outcomes = model.step(active.map((index) => lanes[index]!));
+      outcomes.forEach((outcome, position) => {
+        drawn[active[position]!]!.push(outcome.end ? [-1] : Array.from(outcome.frame));
+      });
+      active = active.filter((index) => drawn[index]!.length < frames && drawn[index]!.at(-1)?.[0] !== -1);
     }
   } finally {
     for (const lane of lanes) model.release(lane);

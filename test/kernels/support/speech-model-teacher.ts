@@ -53,7 +53,7 @@ export function teacherForce<B>(model: SlotSpeechModel<B>, prompt: PromptRows, c
   const pool = new BufferPool(backend);
   const backboneSlabs = backbone.allocateSlabs(1, total);
   const towerSlabs = tower.allocateSlabs(1, total);
-  const tables = new CallTableSet(backend, rows, 1).prefill(0, 0, rows);
+  const tables = new CallTableSet(backend, rows, 1).prefill([{ slot: 0, start: 0, count: rows }]);
   const hostRecords = promptRecords(prompt, width);
   const records = backend.fromHost('i32', [total, width], hostRecords);
   const x = pool.get('x', rows * hidden);
