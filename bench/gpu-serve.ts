@@ -3,7 +3,8 @@
 // disk and loaded (load time and the engine's own load notices), then over HTTP with streamed 44.1 kHz pcm:
 //   time to first audio, one client, p50/p95 of --requests requests: a short text with the default voice, with a
 //   catalog voice (uploaded once, so its reference prefix is cached after the first request), and with a fresh
-//   one-off 20 s reference each request (encoded on CUDA, its prefix prefilled, never cached);
+//   one-off 20 s reference each request (encoded on CUDA, its prefix prefilled, never cached); and where it goes,
+//   from the server's request trace (body read, handler, engine admission, the engine's first audio event);
 //   aggregate frames/s and real-time factor at 1, 8, 32 and 64 concurrent clients (--frames frames a request, the
 //   slowest stream's real-time factor beside the median), and whether every reply is byte-identical to the same
 //   request served alone (contract 3 over HTTP: request i has seed i in every round);
@@ -28,6 +29,7 @@ import type { SynthPreset } from '../src/synth/plan.ts';
 import { synthesizeCheckpoint } from '../src/synth/synthesize.ts';
 import { defaultSynthThreads } from '../src/synth/tensor-threads.ts';
 import { markdownTable, writeReport } from './support/output.ts';
+import { FIRST_AUDIO_STAGES, type FirstAudioStages, ServerTrace } from './support/server-trace.ts';
 import { percentile, type SpeechSample, streamSpeech } from './support/speech-client.ts';
 
 const { values } = parseArgs({
@@ -68,6 +70,7 @@ function referenceWav(seconds: number, salt: number): Buffer {
   return Buffer.from(writeWav(samples, rate));
 }
 
+const serverTrace = new ServerTrace();
 const parent = path.resolve('.');
 const folder = fs.mkdtempSync(path.join(parent, '.gpu-serve-'));
 try {
@@ -101,6 +104,7 @@ try {
   const app = await buildApp({
     engine,
     audio: audioToolkit,
+    trace: serverTrace.record,
     ...(await openVoices(voicesDir, runtime)),
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
@@ -112,6 +116,7 @@ try {
     const created = await fetch(`${url}/v1/audio/voices`, { method: 'POST', body: form });
     if (created.status !== 201) throw new Error(`voice upload: ${created.status} ${await created.text()}`);
     const firstAudio: { case: string; p50Ms: number; p95Ms: number; requests: number }[] = [];
+    const firstAudioStages: ({ case: string } & FirstAudioStages)[] = [];
     const cases: [string, (index: number) => Record<string, unknown>][] = [
       ['short text, default voice', (index) => ({ input: SHORT_TEXT, seed: index, max_frames: 8 })],
       [
@@ -136,9 +141,14 @@ try {
     for (const [name, body] of cases) {
       await streamSpeech(url, body(requests));
       const samples: SpeechSample[] = [];
-      for (let index = 0; index < requests; index++) samples.push(await streamSpeech(url, body(index)));
+      const ids: string[] = [];
+      for (let index = 0; index < requests; index++) {
+        ids.push(`${firstAudio.length}-${index}`);
+        samples.push(await streamSpeech(url, body(index), ids.at(-1)));
+      }
       const sorted = samples.map((sample) => sample.firstAudioMs).sort((a, b) => a - b);
       firstAudio.push({ case: name, p50Ms: percentile(sorted, 0.5), p95Ms: percentile(sorted, 0.95), requests });
+      firstAudioStages.push({ case: name, ...serverTrace.stages(ids, samples) });
     }
     const throughput: Record<string, number>[] = [];
     const request = (index: number) => ({ input: SHORT_TEXT, seed: index, max_frames: frames });
@@ -198,6 +208,12 @@ try {
     );
     console.log(
       markdownTable(
+        ['case (one client), ms from arrival, p50', ...FIRST_AUDIO_STAGES.map(([, label]) => label)],
+        firstAudioStages.map((row) => [row.case, ...FIRST_AUDIO_STAGES.map(([key]) => row[key].toFixed(1))]),
+      ).join('\n'),
+    );
+    console.log(
+      markdownTable(
         ['clients', 'requests', `frames/s (${frames} a request)`, 'RTF p50', 'RTF slowest', 'same bytes as alone'],
         throughput.map((row) => [
           String(row.clients),
@@ -220,6 +236,7 @@ try {
       loadSeconds,
       notices: engine.info.notices,
       firstAudio,
+      firstAudioStages,
       throughput,
       memory,
     });

@@ -11,12 +11,17 @@ export interface SpeechSample {
   readonly digest: string;
 }
 
-/** POSTs `body` to /v1/audio/speech as streamed 44.1 kHz pcm and reads the reply to its end. */
-export async function streamSpeech(url: string, body: Record<string, unknown>): Promise<SpeechSample> {
+/** POSTs `body` to /v1/audio/speech as streamed 44.1 kHz pcm and reads the reply to its end (`requestId`: the
+ *  X-Request-Id a traced server names its events by). */
+export async function streamSpeech(
+  url: string,
+  body: Record<string, unknown>,
+  requestId?: string,
+): Promise<SpeechSample> {
   const started = performance.now();
   const reply = await fetch(`${url}/v1/audio/speech`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(requestId === undefined ? {} : { 'x-request-id': requestId }) },
     body: JSON.stringify({ response_format: 'pcm', sample_rate: 44100, stream_format: 'audio', ...body }),
   });
   if (reply.status !== 200) throw new Error(`status ${reply.status}: ${await reply.text()}`);
