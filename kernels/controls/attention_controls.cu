@@ -17,15 +17,17 @@ extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
                                                 interleaved, gated, slots, capacity, eps);
 }
 
+// The controls stand in for either attention kernel (the same signature): the grouped walk for fold = 1, the per-row
+// walk for fold = 0.
 #define CONTROL_ENTRY(NAME, VARIANT)                                                                             \
-  extern "C" __global__ void NAME(bf16* out, float* workspace, const bf16* q, const bf16* gate,                  \
-                                  long long gate_row_stride, long long gate_head_stride, const bf16* keys,        \
-                                  const bf16* values, const int* row_table, int rows, int query_heads,           \
-                                  int kv_heads, int slots, int capacity, int max_splits, float scale, int fold) { \
+  extern "C" __global__ void __launch_bounds__(256)                                                              \
+      NAME(bf16* out, float* workspace, const bf16* q, const bf16* gate, long long gate_row_stride,              \
+           long long gate_head_stride, const bf16* keys, const bf16* values, const int* row_table, int rows,      \
+           int query_heads, int kv_heads, int slots, int capacity, int max_splits, float scale, int fold) {       \
     KERNEL_PROLOGUE();                                                                                            \
-    attention_rows<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,       \
-                                 row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale,     \
-                                 fold);                                                                          \
+    attention_rows_either<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values, \
+                                        row_table, rows, query_heads, kv_heads, slots, capacity, max_splits,      \
+                                        scale, fold);                                                             \
   }
 
 CONTROL_ENTRY(control_attention_short_by_one_d256, ATTENTION_SHORT_BY_ONE)
