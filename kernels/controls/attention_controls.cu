@@ -5,6 +5,10 @@
 //   control_attention_tiles_from_call_d256        cuts the first tile of each split at the call's first position
 //                                                  instead of a multiple of 64: the tile walk then depends on the
 //                                                  chunking and on the row's place in the call (equivalence gate)
+//   control_attention_group_first_row_splits_d256  a block's rows of one slot walk only the splits their first row
+//                                                  reaches: a row past a split point that its group's first row is
+//                                                  short of loses its last split (the schedule gates, at calls whose
+//                                                  row groups straddle a split point)
 #include "attention.cuh"
 
 extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
@@ -32,3 +36,4 @@ extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
 
 CONTROL_ENTRY(control_attention_short_by_one_d256, ATTENTION_SHORT_BY_ONE)
 CONTROL_ENTRY(control_attention_tiles_from_call_d256, ATTENTION_TILES_FROM_CALL)
+CONTROL_ENTRY(control_attention_group_first_row_splits_d256, ATTENTION_GROUP_FIRST_ROW_SPLITS)
