@@ -3,6 +3,8 @@
 //   decode    batch 1 at 1k, 8k, 64k and 262k keys; batch 64 at 8192 keys: time per step, KV bytes read per second
 //             and their share of the device-to-device copy bandwidth measured in the same run
 //   prefill   4096 rows from position 0 in one call: causal TFLOP/s (4·Hq·D per visible key and row)
+//   chunk     one prefill chunk of 256 rows of a slot whose keys reach ~65k and ~250k (positions start..start+255,
+//             its earlier keys already in the slab): time per chunk, TFLOP/s as above; the long prefill's cost
 // Each figure is the median of event-timed replays of a captured graph of back-to-back launches, the KV rotated
 // through more memory than L2 holds. Prints one table; writes gpu-attention.json to the output directory.
 // Usage: tsx bench/gpu-attention.ts [output directory]
@@ -135,6 +137,38 @@ function measurePrefill(rows: number) {
   return { rows, prepareMilliseconds, attentionMilliseconds, teraflops: flops / attentionMilliseconds / 1e9 };
 }
 
+/** One prefill chunk's attention: `rows` rows at positions start..start + rows − 1 of slot 0 (gated, no prepare). */
+function measureChunk(start: number, rows: number) {
+  const capacity = start + rows;
+  const geometry = { queryHeads: HQ, kvHeads: HKV, headDim: D, slots: 1, capacity };
+  const slabBytes = capacity * HKV * D * 2;
+  const keysSlab = randomBuffer(slabBytes, 'keys');
+  const valuesSlab = randomBuffer(slabBytes, 'values');
+  const q = randomBuffer(rows * HQ * D * 2, 'q');
+  const gate = randomBuffer(rows * HQ * D * 2, 'gate');
+  const out = buffers.allocate(rows * HQ * D * 2, 'out');
+  const table = new Int32Array(2 * rows);
+  for (let row = 0; row < rows; row++) table[2 * row + 1] = start + row;
+  const rowTable = upload(table, 'row table').pointer;
+  const attend = () =>
+    attention(cuda, {
+      ...geometry,
+      out: out.pointer,
+      q: q.pointer,
+      gate: gate.pointer,
+      keys: keysSlab.pointer,
+      values: valuesSlab.pointer,
+      rowTable,
+      rows,
+      workspace: 0n,
+    });
+  const milliseconds = timeGraph(cuda, attend, { trials: 5, warmups: 1 });
+  release();
+  const visible = rows * start + (rows * (rows + 1)) / 2;
+  const flops = 4 * HQ * D * visible;
+  return { start, rows, milliseconds, teraflops: flops / milliseconds / 1e9 };
+}
+
 const copy = copyBandwidth(cuda).gigabytesPerSecond;
 const anchors: Record<string, string> = {
   '1x262144': 'SDPA 139 µs (3.87 TB/s)',
@@ -148,6 +182,7 @@ const decode = [
   [64, 8192],
 ].map(([batch, keys]) => measureDecode(batch!, keys!, copy));
 const prefill = measurePrefill(4096);
+const chunks = [65536 - 256, 250000].map((start) => measureChunk(start, 256));
 const lines = [
   `gpu-attention on ${cuda.properties.name}; device-to-device copy ${copy.toFixed(0)} GB/s (read + written)`,
   ...markdownTable(
@@ -167,6 +202,13 @@ const lines = [
         '—',
         'SDPA 449–479 TFLOP/s',
       ],
+      ...chunks.map((chunk) => [
+        `prefill chunk, ${chunk.rows} rows at keys ${chunk.start + 1}..${chunk.start + chunk.rows}`,
+        `${chunk.milliseconds.toFixed(3)} ms`,
+        `${chunk.teraflops.toFixed(1)} TFLOP/s`,
+        '—',
+        '—',
+      ]),
       [
         `prefill prepare (norm, RoPE, KV append), ${prefill.rows} rows`,
         `${(prefill.prepareMilliseconds * 1000).toFixed(1)} µs`,
@@ -178,5 +220,11 @@ const lines = [
   ),
 ];
 console.log(lines.join('\n'));
-writeReport('gpu-attention.json', { device: cuda.properties.name, copyGigabytesPerSecond: copy, decode, prefill });
+writeReport('gpu-attention.json', {
+  device: cuda.properties.name,
+  copyGigabytesPerSecond: copy,
+  decode,
+  prefill,
+  chunks,
+});
 cuda.close();

@@ -5,6 +5,10 @@
 //   control_attention_tiles_from_call_d256        cuts the first tile of each split at the call's first position
 //                                                  instead of a multiple of 64: the tile walk then depends on the
 //                                                  chunking and on the row's place in the call (equivalence gate)
+//   control_attention_group_first_row_splits_d256  a block's rows of one slot walk only the splits their first row
+//                                                  reaches: a row past a split point that its group's first row is
+//                                                  short of loses its last split (the schedule gates, at calls whose
+//                                                  row groups straddle a split point)
 #include "attention.cuh"
 
 extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
@@ -17,16 +21,19 @@ extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
                                                 interleaved, gated, slots, capacity, eps);
 }
 
+// The controls stand in for either attention kernel (the same signature): the grouped walk for fold = 1, the per-row
+// walk for fold = 0.
 #define CONTROL_ENTRY(NAME, VARIANT)                                                                             \
-  extern "C" __global__ void NAME(bf16* out, float* workspace, const bf16* q, const bf16* gate,                  \
-                                  long long gate_row_stride, long long gate_head_stride, const bf16* keys,        \
-                                  const bf16* values, const int* row_table, int rows, int query_heads,           \
-                                  int kv_heads, int slots, int capacity, int max_splits, float scale, int fold) { \
+  extern "C" __global__ void __launch_bounds__(256)                                                              \
+      NAME(bf16* out, float* workspace, const bf16* q, const bf16* gate, long long gate_row_stride,              \
+           long long gate_head_stride, const bf16* keys, const bf16* values, const int* row_table, int rows,      \
+           int query_heads, int kv_heads, int slots, int capacity, int max_splits, float scale, int fold) {       \
     KERNEL_PROLOGUE();                                                                                            \
-    attention_rows<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,       \
-                                 row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale,     \
-                                 fold);                                                                          \
+    attention_rows_either<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values, \
+                                        row_table, rows, query_heads, kv_heads, slots, capacity, max_splits,      \
+                                        scale, fold);                                                             \
   }
 
 CONTROL_ENTRY(control_attention_short_by_one_d256, ATTENTION_SHORT_BY_ONE)
 CONTROL_ENTRY(control_attention_tiles_from_call_d256, ATTENTION_TILES_FROM_CALL)
+CONTROL_ENTRY(control_attention_group_first_row_splits_d256, ATTENTION_GROUP_FIRST_ROW_SPLITS)

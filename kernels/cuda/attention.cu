@@ -8,13 +8,22 @@
 //   angle in fp32 as torch forms them, cos/sin and the rotation in fp64, as rope_bf16)
 //   q_out: [T, Hq, D]; k and v are written to keys/values[slot, position]
 //   rounding points (the cpu bf16 path rounds at both): the normed q/k to bf16, then the rotated q/k to bf16
-// attention_bf16_d{64,128,256}, grid (T, Hkv, splits or 1), block 32·(Hq/Hkv), warp w = query head kv·group + w:
+// attention_bf16_d{64,128,256}, block 32·(Hq/Hkv) (at most 512 threads), warp w = query head kv·group + w:
 //   out[t, h] = softmax(q·kᵀ · scale) · V over keys 0..position of the row's slot (causal), GQA by kv = h / group
-//   fixed order: keys cut into splits at multiples of 1024 absolute positions, each split walked in 64-key tiles
-//   from its start with an online softmax in fp32 (max, sum, accumulator; dot products lane-partial then a fixed
-//   butterfly), the splits' states folded in split order from the empty state; the same walk and fold whether one
-//   block folds every split of its row (fold = 1) or split z goes to block z and attention_combine folds (fold = 0),
-//   so a row's bits depend only on its slot's keys and its position: not on T, the other rows or the chunking
+//   fixed order per (row, head): keys cut into splits at multiples of 256 absolute positions, each split walked in
+//   64-key tiles from its start with an online softmax in fp32 (max, sum, accumulator; dot products a lane-partial
+//   fma chain over the lane's D/32 dims, then a fixed butterfly), the splits' states folded in split order from the
+//   empty state; a row's bits depend only on its slot's keys and its position: not on T, the other rows, the chunking
+//   or which rows share its block
+//   fold = 1 (calls of more than 64 rows): grid (ceil(T / 4), Hkv, 1); a block takes 4 consecutive rows, and those of
+//   one slot walk together: each K and V tile is staged once for all of them (cp.async, the next tile's copy in
+//   flight while this one is used), every row using only its own keys of it; rows of other slots, or at positions far
+//   apart, are simply a group of their own or use less of each tile; the splits fold on chip (states in shared memory)
+//   fold = 0 (calls of at most 64 rows): grid (T, Hkv, Z) with Z ≤ ceil(capacity / 256) fixed by T and the capacity;
+//   block z walks splits z, z + Z, ... of its row (the same staged walk, one row) and writes each split's state apart;
+//   attention_combine folds them in split order: the same bits as fold = 1
+//   dynamic shared memory: the K and V tiles (2 · 64 · D bf16), then for fold = 1 the fold states of 4 rows (fp32
+//   [4][D/32 + 2][threads])
 //   probabilities stay fp32 (the cpu bf16 path rounds normalised probabilities to bf16, which a streaming softmax
 //   cannot reproduce); rounding points: the attended row to bf16, then (gated) the row × sigmoid(gate) to bf16,
 //   as the cpu bf16 path rounds; gate[t, h, d] at gate + t·gate_row_stride + h·gate_head_stride + d (null: none)
@@ -34,15 +43,24 @@ extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16*
                                    capacity, eps);
 }
 
+// The two attention kernels of a head dim share one signature (a control stands in for either): the per-row walk
+// (calls of at most 64 rows, fold = 0) and the grouped walk of ATTENTION_ROWS_PER_BLOCK rows (larger calls, fold = 1).
+#define ATTENTION_SIGNATURE                                                                                        \
+  (bf16 * out, float* workspace, const bf16* q, const bf16* gate, long long gate_row_stride,                        \
+   long long gate_head_stride, const bf16* keys, const bf16* values, const int* row_table, int rows,                \
+   int query_heads, int kv_heads, int slots, int capacity, int max_splits, float scale, int fold)
+#define ATTENTION_ARGUMENTS                                                                                        \
+  out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values, row_table, rows, query_heads, kv_heads, \
+      slots, capacity, max_splits, scale, fold
+
 #define ATTENTION_ENTRIES(D)                                                                                      \
-  extern "C" __global__ void attention_bf16_d##D(                                                                 \
-      bf16* out, float* workspace, const bf16* q, const bf16* gate, long long gate_row_stride,                    \
-      long long gate_head_stride, const bf16* keys, const bf16* values, const int* row_table, int rows,           \
-      int query_heads, int kv_heads, int slots, int capacity, int max_splits, float scale, int fold) {            \
+  extern "C" __global__ void __launch_bounds__(256) attention_bf16_d##D ATTENTION_SIGNATURE {                    \
     KERNEL_PROLOGUE();                                                                                            \
-    attention_rows<D, ATTENTION_EXACT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,  \
-                                       row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale, \
-                                       fold);                                                                     \
+    attention_rows<D, 1, ATTENTION_EXACT>(ATTENTION_ARGUMENTS);                                                   \
+  }                                                                                                               \
+  extern "C" __global__ void __launch_bounds__(256, 1) attention_grouped_bf16_d##D ATTENTION_SIGNATURE {         \
+    KERNEL_PROLOGUE();                                                                                            \
+    attention_rows<D, ATTENTION_ROWS_PER_BLOCK, ATTENTION_EXACT>(ATTENTION_ARGUMENTS);                            \
   }                                                                                                               \
   extern "C" __global__ void attention_combine_bf16_d##D(                                                         \
       bf16* out, const float* workspace, const bf16* gate, long long gate_row_stride, long long gate_head_stride,  \

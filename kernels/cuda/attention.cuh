@@ -7,9 +7,16 @@
 #define ATTENTION_TILE_KEYS 64
 #define ATTENTION_SPLIT_KEYS 256
 #define ATTENTION_MAX_PREPARE_DIM 256
+// Rows per block of the on-chip fold (fold = 1): the rows of one slot among them share every staged tile.
+#define ATTENTION_ROWS_PER_BLOCK 4
 
 enum PrepareVariant { PREPARE_EXACT = 0, PREPARE_KEY_ROW_OFF_BY_ONE = 1 };
-enum AttentionVariant { ATTENTION_EXACT = 0, ATTENTION_SHORT_BY_ONE = 1, ATTENTION_TILES_FROM_CALL = 2 };
+enum AttentionVariant {
+  ATTENTION_EXACT = 0,
+  ATTENTION_SHORT_BY_ONE = 1,
+  ATTENTION_TILES_FROM_CALL = 2,
+  ATTENTION_GROUP_FIRST_ROW_SPLITS = 3
+};
 
 // One row table entry; false when its slot or position lies outside the slabs.
 __device__ __forceinline__ bool read_row(const int* row_table, int row, int slots, int capacity, int& slot,
@@ -144,87 +151,28 @@ __device__ __forceinline__ float warp_max(float value) {
   return value;
 }
 
-// Copies `count` consecutive slab rows (one KV head) into the tile; every thread of the block takes part, with up
-// to eight 16-byte loads in flight before it stores them.
-template <int D>
-__device__ __forceinline__ void load_tile(bf16* tile, const bf16* slab, long long first_row, int kv_heads,
-                                          int kv_head, int count) {
-  constexpr int CHUNKS = D / 8;
-  constexpr int BATCH = 8;
-  const int total = count * CHUNKS;
-  for (int base = threadIdx.x; base < total; base += BATCH * blockDim.x) {
-    uint4 staged[BATCH];
-#pragma unroll
-    for (int i = 0; i < BATCH; i++) {
-      const int chunk = base + i * blockDim.x;
-      if (chunk < total) {
-        const int key = chunk / CHUNKS;
-        const int part = chunk - key * CHUNKS;
-        staged[i] = *reinterpret_cast<const uint4*>(slab + ((first_row + key) * kv_heads + kv_head) * D + part * 8);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < BATCH; i++) {
-      const int chunk = base + i * blockDim.x;
-      if (chunk < total) *reinterpret_cast<uint4*>(tile + chunk * 8) = staged[i];
-    }
-  }
+// One 16-byte global → shared copy in flight (cp.async, sm_80 and later); the caller commits and waits.
+__device__ __forceinline__ void attention_copy_16(void* shared, const void* global) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(global) : "memory");
 }
+__device__ __forceinline__ void attention_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void attention_wait_all_but_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+__device__ __forceinline__ void attention_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
-// One warp's query head over the keys [begin, end) of one split, in 64-key tiles from `begin` (a multiple of 64;
-// the control variant cuts the first tile at the call's first position instead). Every warp of the block calls it
-// with the same range (the tiles are shared).
-template <int D, int VARIANT>
-__device__ __forceinline__ void walk_split(SoftmaxState<D / 32>& state, bf16* tile, const float* query,
-                                           const bf16* keys, const bf16* values, long long slot_row, int kv_heads,
-                                           int kv_head, int begin, int end, float scale, int call_shift) {
-  constexpr int E = D / 32;
-  const int lane = threadIdx.x & 31;
-  empty_state(state);
-  for (int start = begin; start < end;) {
-    int next = start + ATTENTION_TILE_KEYS;
-    if (VARIANT == ATTENTION_TILES_FROM_CALL && start == begin && call_shift > 0) next = start + call_shift;
-    const int count = min(next, end) - start;
-    __syncthreads();
-    load_tile<D>(tile, keys, slot_row + start, kv_heads, kv_head, count);
-    __syncthreads();
-    float low_score = -INFINITY, high_score = -INFINITY;
-#pragma unroll
-    for (int j = 0; j < ATTENTION_TILE_KEYS; j++) {
-      if (j < count) {
-        float key[E];
-        load_bf16_run<E>(tile + j * D + lane * E, key);
-        float partial = 0.0f;
-#pragma unroll
-        for (int e = 0; e < E; e++) partial = __fmaf_rn(query[e], key[e], partial);
-        const float score = __fmul_rn(warp_sum(partial), scale);
-        if (j == lane) low_score = score;
-        if (j == lane + 32) high_score = score;
-      }
-    }
-    const float maximum = fmaxf(state.maximum, warp_max(fmaxf(low_score, high_score)));
-    const float low = lane < count ? expf(low_score - maximum) : 0.0f;
-    const float high = lane + 32 < count ? expf(high_score - maximum) : 0.0f;
-    const float rescale = expf(state.maximum - maximum);
-    state.maximum = maximum;
-    state.sum = __fadd_rn(__fmul_rn(state.sum, rescale), warp_sum(__fadd_rn(low, high)));
-#pragma unroll
-    for (int e = 0; e < E; e++) state.acc[e] = __fmul_rn(state.acc[e], rescale);
-    __syncthreads();
-    load_tile<D>(tile, values, slot_row + start, kv_heads, kv_head, count);
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < ATTENTION_TILE_KEYS; j++) {
-      if (j < count) {
-        const float probability = __shfl_sync(0xffffffffu, j < 32 ? low : high, j & 31);
-        float value[E];
-        load_bf16_run<E>(tile + j * D + lane * E, value);
-#pragma unroll
-        for (int e = 0; e < E; e++) state.acc[e] = __fmaf_rn(probability, value[e], state.acc[e]);
-      }
-    }
-    start = next;
+// Starts copying `count` consecutive slab rows (one KV head) into the tile and commits them as one group; every
+// thread of the block takes part.
+template <int D>
+__device__ __forceinline__ void stage_tile(bf16* tile, const bf16* slab, long long first_row, int kv_heads,
+                                           int kv_head, int count) {
+  constexpr int CHUNKS = D / 8;
+  const int total = count * CHUNKS;
+  for (int chunk = threadIdx.x; chunk < total; chunk += blockDim.x) {
+    const int key = chunk / CHUNKS;
+    const int part = chunk - key * CHUNKS;
+    attention_copy_16(tile + chunk * 8, slab + ((first_row + key) * kv_heads + kv_head) * D + part * 8);
   }
+  attention_commit();
 }
 
 // Splits of a row: keys 0..last cut at multiples of ATTENTION_SPLIT_KEYS.
@@ -235,6 +183,88 @@ __device__ __forceinline__ int split_count(int last) {
 template <int VARIANT>
 __device__ __forceinline__ int last_key(int position) {
   return VARIANT == ATTENTION_SHORT_BY_ONE ? position - 1 : position;
+}
+
+// The end of the tile that starts at `start` in the split that starts at `begin`: 64 keys on (`begin` is a multiple
+// of 64, so every tile starts at a multiple of 64); the control variant cuts each split's first tile at the call's
+// first position instead.
+template <int VARIANT>
+__device__ __forceinline__ int tile_end(int start, int begin, int call_shift) {
+  if (VARIANT == ATTENTION_TILES_FROM_CALL && start == begin && call_shift > 0) return start + call_shift;
+  return start + ATTENTION_TILE_KEYS;
+}
+
+// One tile's scores for one query head (the warp's) of each of ROWS rows: q·k over the row's own `count[r]` keys of
+// the tile (0: the row sits this tile out), the lane's E dims by one fma chain and then the warp butterfly, times
+// scale; key j's score lands in lane j (low, the first 32 keys) or lane j − 32 (high); then the online softmax's
+// step: the new maximum, the tile's probabilities (left in low and high), the rescaled sum and accumulator. Each key
+// row is read from the tile once for all rows. Every warp of the block calls it with the same counts.
+template <int E, int ROWS>
+__device__ __forceinline__ void tile_scores(SoftmaxState<E> (&state)[ROWS], float (&low)[ROWS], float (&high)[ROWS],
+                                            const float (&query)[ROWS][E], const bf16* tile,
+                                            const int (&count)[ROWS], int tile_count, float scale) {
+  constexpr int D = 32 * E;
+  const int lane = threadIdx.x & 31;
+  float low_score[ROWS], high_score[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; r++) low_score[r] = high_score[r] = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < ATTENTION_TILE_KEYS; j++) {
+    if (j < tile_count) {
+      float key[E];
+      load_bf16_run<E>(tile + j * D + lane * E, key);
+#pragma unroll
+      for (int r = 0; r < ROWS; r++) {
+        if (j < count[r]) {
+          float partial = 0.0f;
+#pragma unroll
+          for (int e = 0; e < E; e++) partial = __fmaf_rn(query[r][e], key[e], partial);
+          const float score = __fmul_rn(warp_sum(partial), scale);
+          if (j == lane) low_score[r] = score;
+          if (j == lane + 32) high_score[r] = score;
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < ROWS; r++) {
+    if (count[r] > 0) {
+      SoftmaxState<E>& s = state[r];
+      const float maximum = fmaxf(s.maximum, warp_max(fmaxf(low_score[r], high_score[r])));
+      low[r] = lane < count[r] ? expf(low_score[r] - maximum) : 0.0f;
+      high[r] = lane + 32 < count[r] ? expf(high_score[r] - maximum) : 0.0f;
+      const float rescale = expf(s.maximum - maximum);
+      s.maximum = maximum;
+      s.sum = __fadd_rn(__fmul_rn(s.sum, rescale), warp_sum(__fadd_rn(low[r], high[r])));
+#pragma unroll
+      for (int e = 0; e < E; e++) s.acc[e] = __fmul_rn(s.acc[e], rescale);
+    }
+  }
+}
+
+// The tile's values into each row's accumulator: key j's probability (from lane j of low or lane j − 32 of high)
+// times its value row, added in key order over the row's own `count[r]` keys. Each value row is read once.
+template <int E, int ROWS>
+__device__ __forceinline__ void tile_values(SoftmaxState<E> (&state)[ROWS], const float (&low)[ROWS],
+                                            const float (&high)[ROWS], const bf16* tile, const int (&count)[ROWS],
+                                            int tile_count) {
+  constexpr int D = 32 * E;
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int j = 0; j < ATTENTION_TILE_KEYS; j++) {
+    if (j < tile_count) {
+      float value[E];
+      load_bf16_run<E>(tile + j * D + lane * E, value);
+#pragma unroll
+      for (int r = 0; r < ROWS; r++) {
+        if (j < count[r]) {
+          const float probability = __shfl_sync(0xffffffffu, j < 32 ? low[r] : high[r], j & 31);
+#pragma unroll
+          for (int e = 0; e < E; e++) state[r].acc[e] = __fmaf_rn(probability, value[e], state[r].acc[e]);
+        }
+      }
+    }
+  }
 }
 
 // acc / sum rounded to bf16, then (gated) times sigmoid(gate) rounded again; the lane's E dims of one head.
@@ -252,65 +282,216 @@ __device__ __forceinline__ void write_output(bf16* out, const bf16* gate, const 
   }
 }
 
-// Grid (rows, kv_heads, splits or 1), block 32·group: warp w is query head kv_head·group + w. fold = 1: one block
-// walks every split of its row, combines them in order and writes the output; fold = 0: block z walks split z and
-// writes its partial state for attention_combine.
-template <int D, int VARIANT>
+// The on-chip fold's state of (row r of the block, this thread) in shared memory, thread-minor: [ROWS][E + 2][threads].
+template <int E>
+__device__ __forceinline__ void load_state(SoftmaxState<E>& state, const float* fold, int r) {
+  const float* base = fold + r * (E + 2) * blockDim.x + threadIdx.x;
+#pragma unroll
+  for (int e = 0; e < E; e++) state.acc[e] = base[e * blockDim.x];
+  state.maximum = base[E * blockDim.x];
+  state.sum = base[(E + 1) * blockDim.x];
+}
+
+template <int E>
+__device__ __forceinline__ void store_state(float* fold, int r, const SoftmaxState<E>& state) {
+  float* base = fold + r * (E + 2) * blockDim.x + threadIdx.x;
+#pragma unroll
+  for (int e = 0; e < E; e++) base[e * blockDim.x] = state.acc[e];
+  base[E * blockDim.x] = state.maximum;
+  base[(E + 1) * blockDim.x] = state.sum;
+}
+
+// The rows [first_row, first_row + ROWS) of the call for one KV head (warp w: query head kv_head·group + w).
+// Rows of one slot walk together: each 64-key K or V tile is staged once (cp.async, the next stage in flight while
+// this one is used) for every row of the group, and each (row, head) runs exactly its own walk on it: the splits of
+// its keys 0..last at multiples of ATTENTION_SPLIT_KEYS, each split's tiles from its start, its own key count in each
+// tile (tile_scores, tile_values), the splits' states folded in order (fold = 1, on chip) or written one by one as
+// partials (fold = 0; split z, z + Z, ... of grid z extent Z). A row's bits therefore depend only on its slot's keys
+// and its position, never on which rows share its block. Rows of other slots in the same block walk after, as a group
+// of their own; rows outside the slabs write NaN outputs (fold = 1) or nothing (fold = 0, the combine writes NaN).
+template <int D, int ROWS, int VARIANT>
+__device__ __forceinline__ void attend_rows(bf16* out, float* workspace, const bf16* q, const bf16* gate,
+                                            long long gate_row_stride, long long gate_head_stride, const bf16* keys,
+                                            const bf16* values, const int* row_table, int rows, int query_heads,
+                                            int kv_heads, int slots, int capacity, int max_splits, float scale,
+                                            int fold, unsigned char* shared) {
+  constexpr int E = D / 32;
+  bf16* key_tile = reinterpret_cast<bf16*>(shared);
+  bf16* value_tile = key_tile + ATTENTION_TILE_KEYS * D;
+  float* fold_state = reinterpret_cast<float*>(value_tile + ATTENTION_TILE_KEYS * D);
+  const int first_row = blockIdx.x * ROWS;
+  const int kv_head = blockIdx.y;
+  const int lane = threadIdx.x & 31;
+  const int head = kv_head * (query_heads / kv_heads) + (threadIdx.x >> 5);
+  int last[ROWS];
+  unsigned pending = 0;
+#pragma unroll
+  for (int r = 0; r < ROWS; r++) {
+    const int row = first_row + r;
+    last[r] = -1;
+    if (row >= rows) continue;
+    int slot, position;
+    if (read_row(row_table, row, slots, capacity, slot, position)) {
+      last[r] = last_key<VARIANT>(position);
+      pending |= 1u << r;
+    } else if (fold) {
+      const long long head_row = (long long)row * query_heads + head;
+      for (int e = 0; e < E; e++) out[head_row * D + lane * E + e] = to_bf16(NAN);
+    }
+  }
+  while (pending != 0) {
+    // The group: the pending rows of the first pending row's slot (the row table is read again, not kept).
+    const int leader = __ffs(pending) - 1;
+    int group_slot, leader_position;
+    read_row(row_table, first_row + leader, slots, capacity, group_slot, leader_position);
+    const int shift = (leader_position - (first_row + leader)) & (ATTENTION_TILE_KEYS - 1);
+    const int first_last = last_key<VARIANT>(leader_position);
+    unsigned members = 0;
+    int group_last = -1;
+#pragma unroll
+    for (int r = 0; r < ROWS; r++) {
+      int slot, position;
+      if (((pending >> r) & 1u) && read_row(row_table, first_row + r, slots, capacity, slot, position) &&
+          slot == group_slot) {
+        members |= 1u << r;
+        group_last = max(group_last, last[r]);
+      }
+    }
+    pending &= ~members;
+    float query[ROWS][E];
+    SoftmaxState<E> part[ROWS];
+#pragma unroll
+    for (int r = 0; r < ROWS; r++) {
+      if ((members >> r) & 1u) {
+        load_bf16_run<E>(q + ((long long)(first_row + r) * query_heads + head) * D + lane * E, query[r]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < E; e++) query[r][e] = 0.0f;
+      }
+      empty_state(part[r]);
+      if (fold) store_state(fold_state, r, part[r]);
+    }
+    const int splits = split_count(VARIANT == ATTENTION_GROUP_FIRST_ROW_SPLITS ? first_last : group_last);
+    const int stride = fold ? 1 : gridDim.z;
+    int split = fold ? 0 : blockIdx.z;
+    const long long slot_row = (long long)group_slot * capacity;
+    if (split < splits) {
+      int begin = split * ATTENTION_SPLIT_KEYS;
+      int end = min(begin + ATTENTION_SPLIT_KEYS, group_last + 1);
+      int start = begin;
+      int next = tile_end<VARIANT>(start, begin, shift);
+      __syncthreads();  // the tiles are free (an earlier group of this block may still be reading them)
+      stage_tile<D>(key_tile, keys, slot_row + start, kv_heads, kv_head, min(next, end) - start);
+      for (;;) {
+        const int count = min(next, end) - start;
+        int row_count[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; r++) {
+          const int row_end = min(begin + ATTENTION_SPLIT_KEYS, last[r] + 1);
+          row_count[r] = ((members >> r) & 1u) ? max(0, min(next, row_end) - start) : 0;
+          if (start == begin && row_count[r] > 0) empty_state(part[r]);
+        }
+        stage_tile<D>(value_tile, values, slot_row + start, kv_heads, kv_head, count);
+        attention_wait_all_but_one();
+        __syncthreads();
+        float low[ROWS], high[ROWS];
+        tile_scores<E, ROWS>(part, low, high, query, key_tile, row_count, count, scale);
+        __syncthreads();
+        // The next tile: on in this split, else the first of this block's next split.
+        int next_split = split, next_begin = begin, next_end = end, next_start = next;
+        if (next_start >= end) {
+          next_split = split + stride;
+          next_begin = next_split * ATTENTION_SPLIT_KEYS;
+          next_end = min(next_begin + ATTENTION_SPLIT_KEYS, group_last + 1);
+          next_start = next_begin;
+        }
+        const bool more = next_split < splits;
+        const int next_next = tile_end<VARIANT>(next_start, next_begin, shift);
+        if (more) {
+          const int next_count = min(next_next, next_end) - next_start;
+          stage_tile<D>(key_tile, keys, slot_row + next_start, kv_heads, kv_head, next_count);
+          attention_wait_all_but_one();
+        } else {
+          attention_wait_all();
+        }
+        __syncthreads();
+        tile_values<E, ROWS>(part, low, high, value_tile, row_count, count);
+        __syncthreads();
+        if (next_split != split || !more) {
+          // The split ends: each row that has keys in it folds or writes its state.
+#pragma unroll
+          for (int r = 0; r < ROWS; r++) {
+            if (!((members >> r) & 1u) || split >= split_count(last[r])) continue;
+            if (fold) {
+              SoftmaxState<E> state;
+              load_state(state, fold_state, r);
+              combine_state(state, part[r]);
+              store_state(fold_state, r, state);
+            } else {
+              const long long entry = ((long long)(first_row + r) * query_heads + head) * max_splits + split;
+              float* acc = workspace + entry * D + lane * E;
+#pragma unroll
+              for (int e = 0; e < E; e++) acc[e] = part[r].acc[e];
+              if (lane == 0) {
+                float* stats = workspace + (long long)rows * query_heads * max_splits * D + 2 * entry;
+                stats[0] = part[r].maximum;
+                stats[1] = part[r].sum;
+              }
+            }
+          }
+        }
+        if (!more) break;
+        split = next_split;
+        begin = next_begin;
+        end = next_end;
+        start = next_start;
+        next = next_next;
+      }
+    }
+    if (fold) {
+#pragma unroll
+      for (int r = 0; r < ROWS; r++) {
+        if (!((members >> r) & 1u)) continue;
+        const int row = first_row + r;
+        SoftmaxState<E> state;
+        load_state(state, fold_state, r);
+        const bf16* gate_row =
+            gate == nullptr ? nullptr : gate + row * gate_row_stride + head * gate_head_stride + lane * E;
+        write_output<E>(out + ((long long)row * query_heads + head) * D + lane * E, gate_row, state);
+      }
+    }
+  }
+}
+
+// Dynamic shared memory: the K and V tiles, then (fold = 1) the fold states of ROWS rows. Grid (ceil(rows / ROWS),
+// kv_heads, 1) for fold = 1; for fold = 0, (rows / ROWS, kv_heads, Z) with block z walking splits z, z + Z, ... of
+// its rows and writing each as a partial for attention_combine. Block 32·group.
+template <int D, int ROWS, int VARIANT>
 __device__ __forceinline__ void attention_rows(bf16* out, float* workspace, const bf16* q, const bf16* gate,
                                                long long gate_row_stride, long long gate_head_stride,
                                                const bf16* keys, const bf16* values, const int* row_table, int rows,
                                                int query_heads, int kv_heads, int slots, int capacity,
                                                int max_splits, float scale, int fold) {
-  constexpr int E = D / 32;
-  __shared__ __align__(16) bf16 tile[ATTENTION_TILE_KEYS * D];
-  const int row = blockIdx.x;
-  const int kv_head = blockIdx.y;
-  const int lane = threadIdx.x & 31;
-  const int head = kv_head * (query_heads / kv_heads) + (threadIdx.x >> 5);
-  if (row >= rows) return;
-  int slot, position;
-  const bool valid = read_row(row_table, row, slots, capacity, slot, position);
-  const long long head_row = (long long)row * query_heads + head;
-  if (!valid) {
-    if (fold) {
-      for (int e = 0; e < E; e++) out[head_row * D + lane * E + e] = to_bf16(NAN);
-    }
-    return;
-  }
-  const int last = last_key<VARIANT>(position);
-  const int splits = split_count(last);
-  const int call_shift = (position - row) & (ATTENTION_TILE_KEYS - 1);
-  const long long slot_row = (long long)slot * capacity;
-  float query[E];
-  load_bf16_run<E>(q + head_row * D + lane * E, query);
-  SoftmaxState<E> part;
+  extern __shared__ __align__(16) unsigned char attention_shared[];
+  attend_rows<D, ROWS, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values, row_table,
+                                rows, query_heads, kv_heads, slots, capacity, max_splits, scale, fold,
+                                attention_shared);
+}
+
+// A control's body, standing in for either real kernel: the grouped walk for fold = 1, the per-row walk for fold = 0.
+template <int D, int VARIANT>
+__device__ __forceinline__ void attention_rows_either(bf16* out, float* workspace, const bf16* q, const bf16* gate,
+                                                      long long gate_row_stride, long long gate_head_stride,
+                                                      const bf16* keys, const bf16* values, const int* row_table,
+                                                      int rows, int query_heads, int kv_heads, int slots,
+                                                      int capacity, int max_splits, float scale, int fold) {
   if (fold) {
-    SoftmaxState<E> state;
-    empty_state(state);
-    for (int split = 0; split < splits; split++) {
-      const int begin = split * ATTENTION_SPLIT_KEYS;
-      const int end = min(begin + ATTENTION_SPLIT_KEYS, last + 1);
-      walk_split<D, VARIANT>(part, tile, query, keys, values, slot_row, kv_heads, kv_head, begin, end, scale,
-                             call_shift);
-      combine_state(state, part);
-    }
-    const bf16* gate_row = gate == nullptr ? nullptr : gate + row * gate_row_stride + head * gate_head_stride + lane * E;
-    write_output<E>(out + head_row * D + lane * E, gate_row, state);
-    return;
-  }
-  const int split = blockIdx.z;
-  if (split >= splits) return;
-  const int begin = split * ATTENTION_SPLIT_KEYS;
-  const int end = min(begin + ATTENTION_SPLIT_KEYS, last + 1);
-  walk_split<D, VARIANT>(part, tile, query, keys, values, slot_row, kv_heads, kv_head, begin, end, scale, call_shift);
-  const long long entry = head_row * max_splits + split;
-  float* acc = workspace + entry * D + lane * E;
-#pragma unroll
-  for (int e = 0; e < E; e++) acc[e] = part.acc[e];
-  if (lane == 0) {
-    float* stats = workspace + (long long)rows * query_heads * max_splits * D + 2 * entry;
-    stats[0] = part.maximum;
-    stats[1] = part.sum;
+    attention_rows<D, ATTENTION_ROWS_PER_BLOCK, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride,
+                                                         keys, values, row_table, rows, query_heads, kv_heads, slots,
+                                                         capacity, max_splits, scale, fold);
+  } else {
+    attention_rows<D, 1, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,
+                                  row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale, fold);
   }
 }
 

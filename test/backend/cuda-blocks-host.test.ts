@@ -147,7 +147,7 @@ test('tower attention: no gate, interleaved RoPE, a large call folds on chip', (
   );
   assert.deepEqual(
     launched.map((launch) => launch.name),
-    ['attention_prepare_bf16', 'attention_bf16_d256'],
+    ['attention_prepare_bf16', 'attention_grouped_bf16_d256'],
   );
   assert.deepEqual([int32At(launched[0]!, 15), int32At(launched[0]!, 16)], [1, 0], 'interleaved, not gated');
   assert.equal(word(launched[1]!, 3), 0n, 'no gate');

@@ -1,7 +1,9 @@
 // The attention family's schedule gates (test/kernels/support/attentionSchedules.ts): batch invariance over decode
-// lanes and bit equivalence of prefill chunkings and of a decode row with its prefill, for the real kernels, and
-// the planted tile-walk control (kernels/controls/attention_controls.cu) that those gates, and only they, catch.
-// Prints one line per case. Skips, saying why, where there is no CUDA device.
+// lanes and prefill-like runs, and bit equivalence of prefill chunkings and of a decode row with its prefill, for the
+// real kernels, and two planted controls (kernels/controls/attention_controls.cu) that those gates, and only they,
+// catch: a tile walk cut at the call, and a row group of the grouped kernel that walks only its first row's splits
+// (seen only where a group straddles a split point: the runs' invariance, the prefills from 2046 and 8190, and the
+// chunks of 66). Prints one line per case. Skips, saying why, where there is no CUDA device.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
@@ -17,6 +19,10 @@ const availability = cudaAvailability();
 const skip = availability.available ? false : `no CUDA device: ${availability.reason}`;
 const POISON = 0x7fa57fa5;
 const TILE_CONTROL: KernelName = { family: 'attention_controls', name: 'control_attention_tiles_from_call_d256' };
+const GROUP_CONTROL: KernelName = {
+  family: 'attention_controls',
+  name: 'control_attention_group_first_row_splits_d256',
+};
 
 let cuda: CudaContext;
 before(() => {
@@ -120,4 +126,11 @@ test('the schedule gates catch a tile walk cut at the call instead of at absolut
   const failures = allFailures(seed, TILE_CONTROL);
   console.log(`CONTROL ${TILE_CONTROL.name}: ${failures.length > 0 ? 'CAUGHT' : 'MISSED'} (seed ${seed})`);
   assert.ok(failures.length > 0, 'a tile walk that depends on the call passed the schedule gates');
+});
+
+test('the schedule gates catch a row group that walks only the splits its first row reaches', { skip }, () => {
+  const seed = freshSeed();
+  const failures = allFailures(seed, GROUP_CONTROL);
+  console.log(`CONTROL ${GROUP_CONTROL.name}: ${failures.length > 0 ? 'CAUGHT' : 'MISSED'} (seed ${seed})`);
+  assert.ok(failures.length > 0, "a row group cut at its first row's splits passed the schedule gates");
 });

@@ -1,10 +1,16 @@
-// The attention launchers' host side, without a GPU: argument checks that name the bad value, the grid and block
-// each call gets, the kernel arguments in the order kernels/cuda/attention.cu declares them, and where a call of
-// at most 64 rows spreads its splits (attention + combine) while a larger one folds on chip.
+// The attention launchers' host side, without a GPU: argument checks that name the bad value, the grid, block and
+// shared memory each call gets, the kernel arguments in the order kernels/cuda/attention.cu declares them, and where
+// a call of at most 64 rows spreads its splits (per-row kernel + combine) while a larger one runs the grouped kernel.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import koffi from 'koffi';
-import { attention, attentionPrepare, attentionWorkspaceBytes } from '../../src/backend/cuda/ops/attention.ts';
+import {
+  attention,
+  attentionPrepare,
+  attentionSharedBytes,
+  attentionSpreadBlocks,
+  attentionWorkspaceBytes,
+} from '../../src/backend/cuda/ops/attention.ts';
 import { type Launched, recordingDevice as recordingContext } from '../backend/support/recording-blocks.ts';
 
 const int32At = (launch: Launched, index: number) => koffi.decode(launch.parameters[index]!, 'int32_t') as number;
@@ -20,7 +26,8 @@ test('a call of at most 64 rows spreads its splits over blocks and folds them in
     launched.map((launch) => launch.name),
     ['attention_bf16_d256', 'attention_combine_bf16_d256'],
   );
-  assert.deepEqual(launched[0]!.shape, { grid: [64, 2, 20], block: [256, 1, 1] });
+  // 20 splits dealt to ceil(512 / (64 · 2)) = 4 blocks per row and head; K and V tiles of 64 × 256 bf16.
+  assert.deepEqual(launched[0]!.shape, { grid: [64, 2, 4], block: [256, 1, 1], sharedBytes: 65536 });
   assert.deepEqual(launched[1]!.shape, { grid: [64, 2, 1], block: [256, 1, 1] });
   assert.equal(int32At(launched[0]!, 14), 20, 'max splits = ceil(5000 / 256)');
   assert.equal(floatAt(launched[0]!, 15), 1 / 16, 'scale 1/sqrt(256)');
@@ -28,14 +35,31 @@ test('a call of at most 64 rows spreads its splits over blocks and folds them in
   assert.equal(attentionWorkspaceBytes(64, geometry), 64 * 16 * 20 * 258 * 4);
 });
 
-test('a larger call folds every split of a row in one block and needs no workspace', () => {
+test('a decode step deals its splits to a grid fixed by the row count and the capacity', () => {
+  const { cuda, launched } = recordingContext();
+  const full = { ...geometry, capacity: 262144 };
+  attention(cuda, { ...full, ...buffers, rows: 1 });
+  attention(cuda, { ...full, ...buffers, rows: 7 });
+  attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 1 });
+  assert.deepEqual(launched[0]!.shape.grid, [1, 2, 256], '1024 splits over 256 blocks');
+  assert.equal(int32At(launched[0]!, 14), 1024, 'the workspace still holds every split');
+  assert.deepEqual(launched[2]!.shape.grid, [7, 2, 37]);
+  assert.deepEqual(launched[4]!.shape.grid, [1, 2, 2], 'never more blocks than splits');
+  assert.equal(attentionSpreadBlocks(64, 2, 262144), 4);
+});
+
+test('a larger call runs the grouped kernel, 4 rows a block, folds on chip and needs no workspace', () => {
   const { cuda, launched } = recordingContext();
   attention(cuda, { ...geometry, ...buffers, workspace: 0n, rows: 65, headDim: 64, queryHeads: 6, kvHeads: 3 });
+  attention(cuda, { ...geometry, ...buffers, workspace: 0n, rows: 257 });
   assert.deepEqual(
     launched.map((launch) => launch.name),
-    ['attention_bf16_d64'],
+    ['attention_grouped_bf16_d64', 'attention_grouped_bf16_d256'],
   );
-  assert.deepEqual(launched[0]!.shape, { grid: [65, 3, 1], block: [64, 1, 1] });
+  // Tiles 2 · 64 · 64 bf16, then 4 rows' fold states of (64/32 + 2) floats for each of 64 threads.
+  assert.deepEqual(launched[0]!.shape, { grid: [17, 3, 1], block: [64, 1, 1], sharedBytes: 16384 + 4096 });
+  assert.deepEqual(launched[1]!.shape, { grid: [65, 2, 1], block: [256, 1, 1], sharedBytes: 65536 + 40960 });
+  assert.equal(attentionSharedBytes(false, 256, 8), 106496);
   assert.equal(int32At(launched[0]!, 16), 1, 'fold on');
   assert.equal(attentionWorkspaceBytes(65, geometry), 0);
 });
@@ -60,7 +84,11 @@ test('bad sizes are refused with KERNEL_ARGUMENT_INVALID naming the value, befor
   );
   assert.throws(
     () => attention(cuda, { ...geometry, ...buffers, rows: 1, queryHeads: 15 }),
-    refused('queryHeads / kvHeads (an integer ≤ 32)'),
+    refused('queryHeads / kvHeads (an integer ≤ 8)'),
+  );
+  assert.throws(
+    () => attention(cuda, { ...geometry, ...buffers, rows: 1, queryHeads: 32 }),
+    refused('queryHeads / kvHeads (an integer ≤ 8)'),
   );
   assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 0 }), refused('rows'));
   assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 2, workspace: 0n }), refused('workspace'));

@@ -1,20 +1,28 @@
 // Softmax attention on the device (the backbone's gated attention and the tower's plain attention), over lane slots:
 // the cpu block's computation (src/backend/cpu/attention-block.ts) with its bf16 rounding points.
 //   q (+gate), k, v = x · W{q,k,v}ᵀ (bf16, one segmented GEMM) → attention_prepare_bf16: zero-centred q/k norms per head (bf16), partial
-//   RoPE at each row's position (bf16), K/V appended at the row's (slot, position) → attention_bf16_d{D}: causal GQA
-//   over the slot's keys 0..position in 64-key tiles, × sigmoid(gate) when gated (bf16) → o_proj into `out`.
+//   RoPE at each row's position (bf16), K/V appended at the row's (slot, position) → attention_bf16_d{D} (calls of at
+//   most 64 rows, + the combine) or attention_grouped_bf16_d{D} (larger calls: a prefill chunk's rows of one slot
+//   share each staged tile): causal GQA over the slot's keys 0..position in 64-key tiles, × sigmoid(gate) when gated
+//   (bf16) → o_proj into `out`.
 // A row whose (slot, position) lies outside the slab gets NaN outputs and writes no slab rows (the kernels check each
 // row on the device; nothing is read back).
 import { DramaError } from '../../errors.ts';
 import type { AttentionWeights, CallTables, KeyValueSlab } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
-import { ATTENTION_SPLIT_KEYS, attention, attentionPrepare, attentionWorkspaceBytes } from './ops/attention.ts';
+import {
+  ATTENTION_MOST_GROUP,
+  ATTENTION_SPLIT_KEYS,
+  attention,
+  attentionPrepare,
+  attentionWorkspaceBytes,
+} from './ops/attention.ts';
 import { type CudaBuffer, requireDtype } from './tensors.ts';
 
-/** Head dims attention_bf16_d{D} is built for. */
+/** Head dims the attention kernels are built for. */
 const HEAD_DIMS: readonly number[] = [64, 128, 256];
 /** Query heads one key head may serve: a block runs one warp per query head of a group. */
-const MOST_GROUP = 32;
+const MOST_GROUP = ATTENTION_MOST_GROUP;
 /** Splits of a row's keys sit in a grid dimension. */
 const MOST_SPLITS = 65535;
 

@@ -2,7 +2,12 @@
 // append into the slabs) and the attention kernel (causal GQA over a slot's keys, gate fused), each at the backbone
 // and tower geometries and at odd ones (D 64, 128), for decode steps of 1, 7 and 64 lanes at different slots and
 // positions (short, ~1000, ~5000 keys, past two split points) and prefill sequences of 1, 7, 64 and 257 rows from
-// position 0 and of 1, 7, 64 and 65 rows from a nonzero position (65: the on-chip fold past a split point). attentionSchedules.ts holds the invariance and equivalence cases.
+// position 0 and of 1, 7, 64 and 65 rows from a nonzero position (65: the on-chip fold past a split point). Calls of
+// more than 64 rows run the grouped kernel (4 rows a block, the rows of one slot sharing each staged tile); two
+// shapes hold it where its groups are uneven: 66 rows from 2046 (the first group straddles the split point and tile
+// boundary at 2048; 66 is not a multiple of 4) and 70 rows of three slots in runs of uneven lengths, some at
+// positions that jump (groups mixing slots, walked apart; groups of one slot at positions far apart).
+// attentionSchedules.ts holds the invariance and equivalence cases.
 import { attention, attentionPrepare, attentionWorkspaceBytes } from '../../../src/backend/cuda/ops/attention.ts';
 import {
   ATTENTION_EPS,
@@ -66,6 +71,52 @@ function prefill(count: number, start: number): Scenario {
   };
 }
 
+/**
+ * A call of 70 rows over three slots, in runs of consecutive positions of uneven lengths (so the grouped kernel's
+ * blocks of 4 rows mix slots), some runs continuing their slot's positions and some jumping ahead (a group of one
+ * slot at positions apart, one of them 1104, 1300 and 1301 with 1602 of another slot), around the split points at
+ * 1024 and 1536.
+ */
+function mixedSlots(): Scenario {
+  const runs: readonly (readonly [number, number, number])[] = [
+    // [slot, first position, rows]
+    [1, 1018, 9],
+    [2, 300, 5],
+    [1, 1027, 2],
+    [0, 1533, 3],
+    [1, 1100, 1],
+    [2, 305, 6],
+    [0, 1536, 7],
+    [1, 1101, 3],
+    [0, 1600, 2],
+    [2, 1020, 10],
+    [1, 1104, 1],
+    [1, 1300, 1],
+    [0, 1602, 1],
+    [1, 1301, 1],
+    [2, 1200, 4],
+    [1, 1520, 14],
+  ];
+  const count = runs.reduce((sum, run) => sum + run[2], 0);
+  return {
+    label: `prefill-like, ${count} rows of 3 slots in uneven runs, some positions jumping`,
+    slots: 3,
+    capacity: 1610,
+    rows: () => {
+      const slots = new Int32Array(count);
+      const positions = new Int32Array(count);
+      let row = 0;
+      for (const [slot, first, length] of runs) {
+        for (let index = 0; index < length; index++, row++) {
+          slots[row] = slot;
+          positions[row] = first + index;
+        }
+      }
+      return { slots, positions };
+    },
+  };
+}
+
 const DECODE_SCENARIOS: readonly Scenario[] = [
   lanes('short', [5], 16),
   lanes('short to ~5000 keys, one past two split points', [0, 63, 64, 999, 1024, 2100, 5000], 5008),
@@ -83,6 +134,9 @@ const PREFILL_SCENARIOS: readonly Scenario[] = [
   // Past 64 rows the splits fold on chip: 65 rows across the split point at 1024 take that path at a quarter of the
   // fp64 reference's cost of 257 (each row is its own block); 257 rows run from 0 here and past 1024 in the schedules.
   prefill(65, 1000),
+  // The grouped kernel's uneven groups (see the header): thousands of keys, eight splits.
+  prefill(66, 2046),
+  mixedSlots(),
 ];
 
 function queryWidth(g: AttentionGeometry): number {
@@ -215,7 +269,8 @@ function attentionShape(g: AttentionGeometry, scenario: Scenario): ShapeCase {
 }
 
 const ALL_SCENARIOS = [...DECODE_SCENARIOS, ...PREFILL_SCENARIOS];
-const ODD_SCENARIOS = [DECODE_SCENARIOS[1]!, PREFILL_SCENARIOS[2]!, PREFILL_SCENARIOS[7]!];
+const MIXED_SLOTS = PREFILL_SCENARIOS[9]!;
+const ODD_SCENARIOS = [DECODE_SCENARIOS[1]!, PREFILL_SCENARIOS[2]!, PREFILL_SCENARIOS[7]!, MIXED_SLOTS];
 
 /** The attended row's and the gated row's roundings are each matched by the reference; one more for the output. */
 const ATTENTION_BOUND = BF16_ONE_ROUNDING_BOUND;
@@ -254,7 +309,7 @@ export const attentionOtherCase: KernelCase = {
   bound: ATTENTION_BOUND,
   ulps: 2,
   shapes: [
-    ...ALL_SCENARIOS.slice(0, -1).map((scenario) => attentionShape(TOWER, scenario)),
+    ...ALL_SCENARIOS.slice(0, -3).map((scenario) => attentionShape(TOWER, scenario)),
     ...ODD_SCENARIOS.map((scenario) => attentionShape(ODD_D64, scenario)),
     ...ODD_SCENARIOS.map((scenario) => attentionShape(ODD_D128, scenario)),
   ],

@@ -1,10 +1,21 @@
 // Schedule cases for the attention family (contract.ts InvarianceCase, EquivalenceCase):
 //   invariance   decode lanes at other slots and positions (some past two split points): lane r's output is the
-//                same bits in calls of 1, 2, 7, 64 and 257 lanes (the last folds on chip, the others spread splits)
-//   equivalence  a prefill of 257 rows (prepare + attention, KV carried in the slab) whole and in chunks of 1, 7 and
-//                64 rows; and a lane's decode row, beside other lanes, against the last row of its whole prefill
+//                same bits in calls of 1, 2, 7, 64 and 257 lanes (the last runs the grouped kernel, the others the
+//                per-row kernel); and rows in runs of consecutive positions of a few slots, runs of uneven lengths
+//                that start just short of split points or jump ahead, so that the 257-row call's groups of 4 rows
+//                straddle split points, mix slots and hold rows of one slot far apart, each row held to its bits
+//                walked alone
+//   equivalence  a prefill of 257 rows (prepare + attention, KV carried in the slab) whole and in chunks of 1, 7, 64
+//                and 66 rows (66: the grouped kernel again, its groups cut elsewhere), from positions 0, 1000, 2046
+//                and 8190 (the last two: a group of the whole call straddles a split point); and a lane's decode
+//                row, beside other lanes, against the last row of its whole prefill
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
-import { attention, attentionPrepare, attentionWorkspaceBytes } from '../../../src/backend/cuda/ops/attention.ts';
+import {
+  ATTENTION_SPLIT_KEYS,
+  attention,
+  attentionPrepare,
+  attentionWorkspaceBytes,
+} from '../../../src/backend/cuda/ops/attention.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import {
   ATTENTION_EPS,
@@ -52,6 +63,71 @@ function invarianceCase(g: AttentionGeometry): InvarianceCase {
       }
       const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, slots: INVARIANCE_SLOTS };
       const capacity = INVARIANCE_CAPACITY;
+      const workspace = new Float32Array(Math.max(1, attentionWorkspaceBytes(count, { ...geometry, capacity }) / 4));
+      return {
+        inputs: {
+          q: { bits: qRows, values: new Float64Array(0) },
+          gate: { bits: gateRows, values: new Float64Array(0) },
+          keys,
+          values,
+          rowTable: rowTable(rows),
+          workspace,
+        },
+        outputs: [{ name: 'out', kind: 'bf16', count: count * hq * d }],
+        reference() {
+          throw new Error('invariance cases compare bits between calls, not against a reference');
+        },
+        run(cuda, p, kernel) {
+          const gate = g.gated ? { gate: p.gate! } : {};
+          const a = { ...geometry, ...gate, capacity, out: p.out!, q: p.q!, keys: p.keys!, values: p.values! };
+          attention(cuda, { ...a, rowTable: p.rowTable!, rows: count, workspace: p.workspace! }, { kernel });
+        },
+      };
+    },
+  };
+}
+
+const RUN_SLOTS = 4;
+const RUN_CAPACITY = 4400;
+
+/**
+ * Rows in runs of consecutive positions: each run takes a slot, a length of 1 to 9 and either its slot's next
+ * position or a start 0 to 5 short of a split point. Drawn row by row, so the first r rows are the same for any count.
+ */
+function runInvarianceCase(g: AttentionGeometry): InvarianceCase {
+  const { queryHeads: hq, kvHeads: hkv, headDim: d } = g;
+  return {
+    label: `attention ${g.label}, prefill-like runs of ${RUN_SLOTS} slots, positions up to ${RUN_CAPACITY}`,
+    elementsPerRow: { out: hq * d },
+    prepare(seed: number, count: number): Prepared {
+      const random = new Random(seed);
+      const filled = new Array<number>(RUN_SLOTS).fill(RUN_CAPACITY);
+      const keys = historySlab(random, g, RUN_CAPACITY, filled);
+      const values = historySlab(random, g, RUN_CAPACITY, filled);
+      const rows: CallRows = { slots: new Int32Array(count), positions: new Int32Array(count) };
+      const qRows = new Uint16Array(count * hq * d);
+      const gateRows = new Uint16Array(count * hq * d);
+      const next = new Array<number>(RUN_SLOTS).fill(0);
+      let slot = 0;
+      let left = 0;
+      for (let lane = 0; lane < count; lane++) {
+        if (left === 0 || next[slot]! >= RUN_CAPACITY) {
+          slot = random.integer(RUN_SLOTS);
+          left = 1 + random.integer(9);
+          if (random.integer(2) === 0 || next[slot]! >= RUN_CAPACITY - 16) {
+            const splitPoint = ATTENTION_SPLIT_KEYS * (1 + random.integer(Math.floor(RUN_CAPACITY / 256) - 1));
+            next[slot] = splitPoint - random.integer(6);
+          }
+        }
+        rows.slots[lane] = slot;
+        rows.positions[lane] = next[slot]!;
+        next[slot]! += 1;
+        left--;
+        qRows.set(randomBf16(random, hq * d, 1).bits, lane * hq * d);
+        gateRows.set(randomBf16(random, hq * d, 2).bits, lane * hq * d);
+      }
+      const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, slots: RUN_SLOTS };
+      const capacity = RUN_CAPACITY;
       const workspace = new Float32Array(Math.max(1, attentionWorkspaceBytes(count, { ...geometry, capacity }) / 4));
       return {
         inputs: {
@@ -183,6 +259,7 @@ function prefillEquivalence(g: AttentionGeometry, start: number): EquivalenceCas
           'chunks of 1': chunked(1),
           'chunks of 7': chunked(7),
           'chunks of 64': chunked(64),
+          'chunks of 66': chunked(66),
         },
       };
     },
@@ -299,11 +376,18 @@ function decodeEquivalence(g: AttentionGeometry): EquivalenceCase {
   };
 }
 
-export const attentionInvariance: readonly InvarianceCase[] = [invarianceCase(BACKBONE), invarianceCase(TOWER)];
+export const attentionInvariance: readonly InvarianceCase[] = [
+  invarianceCase(BACKBONE),
+  invarianceCase(TOWER),
+  runInvarianceCase(BACKBONE),
+];
 
 export const attentionEquivalences: readonly EquivalenceCase[] = [
   prefillEquivalence(BACKBONE, 0),
   prefillEquivalence(BACKBONE, 1000),
   prefillEquivalence(TOWER, 0),
   decodeEquivalence(BACKBONE),
+  // The whole call's first group of 4 rows straddles the split point (and tile boundary) at 2048, or at 8192.
+  prefillEquivalence(BACKBONE, 2046),
+  prefillEquivalence(BACKBONE, 8190),
 ];

@@ -1,17 +1,33 @@
 // Launchers for kernels/cuda/attention.cu (its header has the formulas, layouts, rounding points and the fixed
 // reduction order). rowTable: [rows, 2] int32 (slot, position) on the device; keys, values: [slots, capacity,
-// kvHeads, headDim] bf16 slabs.
+// kvHeads, headDim] bf16 slabs. Calls of at most 64 rows run the per-row kernel (each row's splits spread over
+// blocks, folded by the combine kernel); larger calls run the grouped kernel (4 rows a block, the rows of one slot
+// sharing every staged tile, the splits folded on chip). Both give the same bits for every row.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
+import { allowShared } from './sharedLimit.ts';
 
 /** Keys per split (kernels/cuda/attention.cuh ATTENTION_SPLIT_KEYS): split points are these absolute positions. */
 export const ATTENTION_SPLIT_KEYS = 256;
 /** Calls of at most this many rows spread a row's splits over blocks and fold them in a second kernel. */
 const MOST_ROWS_SPREAD = 64;
 const HEAD_DIMS = [64, 128, 256] as const;
+/** Keys per tile (ATTENTION_TILE_KEYS): a K tile and a V tile of this many slab rows sit in shared memory. */
+const TILE_KEYS = 64;
+/** Rows per block of the grouped kernel (ATTENTION_ROWS_PER_BLOCK). */
+export const ATTENTION_ROWS_PER_BLOCK = 4;
+/** Query heads one key head may serve: a block is one warp per query head, at most 256 threads (the kernels' bound). */
+export const ATTENTION_MOST_GROUP = 8;
+/**
+ * Blocks a spread call aims for: a row's splits are dealt to min(splits, ceil(this / (rows · kvHeads))) blocks, block z
+ * walking splits z, z + Z, ... (a choice, not yet measured), so a decode step at a long capacity launches a few hundred
+ * blocks instead of one per split of the capacity. Fixed by the row count and the capacity alone, as a captured
+ * step's replays need.
+ */
+const SPREAD_BLOCKS = 512;
 
 const PREPARE_KERNEL: KernelName = { family: 'attention', name: 'attention_prepare_bf16' };
 
@@ -61,7 +77,9 @@ function checkGeometry(a: AttentionGeometryArguments): void {
   requireCount(a.kvHeads, 'kvHeads');
   requireCount(a.queryHeads, 'queryHeads', a.kvHeads);
   const group = a.queryHeads / a.kvHeads;
-  if (!Number.isInteger(group) || group > 32) requireCount(group, 'queryHeads / kvHeads (an integer ≤ 32)', 1, 32);
+  if (!Number.isInteger(group) || group > ATTENTION_MOST_GROUP) {
+    requireCount(group, `queryHeads / kvHeads (an integer ≤ ${ATTENTION_MOST_GROUP})`, 1, ATTENTION_MOST_GROUP);
+  }
   requireCount(a.slots, 'slots');
   requireCount(a.capacity, 'capacity');
   requireCount(a.slots * a.capacity * a.kvHeads * a.headDim, 'slab elements', 1, 2 ** 53);
@@ -69,6 +87,17 @@ function checkGeometry(a: AttentionGeometryArguments): void {
 
 function splitsFor(capacity: number): number {
   return Math.ceil(capacity / ATTENTION_SPLIT_KEYS);
+}
+
+/** The grid's z extent of a spread call: the blocks a row's splits are dealt to. */
+export function attentionSpreadBlocks(rows: number, kvHeads: number, capacity: number): number {
+  return Math.min(splitsFor(capacity), Math.max(1, Math.ceil(SPREAD_BLOCKS / (rows * kvHeads))));
+}
+
+/** Dynamic shared memory of one block: the K and V tiles, and for the grouped kernel its rows' fold states. */
+export function attentionSharedBytes(spread: boolean, headDim: number, group: number): number {
+  const tiles = 2 * TILE_KEYS * headDim * 2;
+  return spread ? tiles : tiles + ATTENTION_ROWS_PER_BLOCK * (headDim / 32 + 2) * 32 * group * 4;
 }
 
 /** Bytes of fp32 partial states a call of `rows` rows needs (0 when its rows fold on chip). */
@@ -118,12 +147,12 @@ export function attentionPrepare(cuda: CudaContext, a: AttentionPrepareArguments
 
 /**
  * Causal GQA attention of each row over its slot's keys 0..position. Calls of at most 64 rows spread each row's
- * splits over blocks and fold them with attention_combine (options.kernel replaces the first kernel); larger calls
- * fold on chip. Both give the same bits.
+ * splits over blocks and fold them with attention_combine; larger calls run the grouped kernel, which folds on chip.
+ * options.kernel replaces the first kernel of either (the controls dispatch on `fold`). Both give the same bits.
  */
 export function attention(cuda: CudaContext, a: AttentionArguments, options: LaunchOptions = {}): void {
   checkGeometry(a);
-  requireCount(a.rows, 'rows', 1, 2 ** 31 - 1);
+  requireCount(a.rows, 'rows', 1, 2 ** 31 - 1 - ATTENTION_ROWS_PER_BLOCK);
   if (!(HEAD_DIMS as readonly number[]).includes(a.headDim))
     requireCount(a.headDim, 'headDim (64, 128 or 256)', 256, 256);
   const gated = a.gate !== undefined;
@@ -158,8 +187,16 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     .int32(maxSplits)
     .float32(1 / Math.sqrt(a.headDim))
     .int32(spread ? 0 : 1);
-  const main: KernelName = { family: 'attention', name: `attention_bf16_d${a.headDim}` };
-  launch(cuda, main, { grid: [a.rows, a.kvHeads, spread ? maxSplits : 1], block }, args, options);
+  const main: KernelName = {
+    family: 'attention',
+    name: spread ? `attention_bf16_d${a.headDim}` : `attention_grouped_bf16_d${a.headDim}`,
+  };
+  const grid: [number, number, number] = spread
+    ? [a.rows, a.kvHeads, attentionSpreadBlocks(a.rows, a.kvHeads, a.capacity)]
+    : [Math.ceil(a.rows / ATTENTION_ROWS_PER_BLOCK), a.kvHeads, 1];
+  const sharedBytes = attentionSharedBytes(spread, a.headDim, group);
+  allowShared(cuda, main, options, sharedBytes);
+  launch(cuda, main, { grid, block, sharedBytes }, args, options);
   if (!spread) return;
   const combineArgs = new KernelArguments(12)
     .pointer(a.out)
