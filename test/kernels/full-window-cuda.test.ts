@@ -21,6 +21,8 @@ const CONTEXT = 262144;
 /** Words that tokenize into many short tokens; the prompt repeats them. */
 const UNIT = 'one two three four five six seven eight nine ten. ';
 const LONGEST_TEXT = 4_000_000;
+/** Rows a prefill call: with the small preset's one KV head a call of 256 rows is 64 blocks of the grouped attention. */
+const PREFILL_CHUNK = 2048;
 
 function job(text: string, maxFrames: number) {
   return {
@@ -42,14 +44,14 @@ test('small on cuda: P + F + 1 = 262144 is admitted and runs to its end; one fra
   const runtime = await loadRuntime({
     kind: 'checkpoint',
     dir,
-    prefillChunk: 256,
+    prefillChunk: PREFILL_CHUNK,
     backend: 'cuda',
     codecBackend: 'cpu',
   });
   const events: EngineEvent[] = [];
   const settings = {
     lanes: 1,
-    prefillChunk: 256,
+    prefillChunk: PREFILL_CHUNK,
     maxFrames: CONTEXT,
     maxInputCodePoints: LONGEST_TEXT,
     pieceLength: LONGEST_TEXT,
@@ -98,12 +100,13 @@ test('small on cuda: P + F + 1 = 262144 is admitted and runs to its end; one fra
   assert.ok(!events.some((event) => event.type === 'audio' && event.id === over.id), 'no audio before the refusal');
   console.log(`${seconds()} s: P + ${frames + 1} + 1 refused: ${over.ended.error.message}`);
 
-  // Where the long prefill is, every 32768 rows (the scheduler prefills one chunk a round).
+  // Where the long prefill is, every 32768 rows (the scheduler prefills one chunk a round, in a joint prefill).
   const model = runtime.model as SlotSpeechModel<CudaBuffer>;
-  const prefill = model.prefill.bind(model);
+  const prefillTogether = model.prefillTogether.bind(model);
   let reported = 0;
-  model.prefill = (lane, prompt, from, to) => {
-    prefill(lane, prompt, from, to);
+  model.prefillTogether = (parts) => {
+    prefillTogether(parts);
+    const to = Math.max(...parts.map((part) => part.to));
     if (to - reported >= 32768) {
       reported = to;
       console.log(`${seconds()} s: ${to} prompt rows prefilled`);
