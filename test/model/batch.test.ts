@@ -6,27 +6,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { generateFrames } from '../../src/model/generate.ts';
 import { DEFAULT_SAMPLING, type PromptRows, type SamplingSettings } from '../../src/model/types.ts';
-import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
-import { loadTinyModel } from './tiny-checkpoint.ts';
+import { loadTinyModel, mixedPrompt } from './tiny-checkpoint.ts';
 
 const model = await loadTinyModel({ capacity: { lanes: 8, rowsPerLane: 256 } });
 const FRAMES = 8;
 const CHUNK = 32;
 
-/** A prompt of `length` rows: text rows with reference code rows in the middle third. */
 function prompt(length: number, salt: number): PromptRows {
-  const tokens = new Int32Array(length);
-  const codes = new Int32Array(length * CODES_PER_FRAME).fill(-1);
-  for (let row = 0; row < length; row++) {
-    if (row >= length / 3 && row < (2 * length) / 3) {
-      for (let k = 0; k < CODES_PER_FRAME; k++)
-        codes[row * CODES_PER_FRAME + k] = (row * 131 + k * 37 + salt) % (k === 0 ? 4096 : 1024);
-      tokens[row] = model.candidates.semanticBegin + codes[row * CODES_PER_FRAME]!;
-    } else {
-      tokens[row] = 1000 + ((row * 7919 + salt * 31) % 20000);
-    }
-  }
-  return { tokens, codes, referenceRows: 0 };
+  return mixedPrompt(model.candidates.semanticBegin, length, salt);
 }
 
 interface Request {

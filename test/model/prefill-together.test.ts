@@ -9,26 +9,14 @@ import { DramaError } from '../../src/errors.ts';
 import { generateFrames } from '../../src/model/generate.ts';
 import { DEFAULT_SAMPLING, type Lane, type PromptRows, type SamplingSettings } from '../../src/model/types.ts';
 import { CODES_PER_FRAME } from '../../src/shared/frame.ts';
-import { loadTinyModel } from './tiny-checkpoint.ts';
+import { loadTinyModel, mixedPrompt } from './tiny-checkpoint.ts';
 
 // A chunk of 16 rows cuts most lanes across calls and packs the short ones several to a call.
 const model = await loadTinyModel({ capacity: { lanes: 8, rowsPerLane: 128 }, prefillChunk: 16 });
 const FRAMES = 6;
 
-/** Text rows with reference code rows in the middle third. */
 function prompt(length: number, salt: number): PromptRows {
-  const tokens = new Int32Array(length);
-  const codes = new Int32Array(length * CODES_PER_FRAME).fill(-1);
-  for (let row = 0; row < length; row++) {
-    if (row >= length / 3 && row < (2 * length) / 3) {
-      for (let k = 0; k < CODES_PER_FRAME; k++)
-        codes[row * CODES_PER_FRAME + k] = (row * 113 + k * 41 + salt * 7) % (k === 0 ? 4096 : 1024);
-      tokens[row] = model.candidates.semanticBegin + codes[row * CODES_PER_FRAME]!;
-    } else {
-      tokens[row] = 1000 + ((row * 7919 + salt * 53) % 20000);
-    }
-  }
-  return { tokens, codes, referenceRows: 0 };
+  return mixedPrompt(model.candidates.semanticBegin, length, salt);
 }
 
 interface Request {

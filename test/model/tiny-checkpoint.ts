@@ -47,3 +47,19 @@ export function samplePrompt(semanticBegin: number): PromptRows {
   }
   return { tokens, codes, referenceRows: 70 };
 }
+
+/** A prompt of `length` rows: text rows with reference code rows in the middle third, varied by `salt`. */
+export function mixedPrompt(semanticBegin: number, length: number, salt: number): PromptRows {
+  const tokens = new Int32Array(length);
+  const codes = new Int32Array(length * CODES_PER_FRAME).fill(-1);
+  for (let row = 0; row < length; row++) {
+    if (row >= length / 3 && row < (2 * length) / 3) {
+      for (let k = 0; k < CODES_PER_FRAME; k++)
+        codes[row * CODES_PER_FRAME + k] = (row * 131 + k * 37 + salt) % (k === 0 ? 4096 : 1024);
+      tokens[row] = semanticBegin + codes[row * CODES_PER_FRAME]!;
+    } else {
+      tokens[row] = 1000 + ((row * 7919 + salt * 31) % 20000);
+    }
+  }
+  return { tokens, codes, referenceRows: 0 };
+}
