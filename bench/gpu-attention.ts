@@ -5,12 +5,19 @@
 //   prefill   4096 rows from position 0 in one call: causal TFLOP/s (4·Hq·D per visible key and row)
 //   chunk     one prefill chunk of 256 rows of a slot whose keys reach ~65k and ~250k (positions start..start+255,
 //             its earlier keys already in the slab): time per chunk, TFLOP/s as above; the long prefill's cost
+//   both of these twice: the grouped kernel (4 rows a block, the model's choice) and the per-row kernel folding on
+//   chip (1 row a block), the same bits, so that one run says which is faster
 // Each figure is the median of event-timed replays of a captured graph of back-to-back launches, the KV rotated
 // through more memory than L2 holds. Prints one table; writes gpu-attention.json to the output directory.
 // Usage: tsx bench/gpu-attention.ts [output directory]
 import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
-import { attention, attentionPrepare, attentionWorkspaceBytes } from '../src/backend/cuda/ops/attention.ts';
+import {
+  type AttentionArguments,
+  attention,
+  attentionPrepare,
+  attentionWorkspaceBytes,
+} from '../src/backend/cuda/ops/attention.ts';
 import { DeviceBuffers, randomBf16Block, rotationSets } from './support/device-buffers.ts';
 import { timeGraph } from './support/gpu-timing.ts';
 import { markdownTable, writeReport } from './support/output.ts';
@@ -80,7 +87,10 @@ function measureDecode(batch: number, keys: number, copyGigabytesPerSecond: numb
   };
 }
 
-/** One prefill call of `rows` rows from position 0: prepare, then attention (timed apart). */
+type RowsPerBlock = NonNullable<AttentionArguments['rowsPerBlock']>;
+const ROWS_PER_BLOCK: readonly RowsPerBlock[] = [4, 1];
+
+/** One prefill call of `rows` rows from position 0: prepare, then attention at each rows-per-block (timed apart). */
 function measurePrefill(rows: number) {
   const geometry = { queryHeads: HQ, kvHeads: HKV, headDim: D, slots: 1, capacity: rows };
   const slabBytes = rows * HKV * D * 2;
@@ -114,7 +124,7 @@ function measurePrefill(rows: number) {
       gated: true,
       eps: 1e-6,
     });
-  const attend = () =>
+  const attend = (rowsPerBlock: RowsPerBlock) => () =>
     attention(cuda, {
       ...geometry,
       out: out.pointer,
@@ -127,18 +137,22 @@ function measurePrefill(rows: number) {
       rowTable,
       rows,
       workspace: 0n,
+      rowsPerBlock,
     });
   const timed = (enqueue: () => void) => timeGraph(cuda, enqueue, { trials: 11, warmups: 2 });
   const prepareMilliseconds = timed(prepare);
-  const attentionMilliseconds = timed(attend);
-  release();
   const visible = (rows * (rows + 1)) / 2;
   const flops = 4 * HQ * D * visible;
-  return { rows, prepareMilliseconds, attentionMilliseconds, teraflops: flops / attentionMilliseconds / 1e9 };
+  const variants = ROWS_PER_BLOCK.map((rowsPerBlock) => {
+    const milliseconds = timed(attend(rowsPerBlock));
+    return { rowsPerBlock, milliseconds, teraflops: flops / milliseconds / 1e9 };
+  });
+  release();
+  return { rows, prepareMilliseconds, variants };
 }
 
 /** One prefill chunk's attention: `rows` rows at positions start..start + rows − 1 of slot 0 (gated, no prepare). */
-function measureChunk(start: number, rows: number) {
+function measureChunk(start: number, rows: number, rowsPerBlock: RowsPerBlock) {
   const capacity = start + rows;
   const geometry = { queryHeads: HQ, kvHeads: HKV, headDim: D, slots: 1, capacity };
   const slabBytes = capacity * HKV * D * 2;
@@ -161,12 +175,13 @@ function measureChunk(start: number, rows: number) {
       rowTable,
       rows,
       workspace: 0n,
+      rowsPerBlock,
     });
   const milliseconds = timeGraph(cuda, attend, { trials: 5, warmups: 1 });
   release();
   const visible = rows * start + (rows * (rows + 1)) / 2;
   const flops = 4 * HQ * D * visible;
-  return { start, rows, milliseconds, teraflops: flops / milliseconds / 1e9 };
+  return { start, rows, rowsPerBlock, milliseconds, teraflops: flops / milliseconds / 1e9 };
 }
 
 const copy = copyBandwidth(cuda).gigabytesPerSecond;
@@ -182,7 +197,11 @@ const decode = [
   [64, 8192],
 ].map(([batch, keys]) => measureDecode(batch!, keys!, copy));
 const prefill = measurePrefill(4096);
-const chunks = [65536 - 256, 250000].map((start) => measureChunk(start, 256));
+const chunks = [65536 - 256, 250000].flatMap((start) =>
+  ROWS_PER_BLOCK.map((rowsPerBlock) => measureChunk(start, 256, rowsPerBlock)),
+);
+const perBlock = (rowsPerBlock: RowsPerBlock) =>
+  rowsPerBlock === 1 ? '1 row a block (per-row kernel)' : `${rowsPerBlock} rows a block (grouped kernel)`;
 const lines = [
   `gpu-attention on ${cuda.properties.name}; device-to-device copy ${copy.toFixed(0)} GB/s (read + written)`,
   ...markdownTable(
@@ -195,15 +214,15 @@ const lines = [
         `${(100 * r.shareOfCopy).toFixed(1)}%`,
         anchors[`${r.batch}x${r.keys}`] ?? '—',
       ]),
-      [
-        `prefill attention, ${prefill.rows} rows causal`,
-        `${prefill.attentionMilliseconds.toFixed(3)} ms`,
-        `${prefill.teraflops.toFixed(1)} TFLOP/s`,
+      ...prefill.variants.map((variant) => [
+        `prefill attention, ${prefill.rows} rows causal, ${perBlock(variant.rowsPerBlock)}`,
+        `${variant.milliseconds.toFixed(3)} ms`,
+        `${variant.teraflops.toFixed(1)} TFLOP/s`,
         '—',
         'SDPA 449–479 TFLOP/s',
-      ],
+      ]),
       ...chunks.map((chunk) => [
-        `prefill chunk, ${chunk.rows} rows at keys ${chunk.start + 1}..${chunk.start + chunk.rows}`,
+        `prefill chunk, ${chunk.rows} rows at keys ${chunk.start + 1}..${chunk.start + chunk.rows}, ${perBlock(chunk.rowsPerBlock)}`,
         `${chunk.milliseconds.toFixed(3)} ms`,
         `${chunk.teraflops.toFixed(1)} TFLOP/s`,
         '—',

@@ -9,6 +9,10 @@
 //                                                  reaches: a row past a split point that its group's first row is
 //                                                  short of loses its last split (the schedule gates, at calls whose
 //                                                  row groups straddle a split point)
+//   control_attention_grouped_scores_levels_reversed_d256  the grouped walk sums each score's lane partials with the
+//                                                  levels in the other order (offsets 1, 2, 4, 8, 16): accurate, but
+//                                                  not the per-row walk's bits (the schedule gates: a call of more
+//                                                  than 64 rows against the same rows in smaller calls)
 #include "attention.cuh"
 
 extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
@@ -37,3 +41,4 @@ extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
 CONTROL_ENTRY(control_attention_short_by_one_d256, ATTENTION_SHORT_BY_ONE)
 CONTROL_ENTRY(control_attention_tiles_from_call_d256, ATTENTION_TILES_FROM_CALL)
 CONTROL_ENTRY(control_attention_group_first_row_splits_d256, ATTENTION_GROUP_FIRST_ROW_SPLITS)
+CONTROL_ENTRY(control_attention_grouped_scores_levels_reversed_d256, ATTENTION_GROUPED_SCORES_LEVELS_REVERSED)

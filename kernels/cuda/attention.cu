@@ -11,19 +11,23 @@
 // attention_bf16_d{64,128,256}, block 32·(Hq/Hkv) (at most 512 threads), warp w = query head kv·group + w:
 //   out[t, h] = softmax(q·kᵀ · scale) · V over keys 0..position of the row's slot (causal), GQA by kv = h / group
 //   fixed order per (row, head): keys cut into splits at multiples of 256 absolute positions, each split walked in
-//   64-key tiles from its start with an online softmax in fp32 (max, sum, accumulator; dot products a lane-partial
-//   fma chain over the lane's D/32 dims, then a fixed butterfly), the splits' states folded in split order from the
-//   empty state; a row's bits depend only on its slot's keys and its position: not on T, the other rows, the chunking
-//   or which rows share its block
+//   64-key tiles from its start with an online softmax in fp32 (max, sum, accumulator), the splits' states folded in
+//   split order from the empty state; a row's bits depend only on its slot's keys and its position: not on T, the
+//   other rows, the chunking or which rows share its block
+//   scores: each lane's partial of q·k is an fma chain over its D/32 dims; the 32 partials of a key are summed by
+//   warp_sum's pairing tree (offsets 16, 8, 4, 2, 1), taken transposed over 32 keys at once: at offset w a lane keeps
+//   the keys whose bit w is its own and trades the others with lane ^ w (31 shuffles for 32 keys, not 5 a key), so
+//   lane j ends with key j's sum in warp_sum's bits; keys past a row's count are set to −inf after the sum
 //   fold = 1 (calls of more than 64 rows): grid (ceil(T / 4), Hkv, 1); a block takes 4 consecutive rows, and those of
 //   one slot walk together: each K and V tile is staged once for all of them (cp.async, the next tile's copy in
 //   flight while this one is used), every row using only its own keys of it; rows of other slots, or at positions far
 //   apart, are simply a group of their own or use less of each tile; the splits fold on chip (states in shared memory)
 //   fold = 0 (calls of at most 64 rows): grid (T, Hkv, Z) with Z ≤ ceil(capacity / 256) fixed by T and the capacity;
 //   block z walks splits z, z + Z, ... of its row (the same staged walk, one row) and writes each split's state apart;
-//   attention_combine folds them in split order: the same bits as fold = 1
-//   dynamic shared memory: the K and V tiles (2 · 64 · D bf16), then for fold = 1 the fold states of 4 rows (fp32
-//   [4][D/32 + 2][threads])
+//   attention_combine folds them in split order: the same bits as fold = 1; the per-row kernel also runs fold = 1,
+//   grid (T, Hkv, 1), one row a block, where a launcher asks for it (the bench's comparison)
+//   dynamic shared memory: the K and V tiles (2 · 64 · D bf16), then for fold = 1 the fold states of the block's rows
+//   (fp32 [rows][D/32 + 2][threads])
 //   probabilities stay fp32 (the cpu bf16 path rounds normalised probabilities to bf16, which a streaming softmax
 //   cannot reproduce); rounding points: the attended row to bf16, then (gated) the row × sigmoid(gate) to bf16,
 //   as the cpu bf16 path rounds; gate[t, h, d] at gate + t·gate_row_stride + h·gate_head_stride + d (null: none)

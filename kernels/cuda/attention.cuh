@@ -15,7 +15,8 @@ enum AttentionVariant {
   ATTENTION_EXACT = 0,
   ATTENTION_SHORT_BY_ONE = 1,
   ATTENTION_TILES_FROM_CALL = 2,
-  ATTENTION_GROUP_FIRST_ROW_SPLITS = 3
+  ATTENTION_GROUP_FIRST_ROW_SPLITS = 3,
+  ATTENTION_GROUPED_SCORES_LEVELS_REVERSED = 4
 };
 
 // One row table entry; false when its slot or position lies outside the slabs.
@@ -194,34 +195,112 @@ __device__ __forceinline__ int tile_end(int start, int begin, int call_shift) {
   return start + ATTENTION_TILE_KEYS;
 }
 
+// The transposed butterfly's load order: lane l computes partial i of a half-tile from key i ^ (l & this mask), so
+// that its levels at offsets 16 and 8 keep partial i and send partial i + offset with no select.
+#define ATTENTION_PERMUTED_KEY_BITS 24
+
+// One level of the transposed butterfly (offset WIDTH, 2·WIDTH partials in, WIDTH out): partials i and i + WIDTH
+// hold two keys that differ in bit WIDTH; the lane keeps the one whose bit is its own and sends its partner the
+// other, adding kept + received as warp_sum does. Keys in a PERMUTED bit are already in the lane's order (no select).
+template <int WIDTH, int PERMUTED>
+__device__ __forceinline__ void transposed_level(float (&partial)[32]) {
+  const bool upper = ((threadIdx.x & 31) & WIDTH) != 0;
+#pragma unroll
+  for (int i = 0; i < WIDTH; i++) {
+    if constexpr ((PERMUTED & WIDTH) != 0) {
+      partial[i] = __fadd_rn(partial[i], __shfl_xor_sync(0xffffffffu, partial[i + WIDTH], WIDTH));
+    } else {
+      const float send = upper ? partial[i] : partial[i + WIDTH];
+      const float keep = upper ? partial[i + WIDTH] : partial[i];
+      partial[i] = __fadd_rn(keep, __shfl_xor_sync(0xffffffffu, send, WIDTH));
+    }
+  }
+}
+
+// Lane l's partial of each of 32 keys in, key k0 + l's full sum out: the pairing tree of warp_sum (offsets 16, 8, 4,
+// 2, 1) over 32 keys at once, 31 shuffles instead of 160, every key's sum warp_sum's bits. Partial i holds key
+// i ^ (lane & PERMUTED) on entry.
+template <int PERMUTED>
+__device__ __forceinline__ float transposed_warp_sum(float (&partial)[32]) {
+  transposed_level<16, PERMUTED>(partial);
+  transposed_level<8, PERMUTED>(partial);
+  transposed_level<4, PERMUTED>(partial);
+  transposed_level<2, PERMUTED>(partial);
+  transposed_level<1, PERMUTED>(partial);
+  return partial[0];
+}
+
+// One level of the control's tree (offset WIDTH, 32 / WIDTH partials in): partials 2i and 2i + 1 differ in bit WIDTH.
+template <int WIDTH>
+__device__ __forceinline__ void transposed_level_reversed(float (&partial)[32]) {
+  const bool upper = ((threadIdx.x & 31) & WIDTH) != 0;
+#pragma unroll
+  for (int i = 0; i < 16 / WIDTH; i++) {
+    const float send = upper ? partial[2 * i] : partial[2 * i + 1];
+    const float keep = upper ? partial[2 * i + 1] : partial[2 * i];
+    partial[i] = __fadd_rn(keep, __shfl_xor_sync(0xffffffffu, send, WIDTH));
+  }
+}
+
+// The control's tree: the same transposition with the levels in the other order (offsets 1, 2, 4, 8, 16), partials
+// in key order on entry: accurate, but other bits than warp_sum's.
+__device__ __forceinline__ float transposed_warp_sum_levels_reversed(float (&partial)[32]) {
+  transposed_level_reversed<1>(partial);
+  transposed_level_reversed<2>(partial);
+  transposed_level_reversed<4>(partial);
+  transposed_level_reversed<8>(partial);
+  transposed_level_reversed<16>(partial);
+  return partial[0];
+}
+
 // One tile's scores for one query head (the warp's) of each of ROWS rows: q·k over the row's own `count[r]` keys of
-// the tile (0: the row sits this tile out), the lane's E dims by one fma chain and then the warp butterfly, times
-// scale; key j's score lands in lane j (low, the first 32 keys) or lane j − 32 (high); then the online softmax's
-// step: the new maximum, the tile's probabilities (left in low and high), the rescaled sum and accumulator. Each key
-// row is read from the tile once for all rows. Every warp of the block calls it with the same counts.
-template <int E, int ROWS>
+// the tile (0: the row sits this tile out), times scale; key j's score lands in lane j (low, the first 32 keys) or lane
+// j − 32 (high). Each half-tile of 32 keys: every lane forms its fma-chain partial over its E dims for each key and
+// row (each key row read once for all rows), then each row's 32 partials go through the transposed butterfly, which
+// gives every key warp_sum's bits; keys past the row's count (their partials may have read stale tile memory) become
+// −inf after it. Then the online softmax's step: the new maximum, the tile's probabilities (left in low and high), the
+// rescaled sum and accumulator. Every warp of the block calls it with the same counts.
+template <int E, int ROWS, int VARIANT>
 __device__ __forceinline__ void tile_scores(SoftmaxState<E> (&state)[ROWS], float (&low)[ROWS], float (&high)[ROWS],
                                             const float (&query)[ROWS][E], const bf16* tile,
                                             const int (&count)[ROWS], int tile_count, float scale) {
   constexpr int D = 32 * E;
+  constexpr bool REVERSED = VARIANT == ATTENTION_GROUPED_SCORES_LEVELS_REVERSED && ROWS > 1;
+  constexpr int PERMUTED = REVERSED ? 0 : ATTENTION_PERMUTED_KEY_BITS;
   const int lane = threadIdx.x & 31;
+  // The lane's row of key 8g + (0..7) of a half-tile's permuted order, for each group g of 8 keys.
+  const bf16* key_rows[4];
+#pragma unroll
+  for (int g = 0; g < 4; g++) key_rows[g] = tile + ((8 * g) ^ (lane & PERMUTED)) * D + lane * E;
   float low_score[ROWS], high_score[ROWS];
 #pragma unroll
   for (int r = 0; r < ROWS; r++) low_score[r] = high_score[r] = -INFINITY;
 #pragma unroll
-  for (int j = 0; j < ATTENTION_TILE_KEYS; j++) {
-    if (j < tile_count) {
+  for (int half = 0; half < 2; half++) {
+    const int first = 32 * half;
+    if (first >= tile_count) break;
+    float partial[ROWS][32];
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
       float key[E];
-      load_bf16_run<E>(tile + j * D + lane * E, key);
+      load_bf16_run<E>(key_rows[i >> 3] + (first + (i & 7)) * D, key);
 #pragma unroll
       for (int r = 0; r < ROWS; r++) {
-        if (j < count[r]) {
-          float partial = 0.0f;
+        partial[r][i] = 0.0f;
 #pragma unroll
-          for (int e = 0; e < E; e++) partial = __fmaf_rn(query[r][e], key[e], partial);
-          const float score = __fmul_rn(warp_sum(partial), scale);
-          if (j == lane) low_score[r] = score;
-          if (j == lane + 32) high_score[r] = score;
+        for (int e = 0; e < E; e++) partial[r][i] = __fmaf_rn(query[r][e], key[e], partial[r][i]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < ROWS; r++) {
+      if (first < count[r]) {
+        const float sum =
+            REVERSED ? transposed_warp_sum_levels_reversed(partial[r]) : transposed_warp_sum<PERMUTED>(partial[r]);
+        const float score = first + lane < count[r] ? __fmul_rn(sum, scale) : -INFINITY;
+        if (half == 0) {
+          low_score[r] = score;
+        } else {
+          high_score[r] = score;
         }
       }
     }
@@ -395,7 +474,7 @@ __device__ __forceinline__ void attend_rows(bf16* out, float* workspace, const b
         attention_wait_all_but_one();
         __syncthreads();
         float low[ROWS], high[ROWS];
-        tile_scores<E, ROWS>(part, low, high, query, key_tile, row_count, count, scale);
+        tile_scores<E, ROWS, VARIANT>(part, low, high, query, key_tile, row_count, count, scale);
         __syncthreads();
         // The next tile: on in this split, else the first of this block's next split.
         int next_split = split, next_begin = begin, next_end = end, next_start = next;
@@ -478,6 +557,17 @@ __device__ __forceinline__ void attention_rows(bf16* out, float* workspace, cons
                                 attention_shared);
 }
 
+// One of the two walks as a call of its own, so that a control holding both allocates registers for each apart.
+template <int D, int ROWS, int VARIANT>
+__device__ __noinline__ void attention_rows_apart(bf16* out, float* workspace, const bf16* q, const bf16* gate,
+                                                  long long gate_row_stride, long long gate_head_stride,
+                                                  const bf16* keys, const bf16* values, const int* row_table,
+                                                  int rows, int query_heads, int kv_heads, int slots, int capacity,
+                                                  int max_splits, float scale, int fold) {
+  attention_rows<D, ROWS, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,
+                                   row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale, fold);
+}
+
 // A control's body, standing in for either real kernel: the grouped walk for fold = 1, the per-row walk for fold = 0.
 template <int D, int VARIANT>
 __device__ __forceinline__ void attention_rows_either(bf16* out, float* workspace, const bf16* q, const bf16* gate,
@@ -486,12 +576,14 @@ __device__ __forceinline__ void attention_rows_either(bf16* out, float* workspac
                                                       int rows, int query_heads, int kv_heads, int slots,
                                                       int capacity, int max_splits, float scale, int fold) {
   if (fold) {
-    attention_rows<D, ATTENTION_ROWS_PER_BLOCK, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride,
-                                                         keys, values, row_table, rows, query_heads, kv_heads, slots,
-                                                         capacity, max_splits, scale, fold);
+    attention_rows_apart<D, ATTENTION_ROWS_PER_BLOCK, VARIANT>(out, workspace, q, gate, gate_row_stride,
+                                                               gate_head_stride, keys, values, row_table, rows,
+                                                               query_heads, kv_heads, slots, capacity, max_splits,
+                                                               scale, fold);
   } else {
-    attention_rows<D, 1, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,
-                                  row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale, fold);
+    attention_rows_apart<D, 1, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,
+                                        row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale,
+                                        fold);
   }
 }
 

@@ -1,9 +1,11 @@
 // The attention family's schedule gates (test/kernels/support/attentionSchedules.ts): batch invariance over decode
 // lanes and prefill-like runs, and bit equivalence of prefill chunkings and of a decode row with its prefill, for the
-// real kernels, and two planted controls (kernels/controls/attention_controls.cu) that those gates, and only they,
-// catch: a tile walk cut at the call, and a row group of the grouped kernel that walks only its first row's splits
+// real kernels, and three planted controls (kernels/controls/attention_controls.cu) that those gates, and only they,
+// catch: a tile walk cut at the call; a row group of the grouped kernel that walks only its first row's splits
 // (seen only where a group straddles a split point: the runs' invariance, the prefills from 2046 and 8190, and the
-// chunks of 66). Prints one line per case. Skips, saying why, where there is no CUDA device.
+// chunks of 66); and a grouped kernel whose scores add their lane partials in another tree order (accurate, so the
+// contract's accuracy and ulp gates pass it; every call of more than 64 rows differs from the same rows in smaller
+// calls, which run the per-row kernel). Prints one line per case. Skips, saying why, where there is no CUDA device.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
@@ -22,6 +24,10 @@ const TILE_CONTROL: KernelName = { family: 'attention_controls', name: 'control_
 const GROUP_CONTROL: KernelName = {
   family: 'attention_controls',
   name: 'control_attention_group_first_row_splits_d256',
+};
+const SCORES_CONTROL: KernelName = {
+  family: 'attention_controls',
+  name: 'control_attention_grouped_scores_levels_reversed_d256',
 };
 
 let cuda: CudaContext;
@@ -133,4 +139,13 @@ test('the schedule gates catch a row group that walks only the splits its first 
   const failures = allFailures(seed, GROUP_CONTROL);
   console.log(`CONTROL ${GROUP_CONTROL.name}: ${failures.length > 0 ? 'CAUGHT' : 'MISSED'} (seed ${seed})`);
   assert.ok(failures.length > 0, "a row group cut at its first row's splits passed the schedule gates");
+});
+
+test("the schedule gates catch a grouped kernel whose scores add in another order than the per-row kernel's", {
+  skip,
+}, () => {
+  const seed = freshSeed();
+  const failures = allFailures(seed, SCORES_CONTROL);
+  console.log(`CONTROL ${SCORES_CONTROL.name}: ${failures.length > 0 ? 'CAUGHT' : 'MISSED'} (seed ${seed})`);
+  assert.ok(failures.length > 0, 'scores summed in another tree order by the grouped kernel passed the schedule gates');
 });

@@ -26,8 +26,8 @@ test('a call of at most 64 rows spreads its splits over blocks and folds them in
     launched.map((launch) => launch.name),
     ['attention_bf16_d256', 'attention_combine_bf16_d256'],
   );
-  // 20 splits dealt to ceil(512 / (64 · 2)) = 4 blocks per row and head; K and V tiles of 64 × 256 bf16.
-  assert.deepEqual(launched[0]!.shape, { grid: [64, 2, 4], block: [256, 1, 1], sharedBytes: 65536 });
+  // 20 splits dealt to ceil(2048 / (64 · 2)) = 16 blocks per row and head; K and V tiles of 64 × 256 bf16.
+  assert.deepEqual(launched[0]!.shape, { grid: [64, 2, 16], block: [256, 1, 1], sharedBytes: 65536 });
   assert.deepEqual(launched[1]!.shape, { grid: [64, 2, 1], block: [256, 1, 1] });
   assert.equal(int32At(launched[0]!, 14), 20, 'max splits = ceil(5000 / 256)');
   assert.equal(floatAt(launched[0]!, 15), 1 / 16, 'scale 1/sqrt(256)');
@@ -41,11 +41,12 @@ test('a decode step deals its splits to a grid fixed by the row count and the ca
   attention(cuda, { ...full, ...buffers, rows: 1 });
   attention(cuda, { ...full, ...buffers, rows: 7 });
   attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 1 });
-  assert.deepEqual(launched[0]!.shape.grid, [1, 2, 256], '1024 splits over 256 blocks');
-  assert.equal(int32At(launched[0]!, 14), 1024, 'the workspace still holds every split');
-  assert.deepEqual(launched[2]!.shape.grid, [7, 2, 37]);
+  assert.deepEqual(launched[0]!.shape.grid, [1, 2, 1024], 'a block for each of 1024 splits');
+  assert.equal(int32At(launched[0]!, 14), 1024, 'the workspace holds every split');
+  assert.deepEqual(launched[2]!.shape.grid, [7, 2, 147]);
   assert.deepEqual(launched[4]!.shape.grid, [1, 2, 2], 'never more blocks than splits');
-  assert.equal(attentionSpreadBlocks(64, 2, 262144), 4);
+  assert.equal(attentionSpreadBlocks(64, 2, 262144), 16);
+  assert.equal(attentionSpreadBlocks(1, 2, 2 * 262144), 1024, 'past 262144 keys a block walks several splits');
 });
 
 test('a larger call runs the grouped kernel, 4 rows a block, folds on chip and needs no workspace', () => {
@@ -59,9 +60,24 @@ test('a larger call runs the grouped kernel, 4 rows a block, folds on chip and n
   // Tiles 2 · 64 · 64 bf16, then 4 rows' fold states of (64/32 + 2) floats for each of 64 threads.
   assert.deepEqual(launched[0]!.shape, { grid: [17, 3, 1], block: [64, 1, 1], sharedBytes: 16384 + 4096 });
   assert.deepEqual(launched[1]!.shape, { grid: [65, 2, 1], block: [256, 1, 1], sharedBytes: 65536 + 40960 });
-  assert.equal(attentionSharedBytes(false, 256, 8), 106496);
+  assert.equal(attentionSharedBytes(4, 256, 8), 106496);
   assert.equal(int32At(launched[0]!, 16), 1, 'fold on');
   assert.equal(attentionWorkspaceBytes(65, geometry), 0);
+});
+
+test('a larger call asked for one row a block runs the per-row kernel folding on chip', () => {
+  const { cuda, launched } = recordingContext();
+  attention(cuda, { ...geometry, ...buffers, workspace: 0n, rows: 257, rowsPerBlock: 1 });
+  attention(cuda, { ...geometry, ...buffers, rows: 64, rowsPerBlock: 4 });
+  assert.deepEqual(
+    launched.map((launch) => launch.name),
+    ['attention_bf16_d256', 'attention_bf16_d256', 'attention_combine_bf16_d256'],
+    'calls of at most 64 rows spread whatever rowsPerBlock says',
+  );
+  // Tiles, then one row's fold state of (256/32 + 2) floats for each of 256 threads.
+  assert.deepEqual(launched[0]!.shape, { grid: [257, 2, 1], block: [256, 1, 1], sharedBytes: 65536 + 10240 });
+  assert.equal(int32At(launched[0]!, 16), 1, 'fold on');
+  assert.equal(attentionSharedBytes(0, 256, 8), 65536);
 });
 
 test('the prepare kernel runs one block per (row, head) with the block size rms_norm_bf16 would use', () => {
@@ -92,6 +108,8 @@ test('bad sizes are refused with KERNEL_ARGUMENT_INVALID naming the value, befor
   );
   assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 0 }), refused('rows'));
   assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 2, workspace: 0n }), refused('workspace'));
+  const rowsPerBlock = 2 as 1 | 4;
+  assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 65, rowsPerBlock }), refused('rowsPerBlock'));
   assert.throws(
     () => attention(cuda, { ...geometry, ...buffers, rows: 1, capacity: 256 * 65535 + 1 }),
     refused('capacity / 256 (splits in a grid dimension)'),

@@ -6,7 +6,9 @@
 // more than 64 rows run the grouped kernel (4 rows a block, the rows of one slot sharing each staged tile); two
 // shapes hold it where its groups are uneven: 66 rows from 2046 (the first group straddles the split point and tile
 // boundary at 2048; 66 is not a multiple of 4) and 70 rows of three slots in runs of uneven lengths, some at
-// positions that jump (groups mixing slots, walked apart; groups of one slot at positions far apart).
+// positions that jump (groups mixing slots, walked apart; groups of one slot at positions far apart). A row's tiles
+// of fewer than 32 and of 32 to 63 keys (masked after the transposed score sum) come in both kernels: decode rows at
+// positions 5, 999 and 2100 and prefills of up to 64 rows (per-row), the prefill of 257 rows from 0 (grouped).
 // attentionSchedules.ts holds the invariance and equivalence cases.
 import { attention, attentionPrepare, attentionWorkspaceBytes } from '../../../src/backend/cuda/ops/attention.ts';
 import {

@@ -2,7 +2,8 @@
 // reduction order). rowTable: [rows, 2] int32 (slot, position) on the device; keys, values: [slots, capacity,
 // kvHeads, headDim] bf16 slabs. Calls of at most 64 rows run the per-row kernel (each row's splits spread over
 // blocks, folded by the combine kernel); larger calls run the grouped kernel (4 rows a block, the rows of one slot
-// sharing every staged tile, the splits folded on chip). Both give the same bits for every row.
+// sharing every staged tile, the splits folded on chip), or, asked for, the per-row kernel folding on chip (one row
+// a block). All give the same bits for every row.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
@@ -23,11 +24,10 @@ export const ATTENTION_ROWS_PER_BLOCK = 4;
 export const ATTENTION_MOST_GROUP = 8;
 /**
  * Blocks a spread call aims for: a row's splits are dealt to min(splits, ceil(this / (rows · kvHeads))) blocks, block z
- * walking splits z, z + Z, ... (a choice, not yet measured), so a decode step at a long capacity launches a few hundred
- * blocks instead of one per split of the capacity. Fixed by the row count and the capacity alone, as a captured
- * step's replays need.
+ * walking splits z, z + Z, ..., fixed by the row count and the capacity alone, as a captured step's replays need.
  */
-const SPREAD_BLOCKS = 512;
+// 2048: batch 1 over 2 KV heads gets a block per split up to 262144 keys, batch 64 a few blocks a row, not thousands.
+const SPREAD_BLOCKS = 2048;
 
 const PREPARE_KERNEL: KernelName = { family: 'attention', name: 'attention_prepare_bf16' };
 
@@ -71,6 +71,11 @@ export interface AttentionArguments extends AttentionGeometryArguments {
   readonly rows: number;
   /** At least attentionWorkspaceBytes(...) bytes; used by calls of at most 64 rows. */
   readonly workspace: DevicePointer;
+  /**
+   * Calls of more than 64 rows: 4 (the default) runs the grouped kernel, 1 the per-row kernel folding on chip, one
+   * row a block. The same bits either way; the bench compares their speed.
+   */
+  readonly rowsPerBlock?: 1 | 4;
 }
 
 function checkGeometry(a: AttentionGeometryArguments): void {
@@ -94,10 +99,10 @@ export function attentionSpreadBlocks(rows: number, kvHeads: number, capacity: n
   return Math.min(splitsFor(capacity), Math.max(1, Math.ceil(SPREAD_BLOCKS / (rows * kvHeads))));
 }
 
-/** Dynamic shared memory of one block: the K and V tiles, and for the grouped kernel its rows' fold states. */
-export function attentionSharedBytes(spread: boolean, headDim: number, group: number): number {
+/** Dynamic shared memory of one block: the K and V tiles, then the fold states of `foldRows` rows (0: spread). */
+export function attentionSharedBytes(foldRows: number, headDim: number, group: number): number {
   const tiles = 2 * TILE_KEYS * headDim * 2;
-  return spread ? tiles : tiles + ATTENTION_ROWS_PER_BLOCK * (headDim / 32 + 2) * 32 * group * 4;
+  return tiles + foldRows * (headDim / 32 + 2) * 32 * group * 4;
 }
 
 /** Bytes of fp32 partial states a call of `rows` rows needs (0 when its rows fold on chip). */
@@ -167,6 +172,12 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
       param: 'workspace',
     });
   }
+  if (a.rowsPerBlock !== undefined && a.rowsPerBlock !== 1 && a.rowsPerBlock !== ATTENTION_ROWS_PER_BLOCK) {
+    throw new DramaError('KERNEL_ARGUMENT_INVALID', `rowsPerBlock must be 1 or 4, not ${a.rowsPerBlock}`, {
+      kind: 'internal',
+      param: 'rowsPerBlock',
+    });
+  }
   const group = a.queryHeads / a.kvHeads;
   const block: [number, number, number] = [32 * group, 1, 1];
   const args = new KernelArguments(17)
@@ -187,14 +198,15 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     .int32(maxSplits)
     .float32(1 / Math.sqrt(a.headDim))
     .int32(spread ? 0 : 1);
+  const rowsPerBlock = spread ? 1 : (a.rowsPerBlock ?? ATTENTION_ROWS_PER_BLOCK);
   const main: KernelName = {
     family: 'attention',
-    name: spread ? `attention_bf16_d${a.headDim}` : `attention_grouped_bf16_d${a.headDim}`,
+    name: rowsPerBlock === 1 ? `attention_bf16_d${a.headDim}` : `attention_grouped_bf16_d${a.headDim}`,
   };
   const grid: [number, number, number] = spread
     ? [a.rows, a.kvHeads, attentionSpreadBlocks(a.rows, a.kvHeads, a.capacity)]
-    : [Math.ceil(a.rows / ATTENTION_ROWS_PER_BLOCK), a.kvHeads, 1];
-  const sharedBytes = attentionSharedBytes(spread, a.headDim, group);
+    : [Math.ceil(a.rows / rowsPerBlock), a.kvHeads, 1];
+  const sharedBytes = attentionSharedBytes(spread ? 0 : rowsPerBlock, a.headDim, group);
   allowShared(cuda, main, options, sharedBytes);
   launch(cuda, main, { grid, block, sharedBytes }, args, options);
   if (!spread) return;
