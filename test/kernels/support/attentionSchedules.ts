@@ -63,26 +63,7 @@ function invarianceCase(g: AttentionGeometry): InvarianceCase {
       }
       const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, slots: INVARIANCE_SLOTS };
       const capacity = INVARIANCE_CAPACITY;
-      const workspace = new Float32Array(Math.max(1, attentionWorkspaceBytes(count, { ...geometry, capacity }) / 4));
-      return {
-        inputs: {
-          q: { bits: qRows, values: new Float64Array(0) },
-          gate: { bits: gateRows, values: new Float64Array(0) },
-          keys,
-          values,
-          rowTable: rowTable(rows),
-          workspace,
-        },
-        outputs: [{ name: 'out', kind: 'bf16', count: count * hq * d }],
-        reference() {
-          throw new Error('invariance cases compare bits between calls, not against a reference');
-        },
-        run(cuda, p, kernel) {
-          const gate = g.gated ? { gate: p.gate! } : {};
-          const a = { ...geometry, ...gate, capacity, out: p.out!, q: p.q!, keys: p.keys!, values: p.values! };
-          attention(cuda, { ...a, rowTable: p.rowTable!, rows: count, workspace: p.workspace! }, { kernel });
-        },
-      };
+      return invariancePrepared(g, { ...geometry, capacity }, count, { rows, qRows, gateRows, keys, values });
     },
   };
 }
@@ -128,26 +109,7 @@ function runInvarianceCase(g: AttentionGeometry): InvarianceCase {
       }
       const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, slots: RUN_SLOTS };
       const capacity = RUN_CAPACITY;
-      const workspace = new Float32Array(Math.max(1, attentionWorkspaceBytes(count, { ...geometry, capacity }) / 4));
-      return {
-        inputs: {
-          q: { bits: qRows, values: new Float64Array(0) },
-          gate: { bits: gateRows, values: new Float64Array(0) },
-          keys,
-          values,
-          rowTable: rowTable(rows),
-          workspace,
-        },
-        outputs: [{ name: 'out', kind: 'bf16', count: count * hq * d }],
-        reference() {
-          throw new Error('invariance cases compare bits between calls, not against a reference');
-        },
-        run(cuda, p, kernel) {
-          const gate = g.gated ? { gate: p.gate! } : {};
-          const a = { ...geometry, ...gate, capacity, out: p.out!, q: p.q!, keys: p.keys!, values: p.values! };
-          attention(cuda, { ...a, rowTable: p.rowTable!, rows: count, workspace: p.workspace! }, { kernel });
-        },
-      };
+      return invariancePrepared(g, { ...geometry, capacity }, count, { rows, qRows, gateRows, keys, values });
     },
   };
 }
@@ -391,3 +353,38 @@ export const attentionEquivalences: readonly EquivalenceCase[] = [
   prefillEquivalence(BACKBONE, 2046),
   prefillEquivalence(BACKBONE, 8190),
 ];
+
+/** An invariance case's call: `count` rows of `rows` over the slabs, each row's q and gate, its output compared by bits. */
+function invariancePrepared(
+  g: AttentionGeometry,
+  geometry: { queryHeads: number; kvHeads: number; headDim: number; slots: number; capacity: number },
+  count: number,
+  drawn: {
+    rows: CallRows;
+    qRows: Uint16Array;
+    gateRows: Uint16Array;
+    keys: Prepared['inputs'][string];
+    values: Prepared['inputs'][string];
+  },
+): Prepared {
+  const workspace = new Float32Array(Math.max(1, attentionWorkspaceBytes(count, geometry) / 4));
+  return {
+    inputs: {
+      q: { bits: drawn.qRows, values: new Float64Array(0) },
+      gate: { bits: drawn.gateRows, values: new Float64Array(0) },
+      keys: drawn.keys,
+      values: drawn.values,
+      rowTable: rowTable(drawn.rows),
+      workspace,
+    },
+    outputs: [{ name: 'out', kind: 'bf16', count: count * geometry.queryHeads * geometry.headDim }],
+    reference() {
+      throw new Error('invariance cases compare bits between calls, not against a reference');
+    },
+    run(cuda, p, kernel) {
+      const gate = g.gated ? { gate: p.gate! } : {};
+      const a = { ...geometry, ...gate, out: p.out!, q: p.q!, keys: p.keys!, values: p.values! };
+      attention(cuda, { ...a, rowTable: p.rowTable!, rows: count, workspace: p.workspace! }, { kernel });
+    },
+  };
+}
