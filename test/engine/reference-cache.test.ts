@@ -1,6 +1,7 @@
 // The reference-prefix cache on the real `tiny` checkpoint (cpu model, codec, tokenizer), driven through the
 // scheduler: a cached voice gives byte-identical audio to the same request with the cache off (A → A, A → default →
-// A, A → B → A, a changed last reference row or transcript), makes the same prefill cuts, and a request cancelled
+// A, A → B → A, a changed last reference row or transcript, a hit prefilled together with a miss and the default
+// voice), makes the same prefill cuts, and a request cancelled
 // before its reference boundary leaves no entry. Plus the cache's own bookkeeping (LRU by bytes, voices, exact keys).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -41,34 +42,45 @@ interface Played {
 
 let nextId = 1;
 
+/** Enqueues one request speaking TEXT with `voice`; returns its id. */
+function enqueue(scheduler: Scheduler, voice: readonly EncodedReference[], voices: readonly string[]): number {
+  const id = nextId++;
+  const prompt = base.text.prompt({ text: TEXT, instructions: undefined, references: voice, normalize: false });
+  scheduler.enqueue({
+    id,
+    pieces: [prompt],
+    sampling: { ...DEFAULT_SAMPLING, seed: 17 },
+    admission: {
+      inputTokens: prompt.textTokens,
+      promptRows: prompt.rows.tokens.length,
+      pieces: 1,
+      frameBudget: FRAMES,
+    },
+    voices,
+  });
+  return id;
+}
+
+/** A finished request's PCM bytes and audio event count. */
+function played(events: readonly EngineEvent[], id: number): Played {
+  const mine = events.filter((event) => 'id' in event && event.id === id);
+  assert.equal(mine.at(-1)?.type, 'finished', JSON.stringify(mine.at(-1)));
+  const pcm = mine.flatMap((event) => (event.type === 'audio' ? [Buffer.from(event.pcm.buffer)] : []));
+  return { pcm: Buffer.concat(pcm), frames: mine.filter((event) => event.type === 'audio').length };
+}
+
 /** Runs each request alone to its end on one scheduler; returns each request's PCM bytes. */
 function play(scheduler: Scheduler, events: EngineEvent[], references: readonly EncodedReference[][]): Played[] {
   return references.map((voice) => {
-    const id = nextId++;
-    const prompt = base.text.prompt({ text: TEXT, instructions: undefined, references: voice, normalize: false });
-    scheduler.enqueue({
-      id,
-      pieces: [prompt],
-      sampling: { ...DEFAULT_SAMPLING, seed: 17 },
-      admission: {
-        inputTokens: prompt.textTokens,
-        promptRows: prompt.rows.tokens.length,
-        pieces: 1,
-        frameBudget: FRAMES,
-      },
-      voices: voice === references[0] ? ['a'] : [],
-    });
+    const id = enqueue(scheduler, voice, voice === references[0] ? ['a'] : []);
     while (scheduler.hasWork()) scheduler.runRound();
-    const mine = events.filter((event) => 'id' in event && event.id === id);
-    assert.equal(mine.at(-1)?.type, 'finished', JSON.stringify(mine.at(-1)));
-    const pcm = mine.flatMap((event) => (event.type === 'audio' ? [Buffer.from(event.pcm.buffer)] : []));
-    return { pcm: Buffer.concat(pcm), frames: mine.filter((event) => event.type === 'audio').length };
+    return played(events, id);
   });
 }
 
-function scheduler(cache: ReferenceCache | undefined, runtime: SpeechRuntime = base) {
+function scheduler(cache: ReferenceCache | undefined, runtime: SpeechRuntime = base, lanes = 1) {
   const events: EngineEvent[] = [];
-  const instance = new Scheduler(runtime, { lanes: 1, prefillChunk: CHUNK, referenceCache: cache }, (event) =>
+  const instance = new Scheduler(runtime, { lanes, prefillChunk: CHUNK, referenceCache: cache }, (event) =>
     events.push(event),
   );
   return { scheduler: instance, events };
@@ -100,6 +112,20 @@ test('A → A, A → default → A and A → B → A give the uncached bytes; hi
     assert.equal(cache.stats().hits, 1, 'the last A is a hit');
     assert.equal(cache.stats().misses, sequence.length - 1);
   }
+});
+
+test('a hit, a miss and the default voice prefilled together in one round give their uncached bytes', () => {
+  const cache = new ReferenceCache();
+  const { scheduler: instance, events } = scheduler(cache, base, 3);
+  play(instance, events, [[VOICE_A]]);
+  // A restored at its snapshot row, B and the default voice from row 0: one joint prefill holds all three.
+  const ids = [[VOICE_A], [VOICE_B], []].map((voice) => enqueue(instance, voice, []));
+  while (instance.hasWork()) instance.runRound();
+  const expected = uncached([[VOICE_A], [VOICE_B], []]);
+  ids.forEach((id, index) => {
+    assert.ok(played(events, id).pcm.equals(expected[index]!), `request ${index}`);
+  });
+  assert.equal(cache.stats().hits, 1, 'the second A is a hit');
 });
 
 test('a changed last reference row or transcript misses and still gives the uncached bytes', () => {
