@@ -1,8 +1,8 @@
 // The reference-prefix cache on the real `tiny` checkpoint (cpu model, codec, tokenizer), driven through the
 // scheduler: a cached voice gives byte-identical audio to the same request with the cache off (A → A, A → default →
 // A, A → B → A, a changed last reference row or transcript, a hit prefilled together with a miss and the default
-// voice), makes the same prefill cuts, and a request cancelled
-// before its reference boundary leaves no entry. Plus the cache's own bookkeeping (LRU by bytes, voices, exact keys).
+// voice), makes the same prefill cuts, and a request cancelled before its reference boundary leaves no entry. Plus
+// the cache's own bookkeeping (LRU by bytes, voices, exact keys).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CpuBackend } from '../../src/backend/cpu/backend.ts';
