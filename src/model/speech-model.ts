@@ -1,8 +1,9 @@
 // Drama 3 as the engine drives it (SpeechModel, src/model/types.ts), written once against the Backend interface.
 // Every lane owns a slot of the lane slabs (lane-slabs.ts), sized by plan. A prefill call runs T rows of one lane
-// or of several (each lane one sequence of the call, prefill-calls.ts); a frame step is one pass over a batch of lanes: pending frame records → backbone (each row at its slot and position) →
-// candidate logits → the sampler op draws `main` → the tower draws code[1..9] (each code drawn on the backend feeds
-// the next layer) → the new records become the slots' pending rows, and only the B × 11 integers are read back.
+// or of several (each lane one sequence of the call, prefill-calls.ts); a frame step is one pass over a batch of
+// lanes: pending frame records → backbone (each row at its slot and position) → candidate logits → the sampler op
+// draws `main` → the tower draws code[1..9] (each code drawn on the backend feeds the next layer) → the new records
+// become the slots' pending rows, and only the B × 11 integers are read back.
 // Alignment: prefill runs the backbone and tower over prompt rows [0, P − 1) (tower row t with the codes of row
 // t + 1); the last prompt row is the first step's pending record, so every step runs the same ops at position
 // P − 1 + frames. Each lane draws with its own settings keyed by (seed, frame, column): a lane gives the same frames
