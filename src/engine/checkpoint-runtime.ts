@@ -32,16 +32,18 @@ export async function loadCheckpointRuntime(
   loadModel: SpeechModelLoader,
   engineCodec: EngineCodecMaker = cpuEngineCodec,
 ): Promise<SpeechRuntime> {
-  const [model, codec, tokenizer] = await Promise.all([
-    loadModel(dir, prefillChunk === undefined ? {} : { prefillChunk }),
-    loadCheckpointCodec(dir),
-    Tokenizer.load(dir),
+  const started = performance.now();
+  const [[model, modelSeconds], [codec, codecSeconds], [tokenizer, tokenizerSeconds]] = await Promise.all([
+    timed(started, loadModel(dir, prefillChunk === undefined ? {} : { prefillChunk })),
+    timed(started, loadCheckpointCodec(dir)),
+    timed(started, Tokenizer.load(dir)),
   ]);
   return {
     modelId: basename(resolve(dir)),
     model,
     notices: [
       tokenizer.describe(),
+      `loaded together: the model in ${modelSeconds.toFixed(1)} s, the codec in ${codecSeconds.toFixed(1)} s, the tokenizer in ${tokenizerSeconds.toFixed(1)} s`,
       ...(model.unknownKeys?.length ? [`config.json keys not used: ${model.unknownKeys.join(', ')}`] : []),
       ...(model.defaulted?.length
         ? [`config.json sections absent, real values assumed: ${model.defaulted.join(', ')}`]
@@ -68,4 +70,10 @@ export async function loadCheckpointRuntime(
       },
     },
   };
+}
+
+/** The value and the seconds from `started` until it settled (loads run together, so each is its finishing time). */
+async function timed<T>(started: number, loading: Promise<T>): Promise<[T, number]> {
+  const value = await loading;
+  return [value, (performance.now() - started) / 1000];
 }

@@ -79,12 +79,15 @@ export class EngineCore {
         ? rowBudget(lanes, contextRows, memoryRows)
         : deviceBudget({ lanes, contextRows, memoryRows, referenceCacheBytes: cacheBytes, memory });
     const deviceMemory = memory === undefined ? undefined : () => memory.device();
+    // The scheduler plans the lanes' state and sizes every scratch buffer: part of the time to ready, said once.
+    const planStarted = performance.now();
     this.scheduler = new Scheduler(
       runtime,
       { lanes, prefillChunk: settings.prefillChunk, referenceCache, decoder, budget: this.budget, deviceMemory },
       emit,
     );
     const { rowsPerLane } = this.budget;
+    const planSeconds = (performance.now() - planStarted) / 1000;
     this.info = {
       modelId: runtime.modelId,
       synthetic: runtime.model.synthetic,
@@ -99,7 +102,10 @@ export class EngineCore {
       sampleRate: runtime.codec.sampleRate,
       frameLength: runtime.codec.frameLength,
       lanes: settings.lanes,
-      notices: runtime.notices ?? [],
+      notices: [
+        ...(runtime.notices ?? []),
+        `lanes planned: ${lanes} of ${rowsPerLane} rows in ${planSeconds.toFixed(1)} s`,
+      ],
     };
   }
 

@@ -35,8 +35,12 @@ before(async () => {
   );
 });
 
-test('the runtime names the tokenizer in use and the config keys it ignored or defaulted', () => {
+test('the runtime names the tokenizer in use, how long each part took to load, and the config keys it ignored or defaulted', () => {
   assert.match(runtime.notices![0]!, /^tokenizer: /);
+  assert.match(
+    runtime.notices![1]!,
+    /^loaded together: the model in \d+\.\d s, the codec in \d+\.\d s, the tokenizer in \d+\.\d s$/,
+  );
   assert.ok(runtime.notices!.some((notice) => notice.includes('text_config.extra_key')));
   assert.ok(runtime.notices!.some((notice) => notice.includes('tower_config')));
 });

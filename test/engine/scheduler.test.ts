@@ -166,3 +166,10 @@ test('the lane memory budget: oversize requests are refused by name, the others 
   for (const outcome of outcomes) assert.equal(outcome.last.type === 'finished' && outcome.last.usage.outputFrames, 20);
   await engine.close();
 });
+
+test('the engine says how long planning its lanes took, with the lanes and rows it planned', async () => {
+  const engine = await startNullEngine({ lanes: 3 });
+  const planned = engine.info.notices.find((notice) => notice.startsWith('lanes planned:'));
+  assert.match(planned ?? '', /^lanes planned: 3 of \d+ rows in \d+\.\d s$/);
+  await engine.close();
+});
