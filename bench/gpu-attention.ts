@@ -37,6 +37,12 @@ const randomBlock = randomBf16Block();
 const randomBuffer = (bytes: number, label: string) => buffers.tiled(bytes, randomBlock, label);
 const upload = (values: Int32Array, label: string) => buffers.upload(values, label);
 const release = () => buffers.release();
+/** The row table of `rows` consecutive positions of slot 0 from `start`, on the device. */
+const runTable = (rows: number, start: number) =>
+  upload(
+    Int32Array.from({ length: 2 * rows }, (_, index) => (index % 2 === 1 ? start + (index - 1) / 2 : 0)),
+    'row table',
+  ).pointer;
 
 interface DecodeResult {
   readonly batch: number;
@@ -102,9 +108,7 @@ function measurePrefill(rows: number) {
   const norms = randomBuffer(D * 2, 'norm weights');
   const q = buffers.allocate(rows * HQ * D * 2, 'q');
   const out = buffers.allocate(rows * HQ * D * 2, 'out');
-  const table = new Int32Array(2 * rows);
-  for (let row = 0; row < rows; row++) table[2 * row + 1] = row;
-  const rowTable = upload(table, 'row table').pointer;
+  const rowTable = runTable(rows, 0);
   const prepare = () =>
     attentionPrepare(cuda, {
       ...geometry,
@@ -161,9 +165,7 @@ function measureChunk(start: number, rows: number, rowsPerBlock: RowsPerBlock) {
   const q = randomBuffer(rows * HQ * D * 2, 'q');
   const gate = randomBuffer(rows * HQ * D * 2, 'gate');
   const out = buffers.allocate(rows * HQ * D * 2, 'out');
-  const table = new Int32Array(2 * rows);
-  for (let row = 0; row < rows; row++) table[2 * row + 1] = start + row;
-  const rowTable = upload(table, 'row table').pointer;
+  const rowTable = runTable(rows, start);
   const attend = () =>
     attention(cuda, {
       ...geometry,

@@ -1,6 +1,7 @@
 // A SpeechModel with no arithmetic, for scheduler and server tests: frame t of a lane is a hash of (seed, prompt, t),
 // and speech ends after a length derived from the prompt. Frames are [K] int32: code[0] in 0..4095, code[1..9] 0..1023.
 import { DramaError } from '../errors.ts';
+import { refuseRepeatedLanes } from '../model/prefill-calls.ts';
 import type { FrameOutcome, Lane, PrefillPart, PromptRows, SamplingSettings, SpeechModel } from '../model/types.ts';
 import { hashedFrame, mix32 } from '../shared/hashed-frame.ts';
 
@@ -58,11 +59,7 @@ export class NullSpeechModel implements SpeechModel {
 
   /** Every part is checked before any is prefilled, as the real model does; then each runs through `prefill`. */
   prefillTogether(parts: readonly PrefillPart[]): void {
-    if (new Set(parts.map((part) => part.lane)).size !== parts.length) {
-      throw new DramaError('PREFILL_LANE_REPEATED', 'a prefill of several lanes names one lane twice', {
-        kind: 'internal',
-      });
-    }
+    refuseRepeatedLanes(parts);
     for (const part of parts) this.checkPrefill(part);
     for (const { lane, rows, from, to } of parts) this.prefill(lane, rows, from, to);
   }

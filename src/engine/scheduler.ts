@@ -1,7 +1,8 @@
 // Frame rounds over up to `lanes` active requests. Each round: settle cancellations, give free lanes to waiting
 // requests, prefill one chunk of each lane still reading its prompt (all of them in one joint prefill, which the
-// model packs into as few calls as it can), then one model step over every lane that is generating. Frames go to the decoder in groups that grow 1 → 4 → 8 → 16 so that the first audio leaves after one
-// frame; every request that reached the decoder ends through it, so its terminal event follows its audio.
+// model packs into as few calls as it can), then one model step over every lane that is generating. Frames go to
+// the decoder in groups that grow 1 → 4 → 8 → 16 so that the first audio leaves after one frame; every request that
+// reached the decoder ends through it, so its terminal event follows its audio.
 import { DramaError } from '../errors.ts';
 import type { Frame, Lane } from '../model/types.ts';
 import { serializeError } from '../threads/serialize-error.ts';

@@ -1,6 +1,7 @@
 // How a prefill of several lanes is cut into backbone calls: each call runs at most `chunk` rows, the lanes in the
 // order given, and a lane whose rows do not fit in what is left of a call goes on in the next one. Cutting a lane's
 // prompt anywhere leaves it the same state (docs/exactness.md), so the packing changes no bit, only the call count.
+import { DramaError } from '../errors.ts';
 import type { PromptRows } from './types.ts';
 
 /** One lane's rows in one call: [from, to), of which the backbone and tower run [from, from + count). */
@@ -18,6 +19,14 @@ interface Part<L> {
   readonly rows: PromptRows;
   readonly from: number;
   readonly to: number;
+}
+
+/** Refuses a joint prefill that names one lane twice (its rows would be two sequences of one slot in a call). */
+export function refuseRepeatedLanes(parts: readonly { readonly lane: unknown }[]): void {
+  if (new Set(parts.map((part) => part.lane)).size === parts.length) return;
+  throw new DramaError('PREFILL_LANE_REPEATED', 'a prefill of several lanes names one lane twice', {
+    kind: 'internal',
+  });
 }
 
 /** The calls of a prefill of `parts` (each lane once), at most `chunk` rows each, every part's rows in order. */

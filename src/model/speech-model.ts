@@ -16,7 +16,7 @@ import { CallTableSet } from './call-tables.ts';
 import type { CandidateIds } from './candidates.ts';
 import { codebookEmbeddingRow, type Drama3Config, type LoadedConfig } from './config.ts';
 import { LaneSlabs, type LaneSnapshot } from './lane-slabs.ts';
-import { type PrefillSegment, prefillCalls } from './prefill-calls.ts';
+import { type PrefillSegment, prefillCalls, refuseRepeatedLanes } from './prefill-calls.ts';
 import type { Tower } from './tower.ts';
 import type {
   FrameOutcome,
@@ -193,11 +193,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
   }
 
   prefillTogether(parts: readonly PrefillPart[]): void {
-    if (new Set(parts.map((part) => part.lane)).size !== parts.length) {
-      throw new DramaError('PREFILL_LANE_REPEATED', 'a prefill of several lanes names one lane twice', {
-        kind: 'internal',
-      });
-    }
+    refuseRepeatedLanes(parts);
     const states = parts.map((part) => this.checkPrefill(part));
     const started = performance.now();
     const owned = parts.map((part, index) => ({ ...part, lane: states[index]! }));

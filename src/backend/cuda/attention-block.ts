@@ -21,8 +21,6 @@ import { type CudaBuffer, requireDtype } from './tensors.ts';
 
 /** Head dims the attention kernels are built for. */
 const HEAD_DIMS: readonly number[] = [64, 128, 256];
-/** Query heads one key head may serve: a block runs one warp per query head of a group. */
-const MOST_GROUP = ATTENTION_MOST_GROUP;
 /** Splits of a row's keys sit in a grid dimension. */
 const MOST_SPLITS = 65535;
 
@@ -38,8 +36,11 @@ export function checkAttentionGeometry(weights: AttentionWeights<CudaBuffer>, sl
     refuse('keyValueHeads', `${keyValueHeads} key/value heads`);
   }
   const group = heads / keyValueHeads;
-  if (!Number.isInteger(group) || group < 1 || group > MOST_GROUP) {
-    refuse('heads', `${heads} query heads over ${keyValueHeads} key/value heads is not a group of 1 to ${MOST_GROUP}`);
+  if (!Number.isInteger(group) || group < 1 || group > ATTENTION_MOST_GROUP) {
+    refuse(
+      'heads',
+      `${heads} query heads over ${keyValueHeads} key/value heads is not a group of 1 to ${ATTENTION_MOST_GROUP}`,
+    );
   }
   if (!Number.isInteger(rotaryDim) || rotaryDim < 2 || rotaryDim > headDim || rotaryDim % 2 !== 0) {
     refuse('rotaryDim', `rotary dim ${rotaryDim} is not even within [2, ${headDim}]`);
