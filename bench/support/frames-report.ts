@@ -85,6 +85,7 @@ export function framesReport(
         'bytes/frame MB',
         'roofline frames/s',
         'of roofline',
+        'graph alone ms (launch call µs)',
         `PyTorch (${baseline.measured})`,
       ],
       rows.map(({ result, bytes, stepBytesTotal, rooflineFramesPerSecond }) => [
@@ -95,12 +96,16 @@ export function framesReport(
         (stepBytesTotal / result.batch / 1e6).toFixed(1),
         rooflineFramesPerSecond.toFixed(0),
         percent(result.framesPerSecond / rooflineFramesPerSecond),
+        result.replay
+          ? `${result.replay.stepMilliseconds.toFixed(2)} (${result.replay.launchMicroseconds.toFixed(0)})`
+          : '—',
         baselineCell(baseline, result.batch),
       ]),
     ),
     `Goals at the full geometry: batch 1 ≥ ${TARGETS.batch1FramesPerSecond} frames/s, batch 64 ≥ ` +
       `${TARGETS.batch64FramesPerSecond} frames/s. Routed experts per layer: expected distinct under uniform routing, ` +
-      'E·(1 − (1 − k/E)^B). State: DeltaNet state read + written, K/V rows read to the lane position.',
+      'E·(1 − (1 − k/E)^B). State: DeltaNet state read + written, K/V rows read to the lane position. Graph alone: ' +
+      "the step's recorded graph replayed back to back, without the host's part of a step.",
     `Draws (health: a non-finite model draws one code or ends at once): ` +
       rows
         .map(

@@ -77,6 +77,15 @@ export interface BatchResult {
   /** Distinct semantic codes drawn and streams ended: a model gone non-finite draws one value or ends at once. */
   readonly distinctMain: number;
   readonly ended: number;
+  /** The step's recorded graph replayed back to back without the host's part of a step (undefined: none held). */
+  readonly replay?: GraphReplay;
+}
+
+export interface GraphReplay {
+  /** Wall clock per replay of back-to-back launches, then one synchronise: the device's time for a step. */
+  readonly stepMilliseconds: number;
+  /** Host time of one graph launch call. */
+  readonly launchMicroseconds: number;
 }
 
 export interface PrefillResult {
@@ -131,6 +140,33 @@ const log = (line: string) => console.log(line);
 function directSteps<B>(model: SlotSpeechModel<B>): SlotSpeechModel<B> {
   const backend = Object.create(model.backend, { captureStep: { value: undefined } });
   return Object.create(model, { backend: { value: backend } });
+}
+
+/**
+ * The step's recorded graph launched `launches` times back to back and waited for once: what the device takes per step
+ * when the host's part (the lane table upload, the read back, JavaScript) is out of the way. Replays write the same
+ * positions again; the lanes' recurrent state advances, which the bench's later steps do not depend on.
+ */
+function replayGraph(cuda: CudaContext, backend: Backend<CudaBuffer>, key: string, launches: number) {
+  if (backend.captureStep === undefined) return undefined;
+  const refuse = () => {
+    throw new DramaError('FRAMES_GRAPH_NOT_HELD', `no recording held for ${key}`, { kind: 'internal' });
+  };
+  try {
+    backend.captureStep(key, refuse);
+    cuda.synchronize();
+    const started = performance.now();
+    for (let index = 0; index < launches; index++) backend.captureStep(key, refuse);
+    const launched = performance.now();
+    cuda.synchronize();
+    const finished = performance.now();
+    return {
+      stepMilliseconds: (finished - started) / launches,
+      launchMicroseconds: ((launched - started) * 1000) / launches,
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 /** Everything but the copy bandwidth, which the caller measures first (bench/support/roofline.ts). */
@@ -218,6 +254,7 @@ export async function measureFrames(
     const runTime = median(runMilliseconds);
     const stepMilliseconds = runTime / options.stepsPerRun;
     const framesPerSecond = (batch * options.stepsPerRun) / (runTime / 1000);
+    const replay = replayGraph(cuda, backend, `step${batch}`, options.stepsPerRun);
     batches.push({
       batch,
       stepMilliseconds,
@@ -226,8 +263,14 @@ export async function measureFrames(
       position,
       distinctMain: drawn.size,
       ended,
+      replay,
     });
-    log(`batch ${batch}: ${stepMilliseconds.toFixed(2)} ms per step, ${framesPerSecond.toFixed(1)} frames/s`);
+    const replayed = replay
+      ? `; its graph alone ${replay.stepMilliseconds.toFixed(2)} ms a replay (launch call ${replay.launchMicroseconds.toFixed(0)} µs)`
+      : '';
+    log(
+      `batch ${batch}: ${stepMilliseconds.toFixed(2)} ms per step, ${framesPerSecond.toFixed(1)} frames/s${replayed}`,
+    );
     if (options.profilerRange && (batch === options.batches[0] || batch === options.batches.at(-1))) {
       cuda.synchronize();
       cuda.driver.profilerRange(true);
