@@ -234,14 +234,9 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
 }
 
 /** One launch projects x for the shared expert's gate and up, the router and the shared expert's gate logit. */
-const SHARED_CALLS = [
-  'linears [512,2048] + [512,2048] + [256,2048] + [1,2048]',
-  'swiglu_bf16',
-  'linear [2048,512]',
-  'router_top_k',
-];
+const SHARED_CALLS = ['linears [512,2048] + [512,2048] + [256,2048] + [1,2048]', 'swiglu_bf16', 'linear [2048,512]'];
 
-test('an FP8 MoE call queues router, shared expert, quantiser, grouping, GEMMs and combine; packs once', () => {
+test('an FP8 MoE call queues shared expert, router with quantiser, grouping, GEMMs and combine; packs once', () => {
   const { ctx, log } = recordingContext();
   const weights = moeWeights();
   const rows = 7;
@@ -267,7 +262,7 @@ test('an FP8 MoE call queues router, shared expert, quantiser, grouping, GEMMs a
   });
   assert.deepEqual(log.calls, [
     ...SHARED_CALLS,
-    'quantize_e4m3_rows',
+    'router_top_k_quantize',
     'moe_group_pairs',
     'moe_gate_up_fp8',
     'quantize_e4m3_rows',
@@ -278,11 +273,9 @@ test('an FP8 MoE call queues router, shared expert, quantiser, grouping, GEMMs a
   // One block per tile and 8 of the 128 sixteen-row weight groups, in one dimension.
   assert.deepEqual(log.grids.get('moe_down_fp8'), [[moeMaxTiles(rows * 8, 256) * 16, 1, 1]]);
   assert.deepEqual(log.grids.get('moe_combine'), [[rows, 1, 1]]);
-  // x [rows, 2048] for gate|up, then h [rows · 8, 512] for down, each quantised once.
-  assert.deepEqual(log.grids.get('quantize_e4m3_rows'), [
-    [4, rows, 1],
-    [1, rows * 8, 1],
-  ]);
+  // x [rows, 2048] for gate|up quantised by the router's launch, one block a row; h [rows · 8, 512] for down alone.
+  assert.deepEqual(log.grids.get('router_top_k_quantize'), [[rows, 1, 1]]);
+  assert.deepEqual(log.grids.get('quantize_e4m3_rows'), [[1, rows * 8, 1]]);
   // The step after plan: the same call again makes nothing, packs nothing and never waits on the device.
   const before = { allocations: log.allocations, synchronizations: log.synchronizations, packs: log.packs };
   runMoe(ctx, weights, buffer('bf16', rows * 2048), buffer('bf16', rows * 2048), rows);
@@ -295,7 +288,13 @@ test('a bf16 MoE call runs the bf16 grouped GEMMs on x itself, without the quant
   runMoe(ctx, moeWeights({ dtype: 'bf16', experts: 8, topK: 2 }), buffer('bf16', 2048), buffer('bf16', 2048), 1);
   assert.equal(log.copies.length, 0);
   assert.equal(log.packs, 16);
-  assert.deepEqual(log.calls.slice(-4), ['moe_group_pairs', 'moe_gate_up_bf16', 'moe_down_bf16', 'moe_combine']);
+  assert.deepEqual(log.calls.slice(-5), [
+    'router_top_k',
+    'moe_group_pairs',
+    'moe_gate_up_bf16',
+    'moe_down_bf16',
+    'moe_combine',
+  ]);
   assert.ok(!log.calls.includes('quantize_e4m3_rows'));
 });
 

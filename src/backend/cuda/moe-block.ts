@@ -1,10 +1,10 @@
 // The sparse MoE block on the device, the computation of src/backend/cpu/moe-block.ts with its bf16 rounding points:
 //   logits = router(x) [T, E] bf16 (the cpu rounds the router projection too); softmax, top-k, renormalise in fp32
-//   (router.cu) → ids [T, k] i32, weights [T, k] f32; the routed experts grouped by expert on the device and run by
-//   the grouped GEMMs (FP8: x, and h before the down GEMM, quantised per row per 128 columns; bf16: x as is), each
-//   expert output bf16; the shared expert (a SwiGLU MLP) and its gate logit bf16; the combine sums each row's experts
-//   in ascending expert id with bf16 weights, adds sigmoid(gate) · shared, in fp64, and rounds fp64 → fp32 → bf16
-//   (moe_route.cu).
+//   (router.cu; with FP8 experts router_quantize.cu, which quantises x in the same launch) → ids [T, k] i32, weights
+//   [T, k] f32; the routed experts grouped by expert on the device and run by the grouped GEMMs (FP8: x, and h before
+//   the down GEMM, quantised per row per 128 columns; bf16: x as is), each expert output bf16; the shared expert (a
+//   SwiGLU MLP) and its gate logit bf16; the combine sums each row's experts in ascending expert id with bf16 weights,
+//   adds sigmoid(gate) · shared, in fp64, and rounds fp64 → fp32 → bf16 (moe_route.cu).
 // Where the device differs from the cpu below a bf16 rounding: the softmax's exp and sums are fp32 (the cpu's are
 // fp64, each probability then rounded to fp32), the renormalised weights are fp32 quotients, and the expert GEMMs
 // accumulate in fp32 (the cpu in fp64); SwiGLU products are fp32 before their one bf16 rounding.
@@ -16,8 +16,8 @@ import type { BlockContext } from './block-context.ts';
 import { type PackedExperts, packExperts } from './moe-experts.ts';
 import { type MoeGeometry, moeGeometry } from './moe-geometry.ts';
 import { type MoeGrouping, moeExpertsBf16, moeExpertsFp8, moeGroupingBytes, moeQuantizedHBytes } from './ops/moe.ts';
-import { quantizeE4m3 } from './ops/quantizeFp8.ts';
 import { routerTopK } from './ops/router.ts';
+import { routerTopKQuantize } from './ops/routerQuantize.ts';
 import { runSwiGlu } from './swiglu-block.ts';
 import { type CudaBuffer, requireDtype } from './tensors.ts';
 
@@ -90,12 +90,7 @@ export function runMoe(
   const expertIds = scratch.buffer('moe.expertIds', 'i32', pairs);
   const expertWeights = scratch.buffer('moe.expertWeights', 'f32', pairs);
   const routing = { experts: g.experts, topK: g.topK, rows };
-  routerTopK(cuda, {
-    expertIds: expertIds.pointer,
-    expertWeights: expertWeights.pointer,
-    logits: logits.pointer,
-    ...routing,
-  });
+  const routed = { expertIds: expertIds.pointer, expertWeights: expertWeights.pointer, logits: logits.pointer };
 
   const common = {
     ...groupingScratch(ctx, rows, g),
@@ -116,9 +111,11 @@ export function runMoe(
     const hBytes = moeQuantizedHBytes(rows, g.topK, g.intermediate);
     const hQuantized = scratch.bytes('moe.hQuantized', hBytes.hQuantized);
     const hScales = scratch.bytes('moe.hScales', hBytes.hScales);
-    quantizeE4m3(cuda, { q: quantized, scales, x: x.pointer, rows, cols: g.hidden });
+    // x is quantised for the gate|up GEMM by the router's launch: one launch fewer, the same bits.
+    routerTopKQuantize(cuda, { ...routed, ...routing, q: quantized, scales, x: x.pointer, cols: g.hidden });
     moeExpertsFp8(cuda, { ...common, quantized, scales, hQuantized, hScales, weights: packed.weights });
   } else {
+    routerTopK(cuda, { ...routed, ...routing });
     moeExpertsBf16(cuda, { ...common, x: x.pointer, weights: packed.weights });
   }
 }

@@ -27,6 +27,7 @@ import { moeDownFp8Case, moeGateUpFp8Case, moeGroupingCase } from './moeCases.ts
 import { moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
+import { routerQuantizeCase } from './routerQuantizeCases.ts';
 import { addZeroCentredRmsNormCase, embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
 import { sampleCodeCase, sampleMainBf16Case, sampleMainCase } from './samplerCases.ts';
 
@@ -148,6 +149,11 @@ export const controls: readonly Control[] = [
     description: 'wrong format: the e4m3 quantiser scales by amax/240 (e4m3fnuz) instead of amax/448',
     kernelCase: quantizeE4m3Case,
     kernel: { family: 'quantize_controls', name: 'control_quantize_e4m3_fnuz_scale' },
+  },
+  {
+    description: "skipped block: the fused router + quantiser's warps never quantise a row's last 128 columns",
+    kernelCase: routerQuantizeCase,
+    kernel: { family: 'router_quantize_controls', name: 'control_router_quantize_skips_last_block' },
   },
   ...codecControls(),
   {

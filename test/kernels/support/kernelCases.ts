@@ -43,6 +43,7 @@ import { moeBlockFp8Case, moeCombineCase, moeDownFp8Case, moeGateUpFp8Case, moeG
 import { moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
+import { routerQuantizeCase } from './routerQuantizeCases.ts';
 import {
   addZeroCentredRmsNormCase,
   embeddingGatherCase,
@@ -88,6 +89,7 @@ export const kernelCases: readonly KernelCase[] = [
   gemmFp32Case,
   gemmSegmentsCase,
   quantizeE4m3Case,
+  routerQuantizeCase,
   deltaNetConvCase,
   deltaNetGatesCase,
   deltaNetRecurrenceCase,

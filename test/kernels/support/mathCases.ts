@@ -1,5 +1,6 @@
 // Contract cases for SwiGLU, the MoE router, our GEMV and the cuBLASLt GEMM, with one row, odd sizes and the real
-// model's shapes (expert width 512, 256 experts top-8, projections 2048→8192, 4096→2048, 2048→4097).
+// model's shapes (expert width 512, 256 experts top-8, projections 2048→8192, 4096→2048, 2048→4097); the router also
+// at the most its warp holds (512 experts, top-32).
 
 import { swiglu as swigluReference } from '../../../src/backend/cpu/ops/activations.ts';
 import { linearBf16 } from '../../../src/backend/cpu/ops/linear.ts';
@@ -103,6 +104,7 @@ export const routerCase: KernelCase = {
   shapes: [
     routerShape('one row, real', 1, 256, 8),
     routerShape('odd sizes', 37, 100, 3),
+    routerShape('most experts and choices', 3, 512, 32),
     routerShape('prefill chunk, real', 256, 256, 8),
   ],
   invariance: [

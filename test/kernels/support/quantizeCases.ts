@@ -9,7 +9,7 @@ import type { InvarianceCase, KernelCase, Prepared, ShapeCase } from './contract
 import { type Bf16Tensor, plant, Random } from './random.ts';
 
 /** Normal values times 2^u, u uniform in [-24, 4): every e4m3 binade, subnormals included, relative to a block's amax. */
-function wideRangeBf16(random: Random, count: number): Bf16Tensor {
+export function wideRangeBf16(random: Random, count: number): Bf16Tensor {
   const bits = new Uint16Array(count);
   const values = new Float64Array(count);
   for (let index = 0; index < count; index++) {
@@ -20,7 +20,7 @@ function wideRangeBf16(random: Random, count: number): Bf16Tensor {
 }
 
 /** The reference's e4m3 values as bytes (NaN as 0x7f, as the kernel writes it), packed four to an int32 word. */
-function packedBytes(quantized: Float64Array): Int32Array {
+export function packedBytes(quantized: Float64Array): Int32Array {
   const bytes = new Uint8Array(quantized.length);
   for (let index = 0; index < quantized.length; index++) {
     const value = quantized[index]!;

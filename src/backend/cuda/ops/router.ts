@@ -7,25 +7,30 @@ import { type KernelName, type LaunchOptions, launch, requireCount } from './lau
 
 const ROUTER_KERNEL: KernelName = { family: 'router', name: 'router_top_k' };
 
-/** The kernel keeps 16 logits per lane of one warp. */
-const ROUTER_MAX_EXPERTS = 512;
+/** One warp routes a row (router.cuh): 16 logits a lane, and lane k keeps the k-th choice. */
+export const ROUTER_MAX_EXPERTS = 512;
+export const ROUTER_MAX_TOP_K = 32;
 const WARPS_PER_BLOCK = 4;
 
-export function routerTopK(
-  cuda: CudaContext,
-  a: {
-    expertIds: DevicePointer;
-    expertWeights: DevicePointer;
-    logits: DevicePointer;
-    rows: number;
-    experts: number;
-    topK: number;
-  },
-  options: LaunchOptions = {},
-): void {
+/** What the router's kernels route: `topK` of `experts` for each of `rows` rows. */
+export interface Routing {
+  readonly expertIds: DevicePointer;
+  readonly expertWeights: DevicePointer;
+  readonly logits: DevicePointer;
+  readonly rows: number;
+  readonly experts: number;
+  readonly topK: number;
+}
+
+/** Refuses sizes the router's warp cannot hold. */
+export function requireRouting(a: Routing): void {
   requireCount(a.rows, 'rows');
   requireCount(a.experts, 'experts', 1, ROUTER_MAX_EXPERTS);
-  requireCount(a.topK, 'topK', 1, a.experts);
+  requireCount(a.topK, 'topK', 1, Math.min(a.experts, ROUTER_MAX_TOP_K));
+}
+
+export function routerTopK(cuda: CudaContext, a: Routing, options: LaunchOptions = {}): void {
+  requireRouting(a);
   const args = new KernelArguments()
     .pointer(a.expertIds)
     .pointer(a.expertWeights)
