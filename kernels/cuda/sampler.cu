@@ -18,7 +18,8 @@
 
 #define SAMPLER_THREADS 256
 #define SAMPLER_MAX_COUNT 4352
-#define SAMPLER_INSERTION_LIMIT 64
+#define SAMPLER_SELECT_LIMIT 64  // top-k up to this many by radix selection; more (or top-k off) by a full sort
+#define RADIX_BINS 256
 // Dynamic shared memory of the full-sort path: the indices padded to a power of two (launchers pass this).
 #define SAMPLER_SORT_BYTES (8192 * 2)
 #define RAS_WINDOW 16
@@ -46,13 +47,19 @@
 struct SamplerShared {
   double probabilities[SAMPLER_MAX_COUNT];
   uint16_t order[SAMPLER_MAX_COUNT];
-  uint16_t warp_lists[SAMPLER_THREADS / 32][SAMPLER_INSERTION_LIMIT];
+  // Radix selection: the digit counts of one pass, then the chosen indices in the order they were found.
+  unsigned bins[RADIX_BINS];
   double partials[SAMPLER_THREADS];
   double best_values[SAMPLER_THREADS / 32];
   int best_indices[SAMPLER_THREADS / 32];
+  unsigned warp_counts[SAMPLER_THREADS / 32];
+  unsigned long long threshold;  // the limit-th largest probability's bits, found 8 bits a pass from the top
+  unsigned needed;               // of the entries whose bits start as the threshold's so far, how many are taken
+  unsigned taken;
   int survivors;
   int chosen;
 };
+static_assert(RADIX_BINS == SAMPLER_THREADS, "a thread per digit");
 
 __device__ __forceinline__ void philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t key0,
                                               uint32_t key1, uint32_t out[4]) {
@@ -160,70 +167,103 @@ __device__ __forceinline__ void warp_best(double& value, int& index) {
   }
 }
 
-// The lane's best untaken probability among indices begin + lane, begin + lane + 32, ... < end.
-__device__ __forceinline__ void lane_best(const SamplerShared& shared, int begin, int end, double& value,
-                                          int& index) {
-  value = 0.0;
-  index = -1;
-  for (int i = begin + (threadIdx.x & 31); i < end; i += 32) {
-    const double candidate = shared.probabilities[i];
-    if (signbit(candidate)) continue;
-    if (index < 0 || ranks_before(candidate, i, value, index)) {
-      value = candidate;
-      index = i;
+// A probability's bits as an unsigned integer: probabilities are ≥ +0 and not NaN, where the bits order as the values.
+__device__ __forceinline__ unsigned long long probability_key(const SamplerShared& shared, int index) {
+  return static_cast<unsigned long long>(__double_as_longlong(shared.probabilities[index]));
+}
+
+// Inclusive prefix sum of `value` over the block in thread order; every thread gets its own and (in `total`) the
+// block's. Holds two barriers.
+__device__ __forceinline__ unsigned block_inclusive_sum(unsigned value, unsigned& total, SamplerShared& shared) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  unsigned inclusive = value;
+#pragma unroll
+  for (int offset = 1; offset < 32; offset <<= 1) {
+    const unsigned other = __shfl_up_sync(0xffffffffu, inclusive, offset);
+    if (lane >= offset) inclusive += other;
+  }
+  if (lane == 31) shared.warp_counts[warp] = inclusive;
+  __syncthreads();
+  total = 0;
+  for (int w = 0; w < SAMPLER_THREADS / 32; w++) {
+    const unsigned count = shared.warp_counts[w];
+    if (w < warp) inclusive += count;
+    total += count;
+  }
+  __syncthreads();
+  return inclusive;
+}
+
+// The `limit` largest probabilities (descending, ties to the lower index) into shared.order, for limit ≤ RADIX_BINS:
+// the limit-th largest value's bits found 8 bits a pass from the top (a digit count per pass), every entry above it
+// taken and, of those equal to it, the lowest indices; then each taken entry placed by counting the taken entries that
+// rank before it. The same list as any exact selection (a strict total order).
+__device__ void select_largest_radix(int count, int limit, SamplerShared& shared) {
+  const int t = threadIdx.x;
+  if (t == 0) {
+    shared.threshold = 0;
+    shared.needed = static_cast<unsigned>(limit);
+    shared.taken = 0;
+  }
+  unsigned long long mask = 0;
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    shared.bins[t] = 0;
+    __syncthreads();
+    const unsigned long long prefix = shared.threshold;
+    const unsigned needed = shared.needed;
+    for (int i = t; i < count; i += SAMPLER_THREADS) {
+      const unsigned long long key = probability_key(shared, i);
+      if ((key & mask) == prefix) atomicAdd(&shared.bins[(key >> shift) & (RADIX_BINS - 1)], 1u);
     }
+    __syncthreads();
+    // Thread t holds digit 255 − t, so its inclusive sum counts the entries at this digit or above.
+    const unsigned digit = RADIX_BINS - 1 - t;
+    const unsigned here = shared.bins[digit];
+    unsigned total;
+    const unsigned at_or_above = block_inclusive_sum(here, total, shared);
+    const unsigned above = at_or_above - here;
+    if (above < needed && at_or_above >= needed) {
+      shared.threshold = prefix | (static_cast<unsigned long long>(digit) << shift);
+      shared.needed = needed - above;
+    }
+    mask |= static_cast<unsigned long long>(RADIX_BINS - 1) << shift;
+  }
+  __syncthreads();
+  const unsigned long long threshold = shared.threshold;
+  const unsigned ties_wanted = shared.needed;
+  // Entries equal to the threshold go in by index: each thread walks a contiguous run, so ranks follow thread order.
+  const int per_thread = (count + SAMPLER_THREADS - 1) / SAMPLER_THREADS;
+  const int begin = min(count, t * per_thread);
+  const int end = min(count, begin + per_thread);
+  unsigned ties = 0;
+  for (int i = begin; i < end; i++) ties += probability_key(shared, i) == threshold ? 1u : 0u;
+  unsigned total_ties;
+  unsigned tie_rank = block_inclusive_sum(ties, total_ties, shared) - ties;
+  for (int i = begin; i < end; i++) {
+    const unsigned long long key = probability_key(shared, i);
+    bool take = key > threshold;
+    if (key == threshold) take = tie_rank++ < ties_wanted;
+    if (take) shared.bins[atomicAdd(&shared.taken, 1u)] = static_cast<unsigned>(i);
+  }
+  __syncthreads();
+  if (t < limit) {
+    const int index = static_cast<int>(shared.bins[t]);
+    const double value = shared.probabilities[index];
+    int rank = 0;
+    for (int j = 0; j < limit; j++) {
+      const int other = static_cast<int>(shared.bins[j]);
+      rank += ranks_before(shared.probabilities[other], other, value, index) ? 1 : 0;
+    }
+    shared.order[rank] = static_cast<uint16_t>(index);
   }
 }
 
 // Writes the indices of the `limit` largest probabilities into shared.order (descending, ties to the lower index).
 // Any exact selection gives the same list (a total order), so the split into warps does not change the result.
 __device__ void select_largest(int count, int limit, SamplerShared& shared) {
-  if (limit <= SAMPLER_INSERTION_LIMIT) {
-    // Each warp lists the top `limit` of its own segment (a taken entry is marked by its sign bit), warp 0 merges
-    // the sorted lists, then the signs are restored.
-    const int warp = threadIdx.x >> 5;
-    const int lane = threadIdx.x & 31;
-    const int warps = SAMPLER_THREADS / 32;
-    const int segment = (count + warps - 1) / warps;
-    const int begin = min(count, warp * segment);
-    const int end = min(count, begin + segment);
-    const int listed = min(limit, end - begin);
-    double mine;
-    int mine_index;
-    lane_best(shared, begin, end, mine, mine_index);
-    for (int round = 0; round < listed; round++) {
-      double value = mine;
-      int index = mine_index;
-      warp_best(value, index);
-      if (lane == 0) shared.warp_lists[warp][round] = (uint16_t)index;
-      if (index == mine_index) {
-        shared.probabilities[index] = -shared.probabilities[index] - 0.0;
-        lane_best(shared, begin, end, mine, mine_index);
-      }
-      __syncwarp();
-    }
-    __syncthreads();
-    if (warp == 0) {
-      const int list_begin = min(count, lane * segment);
-      const int length = lane < warps ? min(limit, min(count, list_begin + segment) - list_begin) : 0;
-      int head = 0;
-      for (int round = 0; round < limit; round++) {
-        double value = 0.0;
-        int index = -1;
-        if (head < length) {
-          index = shared.warp_lists[lane][head];
-          value = fabs(shared.probabilities[index]);
-        }
-        warp_best(value, index);
-        if (lane == 0) shared.order[round] = (uint16_t)index;
-        if (head < length && shared.warp_lists[lane][head] == index) head++;
-      }
-    }
-    __syncthreads();
-    for (int round = lane; round < listed; round += 32) {
-      const int index = shared.warp_lists[warp][round];
-      shared.probabilities[index] = fabs(shared.probabilities[index]);
-    }
+  if (limit <= SAMPLER_SELECT_LIMIT) {
+    select_largest_radix(count, limit, shared);
   } else {
     // A bitonic sort of the indices (padded to a power of two with SORT_PADDING, which ranks last).
     extern __shared__ uint16_t sort_keys[];
