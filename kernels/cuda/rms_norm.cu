@@ -13,40 +13,103 @@
 __device__ __forceinline__ float weight_at(const bf16* weight, int column) { return to_float(weight[column]); }
 __device__ __forceinline__ float weight_at(const float* weight, int column) { return weight[column]; }
 
+// Columns a thread holds at once: the launchers give a row ceil(cols / 4) threads, so one pass covers it. Each thread
+// still visits columns t, t + B, t + 2B, ... in that order (the sum of squares' order); loading a pass's columns
+// before storing any keeps the loads in flight together (out may alias x, so stores between them would serialise).
+#define NORM_COLUMNS_PER_THREAD 4
+
 template <bool GATED, typename Weight>
 __device__ __forceinline__ void rms_norm_row(bf16* out, const bf16* x, const bf16* gate, const Weight* weight,
                                              int cols, float eps, bool zero_centred) {
   __shared__ float scratch[32];
+  const int stride = blockDim.x;
+  const int pass = NORM_COLUMNS_PER_THREAD * stride;
   float squares = 0.0f;
-  for (int column = threadIdx.x; column < cols; column += blockDim.x) {
-    const float value = to_float(x[column]);
-    squares += value * value;
+  for (int base = 0; base < cols; base += pass) {
+    float values[NORM_COLUMNS_PER_THREAD];
+#pragma unroll
+    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
+      const int column = base + threadIdx.x + i * stride;
+      values[i] = column < cols ? to_float(x[column]) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
+      if (base + threadIdx.x + i * stride < cols) squares += values[i] * values[i];
+    }
   }
   const float scale = rsqrtf(block_sum(squares, scratch) / (float)cols + eps);
-  for (int column = threadIdx.x; column < cols; column += blockDim.x) {
-    const float w = weight_at(weight, column);
-    float value = to_float(x[column]) * scale * (zero_centred ? 1.0f + w : w);
-    if (GATED) value *= silu(to_float(gate[column]));
-    out[column] = to_bf16(value);
+  for (int base = 0; base < cols; base += pass) {
+    float values[NORM_COLUMNS_PER_THREAD];
+    float weights[NORM_COLUMNS_PER_THREAD];
+    float gates[NORM_COLUMNS_PER_THREAD];
+#pragma unroll
+    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
+      const int column = base + threadIdx.x + i * stride;
+      const bool inside = column < cols;
+      values[i] = inside ? to_float(x[column]) : 0.0f;
+      weights[i] = inside ? weight_at(weight, column) : 0.0f;
+      gates[i] = GATED && inside ? to_float(gate[column]) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
+      const int column = base + threadIdx.x + i * stride;
+      if (column >= cols) continue;
+      const float w = weights[i];
+      float value = values[i] * scale * (zero_centred ? 1.0f + w : w);
+      if (GATED) value *= silu(gates[i]);
+      out[column] = to_bf16(value);
+    }
   }
 }
 
-// The residual add and the norm of its rounded sum: each thread reads back only the columns it wrote itself.
+// The residual add and the norm of its rounded sum: each thread uses only the sums it computed itself, kept in
+// registers between the two passes when the row fits one pass (as the launchers size it), else read back.
 template <typename Weight>
 __device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const bf16* source, const Weight* weight,
                                                  int cols, float eps) {
   __shared__ float scratch[32];
+  const int stride = blockDim.x;
+  const int pass = NORM_COLUMNS_PER_THREAD * stride;
+  const bool one_pass = cols <= pass;
+  float kept[NORM_COLUMNS_PER_THREAD];
   float squares = 0.0f;
-  for (int column = threadIdx.x; column < cols; column += blockDim.x) {
-    const bf16 sum = to_bf16(to_float(x[column]) + to_float(source[column]));
-    x[column] = sum;
-    const float value = to_float(sum);
-    squares += value * value;
+  for (int base = 0; base < cols; base += pass) {
+    float values[NORM_COLUMNS_PER_THREAD];
+    float sources[NORM_COLUMNS_PER_THREAD];
+#pragma unroll
+    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
+      const int column = base + threadIdx.x + i * stride;
+      const bool inside = column < cols;
+      values[i] = inside ? to_float(x[column]) : 0.0f;
+      sources[i] = inside ? to_float(source[column]) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
+      const int column = base + threadIdx.x + i * stride;
+      if (column >= cols) continue;
+      const bf16 sum = to_bf16(values[i] + sources[i]);
+      x[column] = sum;
+      const float value = to_float(sum);
+      kept[i] = value;
+      squares += value * value;
+    }
   }
   const float scale = rsqrtf(block_sum(squares, scratch) / (float)cols + eps);
-  for (int column = threadIdx.x; column < cols; column += blockDim.x) {
-    const float w = weight_at(weight, column);
-    out[column] = to_bf16(to_float(x[column]) * scale * (1.0f + w));
+  for (int base = 0; base < cols; base += pass) {
+    float values[NORM_COLUMNS_PER_THREAD];
+    float weights[NORM_COLUMNS_PER_THREAD];
+#pragma unroll
+    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
+      const int column = base + threadIdx.x + i * stride;
+      const bool inside = column < cols;
+      values[i] = !inside ? 0.0f : one_pass ? kept[i] : to_float(x[column]);
+      weights[i] = inside ? weight_at(weight, column) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
+      const int column = base + threadIdx.x + i * stride;
+      if (column < cols) out[column] = to_bf16(values[i] * scale * (1.0f + weights[i]));
+    }
   }
 }
 
