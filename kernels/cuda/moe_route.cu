@@ -66,16 +66,28 @@ extern "C" __global__ void __launch_bounds__(COMBINE_THREADS)
   const double gate = (double)to_float(shared_gate[row]);
   const double scale = 1.0 / (1.0 + exp(-gate));
   for (int column = threadIdx.x * 8; column < hidden; column += COMBINE_THREADS * 8) {
-    double sums[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    for (int j = 0; j < top_k; j++) {
-      const int k = order[j];
-      const double weight = (double)to_float(to_bf16(expert_weights[row * top_k + k]));
-      const uint4 chunk = *reinterpret_cast<const uint4*>(y + (row * top_k + k) * hidden + column);
-      const bf16* values = reinterpret_cast<const bf16*>(&chunk);
+    // Every rank's weight and chunk requested before the first is added, so the loads are in flight together.
+    float weights[MAX_TOP_K];
+    uint4 chunks[MAX_TOP_K];
 #pragma unroll
-      for (int i = 0; i < 8; i++) sums[i] += weight * (double)to_float(values[i]);
+    for (int j = 0; j < MAX_TOP_K; j++) {
+      if (j < top_k) {
+        const int k = order[j];
+        weights[j] = expert_weights[row * top_k + k];
+        chunks[j] = *reinterpret_cast<const uint4*>(y + (row * top_k + k) * hidden + column);
+      }
     }
     const uint4 shared_chunk = *reinterpret_cast<const uint4*>(shared + row * hidden + column);
+    double sums[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+#pragma unroll
+    for (int j = 0; j < MAX_TOP_K; j++) {
+      if (j < top_k) {
+        const double weight = (double)to_float(to_bf16(weights[j]));
+        const bf16* values = reinterpret_cast<const bf16*>(&chunks[j]);
+#pragma unroll
+        for (int i = 0; i < 8; i++) sums[i] += weight * (double)to_float(values[i]);
+      }
+    }
     const bf16* shared_values = reinterpret_cast<const bf16*>(&shared_chunk);
     uint4 result;
     bf16* result_values = reinterpret_cast<bf16*>(&result);
