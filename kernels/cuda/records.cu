@@ -9,7 +9,8 @@
 //   concat_columns: out[t] = [a[t] | b[t]]
 //   fill_half_words: out[i] = value for i < count, 16-bit words (a bf16 or f16 fill; 32-bit fills use cuMemsetD32)
 // tables: bf16 [rows, cols], cols contiguous; activations bf16 [T, cols]. A token or code outside its table fills the
-// row with NaN (callers validate ids; a bad one must not pass silently).
+// row with NaN (callers validate ids; a bad one must not pass silently). Outputs never overlap inputs (the gathers'
+// and the concatenation's pointers are restrict, so a row's loads can be in flight together).
 #include "common.cuh"
 
 __device__ __forceinline__ bf16 nan_bf16() { return to_bf16(__int_as_float(0x7fc00000)); }
@@ -37,7 +38,8 @@ extern "C" __global__ void embed_records_bf16(bf16* out, const bf16* token_table
   }
 }
 
-extern "C" __global__ void gather_codes_bf16(bf16* out, const bf16* code_table, const int* records, int width,
+extern "C" __global__ void gather_codes_bf16(bf16* __restrict__ out, const bf16* __restrict__ code_table,
+                                             const int* __restrict__ records, int width,
                                              int codebook, int code_first_row, int rows, int cols, int code_rows) {
   KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
@@ -47,6 +49,7 @@ extern "C" __global__ void gather_codes_bf16(bf16* out, const bf16* code_table, 
   const bool masked = code < 0;
   const bool valid = masked || code_row < code_rows;
   const bf16* source = code_table + (long long)(masked || !valid ? 0 : code_row) * cols;
+#pragma unroll 4
   for (int column = threadIdx.x; column < cols; column += blockDim.x) {
     out[row * cols + column] = masked ? to_bf16(0.0f) : valid ? source[column] : nan_bf16();
   }
@@ -76,12 +79,13 @@ extern "C" __global__ void add_bf16(bf16* target, const bf16* source, long long 
     target[i] = to_bf16(to_float(target[i]) + to_float(source[i]));
 }
 
-extern "C" __global__ void concat_columns_bf16(bf16* out, const bf16* a, int a_cols, const bf16* b, int b_cols,
-                                               int rows) {
+extern "C" __global__ void concat_columns_bf16(bf16* __restrict__ out, const bf16* __restrict__ a, int a_cols,
+                                               const bf16* __restrict__ b, int b_cols, int rows) {
   KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
   const int width = a_cols + b_cols;
+#pragma unroll 4
   for (int column = threadIdx.x; column < width; column += blockDim.x) {
     out[row * width + column] = column < a_cols ? a[row * a_cols + column] : b[row * b_cols + column - a_cols];
   }
