@@ -59,7 +59,9 @@ extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16*
 
 #define ATTENTION_ENTRIES(D)                                                                                      \
   extern "C" __global__ void __launch_bounds__(256) attention_bf16_d##D ATTENTION_SIGNATURE {                    \
-    KERNEL_PROLOGUE();                                                                                            \
+    allow_dependent_launch();                                                                                     \
+    if (attention_block_idle<ATTENTION_EXACT>(row_table, rows, slots, capacity)) return;                          \
+    wait_for_previous_grids();                                                                                    \
     attention_rows<D, 1, ATTENTION_EXACT>(ATTENTION_ARGUMENTS);                                                   \
   }                                                                                                               \
   extern "C" __global__ void __launch_bounds__(256, 1) attention_grouped_bf16_d##D ATTENTION_SIGNATURE {         \

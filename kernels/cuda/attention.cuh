@@ -380,6 +380,19 @@ __device__ __forceinline__ void store_state(float* fold, int r, const SoftmaxSta
   base[(E + 1) * blockDim.x] = state.sum;
 }
 
+// Whether a spread block (z > 0) finds no split of its row at z, so has nothing to walk or write: such a block may
+// return before waiting for the previous kernel, where a short context would otherwise hold its scheduling behind
+// that wait (thousands of idle blocks a launch at batch 1). The row table is written by the host before the call,
+// never by a kernel, so reading it first is safe; block z = 0 always waits, so the grid still ends after its
+// predecessor and the next kernel's wait keeps its meaning.
+template <int VARIANT>
+__device__ __forceinline__ bool attention_block_idle(const int* row_table, int rows, int slots, int capacity) {
+  if (blockIdx.z == 0) return false;
+  int slot, position;
+  if ((int)blockIdx.x >= rows || !read_row(row_table, blockIdx.x, slots, capacity, slot, position)) return true;
+  return (int)blockIdx.z >= split_count(last_key<VARIANT>(position));
+}
+
 // The rows [first_row, first_row + ROWS) of the call for one KV head (warp w: query head kv_head·group + w).
 // Rows of one slot walk together: each 64-key K or V tile is staged once (cp.async, the next stage in flight while
 // this one is used) for every row of the group, and each (row, head) runs exactly its own walk on it: the splits of

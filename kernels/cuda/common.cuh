@@ -10,6 +10,8 @@ typedef __nv_bfloat16 bf16;
 // may start while the previous kernel still runs. Every kernel therefore begins with KERNEL_PROLOGUE(): let the next
 // kernel launch, then wait until everything before this one has finished and its writes are visible. A kernel that
 // reads only weights first may wait later (the GEMMs), but waits before any other load and before any early return.
+// One exception: attention's spread blocks with no keys to walk read the host-written row table and return unwaited,
+// while block z = 0 always waits (attention.cuh, attention_block_idle, says why that keeps the chain ordered).
 __device__ __forceinline__ void allow_dependent_launch() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
