@@ -31,13 +31,22 @@ test('the scan finds a kernel that does not begin with the prologue, also inside
     '#define ENTRY(name) \\\n  extern "C" __global__ void __launch_bounds__(64) name(float* y) { \\\n' +
     '    if (blockIdx.x > 0) return; \\\n    KERNEL_PROLOGUE(); \\\n  }\n';
   const good = 'extern "C" __global__ void fine(int n) {\n  KERNEL_PROLOGUE();\n  if (n == 0) return;\n}\n';
+  // Idle attention blocks may return unwaited, but the others must then wait before anything else.
+  const idle =
+    'extern "C" __global__ void spread(const int* t) {\n  allow_dependent_launch();\n' +
+    '  if (attention_block_idle<0>(t, 1, 1, 1)) return;\n  wait_for_previous_grids();\n}\n';
+  const idleUnwaited =
+    'extern "C" __global__ void unwaited(const int* t) {\n  allow_dependent_launch();\n' +
+    '  if (attention_block_idle<0>(t, 1, 1, 1)) return;\n  t += 1;\n}\n';
   const entries = [
     ...kernelEntries('plain.cu', plain),
     ...kernelEntries('macro.cuh', macro),
     ...kernelEntries('good.cu', good),
+    ...kernelEntries('idle.cu', idle),
+    ...kernelEntries('idle-unwaited.cu', idleUnwaited),
   ];
   assert.deepEqual(
     missingPrologues(entries).map((entry) => entry.split(':')[0]),
-    ['plain.cu', 'macro.cuh'],
+    ['plain.cu', 'macro.cuh', 'idle-unwaited.cu'],
   );
 });

@@ -7,6 +7,8 @@ export interface KernelEntry {
   readonly name: string;
   /** The body's first statement, whitespace collapsed. */
   readonly firstStatement: string;
+  /** The body's first three statements, whitespace collapsed, without their semicolons. */
+  readonly leadingStatements: readonly string[];
 }
 
 /**
@@ -25,6 +27,20 @@ const WAIT_AFTER_WEIGHT_PREFETCH = new Set([
   'control_gemm_k_reversed_with_rows',
   'control_gemm_segments_shared_chunking',
 ]);
+
+/**
+ * The spread attention kernel: its blocks with no keys to walk read the host-written row table and return before
+ * waiting, then every other block waits (kernels/cuda/attention.cuh, attention_block_idle, says why that is safe).
+ */
+function idleBlocksReturnUnwaited(entry: KernelEntry): boolean {
+  const [first, second, third] = entry.leadingStatements;
+  return (
+    first === 'allow_dependent_launch()' &&
+    (second?.startsWith('if (attention_block_idle<') ?? false) &&
+    (second?.endsWith(') return') ?? false) &&
+    third === 'wait_for_previous_grids()'
+  );
+}
 
 function blankComments(text: string): string {
   return text
@@ -52,8 +68,17 @@ export function kernelEntries(path: string, source: string): KernelEntry[] {
     const open = text.indexOf('{', closing(text, parameters, '(', ')'));
     const body = text.slice(open + 1, closing(text, open, '{', '}'));
     const line = text.slice(0, match.index).split('\n').length;
-    const firstStatement = (body.trim().split(';')[0] ?? '').replace(/\s+/g, ' ').trim();
-    entries.push({ location: `${path}:${line}`, name: match[1] ?? '?', firstStatement: `${firstStatement};` });
+    const leadingStatements = body
+      .split(';')
+      .slice(0, 3)
+      .map((statement) => statement.replace(/\s+/g, ' ').trim());
+    const firstStatement = leadingStatements[0] ?? '';
+    entries.push({
+      location: `${path}:${line}`,
+      name: match[1] ?? '?',
+      firstStatement: `${firstStatement};`,
+      leadingStatements,
+    });
   }
   return entries;
 }
@@ -66,6 +91,7 @@ export function missingPrologues(entries: readonly KernelEntry[]): string[] {
       // before it waits, so it must not start while they are written).
       if (entry.firstStatement === 'KERNEL_PROLOGUE();' || entry.firstStatement === 'wait_for_previous_grids();')
         return false;
+      if (idleBlocksReturnUnwaited(entry)) return false;
       return !(WAIT_AFTER_WEIGHT_PREFETCH.has(entry.name) && entry.firstStatement === 'allow_dependent_launch();');
     })
     .map((entry) => `${entry.location} ${entry.name}: ${entry.firstStatement}`);
