@@ -10,13 +10,24 @@
 // One block per row; the sum of squares is reduced in a fixed order, so a row's result is bit-repeatable.
 #include "common.cuh"
 
-__device__ __forceinline__ float weight_at(const bf16* weight, int column) { return to_float(weight[column]); }
-__device__ __forceinline__ float weight_at(const float* weight, int column) { return weight[column]; }
+__device__ __forceinline__ float element_at(const bf16* row, int column) { return to_float(row[column]); }
+__device__ __forceinline__ float element_at(const float* row, int column) { return row[column]; }
 
 // Columns a thread holds at once: the launchers give a row ceil(cols / 4) threads, so one pass covers it. Each thread
 // still visits columns t, t + B, t + 2B, ... in that order (the sum of squares' order); loading a pass's columns
 // before storing any keeps the loads in flight together (out may alias x, so stores between them would serialise).
 #define NORM_COLUMNS_PER_THREAD 4
+
+// A thread's columns of one pass, base + t + i·B, as floats (0 past the row's end), every load issued before any use.
+template <typename Element>
+__device__ __forceinline__ void load_pass(float (&values)[NORM_COLUMNS_PER_THREAD], const Element* row, int base,
+                                          int cols) {
+#pragma unroll
+  for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
+    const int column = base + threadIdx.x + i * blockDim.x;
+    values[i] = column < cols ? element_at(row, column) : 0.0f;
+  }
+}
 
 template <bool GATED, typename Weight>
 __device__ __forceinline__ void rms_norm_row(bf16* out, const bf16* x, const bf16* gate, const Weight* weight,
@@ -27,11 +38,7 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, const bf16* x, const bf1
   float squares = 0.0f;
   for (int base = 0; base < cols; base += pass) {
     float values[NORM_COLUMNS_PER_THREAD];
-#pragma unroll
-    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
-      const int column = base + threadIdx.x + i * stride;
-      values[i] = column < cols ? to_float(x[column]) : 0.0f;
-    }
+    load_pass(values, x, base, cols);
 #pragma unroll
     for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
       if (base + threadIdx.x + i * stride < cols) squares += values[i] * values[i];
@@ -41,15 +48,10 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, const bf16* x, const bf1
   for (int base = 0; base < cols; base += pass) {
     float values[NORM_COLUMNS_PER_THREAD];
     float weights[NORM_COLUMNS_PER_THREAD];
-    float gates[NORM_COLUMNS_PER_THREAD];
-#pragma unroll
-    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
-      const int column = base + threadIdx.x + i * stride;
-      const bool inside = column < cols;
-      values[i] = inside ? to_float(x[column]) : 0.0f;
-      weights[i] = inside ? weight_at(weight, column) : 0.0f;
-      gates[i] = GATED && inside ? to_float(gate[column]) : 0.0f;
-    }
+    float gates[NORM_COLUMNS_PER_THREAD] = {};
+    load_pass(values, x, base, cols);
+    load_pass(weights, weight, base, cols);
+    if (GATED) load_pass(gates, gate, base, cols);
 #pragma unroll
     for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
       const int column = base + threadIdx.x + i * stride;
@@ -71,18 +73,13 @@ __device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const bf16*
   const int stride = blockDim.x;
   const int pass = NORM_COLUMNS_PER_THREAD * stride;
   const bool one_pass = cols <= pass;
-  float kept[NORM_COLUMNS_PER_THREAD];
+  float kept[NORM_COLUMNS_PER_THREAD] = {};
   float squares = 0.0f;
   for (int base = 0; base < cols; base += pass) {
     float values[NORM_COLUMNS_PER_THREAD];
     float sources[NORM_COLUMNS_PER_THREAD];
-#pragma unroll
-    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
-      const int column = base + threadIdx.x + i * stride;
-      const bool inside = column < cols;
-      values[i] = inside ? to_float(x[column]) : 0.0f;
-      sources[i] = inside ? to_float(source[column]) : 0.0f;
-    }
+    load_pass(values, x, base, cols);
+    load_pass(sources, source, base, cols);
 #pragma unroll
     for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
       const int column = base + threadIdx.x + i * stride;
@@ -98,13 +95,13 @@ __device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const bf16*
   for (int base = 0; base < cols; base += pass) {
     float values[NORM_COLUMNS_PER_THREAD];
     float weights[NORM_COLUMNS_PER_THREAD];
+    if (one_pass) {
 #pragma unroll
-    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
-      const int column = base + threadIdx.x + i * stride;
-      const bool inside = column < cols;
-      values[i] = !inside ? 0.0f : one_pass ? kept[i] : to_float(x[column]);
-      weights[i] = inside ? weight_at(weight, column) : 0.0f;
+      for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) values[i] = kept[i];
+    } else {
+      load_pass(values, x, base, cols);
     }
+    load_pass(weights, weight, base, cols);
 #pragma unroll
     for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
       const int column = base + threadIdx.x + i * stride;

@@ -18,36 +18,35 @@ __device__ __forceinline__ float max_propagating(float a, float b) { return (b >
 // Tree levels of SLOTS values (a power of two): the loops below then have constant trip counts and unroll fully.
 __host__ __device__ constexpr int tree_levels(int slots) { return slots <= 1 ? 0 : 1 + tree_levels(slots / 2); }
 
-// The largest of the keys, paired off in a tree (integer maxima are exact in any order).
-template <int SLOTS>
-__device__ __forceinline__ unsigned largest_key(const unsigned (&keys)[SLOTS]) {
-  unsigned level[SLOTS];
-#pragma unroll
-  for (int slot = 0; slot < SLOTS; slot++) level[slot] = keys[slot];
+// The slots' values paired off in a tree by `pick` (a maximum or a minimum of integers: exact in any order).
+template <int SLOTS, typename T, typename Pick>
+__device__ __forceinline__ T paired_off(T (&level)[SLOTS], Pick pick) {
 #pragma unroll
   for (int depth = 1; depth <= tree_levels(SLOTS); depth++) {
 #pragma unroll
     for (int slot = 0; slot < SLOTS / 2; slot++) {
-      if (slot < (SLOTS >> depth)) level[slot] = max(level[slot], level[slot + (SLOTS >> depth)]);
+      if (slot < (SLOTS >> depth)) level[slot] = pick(level[slot], level[slot + (SLOTS >> depth)]);
     }
   }
   return level[0];
 }
 
-// This lane's lowest expert whose key is `key` (0x7fffffff if none), paired off in a tree.
+// The largest of the keys.
+template <int SLOTS>
+__device__ __forceinline__ unsigned largest_key(const unsigned (&keys)[SLOTS]) {
+  unsigned level[SLOTS];
+#pragma unroll
+  for (int slot = 0; slot < SLOTS; slot++) level[slot] = keys[slot];
+  return paired_off(level, [](unsigned a, unsigned b) { return max(a, b); });
+}
+
+// This lane's lowest expert whose key is `key` (0x7fffffff if none).
 template <int SLOTS>
 __device__ __forceinline__ int lowest_expert_with(const unsigned (&keys)[SLOTS], unsigned key, int lane) {
   int level[SLOTS];
 #pragma unroll
   for (int slot = 0; slot < SLOTS; slot++) level[slot] = keys[slot] == key ? lane + 32 * slot : 0x7fffffff;
-#pragma unroll
-  for (int depth = 1; depth <= tree_levels(SLOTS); depth++) {
-#pragma unroll
-    for (int slot = 0; slot < SLOTS / 2; slot++) {
-      if (slot < (SLOTS >> depth)) level[slot] = min(level[slot], level[slot + (SLOTS >> depth)]);
-    }
-  }
-  return level[0];
+  return paired_off(level, [](int a, int b) { return min(a, b); });
 }
 
 template <int SLOTS>
