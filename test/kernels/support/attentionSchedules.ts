@@ -42,28 +42,44 @@ function overrides(kernel: KernelName | undefined) {
 const INVARIANCE_SLOTS = 8;
 const INVARIANCE_CAPACITY = 2200;
 
-function invarianceCase(g: AttentionGeometry): InvarianceCase {
+/**
+ * Histories of `slots` slots filled to `capacity`, then for each lane its (slot, position) from `place` and its q and
+ * gate rows, drawn lane by lane from `random` in that order, so the first r lanes are the same for any count.
+ */
+function lanesOverHistories(
+  random: Random,
+  g: AttentionGeometry,
+  slots: number,
+  capacity: number,
+  count: number,
+  place: (lane: number) => readonly [slot: number, position: number],
+): Prepared {
   const { queryHeads: hq, kvHeads: hkv, headDim: d } = g;
+  const filled = new Array<number>(slots).fill(capacity);
+  const keys = historySlab(random, g, capacity, filled);
+  const values = historySlab(random, g, capacity, filled);
+  const rows: CallRows = { slots: new Int32Array(count), positions: new Int32Array(count) };
+  const qRows = new Uint16Array(count * hq * d);
+  const gateRows = new Uint16Array(count * hq * d);
+  for (let lane = 0; lane < count; lane++) {
+    [rows.slots[lane], rows.positions[lane]] = place(lane);
+    qRows.set(randomBf16(random, hq * d, 1).bits, lane * hq * d);
+    gateRows.set(randomBf16(random, hq * d, 2).bits, lane * hq * d);
+  }
+  const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, slots, capacity };
+  return invariancePrepared(g, geometry, count, { rows, qRows, gateRows, keys, values });
+}
+
+function invarianceCase(g: AttentionGeometry): InvarianceCase {
   return {
     label: `attention ${g.label}, decode lanes at ${INVARIANCE_SLOTS} slots, positions up to ${INVARIANCE_CAPACITY}`,
-    elementsPerRow: { out: hq * d },
+    elementsPerRow: { out: g.queryHeads * g.headDim },
     prepare(seed: number, count: number): Prepared {
       const random = new Random(seed);
-      const filled = new Array<number>(INVARIANCE_SLOTS).fill(INVARIANCE_CAPACITY);
-      const keys = historySlab(random, g, INVARIANCE_CAPACITY, filled);
-      const values = historySlab(random, g, INVARIANCE_CAPACITY, filled);
-      const rows: CallRows = { slots: new Int32Array(count), positions: new Int32Array(count) };
-      const qRows = new Uint16Array(count * hq * d);
-      const gateRows = new Uint16Array(count * hq * d);
-      for (let lane = 0; lane < count; lane++) {
-        rows.slots[lane] = lane % INVARIANCE_SLOTS;
-        rows.positions[lane] = random.integer(INVARIANCE_CAPACITY);
-        qRows.set(randomBf16(random, hq * d, 1).bits, lane * hq * d);
-        gateRows.set(randomBf16(random, hq * d, 2).bits, lane * hq * d);
-      }
-      const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, slots: INVARIANCE_SLOTS };
-      const capacity = INVARIANCE_CAPACITY;
-      return invariancePrepared(g, { ...geometry, capacity }, count, { rows, qRows, gateRows, keys, values });
+      return lanesOverHistories(random, g, INVARIANCE_SLOTS, INVARIANCE_CAPACITY, count, (lane) => [
+        lane % INVARIANCE_SLOTS,
+        random.integer(INVARIANCE_CAPACITY),
+      ]);
     },
   };
 }
@@ -76,22 +92,15 @@ const RUN_CAPACITY = 4400;
  * position or a start 0 to 5 short of a split point. Drawn row by row, so the first r rows are the same for any count.
  */
 function runInvarianceCase(g: AttentionGeometry): InvarianceCase {
-  const { queryHeads: hq, kvHeads: hkv, headDim: d } = g;
   return {
     label: `attention ${g.label}, prefill-like runs of ${RUN_SLOTS} slots, positions up to ${RUN_CAPACITY}`,
-    elementsPerRow: { out: hq * d },
+    elementsPerRow: { out: g.queryHeads * g.headDim },
     prepare(seed: number, count: number): Prepared {
       const random = new Random(seed);
-      const filled = new Array<number>(RUN_SLOTS).fill(RUN_CAPACITY);
-      const keys = historySlab(random, g, RUN_CAPACITY, filled);
-      const values = historySlab(random, g, RUN_CAPACITY, filled);
-      const rows: CallRows = { slots: new Int32Array(count), positions: new Int32Array(count) };
-      const qRows = new Uint16Array(count * hq * d);
-      const gateRows = new Uint16Array(count * hq * d);
       const next = new Array<number>(RUN_SLOTS).fill(0);
       let slot = 0;
       let left = 0;
-      for (let lane = 0; lane < count; lane++) {
+      return lanesOverHistories(random, g, RUN_SLOTS, RUN_CAPACITY, count, () => {
         if (left === 0 || next[slot]! >= RUN_CAPACITY) {
           slot = random.integer(RUN_SLOTS);
           left = 1 + random.integer(9);
@@ -100,16 +109,11 @@ function runInvarianceCase(g: AttentionGeometry): InvarianceCase {
             next[slot] = splitPoint - random.integer(6);
           }
         }
-        rows.slots[lane] = slot;
-        rows.positions[lane] = next[slot]!;
+        const position = next[slot]!;
         next[slot]! += 1;
         left--;
-        qRows.set(randomBf16(random, hq * d, 1).bits, lane * hq * d);
-        gateRows.set(randomBf16(random, hq * d, 2).bits, lane * hq * d);
-      }
-      const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, slots: RUN_SLOTS };
-      const capacity = RUN_CAPACITY;
-      return invariancePrepared(g, { ...geometry, capacity }, count, { rows, qRows, gateRows, keys, values });
+        return [slot, position];
+      });
     },
   };
 }
