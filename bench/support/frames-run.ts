@@ -164,8 +164,10 @@ function replayGraph(cuda: CudaContext, backend: Backend<CudaBuffer>, key: strin
       stepMilliseconds: (finished - started) / launches,
       launchMicroseconds: ((launched - started) * 1000) / launches,
     };
-  } catch {
-    return undefined;
+  } catch (error) {
+    // Only a missing recording means "no figure"; a device error is the bench's to report.
+    if (error instanceof DramaError && error.code === 'FRAMES_GRAPH_NOT_HELD') return undefined;
+    throw error;
   }
 }
 
