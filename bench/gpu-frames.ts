@@ -6,6 +6,8 @@
 // the same device call) is the baseline printed beside the figures, else ECOSYSTEM.md's.
 // Usage: tsx bench/gpu-frames.ts <output directory> [--preset full|short|small] (or DRAMA3_FRAMES_PRESET=short)
 // DRAMA3_PROFILER_RANGE=1 opens the profiler range around one recorded step at batch 1 and 64 (bench/ncu-step.sh).
+// DRAMA3_FRAMES_BATCHES=1,64 times only those batch sizes; DRAMA3_SIDE_STREAM=off runs the blocks' independent parts
+// one after the other (CudaContext.alongside) to measure what running them together gives.
 // DRAMA3_DEPENDENT_LAUNCH=off launches every kernel without programmatic dependent launch (to measure what it gives).
 // short: the full widths with 4 backbone layers, 64 experts and 1 shared tower layer (a quick check of the run).
 
@@ -24,7 +26,21 @@ function options(): FramesOptions {
   const flag = process.argv.indexOf('--preset');
   const preset = flag >= 0 ? process.argv[flag + 1] : process.env.DRAMA3_FRAMES_PRESET;
   const profilerRange = process.env.DRAMA3_PROFILER_RANGE === '1';
-  return { ...DEFAULT_FRAMES_OPTIONS, preset: preset ?? DEFAULT_FRAMES_OPTIONS.preset, profilerRange };
+  const batches = batchesFromEnvironment() ?? DEFAULT_FRAMES_OPTIONS.batches;
+  return { ...DEFAULT_FRAMES_OPTIONS, preset: preset ?? DEFAULT_FRAMES_OPTIONS.preset, profilerRange, batches };
+}
+
+/** DRAMA3_FRAMES_BATCHES=1,64: only those batch sizes (each 1 to 64), for a quicker comparison run. */
+function batchesFromEnvironment(): number[] | undefined {
+  const text = process.env.DRAMA3_FRAMES_BATCHES;
+  if (text === undefined || text.trim() === '') return undefined;
+  const batches = text.split(',').map((part) => Number(part.trim()));
+  if (batches.some((batch) => !Number.isInteger(batch) || batch < 1 || batch > DEFAULT_FRAMES_OPTIONS.lanes)) {
+    throw new Error(
+      `DRAMA3_FRAMES_BATCHES must list batch sizes from 1 to ${DEFAULT_FRAMES_OPTIONS.lanes}, got ${text}`,
+    );
+  }
+  return batches;
 }
 
 const availability = cudaAvailability();

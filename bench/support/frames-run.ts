@@ -77,6 +77,8 @@ export interface BatchResult {
   /** Distinct semantic codes drawn and streams ended: a model gone non-finite draws one value or ends at once. */
   readonly distinctMain: number;
   readonly ended: number;
+  /** FNV-1a of every frame drawn in the warm-up and timed steps: equal across runs whose draws are bit-identical. */
+  readonly drawDigest: string;
   /** The step's recorded graph replayed back to back without the host's part of a step (undefined: none held). */
   readonly replay?: GraphReplay;
 }
@@ -238,8 +240,10 @@ export async function measureFrames(
     const group = lanes.slice(0, batch);
     const drawn = new Set<number>();
     let ended = 0;
+    const digest = new FrameDigest();
     const step = () => {
       for (const outcome of model.step(group)) {
+        digest.add(outcome.end ? [-1] : outcome.frame);
         if (outcome.end) ended += 1;
         else drawn.add(outcome.frame[0]!);
       }
@@ -265,13 +269,14 @@ export async function measureFrames(
       position,
       distinctMain: drawn.size,
       ended,
+      drawDigest: digest.hex(),
       replay,
     });
     const replayed = replay
       ? `; its graph alone ${replay.stepMilliseconds.toFixed(2)} ms a replay (launch call ${replay.launchMicroseconds.toFixed(0)} µs)`
       : '';
     log(
-      `batch ${batch}: ${stepMilliseconds.toFixed(2)} ms per step, ${framesPerSecond.toFixed(1)} frames/s${replayed}`,
+      `batch ${batch}: ${stepMilliseconds.toFixed(2)} ms per step, ${framesPerSecond.toFixed(1)} frames/s${replayed}; draws ${digest.hex()}`,
     );
     if (options.profilerRange && (batch === options.batches[0] || batch === options.batches.at(-1))) {
       cuda.synchronize();
@@ -329,4 +334,23 @@ export async function measureFrames(
     specs,
     release: () => weights.release(),
   };
+}
+
+/** A 32-bit FNV-1a over the drawn frames' integers, to compare two runs' draws without keeping them. */
+class FrameDigest {
+  private hash = 0x811c9dc5;
+
+  add(values: ArrayLike<number>): void {
+    for (let index = 0; index < values.length; index++) {
+      let value = values[index]! | 0;
+      for (let byte = 0; byte < 4; byte++) {
+        this.hash = Math.imul(this.hash ^ (value & 0xff), 0x01000193) >>> 0;
+        value >>>= 8;
+      }
+    }
+  }
+
+  hex(): string {
+    return this.hash.toString(16).padStart(8, '0');
+  }
 }

@@ -11,6 +11,7 @@
 // additions in the same order. So the bits of a row do not depend on M, on which tile configuration the launcher
 // picks for M (gemm_rows16/64/96 differ only in how many rows and columns a block holds), or on whether K is split.
 //   gemm_rows16_bf16   16 × 64 block tile, 4 warps, 4 stages: decode (M ≤ 16), K split across blocks
+//   gemm_rows16k128_bf16  the same tile staging 128 K elements in 2 stages: decode where K and the chunks allow it
 //   gemm_rows64_bf16   64 × 64 block tile, 4 warps, 4 stages: small batches (M ≤ 64), K split across blocks
 //   gemm_rows96_bf16   96 × 128 block tile, 12 warps, 3 stages: prefill, K chunks summed in registers; grid.x
 //                      walks row tiles (x stays in L2, the weights stream about once)
@@ -43,6 +44,22 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   allow_dependent_launch();
   gemm_tiles<96, 128, 3, 4, 3, true, false>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32,
                                                gemm_grid_block<true>(chunk_tiles));
+}
+
+// rows16 staging 128 K elements a tile in 2 stages: each weight row is read 256 contiguous bytes a request instead of
+// 128, which the H200 serves faster at one row (bench/gpu-gemm-decode.ts). The same chunks and mma steps, so the
+// same bits; the launcher picks it where K and every chunk are whole 128-element tiles, else gemm_rows16_bf16.
+extern "C" __global__ void __launch_bounds__(128, 4)
+    gemm_rows16k128_bf16(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M, int N, int K,
+                         int chunk_tiles, int output_fp32) {
+  allow_dependent_launch();
+  gemm_tiles<16, 64, 1, 4, 2, false, false, 128>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32,
+                                                 gemm_grid_block<false>(chunk_tiles));
+}
+
+extern "C" __global__ void __launch_bounds__(128, 4) gemm_segments_rows16k128_bf16(GEMM_SEGMENT_PARAMETERS) {
+  allow_dependent_launch();
+  gemm_segments_tiles<16, 64, 1, 4, 2, false, false, 128>(x, GEMM_SEGMENT_TABLE);
 }
 
 // One thread per output element: the chunk partials in ascending order, exactly as the tile loop adds them.

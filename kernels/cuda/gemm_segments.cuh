@@ -88,7 +88,8 @@ __device__ __forceinline__ GemmSegment gemm_segment_at(const GemmSegmentTable& t
 
 // The tile kernel of a segmented launch; SUM_TILES_OF_FIRST (the contract's control only) closes every segment's
 // register sums at segment 0's chunk size instead of its own.
-template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, bool ROWS_FASTEST, bool SUM_TILES_OF_FIRST>
+template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, bool ROWS_FASTEST, bool SUM_TILES_OF_FIRST,
+          int BK = GEMM_BK>
 __device__ __forceinline__ void gemm_segments_tiles(const bf16* x, const GemmSegmentTable& table) {
   const int column_tile = ROWS_FASTEST ? blockIdx.y : blockIdx.x;
   const GemmSegment segment = gemm_segment_at<BN>(table, column_tile);
@@ -102,7 +103,7 @@ __device__ __forceinline__ void gemm_segments_tiles(const bf16* x, const GemmSeg
   block.chunk = blockIdx.z;
   block.splits = segment.splits;
   block.sum_tiles = SUM_TILES_OF_FIRST ? max(table.chunk_tiles[0], 1) : segment.chunk_tiles;
-  gemm_tiles<BM, BN, WARPS_M, WARPS_N, STAGES, ROWS_FASTEST, false>(segment.y, x, segment.w, segment.partials, nullptr,
+  gemm_tiles<BM, BN, WARPS_M, WARPS_N, STAGES, ROWS_FASTEST, false, BK>(segment.y, x, segment.w, segment.partials, nullptr,
                                                                     table.M, segment.N, table.K, segment.chunk_tiles,
                                                                     segment.output_fp32, block);
 }

@@ -93,7 +93,10 @@ __device__ __forceinline__ GemmBlock gemm_grid_block(int chunk_tiles) {
 // tiles and x stays in L2 while the weights stream about once (prefill). REVERSED_K (the contract's control only):
 // with more than one row, the four 16-wide steps of each K tile run in reverse order, which is accurate but changes
 // the bits with the row count.
-template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, bool ROWS_FASTEST, bool REVERSED_K>
+// BK: K elements staged per tile, GEMM_BK or a multiple of it (longer contiguous weight reads); chunk_tiles and
+// sum_tiles stay in GEMM_BK tiles, and the launcher uses BK > GEMM_BK only where they and K divide evenly, so every
+// chunk is summed by the same mma steps in the same order (the same bits).
+template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, bool ROWS_FASTEST, bool REVERSED_K, int BK = GEMM_BK>
 __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w, float* partials, int* counters,
                                            int M, int N, int K, int chunk_tiles, int output_fp32, GemmBlock block) {
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
@@ -101,8 +104,10 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
   constexpr int WARP_COLUMNS = BN / WARPS_N;
   constexpr int MT = WARP_ROWS / 16;
   constexpr int NT = WARP_COLUMNS / 8;
-  constexpr int LD = GEMM_ROW_ELEMENTS;
-  constexpr int CHUNKS_PER_ROW = GEMM_BK / 8;
+  constexpr int LD = BK + 8;
+  constexpr int CHUNKS_PER_ROW = BK / 8;
+  constexpr int UNITS = BK / GEMM_BK;
+  static_assert(BK % GEMM_BK == 0, "BK must be a multiple of GEMM_BK");
   static_assert(MT >= 1 && WARP_ROWS % 16 == 0, "warp rows must be a multiple of 16");
   static_assert(NT % 2 == 0, "warp columns must be a multiple of 16 (one ldmatrix.x4 loads two n8 tiles)");
   extern __shared__ uint4 gemm_shared[];
@@ -115,14 +120,15 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
   const int warp_n = warp % WARPS_N;
   const int row0 = block.row_tile * BM;
   const int column0 = block.column_tile * BN;
-  const int k_tiles = (K + GEMM_BK - 1) / GEMM_BK;
+  const int k_tiles = (K + BK - 1) / BK;
   const bool split = block.splits > 1;
-  const int tile_begin = split ? block.chunk * chunk_tiles : 0;
-  const int tile_end = split ? min(tile_begin + chunk_tiles, k_tiles) : k_tiles;
+  const int tile_begin = split ? block.chunk * (chunk_tiles / UNITS) : 0;
+  const int tile_end = split ? min(tile_begin + chunk_tiles / UNITS, k_tiles) : k_tiles;
+  const int sum_tiles = block.sum_tiles / UNITS;
   const int tiles = tile_end - tile_begin;
 
   auto load_w = [&](int stage, int tile) {
-    const int k0 = tile * GEMM_BK;
+    const int k0 = tile * BK;
     bf16* target = b_tiles + stage * BN * LD;
     for (int index = threadIdx.x; index < BN * CHUNKS_PER_ROW; index += THREADS) {
       const int r = index / CHUNKS_PER_ROW;
@@ -133,7 +139,7 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
     }
   };
   auto load_x = [&](int stage, int tile) {
-    const int k0 = tile * GEMM_BK;
+    const int k0 = tile * BK;
     bf16* target = a_tiles + stage * BM * LD;
     for (int index = threadIdx.x; index < BM * CHUNKS_PER_ROW; index += THREADS) {
       const int r = index / CHUNKS_PER_ROW;
@@ -181,8 +187,8 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
     const bf16* a_stage = a_tiles + (t % STAGES) * BM * LD;
     const bf16* b_stage = b_tiles + (t % STAGES) * BN * LD;
 #pragma unroll
-    for (int step = 0; step < GEMM_BK / 16; step++) {
-      const int ks = (reversed ? GEMM_BK / 16 - 1 - step : step) * 16;
+    for (int step = 0; step < BK / 16; step++) {
+      const int ks = (reversed ? BK / 16 - 1 - step : step) * 16;
       uint32_t a[MT][4];
 #pragma unroll
       for (int i = 0; i < MT; i++) {
@@ -207,7 +213,7 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
     }
     // End of a chunk: its sum joins the total in ascending chunk order, and the next chunk starts from zero.
     const int global_tile = tile_begin + t;
-    if ((global_tile + 1) % block.sum_tiles == 0 || t == tiles - 1) {
+    if ((global_tile + 1) % sum_tiles == 0 || t == tiles - 1) {
 #pragma unroll
       for (int i = 0; i < MT; i++)
 #pragma unroll

@@ -129,7 +129,8 @@ test('every row count launches the tile kernel its configuration needs, and a sp
     [65, 'gemm_rows96_bf16', 96, 128, 384, 3],
     [4096, 'gemm_rows96_bf16', 96, 128, 384, 3],
   ] as const) {
-    assert.equal(gemmTilesFor(rows), kernel.slice(5, 11));
+    // Decode rows pick rows16k128, and a chunking that is not whole 128-element tiles (4097 columns: 5) falls back.
+    assert.equal(gemmTilesFor(rows), rows <= 16 ? 'rows16k128' : kernel.slice(5, 11));
     const { cuda, launches } = standIn();
     const outFeatures = 4097;
     const inFeatures = 2048;
@@ -173,7 +174,7 @@ test('the last-block combine is one launch, with the counters after the partials
   const { cuda, launches } = standIn();
   gemm(cuda, { ...base, rows: 3 }, { combine: 'last-block' });
   assert.equal(launches.length, 1);
-  assert.equal(launches[0]!.name, 'gemm_rows16_bf16');
+  assert.equal(launches[0]!.name, 'gemm_rows16k128_bf16');
   const chunks = gemmChunks(2048, 4096);
   assert.equal(gemmWorkspaceBytes(3, 2048, 4096), chunks * 3 * 2048 * 4 + 1 * 32 * 4);
   assert.throws(() => gemm(cuda, base, { combine: 'atomic' as 'kernel' }), /combine must be/);
@@ -248,10 +249,12 @@ test('one segmented launch carries every segment with the K chunking and tiles i
     const args = { ...segmented, rows };
     gemmSegments(cuda, args);
     // The same launch alone, per segment: its kernel, block, shared memory and chunk count.
+    // The 4097-column segment's chunks are not whole 128-element tiles, so decode rows stage 64 (rows16) throughout.
     const alone = args.segments.map((segment) => {
       const separate = standIn();
       const y = segment.y;
-      gemm(separate.cuda, { ...args, y, w: segment.w, outFeatures: segment.outFeatures, output: segment.output });
+      const a = { ...args, y, w: segment.w, outFeatures: segment.outFeatures, output: segment.output };
+      gemm(separate.cuda, a, { tiles });
       return separate.launches[0]!;
     });
     const [main] = launches as [Recorded];
@@ -287,6 +290,31 @@ test('one segmented launch carries every segment with the K chunking and tiles i
     const widths = args.segments.map((segment) => segment.outFeatures);
     assert.equal(gemmSegmentsWorkspaceBytes(rows, 2048, widths), partials);
   }
+});
+
+test('decode rows stage 128 K elements where K and every chunk are whole tiles of it, else rows16', () => {
+  const staged = 2 * (16 + 64) * (128 + 8) * 2;
+  for (const [inFeatures, outFeatures, kernel, shared] of [
+    [4096, 2048, 'gemm_rows16k128_bf16', staged],
+    [2048, 12352, 'gemm_rows16k128_bf16', staged],
+    [2048, 4097, 'gemm_rows16_bf16', 4 * (16 + 64) * 72 * 2],
+    [1000, 999, 'gemm_rows16_bf16', 4 * (16 + 64) * 72 * 2],
+  ] as const) {
+    const { cuda, launches } = standIn();
+    gemm(cuda, { ...base, rows: 1, outFeatures, inFeatures });
+    assert.equal(launches[0]!.name, kernel, `${inFeatures}→${outFeatures}`);
+    assert.equal(launches[0]!.shape.sharedBytes, shared);
+    assert.equal(launches[0]!.shape.grid[2], gemmChunks(outFeatures, inFeatures), 'the same K chunks');
+  }
+  const { cuda, launches } = standIn();
+  const inputs = [8192, 4096, 32, 32].map((outFeatures, index) => ({
+    y: 0x10000n + BigInt(index) * 0x1000n,
+    w: 0x20000n + BigInt(index) * 0x1000n,
+    outFeatures,
+  }));
+  gemmSegments(cuda, { ...segmented, segments: inputs });
+  assert.equal(launches[0]!.name, 'gemm_segments_rows16k128_bf16');
+  assert.equal(launches[0]!.shape.sharedBytes, staged);
 });
 
 test('unused segment slots are empty, and a launch whose segments do not split K needs no combine', () => {

@@ -31,11 +31,20 @@ export function driverAllocationBackend(driver: CudaDriver): AllocationBackend {
   };
 }
 
+/** DRAMA3_SIDE_STREAM=off runs alongside()'s parts one after the other on one stream (to measure what it gives). */
+const sideStreams = process.env.DRAMA3_SIDE_STREAM !== 'off';
+
 export class CudaContext {
   readonly driver: CudaDriver;
   readonly device: number;
   readonly context: Handle;
-  readonly stream: Handle;
+  /** The stream every launch goes to: the context's own, or the side stream while a branch is enqueued. */
+  get stream(): Handle {
+    return this.current;
+  }
+  private readonly mainStream: Handle;
+  private current: Handle;
+  private side?: { readonly stream: Handle; readonly forked: Handle; readonly joined: Handle };
   readonly memory: MemoryPool;
   readonly kernels: KernelLibrary;
   readonly properties: DeviceProperties;
@@ -46,7 +55,8 @@ export class CudaContext {
     this.device = driver.device(options.ordinal ?? 0);
     this.context = driver.retainPrimaryContext(this.device);
     driver.setCurrentContext(this.context);
-    this.stream = driver.createStream();
+    this.mainStream = driver.createStream();
+    this.current = this.mainStream;
     const totalBytes = driver.deviceTotalBytes(this.device);
     this.properties = {
       name: driver.deviceName(this.device),
@@ -85,14 +95,61 @@ export class CudaContext {
     return into;
   }
 
+  /** Waits for the work queued on the context's stream and on the side stream. */
   synchronize(): void {
-    this.driver.synchronizeStream(this.stream);
+    this.driver.synchronizeStream(this.mainStream);
+    if (this.side !== undefined) this.driver.synchronizeStream(this.side.stream);
+  }
+
+  /**
+   * Two independent parts of the work side by side: `side` is enqueued on a second stream after everything queued so
+   * far, `main` on the context's stream, and what is enqueued afterwards waits for both. Captured in a graph this is
+   * a fork and a join, so the parts run together; each part's launches and their order are as if run alone, so the
+   * bits cannot change. `side` must not touch what `main` writes, nor the reverse.
+   */
+  alongside(side: () => void, main: () => void): void {
+    if (this.current !== this.mainStream) throw new Error('alongside() cannot nest: the side stream is in use');
+    if (!sideStreams) {
+      side();
+      main();
+      return;
+    }
+    const branch = this.side ?? this.createSide();
+    this.driver.recordEvent(branch.forked, this.mainStream);
+    this.driver.streamWaitEvent(branch.stream, branch.forked);
+    this.current = branch.stream;
+    try {
+      side();
+    } finally {
+      this.current = this.mainStream;
+      // Joined even when `side` threw, so that a capture in progress can end.
+      this.driver.recordEvent(branch.joined, branch.stream);
+    }
+    try {
+      main();
+    } finally {
+      this.driver.streamWaitEvent(this.mainStream, branch.joined);
+    }
+  }
+
+  private createSide() {
+    this.side = {
+      stream: this.driver.createStream(),
+      forked: this.driver.createEvent(false),
+      joined: this.driver.createEvent(false),
+    };
+    return this.side;
   }
 
   close(): void {
-    this.driver.synchronizeStream(this.stream);
+    this.synchronize();
     this.kernels.unloadAll();
-    this.driver.destroyStream(this.stream);
+    if (this.side !== undefined) {
+      this.driver.destroyEvent(this.side.forked);
+      this.driver.destroyEvent(this.side.joined);
+      this.driver.destroyStream(this.side.stream);
+    }
+    this.driver.destroyStream(this.mainStream);
     this.driver.releasePrimaryContext(this.device);
   }
 }

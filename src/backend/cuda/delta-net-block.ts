@@ -121,31 +121,36 @@ export function runDeltaNet(
     ],
     rows,
   );
-  deltaNetConv(cuda, {
-    out: convolved.pointer,
-    outRowStride: channels,
-    x: mixed.pointer,
-    xRowStride: channels,
-    weight: weights.conv.data.pointer,
-    convState: slab.conv.data.pointer,
-    sequences: tables.sequences.pointer,
-    sequenceCount,
-    // Every sequence has a row, so none is longer than this (the kernel walks a longer one whole anyway).
-    longestSequence: rows - sequenceCount + 1,
-    channels,
-  });
-  deltaNetGates(cuda, {
-    g: g.pointer,
-    beta: beta.pointer,
-    b: b.pointer,
-    a: a.pointer,
-    rowStride: valueHeads,
-    aLog: weights.aLog.data.pointer,
-    dtBias: weights.dtBias.data.pointer,
-    parameterDtype: weights.aLog.dtype === 'bf16' ? 'bf16' : 'f32',
-    rows,
-    valueHeads,
-  });
+  // The gates (from b and a) and the conv (from q|k|v) are independent: the gates run beside the conv.
+  cuda.alongside(
+    () =>
+      deltaNetGates(cuda, {
+        g: g.pointer,
+        beta: beta.pointer,
+        b: b.pointer,
+        a: a.pointer,
+        rowStride: valueHeads,
+        aLog: weights.aLog.data.pointer,
+        dtBias: weights.dtBias.data.pointer,
+        parameterDtype: weights.aLog.dtype === 'bf16' ? 'bf16' : 'f32',
+        rows,
+        valueHeads,
+      }),
+    () =>
+      deltaNetConv(cuda, {
+        out: convolved.pointer,
+        outRowStride: channels,
+        x: mixed.pointer,
+        xRowStride: channels,
+        weight: weights.conv.data.pointer,
+        convState: slab.conv.data.pointer,
+        sequences: tables.sequences.pointer,
+        sequenceCount,
+        // Every sequence has a row, so none is longer than this (the kernel walks a longer one whole anyway).
+        longestSequence: rows - sequenceCount + 1,
+        channels,
+      }),
+  );
   deltaNetRecurrence(cuda, {
     out: core.pointer,
     qkv: convolved.pointer,

@@ -104,6 +104,7 @@ function gemmConfigurations(rows: number, inFeatures: number, outFeatures: numbe
         outputs: [{ name: 'y', kind: output, count: rows * outFeatures }],
         runs: {
           rows16: schedule('rows16'),
+          rows16k128: schedule('rows16k128'),
           rows64: schedule('rows64'),
           rows96: schedule('rows96'),
           'rows16, plain launch': schedule('rows16', false),

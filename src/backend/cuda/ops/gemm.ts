@@ -16,7 +16,7 @@ const COMBINE_KERNEL: KernelName = { family: FAMILY, name: 'gemm_combine' };
 const K_TILE = 64;
 const SHARED_ROW_ELEMENTS = K_TILE + 8;
 
-export type GemmTiles = 'rows16' | 'rows64' | 'rows96';
+export type GemmTiles = 'rows16' | 'rows16k128' | 'rows64' | 'rows96';
 
 export interface TileConfiguration {
   readonly kernel: KernelName;
@@ -28,6 +28,8 @@ export interface TileConfiguration {
   readonly splitK: boolean;
   /** grid.x walks row tiles and grid.y column tiles (the kernel's ROWS_FASTEST); otherwise the reverse. */
   readonly rowsFastest: boolean;
+  /** K elements staged per tile (64 unless said); a larger tile needs K and every chunk to be whole tiles of it. */
+  readonly kTile?: number;
 }
 
 export const GEMM_CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>> = {
@@ -39,6 +41,17 @@ export const GEMM_CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>>
     stages: 4,
     splitK: true,
     rowsFastest: false,
+  },
+  // rows16 staging 128 K elements a tile, 2 stages: longer contiguous weight reads at one row (the same bits).
+  rows16k128: {
+    kernel: { family: FAMILY, name: 'gemm_rows16k128_bf16' },
+    blockRows: 16,
+    blockColumns: 64,
+    threads: 128,
+    stages: 2,
+    splitK: true,
+    rowsFastest: false,
+    kTile: 128,
   },
   rows64: {
     kernel: { family: FAMILY, name: 'gemm_rows64_bf16' },
@@ -88,7 +101,7 @@ export function gemmChunks(outFeatures: number, inFeatures: number): number {
 
 /** The configuration the launcher picks for `rows` (bench and tests may force another: the bits are the same). */
 export function gemmTilesFor(rows: number): GemmTiles {
-  if (rows <= 16) return 'rows16';
+  if (rows <= 16) return 'rows16k128';
   if (rows <= 64) return 'rows64';
   return 'rows96';
 }
@@ -173,10 +186,10 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
   requireAligned(a.y, 8, 'y');
   const tiles = options.tiles ?? gemmTilesFor(a.rows);
   if (!(tiles in GEMM_CONFIGURATIONS))
-    throw invalid('tiles', `tiles must be rows16, rows64 or rows96, got ${String(tiles)}`);
+    throw invalid('tiles', `tiles must be rows16, rows16k128, rows64 or rows96, got ${String(tiles)}`);
   // A replacement kernel keeps the split the picked configuration would make (so the workspace fits) on rows16's geometry.
-  const configuration = GEMM_CONFIGURATIONS[options.kernel ? 'rows16' : tiles];
   const chunkTiles = gemmChunkTiles(a.outFeatures, a.inFeatures);
+  const configuration = GEMM_CONFIGURATIONS[options.kernel ? 'rows16' : stagedTiles(tiles, a.inFeatures, [chunkTiles])];
   const chunks = gemmSplits(tiles, a.outFeatures, a.inFeatures);
   const workspace = a.workspace ?? 0n;
   if (chunks > 1) {
@@ -234,9 +247,21 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
   });
 }
 
+/**
+ * A configuration staging more than 64 K elements a tile only where K and every chunk are whole tiles of it (so each
+ * chunk is summed by the same steps); elsewhere its 64-element twin, rows16. The bits are the same either way.
+ */
+export function stagedTiles(tiles: GemmTiles, inFeatures: number, chunkTiles: readonly number[]): GemmTiles {
+  const units = (GEMM_CONFIGURATIONS[tiles].kTile ?? K_TILE) / K_TILE;
+  if (units === 1) return tiles;
+  const whole = inFeatures % (units * K_TILE) === 0 && chunkTiles.every((c) => c % units === 0);
+  return whole ? tiles : 'rows16';
+}
+
 /** Dynamic shared memory of a configuration: its stages of x and weight tiles. */
 export function gemmSharedBytes(configuration: TileConfiguration): number {
-  return configuration.stages * (configuration.blockRows + configuration.blockColumns) * SHARED_ROW_ELEMENTS * 2;
+  const row = (configuration.kTile ?? K_TILE) + SHARED_ROW_ELEMENTS - K_TILE;
+  return configuration.stages * (configuration.blockRows + configuration.blockColumns) * row * 2;
 }
 
 export function raiseSharedLimit(driver: CudaDriver, kernel: Handle, bytes: number): void {

@@ -18,6 +18,7 @@ import {
   invalid,
   raiseSharedLimit,
   requireAligned,
+  stagedTiles,
 } from './gemm.ts';
 import { type KernelName, launch, requireCount } from './launch.ts';
 
@@ -27,6 +28,7 @@ export const GEMM_MOST_SEGMENTS = 4;
 const FAMILY = 'gemm';
 const KERNELS: Readonly<Record<GemmTiles, KernelName>> = {
   rows16: { family: FAMILY, name: 'gemm_segments_rows16_bf16' },
+  rows16k128: { family: FAMILY, name: 'gemm_segments_rows16k128_bf16' },
   rows64: { family: FAMILY, name: 'gemm_segments_rows64_bf16' },
   rows96: { family: FAMILY, name: 'gemm_segments_rows96_bf16' },
 };
@@ -94,10 +96,15 @@ export function gemmSegments(cuda: CudaContext, a: GemmSegmentsArguments, option
   requireAligned(a.x, 16, 'x');
   const tiles = options.tiles ?? gemmTilesFor(a.rows);
   if (!(tiles in GEMM_CONFIGURATIONS)) {
-    throw invalid('tiles', `tiles must be rows16, rows64 or rows96, got ${String(tiles)}`);
+    throw invalid('tiles', `tiles must be rows16, rows16k128, rows64 or rows96, got ${String(tiles)}`);
   }
   // A replacement kernel keeps the split the picked configuration would make on rows16's geometry (as gemm() does).
-  const configuration = GEMM_CONFIGURATIONS[options.kernel ? 'rows16' : tiles];
+  const staged = stagedTiles(
+    tiles,
+    a.inFeatures,
+    a.segments.map((segment) => gemmChunkTiles(segment.outFeatures, a.inFeatures)),
+  );
+  const configuration = GEMM_CONFIGURATIONS[options.kernel ? 'rows16' : staged];
   const splitK = GEMM_CONFIGURATIONS[tiles].splitK;
   const outFeatures = a.segments.map((segment) => segment.outFeatures);
   const chunks = outFeatures.map((n) => gemmSplits(tiles, n, a.inFeatures));
@@ -113,7 +120,7 @@ export function gemmSegments(cuda: CudaContext, a: GemmSegmentsArguments, option
     }
     requireAligned(workspace, 16, 'workspace');
   }
-  const kernel = KERNELS[tiles];
+  const kernel = KERNELS[staged];
   const chosen = options.kernel ?? kernel;
   const sharedBytes = gemmSharedBytes(configuration);
   cuda.kernels.prepareOnce(cuda.kernels.kernel(chosen.family, chosen.name), (driver, handle) =>
