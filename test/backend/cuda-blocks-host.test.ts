@@ -221,9 +221,14 @@ test('Gated DeltaNet: four projections, conv over q|k|v, gates, recurrence, gate
   assert.equal(calls[4]!.out, out.pointer);
   assert.deepEqual(
     launched.map((launch) => launch.name),
-    ['delta_net_conv_silu_bf16', 'delta_net_gates_bf16_parameters', 'delta_net_recurrence_bf16', 'rms_norm_gated_bf16'],
+    ['delta_net_gates_bf16_parameters', 'delta_net_conv_silu_bf16', 'delta_net_recurrence_bf16', 'rms_norm_gated_bf16'],
   );
-  const [conv, gates, recurrence, norm] = launched as [Launched, Launched, Launched, Launched];
+  const [gates, conv, recurrence, norm] = launched as [Launched, Launched, Launched, Launched];
+  assert.deepEqual(
+    launched.map((launch) => launch.side === true),
+    [true, false, false, false],
+    'the gates run on the side stream beside the conv; the recurrence waits for both',
+  );
   const [mixed, z, b, a] = calls.map((call) => call.out);
   // conv: out, out stride, x, x stride, weight, state, sequences, channels.
   assert.deepEqual([word(conv, 1), word(conv, 2), word(conv, 3)], [BigInt(CHANNELS), mixed, BigInt(CHANNELS)]);
@@ -251,7 +256,7 @@ test('Gated DeltaNet with fp32 A_log and dt_bias runs the fp32-parameter gates',
   const { ctx, launched } = recordingContext();
   const weights = deltaNetWeights({}, 'f32');
   runDeltaNet(ctx, weights, buffer('bf16', HIDDEN), deltaNetSlab(), callTables(1, 1), buffer('bf16', HIDDEN), 1);
-  assert.equal(launched[1]!.name, 'delta_net_gates_f32');
+  assert.equal(launched[0]!.name, 'delta_net_gates_f32');
 });
 
 test('fused projections: one GEMM launch and at most one combine where each projection had its own two', () => {
@@ -288,19 +293,19 @@ test('fused projections: one GEMM launch and at most one combine where each proj
     };
     runSwiGlu(ctx, weights, buffer('bf16', rows * HIDDEN), buffer('bf16', rows * HIDDEN), rows);
   };
-  // Decode: every projection splits K, so each separate linear was a GEMM and a combine.
-  assert.deepEqual(count('separate', deltaNet(1)), Array(5).fill(['gemm_rows16_bf16', 'gemm_combine']).flat());
+  // Decode: every projection splits K (in 128-element tiles here), so each separate linear was a GEMM and a combine.
+  assert.deepEqual(count('separate', deltaNet(1)), Array(5).fill(['gemm_rows16k128_bf16', 'gemm_combine']).flat());
   assert.deepEqual(count('fused', deltaNet(1)), [
-    'gemm_segments_rows16_bf16',
+    'gemm_segments_rows16k128_bf16',
     'gemm_segments_combine',
-    'gemm_rows16_bf16',
+    'gemm_rows16k128_bf16',
     'gemm_combine',
   ]);
   assert.equal(count('separate', attention(1)).length, 8);
   assert.deepEqual(count('fused', attention(1)), [
-    'gemm_segments_rows16_bf16',
+    'gemm_segments_rows16k128_bf16',
     'gemm_segments_combine',
-    'gemm_rows16_bf16',
+    'gemm_rows16k128_bf16',
     'gemm_combine',
   ]);
   assert.equal(count('separate', swiGlu(1)).length, 6);
@@ -316,7 +321,7 @@ test('fused projections: the segmented launch carries each weight, output, width
   const weights = deltaNetWeights();
   runDeltaNet(ctx, weights, buffer('bf16', HIDDEN), deltaNetSlab(), callTables(1, 1), buffer('bf16', HIDDEN), 1);
   const [segmented, combine] = launched as [Launched, Launched];
-  assert.equal(segmented.name, 'gemm_segments_rows16_bf16');
+  assert.equal(segmented.name, 'gemm_segments_rows16k128_bf16');
   const widths = [CHANNELS, VALUE_HEADS * 128, VALUE_HEADS, VALUE_HEADS];
   const projections = [weights.inProjQkv, weights.inProjZ, weights.inProjB, weights.inProjA];
   projections.forEach((projection, index) => {

@@ -3,6 +3,7 @@
 import { type CudaDriver, DeviceAttribute, type Handle, loadDriver } from './driver.ts';
 import { type Allocation, type AllocationBackend, type MemoryKind, MemoryPool } from './memory.ts';
 import { KernelLibrary } from './modules.ts';
+import { ContextStreams } from './streams.ts';
 
 export interface DeviceProperties {
   readonly name: string;
@@ -31,20 +32,15 @@ export function driverAllocationBackend(driver: CudaDriver): AllocationBackend {
   };
 }
 
-/** DRAMA3_SIDE_STREAM=off runs alongside()'s parts one after the other on one stream (to measure what it gives). */
-const sideStreams = process.env.DRAMA3_SIDE_STREAM !== 'off';
-
 export class CudaContext {
   readonly driver: CudaDriver;
   readonly device: number;
   readonly context: Handle;
-  /** The stream every launch goes to: the context's own, or the side stream while a branch is enqueued. */
+  /** The stream every launch goes to: the context's own, or the side stream while an alongside() part is enqueued. */
   get stream(): Handle {
-    return this.current;
+    return this.streams.current;
   }
-  private readonly mainStream: Handle;
-  private current: Handle;
-  private side?: { readonly stream: Handle; readonly forked: Handle; readonly joined: Handle };
+  private readonly streams: ContextStreams;
   readonly memory: MemoryPool;
   readonly kernels: KernelLibrary;
   readonly properties: DeviceProperties;
@@ -55,8 +51,7 @@ export class CudaContext {
     this.device = driver.device(options.ordinal ?? 0);
     this.context = driver.retainPrimaryContext(this.device);
     driver.setCurrentContext(this.context);
-    this.mainStream = driver.createStream();
-    this.current = this.mainStream;
+    this.streams = new ContextStreams(driver);
     const totalBytes = driver.deviceTotalBytes(this.device);
     this.properties = {
       name: driver.deviceName(this.device),
@@ -97,59 +92,18 @@ export class CudaContext {
 
   /** Waits for the work queued on the context's stream and on the side stream. */
   synchronize(): void {
-    this.driver.synchronizeStream(this.mainStream);
-    if (this.side !== undefined) this.driver.synchronizeStream(this.side.stream);
+    this.streams.synchronize();
   }
 
-  /**
-   * Two independent parts of the work side by side: `side` is enqueued on a second stream after everything queued so
-   * far, `main` on the context's stream, and what is enqueued afterwards waits for both. Captured in a graph this is
-   * a fork and a join, so the parts run together; each part's launches and their order are as if run alone, so the
-   * bits cannot change. `side` must not touch what `main` writes, nor the reverse.
-   */
+  /** Two independent parts of the work side by side, on two streams (streams.ts says how and why it is exact). */
   alongside(side: () => void, main: () => void): void {
-    if (this.current !== this.mainStream) throw new Error('alongside() cannot nest: the side stream is in use');
-    if (!sideStreams) {
-      side();
-      main();
-      return;
-    }
-    const branch = this.side ?? this.createSide();
-    this.driver.recordEvent(branch.forked, this.mainStream);
-    this.driver.streamWaitEvent(branch.stream, branch.forked);
-    this.current = branch.stream;
-    try {
-      side();
-    } finally {
-      this.current = this.mainStream;
-      // Joined even when `side` threw, so that a capture in progress can end.
-      this.driver.recordEvent(branch.joined, branch.stream);
-    }
-    try {
-      main();
-    } finally {
-      this.driver.streamWaitEvent(this.mainStream, branch.joined);
-    }
-  }
-
-  private createSide() {
-    this.side = {
-      stream: this.driver.createStream(),
-      forked: this.driver.createEvent(false),
-      joined: this.driver.createEvent(false),
-    };
-    return this.side;
+    this.streams.alongside(side, main);
   }
 
   close(): void {
-    this.synchronize();
+    this.streams.synchronize();
     this.kernels.unloadAll();
-    if (this.side !== undefined) {
-      this.driver.destroyEvent(this.side.forked);
-      this.driver.destroyEvent(this.side.joined);
-      this.driver.destroyStream(this.side.stream);
-    }
-    this.driver.destroyStream(this.mainStream);
+    this.streams.destroy();
     this.driver.releasePrimaryContext(this.device);
   }
 }

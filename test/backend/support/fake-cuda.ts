@@ -7,6 +7,7 @@ import type { CudaDriver, DevicePointer, Handle, LaunchShape } from '../../../sr
 import type { KernelArguments } from '../../../src/backend/cuda/kernelArguments.ts';
 import { MemoryPool } from '../../../src/backend/cuda/memory.ts';
 import { type KernelName, observeLaunches } from '../../../src/backend/cuda/ops/launch.ts';
+import { ContextStreams } from '../../../src/backend/cuda/streams.ts';
 
 export interface RecordedLaunch {
   readonly name: string;
@@ -74,6 +75,15 @@ export class FakeDriver {
     this.flush();
     this.bytes(destination, bytes).set(this.bytes(source, bytes).slice());
   }
+
+  /** The context's one stream (the fake context never forks a side stream). */
+  createStream(): Handle {
+    return 2n;
+  }
+
+  destroyStream(): void {}
+
+  streamWaitEvent(): void {}
 
   createEvent(): Handle {
     this.events.push('create event');
@@ -203,7 +213,9 @@ export function fakeContext(driver: FakeDriver): CudaContext {
     },
     { deviceBytes: 1 << 30, pinnedHostBytes: 1 << 20 },
   );
-  Object.assign(cuda, { driver, device: 0, context: 1n, stream: 2n, memory, kernels });
+  // Its alongside() parts run one after the other on the one stream.
+  const streams = new ContextStreams(driver as unknown as CudaDriver, false);
+  Object.assign(cuda, { driver, device: 0, context: 1n, streams, memory, kernels });
   return cuda;
 }
 

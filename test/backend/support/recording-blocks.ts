@@ -8,6 +8,7 @@ import type { LaunchShape } from '../../../src/backend/cuda/driver.ts';
 import { fusedLinear } from '../../../src/backend/cuda/fused-linear.ts';
 import { gemm, gemmWorkspaceBytes } from '../../../src/backend/cuda/ops/gemm.ts';
 import { DeviceScratch } from '../../../src/backend/cuda/scratch.ts';
+import { ContextStreams } from '../../../src/backend/cuda/streams.ts';
 import type { CudaBuffer, CudaTensor } from '../../../src/backend/cuda/tensors.ts';
 import type { DType } from '../../../src/backend/types.ts';
 
@@ -15,6 +16,8 @@ export interface Launched {
   readonly name: string;
   readonly shape: LaunchShape;
   readonly parameters: BigUint64Array;
+  /** Present (true) only for a launch enqueued on the side stream of an alongside(). */
+  readonly side?: true;
 }
 
 export type Call = {
@@ -44,20 +47,45 @@ export function tensor(dtype: DType, shape: readonly number[]): CudaTensor {
   };
 }
 
-/** A device that records every launch (name, shape, parameter table) and hands out fake allocations. */
+/** Streams over a driver that only counts: stream 1n is the main one, the next the side stream. */
+function countingStreams(): ContextStreams {
+  let handles = 0n;
+  const next = () => {
+    handles += 1n;
+    return handles;
+  };
+  const nothing = () => {};
+  const driver = {
+    createStream: next,
+    createEvent: next,
+    destroyStream: nothing,
+    destroyEvent: nothing,
+    synchronizeStream: nothing,
+    recordEvent: nothing,
+    streamWaitEvent: nothing,
+  };
+  return new ContextStreams(driver, true);
+}
+
+/** A device that records every launch (name, shape, parameter table, side stream) and hands out fake allocations. */
 export function recordingDevice(): { cuda: CudaContext; launched: Launched[] } {
   const launched: Launched[] = [];
-  const record = (shape: LaunchShape, parameters: BigUint64Array, name: string) => {
-    launched.push({ name, shape, parameters: parameters.slice() });
+  const streams = countingStreams();
+  const record = (shape: LaunchShape, stream: unknown, parameters: BigUint64Array, name: string) => {
+    const side = stream !== streams.main ? { side: true as const } : {};
+    launched.push({ name, shape, parameters: parameters.slice(), ...side });
   };
   const cuda = {
-    stream: 0n,
+    get stream() {
+      return streams.current;
+    },
+    alongside: (side: () => void, main: () => void) => streams.alongside(side, main),
     kernels: { kernel: (family: string, name: string) => `${family}/${name}` },
     driver: {
-      launch: (_h: unknown, shape: LaunchShape, _s: unknown, parameters: BigUint64Array, name: string) =>
-        record(shape, parameters, name),
-      launchEx: (_h: unknown, shape: LaunchShape, _s: unknown, parameters: BigUint64Array, _a: unknown, name: string) =>
-        record(shape, parameters, name),
+      launch: (_h: unknown, shape: LaunchShape, s: unknown, parameters: BigUint64Array, name: string) =>
+        record(shape, s, parameters, name),
+      launchEx: (_h: unknown, shape: LaunchShape, s: unknown, parameters: BigUint64Array, _a: unknown, name: string) =>
+        record(shape, s, parameters, name),
       fillBytes: () => {},
       setMaxDynamicSharedBytes: () => {},
     },
@@ -114,12 +142,13 @@ export function launchingContext(mode: 'fused' | 'separate'): { ctx: BlockContex
   cuda.driver.launchEx = (
     _handle: unknown,
     shape: LaunchShape,
-    _stream: unknown,
+    stream: unknown,
     parameters: BigUint64Array,
     _attributes: unknown,
     name: string,
   ) => {
-    launched.push({ name, shape, parameters: parameters.slice() });
+    const side = stream !== 1n ? { side: true as const } : {};
+    launched.push({ name, shape, parameters: parameters.slice(), ...side });
   };
   const workspace = (bytes: number) => recording.scratch.bytes('linear.workspace', bytes);
   const ctx: BlockContext = {
