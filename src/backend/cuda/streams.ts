@@ -55,15 +55,15 @@ export class ContextStreams {
     this.driver.streamWaitEvent(branch.stream, branch.forked);
     this.active = branch.stream;
     try {
-      side();
-    } finally {
-      this.active = this.main;
-      // Joined even when `side` threw, so that a capture in progress can still end.
-      this.driver.recordEvent(branch.joined, branch.stream);
-    }
-    try {
+      try {
+        side();
+      } finally {
+        this.active = this.main;
+        this.driver.recordEvent(branch.joined, branch.stream);
+      }
       main();
     } finally {
+      // Joined even when a part throws, so that a capture in progress can still end.
       this.driver.streamWaitEvent(this.main, branch.joined);
     }
   }

@@ -1,0 +1,99 @@
+// The context's streams without a GPU (src/backend/cuda/streams.ts): alongside() forks the side stream after the
+// work queued so far and joins it before what follows, a part that throws still joins (a capture can end), it cannot
+// nest, and with the side stream off its parts run one after the other on the main stream.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Handle } from '../../src/backend/cuda/driver.ts';
+import { ContextStreams } from '../../src/backend/cuda/streams.ts';
+
+function recordingDriver() {
+  const calls: string[] = [];
+  let handles = 0n;
+  const name = (handle: Handle) => (handle === 1n ? 'main' : handle === 2n ? 'side' : `event ${handle}`);
+  const driver = {
+    createStream: () => ++handles,
+    createEvent: () => ++handles,
+    destroyStream: (stream: Handle) => calls.push(`destroy ${name(stream)}`),
+    destroyEvent: (event: Handle) => calls.push(`destroy ${name(event)}`),
+    synchronizeStream: (stream: Handle) => calls.push(`synchronize ${name(stream)}`),
+    recordEvent: (event: Handle, stream: Handle) => calls.push(`record ${name(event)} on ${name(stream)}`),
+    streamWaitEvent: (stream: Handle, event: Handle) => calls.push(`${name(stream)} waits for ${name(event)}`),
+  };
+  return { driver, calls, name };
+}
+
+test('alongside forks the side stream after the queued work and joins it before what follows', () => {
+  const { driver, calls, name } = recordingDriver();
+  const streams = new ContextStreams(driver, true);
+  const launch = (what: string) => calls.push(`${what} on ${name(streams.current)}`);
+  launch('before');
+  streams.alongside(
+    () => launch('side part'),
+    () => launch('main part'),
+  );
+  launch('after');
+  assert.deepEqual(calls, [
+    'before on main',
+    'record event 3 on main',
+    'side waits for event 3',
+    'side part on side',
+    'record event 4 on side',
+    'main part on main',
+    'main waits for event 4',
+    'after on main',
+  ]);
+  calls.length = 0;
+  streams.synchronize();
+  streams.destroy();
+  assert.deepEqual(calls, [
+    'synchronize main',
+    'synchronize side',
+    'synchronize main',
+    'synchronize side',
+    'destroy event 3',
+    'destroy event 4',
+    'destroy side',
+    'destroy main',
+  ]);
+});
+
+test('a part that throws still joins the side stream, and the main stream is current again', () => {
+  for (const failing of ['side', 'main'] as const) {
+    const { driver, calls } = recordingDriver();
+    const streams = new ContextStreams(driver, true);
+    const fail = () => {
+      throw new Error(`${failing} failed`);
+    };
+    assert.throws(
+      () => streams.alongside(failing === 'side' ? fail : () => {}, failing === 'main' ? fail : () => {}),
+      new RegExp(`${failing} failed`),
+    );
+    assert.equal(streams.current, streams.main);
+    assert.deepEqual(calls.slice(-2), ['record event 4 on side', 'main waits for event 4']);
+  }
+});
+
+test('alongside cannot nest, and with the side stream off its parts run in order on the main stream', () => {
+  const { driver, calls, name } = recordingDriver();
+  const streams = new ContextStreams(driver, true);
+  assert.throws(
+    () =>
+      streams.alongside(
+        () =>
+          streams.alongside(
+            () => {},
+            () => {},
+          ),
+        () => {},
+      ),
+    /cannot nest/,
+  );
+  const off = recordingDriver();
+  const sequential = new ContextStreams(off.driver, false);
+  sequential.alongside(
+    () => off.calls.push(`side part on ${off.name(sequential.current)}`),
+    () => off.calls.push(`main part on ${off.name(sequential.current)}`),
+  );
+  assert.deepEqual(off.calls, ['side part on main', 'main part on main']);
+  assert.ok(calls.length > 0);
+});
