@@ -74,7 +74,7 @@ test('a part that throws still joins the side stream, and the main stream is cur
 });
 
 test('alongside cannot nest, and with the side stream off its parts run in order on the main stream', () => {
-  const { driver, calls, name } = recordingDriver();
+  const { driver } = recordingDriver();
   const streams = new ContextStreams(driver, true);
   assert.throws(
     () =>
@@ -95,5 +95,4 @@ test('alongside cannot nest, and with the side stream off its parts run in order
     () => off.calls.push(`main part on ${off.name(sequential.current)}`),
   );
   assert.deepEqual(off.calls, ['side part on main', 'main part on main']);
-  assert.ok(calls.length > 0);
 });
