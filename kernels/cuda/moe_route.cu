@@ -27,7 +27,7 @@ extern "C" __global__ void __launch_bounds__(GROUP_THREADS)
     moe_group_pairs(int* pair_slots, int* expert_offsets, int* tiles, int* tile_count, const int* expert_ids,
                     int rows, int top_k, int experts, int tile_pairs, int max_tiles) {
   KERNEL_PROLOGUE();
-  group_pairs<FAULT_NONE>(pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts, tile_pairs,
+  group_pairs<FAULT_NONE, GROUP_WARPS>(pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts, tile_pairs,
                           max_tiles);
 }
 
