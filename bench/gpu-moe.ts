@@ -1,6 +1,6 @@
-// GPU bench of the MoE experts at the real geometry (H 2048, I 512, 256 FP8 experts, top-8): the grouping, the
-// grouped gate|up + SwiGLU, h's quantisation, the grouped down projection alone (from h already quantised), the
-// combine and the five together, at 1, 8, 64 and 4096 rows, and the bf16 experts' gate|up and down. Each is timed
+// GPU bench of the MoE experts at the real geometry (H 2048, I 512, 256 FP8 experts, top-8): the grouping (as a
+// launch of its own; the backend groups in the router's launch), the grouped gate|up + SwiGLU, the grouped down
+// projection (quantising h itself), the combine and the four together, at 1, 8, 64 and 4096 rows, and the bf16 experts' gate|up and down. Each is timed
 // inside a captured graph that walks several routings in turn (at one row, 32 routings over disjoint experts, so the
 // 768 MB of weights stream from memory rather than L2), median of 21 replays. Prints the time, the bytes each step
 // moves (the routed experts' weights and scales, activations read, outputs written) and their rate beside the
@@ -18,7 +18,6 @@ import {
   moeGateUpFp8,
   moeGroupingBytes,
   moeGroupPairs,
-  moeQuantizeH,
 } from '../src/backend/cuda/ops/moe.ts';
 import { float32ToE4m3Bits } from '../src/numeric/dtypes.ts';
 import { DeviceBuffers, MiB, normalSample } from './support/device-buffers.ts';
@@ -104,9 +103,7 @@ function measureRows(rows: number, routingsCount: number) {
   const pairs = rows * TOP_K;
   const quantized = randomE4m3Buffer(rows * HIDDEN, 'x quantized').pointer;
   const scales = upload(new Float32Array((rows * HIDDEN) / 128).fill(1 / 448), 'x scales').pointer;
-  const h = allocate(pairs * INTERMEDIATE * 2, 'h').pointer;
-  const hQuantized = randomE4m3Buffer(pairs * INTERMEDIATE, 'h quantized').pointer;
-  const hScales = upload(new Float32Array((pairs * INTERMEDIATE) / 128).fill(1 / 448), 'h scales').pointer;
+  const h = constantBuffer(pairs * INTERMEDIATE * 2, 'h');
   const expertOut = allocate(pairs * HIDDEN * 2, 'expert outputs').pointer;
   const out = allocate(rows * HIDDEN * 2, 'out').pointer;
   const sharedOut = allocate(rows * HIDDEN * 2, 'shared out').pointer;
@@ -118,8 +115,7 @@ function measureRows(rows: number, routingsCount: number) {
   const steps = {
     group: (r: Routing) => moeGroupPairs(cuda, { ...r.grouping, expertIds: r.ids, ...sizes }),
     gateUp: (r: Routing) => moeGateUpFp8(cuda, { ...r.grouping, ...sizes, h, quantized, scales, weights }),
-    quantizeH: () => moeQuantizeH(cuda, { ...sizes, hQuantized, hScales, h }),
-    down: (r: Routing) => moeDownFp8(cuda, { ...r.grouping, ...sizes, y: expertOut, hQuantized, hScales, weights }),
+    down: (r: Routing) => moeDownFp8(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights }),
     gateUpBf16: (r: Routing) => moeGateUpBf16(cuda, { ...r.grouping, ...sizes, h, x, weights: bf16Weights }),
     downBf16: (r: Routing) => moeDownBf16(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights: bf16Weights }),
     combine: (r: Routing) =>
@@ -134,24 +130,21 @@ function measureRows(rows: number, routingsCount: number) {
   const distinct = routings.reduce((sum, r) => sum + r.distinctExperts, 0) / routingsCount;
   const gateUpBytes = distinct * GATE_UP_BYTES;
   const downBytes = distinct * DOWN_BYTES;
-  // Activations: h bf16 [pairs, I], its e4m3 bytes and scales, the expert outputs bf16 [pairs, H].
+  // Activations: h bf16 [pairs, I], the expert outputs bf16 [pairs, H].
   const hBytes = pairs * INTERMEDIATE * 2;
-  const hQuantizedBytes = pairs * INTERMEDIATE + (pairs * INTERMEDIATE) / 32;
   const expertOutBytes = pairs * HIDDEN * 2;
   const block = (r: Routing) => {
     steps.group(r);
     steps.gateUp(r);
-    steps.quantizeH();
     steps.down(r);
     steps.combine(r);
   };
   const results = {
     group: { microseconds: timeSteps(steps.group), bytes: 0, weightBytes: 0 },
     gateUp: { microseconds: timeSteps(steps.gateUp), bytes: gateUpBytes + hBytes, weightBytes: gateUpBytes },
-    quantizeH: { microseconds: timeSteps(steps.quantizeH), bytes: hBytes + hQuantizedBytes, weightBytes: 0 },
     down: {
       microseconds: timeSteps(steps.down),
-      bytes: downBytes + distinct * DOWN_SCALE_BYTES + hQuantizedBytes + expertOutBytes,
+      bytes: downBytes + distinct * DOWN_SCALE_BYTES + hBytes + expertOutBytes,
       weightBytes: downBytes,
     },
     combine: { microseconds: timeSteps(steps.combine), bytes: 0, weightBytes: 0 },

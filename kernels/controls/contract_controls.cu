@@ -51,8 +51,11 @@ extern "C" __global__ void control_rms_norm_truncating(bf16* out, const bf16* x,
   }
 }
 
-extern "C" __global__ void control_router_ties_high(int* expert_ids, float* expert_weights, const bf16* logits,
-                                                    int rows, int experts, int top_k) {
+// router_top_k's arguments; the grouping's go unused (the router case launches it without a grouping).
+extern "C" __global__ void control_router_ties_high(int* expert_ids, float* expert_weights, int* pair_slots,
+                                                    int* expert_offsets, int* tiles, int* tile_count, int* arrivals,
+                                                    const bf16* logits, int rows, int experts, int top_k,
+                                                    int tile_pairs, int max_tiles) {
   KERNEL_PROLOGUE();
   // One thread per row, sequential: softmax, then a scan that keeps the later expert on equal probability.
   const long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x;

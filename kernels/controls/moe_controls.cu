@@ -2,6 +2,8 @@
 // signature and one planted bug that a gate must catch. Never launched by the backend.
 //   control_moe_down_skips_last_pair   down GEMM that never writes a tile's last pair (an off-by-one pair count;
 //                                      every pair of a one-pair expert)               (poisoned-output gate)
+//   control_moe_down_h_scale_447       down GEMM whose in-kernel quantiser of h scales by amax/447, not amax/448
+//                                      (one constant off in the shared quantiser)     (accuracy gate)
 //   control_moe_gate_up_scales_swapped gate|up GEMM that scales the gate rows by the up projection's block scales and
 //                                      the up rows by the gate's                      (accuracy gate)
 //   control_moe_combine_batched_order  combine that, when the call has more than one row, sums the ranks in rank
@@ -13,11 +15,19 @@
 #include "moe_fp8.cuh"
 
 extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
-    control_moe_down_skips_last_pair(bf16* y, const uint8_t* q_h, const float* s_h, const uint8_t* w,
-                                     const float* w_scales, const int* pair_slots, const int* tiles,
-                                     const int* tile_count, int hidden, int intermediate) {
+    control_moe_down_skips_last_pair(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
+                                     const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
+                                     int intermediate) {
   KERNEL_PROLOGUE();
-  down_fp8(y, q_h, s_h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS - 1);
+  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS - 1, E4M3_MAXIMUM);
+}
+
+extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
+    control_moe_down_h_scale_447(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
+                                 const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
+                                 int intermediate) {
+  KERNEL_PROLOGUE();
+  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS, 447.0f);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)

@@ -12,7 +12,7 @@ extern "C" __global__ void __launch_bounds__(GROUP_THREADS)
                                       const int* expert_ids, int rows, int top_k, int experts, int tile_pairs,
                                       int max_tiles) {
   KERNEL_PROLOGUE();
-  group_pairs<FAULT_LAST_PAIR_DROPPED>(pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k,
+  group_pairs<FAULT_LAST_PAIR_DROPPED, GROUP_WARPS>(pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k,
                                        experts, tile_pairs, max_tiles);
 }
 
@@ -21,6 +21,6 @@ extern "C" __global__ void __launch_bounds__(GROUP_THREADS)
                                       const int* expert_ids, int rows, int top_k, int experts, int tile_pairs,
                                       int max_tiles) {
   KERNEL_PROLOGUE();
-  group_pairs<FAULT_EXPERT_REVERSED>(pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts,
+  group_pairs<FAULT_EXPERT_REVERSED, GROUP_WARPS>(pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts,
                                      tile_pairs, max_tiles);
 }

@@ -1,4 +1,5 @@
-// Grouped FP8 (e4m3) block-scaled expert GEMMs of the sparse MoE block, walking moe_group_pairs' tile table.
+// Grouped FP8 (e4m3) block-scaled expert GEMMs of the sparse MoE block, walking the grouping's tile table
+// (moe_group.cuh; written by the router's launch).
 //   y[p, o] = Σ_{blocks b ascending} (S_b · s_x[p, b]) · s_w[o/128, b],  S_b = Σ_{i ∈ b} q_x[p, i] · w[o, i]
 // as src/backend/cpu/ops/fp8.ts linearFp8Block defines it. e4m3 values are widened exactly to f16 and S_b is summed
 // by mma.sync m16n8k16 (f16 inputs, fp32 accumulator) over the block's 8 k-steps, from zero for every block; the
@@ -10,9 +11,10 @@
 //        holds gate rows 8r..8r+7 then up rows 8r..8r+7
 //   w_scales: [experts, 2I/128, hidden/128] fp32: the gate's 128×128 block scales, then the up projection's
 //   h:   [rows · top_k, I] bf16, by slot
-// moe_down_fp8: y[slot, o] = bf16(...) over h quantised once per call by quantize_e4m3_rows (per row per 128
-//   columns, exactly as quantizeActivationsE4m3)
-//   q_h: [rows · top_k, I] e4m3 bytes, s_h: [rows · top_k, I/128] fp32, by slot
+// moe_down_fp8: y[slot, o] = bf16(...) over h quantised per row per 128 columns exactly as quantizeActivationsE4m3
+//   (and quantize_e4m3_rows: the one device definition in quantize_fp8.cuh), by each block into shared memory for its
+//   tile's rows, so no quantised copy of h is written or read back
+//   h: [rows · top_k, I] bf16, by slot
 //   w: [experts, hidden/16 row groups, I/128 blocks, 2048 bytes] fragment order (rows 16r..16r+15)
 //   w_scales: [experts, hidden/128, I/128] fp32; y: [rows · top_k, hidden] bf16 by slot (bf16: the cpu rounds every
 //   expert's output to bf16 before the combine, and half the bytes of fp32)
@@ -31,8 +33,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 }
 
 extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
-    moe_down_fp8(bf16* y, const uint8_t* q_h, const float* s_h, const uint8_t* w, const float* w_scales,
-                 const int* pair_slots, const int* tiles, const int* tile_count, int hidden, int intermediate) {
+    moe_down_fp8(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales, const int* pair_slots,
+                 const int* tiles, const int* tile_count, int hidden, int intermediate) {
   KERNEL_PROLOGUE();
-  down_fp8(y, q_h, s_h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS);
+  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS, E4M3_MAXIMUM);
 }

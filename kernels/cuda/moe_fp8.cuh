@@ -3,6 +3,7 @@
 #pragma once
 #include <cuda_fp8.h>
 #include "common.cuh"
+#include "quantize_fp8.cuh"
 
 #define TILE_PAIRS 8
 #define WARPS 4
@@ -170,14 +171,15 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
 }
 
 // The down projection: one block is DOWN_WARPS consecutive 16-row weight groups of one tile, one group per warp (at
-// I = 512, 8 KB of weights per warp and 64 KB per block). The tile's quantised rows of h (q_h, s_h: quantize_e4m3_rows
-// over [slots, I]) are staged in shared memory once per block; each warp sums its group's K blocks in ascending order
+// I = 512, 8 KB of weights per warp and 64 KB per block). The tile's rows of h are quantised into shared memory once
+// per block by quantize_fp8.cuh's quantize_block, per row per 128 columns (a warp per (pair, block)): the bytes and
+// scales quantize_e4m3_rows would have written for those rows. Each warp sums its group's K blocks in ascending order
 // in registers, each block's S_b from zero by the same k-steps as the gate|up GEMM, so the bits are those of a
-// partials-then-sum pass. `written_pairs` below TILE_PAIRS leaves a tile's last pairs unwritten: only the contract's
-// control asks for that.
-__device__ __forceinline__ void down_fp8(bf16* y, const uint8_t* q_h, const float* s_h, const uint8_t* w,
-                                         const float* w_scales, const int* pair_slots, const int* tiles,
-                                         const int* tile_count, int hidden, int intermediate, int written_pairs) {
+// partials-then-sum pass. `written_pairs` below TILE_PAIRS leaves a tile's last pairs unwritten and `h_maximum` other
+// than E4M3_MAXIMUM scales h wrongly: only the contract's controls ask for those.
+__device__ __forceinline__ void down_fp8(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
+                                         const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
+                                         int intermediate, int written_pairs, float h_maximum) {
   const int groups = hidden / 16;
   const int chunks = groups / DOWN_WARPS;
   const int tile_index = blockIdx.x / chunks;
@@ -189,7 +191,7 @@ __device__ __forceinline__ void down_fp8(bf16* y, const uint8_t* q_h, const floa
   const int blocks = intermediate / 128;
   const int group_index = (blockIdx.x - tile_index * chunks) * DOWN_WARPS + warp;
   const uint8_t* group = w + ((long long)tile.expert * groups + group_index) * blocks * BLOCK_BYTES;
-  // The first K blocks' weights are in flight while the tile's rows are staged.
+  // The first K blocks' weights are in flight while the tile's rows are quantised.
   uint4 weights[MAX_BLOCKS_PER_WARP][4];
   load_weights(weights, group, 0, min(blocks, MAX_BLOCKS_PER_WARP), lane);
   const int x_stride = intermediate + ROW_PAD;
@@ -200,19 +202,18 @@ __device__ __forceinline__ void down_fp8(bf16* y, const uint8_t* q_h, const floa
     slots[threadIdx.x] = threadIdx.x < tile.pairs ? pair_slots[tile.first + threadIdx.x] : -1;
   }
   __syncthreads();
-  const int row_chunks = intermediate / 16;
-  for (int index = threadIdx.x; index < TILE_PAIRS * row_chunks; index += DOWN_THREADS) {
-    const int pair = index / row_chunks;
-    const int chunk = index - pair * row_chunks;
+  // One warp per (pair, 128-column block); a tile's empty pairs are zero bytes with scale 0 (zero products).
+  for (int unit = warp; unit < TILE_PAIRS * blocks; unit += DOWN_WARPS) {
+    const int pair = unit / blocks;
+    const int block = unit - pair * blocks;
     const int slot = slots[pair];
-    uint4 value = make_uint4(0, 0, 0, 0);
-    if (slot >= 0) value = reinterpret_cast<const uint4*>(q_h + (long long)slot * intermediate)[chunk];
-    reinterpret_cast<uint4*>(x + pair * x_stride)[chunk] = value;
-  }
-  for (int index = threadIdx.x; index < TILE_PAIRS * blocks; index += DOWN_THREADS) {
-    const int pair = index / blocks;
-    const int slot = slots[pair];
-    x_scales[index] = slot >= 0 ? s_h[(long long)slot * blocks + index - pair * blocks] : 0.0f;
+    uint8_t* target = x + pair * x_stride;
+    if (slot >= 0) {
+      quantize_block(target, x_scales + unit, h + (long long)slot * intermediate, block, intermediate, h_maximum);
+    } else {
+      reinterpret_cast<uint32_t*>(target + block * QUANTIZE_BLOCK)[lane] = 0u;
+      if (lane == 0) x_scales[unit] = 0.0f;
+    }
   }
   __syncthreads();
   // Rows 16r..16r+15 share one 128-row scale block (r/8).

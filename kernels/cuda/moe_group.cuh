@@ -1,5 +1,8 @@
-// The body of moe_group_pairs (kernels/cuda/moe_route.cu says what it computes), shared with the contract's controls,
-// which plant one fault each through FAULT.
+// The grouping of the router's choices by expert (kernels/cuda/moe_route.cu says what it computes): the body of
+// moe_group_pairs and of the grouping that ends each router launch (router.cu, router_quantize.cu, through
+// group_after_last_arrival), shared with the contract's controls, which plant one fault each through FAULT.
+// It runs on one block of any whole number of warps up to MAX_WARPS: the tables are integers, and each slot's
+// position (its expert's offset plus the equal-expert slots before it) is the same whatever the block's width.
 #pragma once
 #include "common.cuh"
 
@@ -7,28 +10,30 @@
 #define GROUP_WARPS (GROUP_THREADS / 32)
 #define MAX_EXPERTS 256
 
-// FAULT_NONE is moe_group_pairs itself; the others are the contract's controls (kernels/controls/moe_route_controls.cu).
-enum GroupingFault { FAULT_NONE = 0, FAULT_LAST_PAIR_DROPPED = 1, FAULT_EXPERT_REVERSED = 2 };
+// FAULT_NONE is the grouping itself; the others are the contract's controls (kernels/controls/moe_route_controls.cu,
+// router_quantize_controls.cu).
+enum GroupingFault { FAULT_NONE = 0, FAULT_LAST_PAIR_DROPPED = 1, FAULT_EXPERT_REVERSED = 2, FAULT_COUNTER_KEPT = 3 };
 
-template <int FAULT>
+template <int FAULT, int MAX_WARPS>
 __device__ __forceinline__ void group_pairs(int* pair_slots, int* expert_offsets, int* tiles, int* tile_count,
                                             const int* expert_ids, int rows, int top_k, int experts, int tile_pairs,
                                             int max_tiles) {
   __shared__ int counts[MAX_EXPERTS];
   __shared__ int cursor[MAX_EXPERTS];
   __shared__ int first_tile[MAX_EXPERTS + 1];
-  __shared__ int warp_counts[GROUP_WARPS][MAX_EXPERTS];
+  __shared__ int warp_counts[MAX_WARPS][MAX_EXPERTS];
   const int thread = threadIdx.x;
+  const int threads = blockDim.x;
+  const int warps = threads >> 5;
   const int lane = thread & 31;
   const int warp = thread >> 5;
   const int pairs = rows * top_k;
-  for (int e = thread; e < MAX_EXPERTS; e += GROUP_THREADS) counts[e] = 0;
-  for (int index = thread; index < GROUP_WARPS * MAX_EXPERTS; index += GROUP_THREADS) {
-    (&warp_counts[0][0])[index] = 0;
-  }
+  for (int e = thread; e < MAX_EXPERTS; e += threads) counts[e] = 0;
+  for (int index = thread; index < warps * MAX_EXPERTS; index += threads) (&warp_counts[0][0])[index] = 0;
   __syncthreads();
-  for (int slot = thread; slot < pairs; slot += GROUP_THREADS) {
-    const int e = expert_ids[slot];
+  // The ids go through L2 (__ldcg): in the router's launch other blocks wrote them during this grid.
+  for (int slot = thread; slot < pairs; slot += threads) {
+    const int e = __ldcg(expert_ids + slot);
     if (e >= 0 && e < experts) atomicAdd(&counts[e], 1);
   }
   __syncthreads();
@@ -70,12 +75,12 @@ __device__ __forceinline__ void group_pairs(int* pair_slots, int* expert_offsets
   }
   __syncthreads();
   // Slots left out (an expert id out of range) leave the list's tail: mark it so every entry is written.
-  for (int index = cursor[MAX_EXPERTS - 1] + counts[MAX_EXPERTS - 1] + thread; index < pairs; index += GROUP_THREADS) {
+  for (int index = cursor[MAX_EXPERTS - 1] + counts[MAX_EXPERTS - 1] + thread; index < pairs; index += threads) {
     pair_slots[index] = -1;
   }
   // The tile table: each tile finds its expert by binary search over the tile prefix.
   const int total_tiles = first_tile[MAX_EXPERTS];
-  for (int tile = thread; tile < max_tiles; tile += GROUP_THREADS) {
+  for (int tile = thread; tile < max_tiles; tile += threads) {
     int4 entry = make_int4(-1, 0, 0, 0);
     if (tile < total_tiles) {
       int low = 0;
@@ -93,11 +98,11 @@ __device__ __forceinline__ void group_pairs(int* pair_slots, int* expert_offsets
     reinterpret_cast<int4*>(tiles)[tile] = entry;
   }
   __syncthreads();
-  // Positions, 1024 slots at a time in slot order.
+  // Positions, one slot a thread at a time in slot order.
   const unsigned lanes_below = (1u << lane) - 1u;
-  for (int base = 0; base < pairs; base += GROUP_THREADS) {
+  for (int base = 0; base < pairs; base += threads) {
     const int slot = base + thread;
-    const int e = slot < pairs ? expert_ids[slot] : -1;
+    const int e = slot < pairs ? __ldcg(expert_ids + slot) : -1;
     const bool valid = e >= 0 && e < experts;
     const unsigned peers = __match_any_sync(0xffffffffu, valid ? e : -1);
     const int rank_in_warp = __popc(peers & lanes_below);
@@ -110,9 +115,9 @@ __device__ __forceinline__ void group_pairs(int* pair_slots, int* expert_offsets
       pair_slots[position] = slot;
     }
     __syncthreads();
-    for (int expert = thread; expert < MAX_EXPERTS; expert += GROUP_THREADS) {
+    for (int expert = thread; expert < MAX_EXPERTS; expert += threads) {
       int added = 0;
-      for (int w = 0; w < GROUP_WARPS; w++) {
+      for (int w = 0; w < warps; w++) {
         added += warp_counts[w][expert];
         warp_counts[w][expert] = 0;
       }
@@ -120,4 +125,26 @@ __device__ __forceinline__ void group_pairs(int* pair_slots, int* expert_offsets
     }
     __syncthreads();
   }
+}
+
+// Ends a router launch: every block calls it once, after its rows' ids are written (grouping nothing when `arrivals`
+// is null). The last block to arrive groups all the grid's ids. `arrivals` is one int32, zero before the first launch;
+// the last arrival resets it, so every launch and graph replay finds it at zero.
+template <int FAULT, int MAX_WARPS>
+__device__ __forceinline__ void group_after_last_arrival(int* arrivals, int* pair_slots, int* expert_offsets,
+                                                         int* tiles, int* tile_count, const int* expert_ids, int rows,
+                                                         int top_k, int experts, int tile_pairs, int max_tiles) {
+  if (arrivals == nullptr) return;
+  __shared__ int last_arrival;
+  __threadfence();  // this block's ids are visible device-wide before it counts itself in
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last_arrival = atomicAdd(arrivals, 1) == (int)gridDim.x - 1;
+    if (last_arrival && FAULT != FAULT_COUNTER_KEPT) *arrivals = 0;
+  }
+  __syncthreads();
+  if (!last_arrival) return;
+  __threadfence();  // the others fenced their ids before arriving: read them only after seeing every arrival
+  group_pairs<FAULT, MAX_WARPS>(pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts,
+                                tile_pairs, max_tiles);
 }

@@ -1,7 +1,9 @@
 // MoE routing on the device: group each row's top-k choices by expert, and combine the experts' outputs per row.
 // A "slot" is one (row, rank) choice: slot = row · top_k + rank; expert_ids and expert_weights are [rows, top_k].
 //
-// moe_group_pairs (one block of 1024 threads; experts <= 256):
+// moe_group_pairs (one block of 1024 threads; experts <= 256). The backend runs the same body (moe_group.cuh) on the
+// last block of the router's launch (router.cu, router_quantize.cu), which writes these same tables; this launch groups
+// ids no router wrote (the kernel contract's expert cases, the bench):
 //   pair_slots:     [rows · top_k] int32, the slots grouped by expert (ascending expert), ascending slot within an
 //                   expert (= ascending row, then rank): a deterministic order, whatever the call's other rows
 //   expert_offsets: [experts + 1] int32, expert e's slots are pair_slots[offsets[e] .. offsets[e+1])
@@ -27,7 +29,7 @@ extern "C" __global__ void __launch_bounds__(GROUP_THREADS)
     moe_group_pairs(int* pair_slots, int* expert_offsets, int* tiles, int* tile_count, const int* expert_ids,
                     int rows, int top_k, int experts, int tile_pairs, int max_tiles) {
   KERNEL_PROLOGUE();
-  group_pairs<FAULT_NONE>(pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts, tile_pairs,
+  group_pairs<FAULT_NONE, GROUP_WARPS>(pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts, tile_pairs,
                           max_tiles);
 }
 

@@ -1,6 +1,6 @@
 // The dynamic e4m3 quantisation of one (row, 128-column block) of activations (kernels/cuda/quantize_fp8.cu says what
-// it computes): the one definition of its arithmetic, used by quantize_e4m3_rows and by router_top_k_quantize
-// (router_quantize.cu), so the two write the same bytes and scales.
+// it computes): the one definition of its arithmetic, used by quantize_e4m3_rows, by router_top_k_quantize
+// (router_quantize.cu) and by moe_down_fp8 (moe_fp8.cuh, into shared memory), so all write the same bytes and scales.
 #pragma once
 #include "common.cuh"
 
@@ -27,12 +27,12 @@ __device__ __forceinline__ unsigned e4m3_bits(float value) {
   return sign | static_cast<unsigned>(rintf(fabsf(value) * 512.0f));
 }
 
-// One warp: x[row, 128·block ...] to q and the block's scale to scales[row, block], four columns per lane. `maximum`
-// is E4M3_MAXIMUM except in the contract's control (kernels/controls/quantize_controls.cu).
-__device__ __forceinline__ void quantize_row_block(uint8_t* q, float* scales, const bf16* x, long long row, int block,
-                                                   int cols, int blocks, float maximum) {
+// One warp: the 128 columns of `block` of one row, `source` to `target` (both that row's first column) and the
+// block's scale to *scale, four columns per lane. `maximum` is E4M3_MAXIMUM except in the contract's controls
+// (kernels/controls/quantize_controls.cu, moe_controls.cu).
+__device__ __forceinline__ void quantize_block(uint8_t* target, float* scale_out, const bf16* source, int block,
+                                               int cols, float maximum) {
   const int lane = threadIdx.x & 31;
-  const bf16* source = x + row * cols;
   float values[QUANTIZE_BLOCK / 32];
   float amax = 0.0f;
 #pragma unroll
@@ -52,11 +52,17 @@ __device__ __forceinline__ void quantize_row_block(uint8_t* q, float* scales, co
   } else {
     scale = __fdiv_rn(amax, maximum);
   }
-  uint8_t* target = q + row * cols;
 #pragma unroll
   for (int i = 0; i < QUANTIZE_BLOCK / 32; i++) {
     const int column = block * QUANTIZE_BLOCK + i * 32 + lane;
     if (column < cols) target[column] = static_cast<uint8_t>(e4m3_bits(__fdiv_rn(values[i], scale)));
   }
-  if (lane == 0) scales[row * blocks + block] = scale;
+  if (lane == 0) *scale_out = scale;
+}
+
+// One warp: x[row, 128·block ...] to q and the block's scale to scales[row, block] (row-major [rows, cols] and
+// [rows, blocks]).
+__device__ __forceinline__ void quantize_row_block(uint8_t* q, float* scales, const bf16* x, long long row, int block,
+                                                   int cols, int blocks, float maximum) {
+  quantize_block(q + row * cols, scales + row * blocks + block, x + row * cols, block, cols, maximum);
 }

@@ -4,6 +4,7 @@
 // synchronising nothing).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import koffi from 'koffi';
 import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
 import type { CudaContext } from '../../src/backend/cuda/context.ts';
 import { runMoe } from '../../src/backend/cuda/moe-block.ts';
@@ -154,6 +155,8 @@ interface Recorded {
   frees: number;
   synchronizations: number;
   packs: number;
+  /** Each launch's argument address table, by kernel name. */
+  readonly parameters: Map<string, BigUint64Array[]>;
   /** Pointers of the weights given back after packing, in order. */
   readonly released: bigint[];
 }
@@ -168,20 +171,22 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
     frees: 0,
     synchronizations: 0,
     packs: 0,
+    parameters: new Map(),
     released: [],
   };
   let made = 0;
   const driver = {
-    launch(_kernel: unknown, shape: { grid: readonly number[] }, _stream: unknown, _p: unknown, name: string) {
+    launch(_kernel: unknown, shape: { grid: readonly number[] }, _stream: unknown, p: BigUint64Array, name: string) {
       if (name === 'moe_pack_rows') log.packs++;
       else log.calls.push(name);
       log.grids.set(name, [...(log.grids.get(name) ?? []), shape.grid]);
+      log.parameters.set(name, [...(log.parameters.get(name) ?? []), p.slice()]);
     },
     launchEx(
       kernel: unknown,
       shape: { grid: readonly number[] },
       stream: unknown,
-      p: unknown,
+      p: BigUint64Array,
       _a: unknown,
       name: string,
     ) {
@@ -236,7 +241,7 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
 /** One launch projects x for the shared expert's gate and up, the router and the shared expert's gate logit. */
 const SHARED_CALLS = ['linears [512,2048] + [512,2048] + [256,2048] + [1,2048]', 'swiglu_bf16', 'linear [2048,512]'];
 
-test('an FP8 MoE call queues shared expert, router with quantiser, grouping, GEMMs and combine; packs once', () => {
+test('an FP8 MoE call queues shared expert, router with quantiser and grouping, GEMMs and combine; packs once', () => {
   const { ctx, log } = recordingContext();
   const weights = moeWeights();
   const rows = 7;
@@ -263,9 +268,7 @@ test('an FP8 MoE call queues shared expert, router with quantiser, grouping, GEM
   assert.deepEqual(log.calls, [
     ...SHARED_CALLS,
     'router_top_k_quantize',
-    'moe_group_pairs',
     'moe_gate_up_fp8',
-    'quantize_e4m3_rows',
     'moe_down_fp8',
     'moe_combine',
   ]);
@@ -273,14 +276,19 @@ test('an FP8 MoE call queues shared expert, router with quantiser, grouping, GEM
   // One block per tile and 8 of the 128 sixteen-row weight groups, in one dimension.
   assert.deepEqual(log.grids.get('moe_down_fp8'), [[moeMaxTiles(rows * 8, 256) * 16, 1, 1]]);
   assert.deepEqual(log.grids.get('moe_combine'), [[rows, 1, 1]]);
-  // x [rows, 2048] for gate|up quantised by the router's launch, one block a row; h [rows · 8, 512] for down alone.
+  // x [rows, 2048] for gate|up quantised and the choices grouped by the router's launch, one block a row; h quantised
+  // inside the down GEMM.
   assert.deepEqual(log.grids.get('router_top_k_quantize'), [[rows, 1, 1]]);
-  assert.deepEqual(log.grids.get('quantize_e4m3_rows'), [[1, rows * 8, 1]]);
   // The step after plan: the same call again makes nothing, packs nothing and never waits on the device.
   const before = { allocations: log.allocations, synchronizations: log.synchronizations, packs: log.packs };
   runMoe(ctx, weights, buffer('bf16', rows * 2048), buffer('bf16', rows * 2048), rows);
   assert.deepEqual({ allocations: log.allocations, synchronizations: log.synchronizations, packs: log.packs }, before);
   assert.equal(log.released.length, perExpert.length, 'a later call gives nothing back again');
+  // Both router launches group, counting arrivals in the one scratch counter (zeroed when allocated, left at zero).
+  const arrivals = log.parameters.get('router_top_k_quantize')!.map((p) => koffi.decode(p[8]!, 'uint64_t'));
+  assert.equal(arrivals.length, 2);
+  assert.notEqual(arrivals[0], 0);
+  assert.equal(arrivals[1], arrivals[0]);
 });
 
 test('a bf16 MoE call runs the bf16 grouped GEMMs on x itself, without the quantiser', () => {
@@ -288,14 +296,10 @@ test('a bf16 MoE call runs the bf16 grouped GEMMs on x itself, without the quant
   runMoe(ctx, moeWeights({ dtype: 'bf16', experts: 8, topK: 2 }), buffer('bf16', 2048), buffer('bf16', 2048), 1);
   assert.equal(log.copies.length, 0);
   assert.equal(log.packs, 16);
-  assert.deepEqual(log.calls.slice(-5), [
-    'router_top_k',
-    'moe_group_pairs',
-    'moe_gate_up_bf16',
-    'moe_down_bf16',
-    'moe_combine',
-  ]);
+  assert.deepEqual(log.calls.slice(-4), ['router_top_k', 'moe_gate_up_bf16', 'moe_down_bf16', 'moe_combine']);
   assert.ok(!log.calls.includes('quantize_e4m3_rows'));
+  // The router's launch groups: its counter (argument 6) is the scratch one, not null.
+  assert.notEqual(koffi.decode(log.parameters.get('router_top_k')![0]![6]!, 'uint64_t'), 0);
 });
 
 test('a refused packing allocation gives back what it took; bad buffers are refused by name', () => {

@@ -1,10 +1,12 @@
 // The sparse MoE block on the device, the computation of src/backend/cpu/moe-block.ts with its bf16 rounding points:
 //   logits = router(x) [T, E] bf16 (the cpu rounds the router projection too); softmax, top-k, renormalise in fp32
 //   (router.cu; with FP8 experts router_quantize.cu, which quantises x in the same launch) → ids [T, k] i32, weights
-//   [T, k] f32; the routed experts grouped by expert on the device and run by the grouped GEMMs (FP8: x, and h before
-//   the down GEMM, quantised per row per 128 columns; bf16: x as is), each expert output bf16; the shared expert (a
-//   SwiGLU MLP) and its gate logit bf16; the combine sums each row's experts in ascending expert id with bf16 weights,
-//   adds sigmoid(gate) · shared, in fp64, and rounds fp64 → fp32 → bf16 (moe_route.cu).
+//   [T, k] f32, grouped by expert by the router launch's last block (moe_group.cuh); the grouped GEMMs run the routed
+//   experts (FP8: x, and h inside the down GEMM, quantised per row per 128 columns; bf16: x as is), each expert output
+//   bf16; the shared expert (a SwiGLU MLP) and its gate logit bf16; the combine sums each row's experts in ascending
+//   expert id with bf16 weights, adds sigmoid(gate) · shared, in fp64, and rounds fp64 → fp32 → bf16 (moe_route.cu).
+//   With FP8 experts: shared expert, router + quantiser + grouping, gate|up, down, combine; each fused launch writes the
+//   bits of the separate ones it replaced (the same device functions, integer tables, the same quantiser).
 // Where the device differs from the cpu below a bf16 rounding: the softmax's exp and sums are fp32 (the cpu's are
 // fp64, each probability then rounded to fp32), the renormalised weights are fp32 quotients, and the expert GEMMs
 // accumulate in fp32 (the cpu in fp64); SwiGLU products are fp32 before their one bf16 rounding.
@@ -15,13 +17,13 @@ import type { MoeWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
 import { type PackedExperts, packExperts } from './moe-experts.ts';
 import { type MoeGeometry, moeGeometry } from './moe-geometry.ts';
-import { type MoeGrouping, moeExpertsBf16, moeExpertsFp8, moeGroupingBytes, moeQuantizedHBytes } from './ops/moe.ts';
-import { routerTopK } from './ops/router.ts';
+import { moeExpertsBf16, moeExpertsFp8, moeGroupingBytes } from './ops/moe.ts';
+import { type RouterGrouping, routerTopK } from './ops/router.ts';
 import { routerTopKQuantize } from './ops/routerQuantize.ts';
 import { runSwiGlu } from './swiglu-block.ts';
 import { type CudaBuffer, requireDtype } from './tensors.ts';
 
-/** One y grid of the quantiser (it walks rows past it, but no FP8 call that large is tested). */
+/** The most rows an FP8 call takes: one grid's y extent, the most any test covers. */
 const FP8_MAX_ROWS = 65535;
 /** The combine and the bf16 experts move 8 bf16 values (16 bytes) at a time. */
 const VECTOR_BYTES = 16n;
@@ -51,14 +53,18 @@ function requireActivation(buffer: CudaBuffer, elements: number, name: string): 
   if (buffer.pointer % VECTOR_BYTES !== 0n) refuse('MOE_BUFFER_MISALIGNED', `${name} must be 16-byte aligned`);
 }
 
-/** The grouping's four buffers under 'moe.' names, sized for this call. */
-function groupingScratch(ctx: BlockContext, rows: number, g: MoeGeometry): MoeGrouping {
+/**
+ * The grouping's four buffers under 'moe.' names, sized for this call, and the router launch's arrival counter (zeroed
+ * when allocated, left at zero by every launch: safe in a graph replayed any number of times).
+ */
+function groupingScratch(ctx: BlockContext, rows: number, g: MoeGeometry): RouterGrouping {
   const bytes = moeGroupingBytes(rows, g.topK, g.experts);
   return {
     pairSlots: ctx.scratch.bytes('moe.pairSlots', bytes.pairSlots),
     expertOffsets: ctx.scratch.bytes('moe.expertOffsets', bytes.expertOffsets),
     tiles: ctx.scratch.bytes('moe.tiles', bytes.tiles),
     tileCount: ctx.scratch.bytes('moe.tileCount', bytes.tileCount),
+    arrivals: ctx.scratch.bytes('moe.arrivals', bytes.arrivals),
   };
 }
 
@@ -89,11 +95,17 @@ export function runMoe(
   ]);
   const expertIds = scratch.buffer('moe.expertIds', 'i32', pairs);
   const expertWeights = scratch.buffer('moe.expertWeights', 'f32', pairs);
+  const grouping = groupingScratch(ctx, rows, g);
   const routing = { experts: g.experts, topK: g.topK, rows };
-  const routed = { expertIds: expertIds.pointer, expertWeights: expertWeights.pointer, logits: logits.pointer };
+  const routed = {
+    expertIds: expertIds.pointer,
+    expertWeights: expertWeights.pointer,
+    logits: logits.pointer,
+    grouping,
+  };
 
   const common = {
-    ...groupingScratch(ctx, rows, g),
+    ...grouping,
     ...routing,
     out: out.pointer,
     h: scratch.buffer('moe.h', 'bf16', pairs * g.intermediate).pointer,
@@ -108,12 +120,10 @@ export function runMoe(
   if (packed.format === 'fp8') {
     const quantized = scratch.bytes('moe.quantized', rows * g.hidden);
     const scales = scratch.buffer('moe.scales', 'f32', rows * (g.hidden / 128)).pointer;
-    const hBytes = moeQuantizedHBytes(rows, g.topK, g.intermediate);
-    const hQuantized = scratch.bytes('moe.hQuantized', hBytes.hQuantized);
-    const hScales = scratch.bytes('moe.hScales', hBytes.hScales);
-    // x is quantised for the gate|up GEMM by the router's launch: one launch fewer, the same bits.
+    // x is quantised for the gate|up GEMM and the choices grouped by the router's launch: two launches fewer, the
+    // same bits.
     routerTopKQuantize(cuda, { ...routed, ...routing, q: quantized, scales, x: x.pointer, cols: g.hidden });
-    moeExpertsFp8(cuda, { ...common, quantized, scales, hQuantized, hScales, weights: packed.weights });
+    moeExpertsFp8(cuda, { ...common, quantized, scales, weights: packed.weights });
   } else {
     routerTopK(cuda, { ...routed, ...routing });
     moeExpertsBf16(cuda, { ...common, x: x.pointer, weights: packed.weights });

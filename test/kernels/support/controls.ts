@@ -155,6 +155,18 @@ export const controls: readonly Control[] = [
     kernelCase: routerQuantizeCase,
     kernel: { family: 'router_quantize_controls', name: 'control_router_quantize_skips_last_block' },
   },
+  {
+    description:
+      "kept counter: the fused router's last block groups but never resets the arrival counter, so the next launch " +
+      'groups nothing',
+    kernelCase: routerQuantizeCase,
+    kernel: { family: 'router_quantize_controls', name: 'control_router_group_counter_kept' },
+  },
+  {
+    description: "wrong scale: the grouped down GEMM's in-kernel quantiser of h scales by amax/447 instead of amax/448",
+    kernelCase: moeDownFp8Case,
+    kernel: { family: 'moe_controls', name: 'control_moe_down_h_scale_447' },
+  },
   ...codecControls(),
   {
     description: "swapped scales: the grouped gate|up GEMM scales gate rows by the up projection's block scales",

@@ -1,6 +1,7 @@
 // Contract cases for SwiGLU, the MoE router, our GEMV and the cuBLASLt GEMM, with one row, odd sizes and the real
 // model's shapes (expert width 512, 256 experts top-8, projections 2048→8192, 4096→2048, 2048→4097); the router also
-// at the most its warp holds (512 experts, top-32).
+// at the most its warp holds (512 experts, top-32), and grouping its choices by expert in the same launch (as the
+// bf16 experts run it), its tables exactly equal to the reference grouping (routerGrouping.ts).
 
 import { swiglu as swigluReference } from '../../../src/backend/cpu/ops/activations.ts';
 import { linearBf16 } from '../../../src/backend/cpu/ops/linear.ts';
@@ -13,6 +14,12 @@ import { routerTopK } from '../../../src/backend/cuda/ops/router.ts';
 import { swiglu } from '../../../src/backend/cuda/ops/swiglu.ts';
 import { BF16_ONE_ROUNDING_BOUND, type KernelCase, type Prepared, type ShapeCase } from './contract.ts';
 import { plant, type Random, randomBf16, streamOf } from './random.ts';
+import {
+  routerGroupingInputs,
+  routerGroupingOutputs,
+  routerGroupingPointers,
+  routerGroupingReference,
+} from './routerGrouping.ts';
 
 function swigluShape(label: string, rows: number, cols: number): ShapeCase {
   return {
@@ -63,23 +70,35 @@ export const swigluCase: KernelCase = {
   ],
 };
 
-function routerShape(label: string, rows: number, experts: number, topK: number): ShapeCase {
+/** Whether the launch groups, and whether its tables are outputs the case checks or scratch it does not compare. */
+type Grouping = 'none' | 'checked' | 'scratch';
+
+function routerShape(label: string, rows: number, experts: number, topK: number, grouping: Grouping): ShapeCase {
   return {
-    label: `${label} [${rows}, ${experts}] top-${topK}`,
-    prepare: (random, nonFinite) => routerPrepared(rows, experts, topK, random, nonFinite),
+    label: `${label} [${rows}, ${experts}] top-${topK}${grouping === 'none' ? '' : ', grouped'}`,
+    prepare: (random, nonFinite) => routerPrepared(rows, experts, topK, random, nonFinite, grouping),
   };
 }
 
-function routerPrepared(rows: number, experts: number, topK: number, random: Random, nonFinite: boolean): Prepared {
+function routerPrepared(
+  rows: number,
+  experts: number,
+  topK: number,
+  random: Random,
+  nonFinite: boolean,
+  grouping: Grouping,
+): Prepared {
   const logits = randomBf16(random, rows * experts, 1);
   if (nonFinite) {
     plant(logits, 5, Number.NaN);
     if (rows > 1) plant(logits, experts + 7, Number.POSITIVE_INFINITY);
     if (rows > 2) plant(logits, 2 * experts + 9, Number.NEGATIVE_INFINITY);
   }
+  const sizes = { rows, experts, topK };
   return {
-    inputs: { logits },
+    inputs: { logits, ...(grouping === 'none' ? {} : routerGroupingInputs(sizes, grouping === 'scratch')) },
     outputs: [
+      ...(grouping === 'checked' ? routerGroupingOutputs(sizes) : []),
       { name: 'ids', kind: 'i32', count: rows * topK },
       { name: 'weights', kind: 'f32', count: rows * topK },
     ],
@@ -87,11 +106,11 @@ function routerPrepared(rows: number, experts: number, topK: number, random: Ran
       const ids = new Int32Array(rows * topK);
       const weights = new Float64Array(rows * topK);
       routerReference(logits.values, rows, experts, topK, ids, weights);
-      return { ids, weights };
+      return { ...(grouping === 'checked' ? routerGroupingReference(ids, experts) : {}), ids, weights };
     },
     run(cuda, p, kernel) {
       const a = { expertIds: p.ids!, expertWeights: p.weights!, logits: p.logits!, rows, experts, topK };
-      routerTopK(cuda, a, { kernel });
+      routerTopK(cuda, grouping === 'none' ? a : { ...a, grouping: routerGroupingPointers(p) }, { kernel });
     },
   };
 }
@@ -102,15 +121,24 @@ export const routerCase: KernelCase = {
   // fp32 ulps: expf (2 ulps), a 256-term fp32 sum and two divisions, the sum cancelling in the renormalisation.
   ulps: 64,
   shapes: [
-    routerShape('one row, real', 1, 256, 8),
-    routerShape('odd sizes', 37, 100, 3),
-    routerShape('most experts and choices', 3, 512, 32),
-    routerShape('prefill chunk, real', 256, 256, 8),
+    routerShape('one row, real', 1, 256, 8, 'none'),
+    routerShape('odd sizes', 37, 100, 3, 'none'),
+    routerShape('most experts and choices', 3, 512, 32, 'none'),
+    routerShape('prefill chunk, real', 256, 256, 8, 'none'),
+    routerShape('one row, real', 1, 256, 8, 'checked'),
+    routerShape('odd sizes', 37, 100, 3, 'checked'),
+    routerShape('many pairs per expert', 257, 8, 2, 'checked'),
+    routerShape('prefill chunk, real', 256, 256, 8, 'checked'),
   ],
   invariance: [
     {
       label: 'rows of 256 experts, top-8',
-      prepare: (seed, rows) => routerPrepared(rows, 256, 8, streamOf(seed, 0), false),
+      prepare: (seed, rows) => routerPrepared(rows, 256, 8, streamOf(seed, 0), false, 'none'),
+      elementsPerRow: { ids: 8, weights: 8 },
+    },
+    {
+      label: 'rows of 256 experts, top-8, grouped',
+      prepare: (seed, rows) => routerPrepared(rows, 256, 8, streamOf(seed, 0), false, 'scratch'),
       elementsPerRow: { ids: 8, weights: 8 },
     },
   ],

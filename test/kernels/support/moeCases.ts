@@ -1,6 +1,8 @@
 // Contract cases for the MoE experts on the device (src/backend/cuda/ops/moe.ts): the grouping (integer outputs
-// exact), the grouped FP8 gate|up + SwiGLU, the down projection, the combine, and the whole routed-expert block from
-// the router's output, against the fp64 reference of moeReference.ts. Shapes: 1, 7, 16 (GEMMs; 64 and 257 for the
+// exact; moe_group_pairs, which also groups the drawn ids the other cases start from: the backend groups in the
+// router's launch, held to the same tables by the router cases), the grouped FP8 gate|up + SwiGLU, the down
+// projection (quantising h itself), the combine, and the whole routed-expert block from the router's output, against
+// the fp64 reference of moeReference.ts. Shapes: 1, 7, 16 (GEMMs; 64 and 257 for the
 // grouping and combine) rows at the real geometry (H 2048, I 512, 256 experts, top-8), a small one (8 experts, top-2,
 // 64 or 257 rows: many pairs per expert) and a skewed routing (one expert in every row); the whole block at 257 rows
 // is held to its result alone by the invariance cases. Runs with NaN/±Inf planted use at most 8 rows (the fp64 reference is
@@ -13,7 +15,6 @@ import {
   moeExpertsFp8,
   moeGateUpFp8,
   moeGroupPairs,
-  moeQuantizeH,
 } from '../../../src/backend/cuda/ops/moe.ts';
 import {
   BF16_ONE_ROUNDING_BOUND,
@@ -32,8 +33,6 @@ import {
   label,
   type Pointers,
   plantScenario,
-  quantizedHOutputs,
-  quantizedHReference,
   referenceH,
   referenceOut,
   referenceY,
@@ -125,24 +124,15 @@ function downShape(o: ShapeOptions): ShapeCase {
       const view: Scenario = { ...s, rows, ids };
       return {
         inputs: { ids, h, ...weightInputs(experts) },
-        outputs: [
-          ...groupingOutputs(rows, g),
-          ...quantizedHOutputs(pairs, g),
-          { name: 'y', kind: 'bf16', count: pairs * g.hidden },
-        ],
-        reference: () => ({
-          ...groupingReference(ids, g),
-          ...quantizedHReference(h.values, pairs, g),
-          y: referenceY(experts, view, h.values),
-        }),
+        outputs: [...groupingOutputs(rows, g), { name: 'y', kind: 'bf16', count: pairs * g.hidden }],
+        // referenceY quantises h per row per 128 columns (quantizeActivationsE4m3), as the kernel does in shared memory.
+        reference: () => ({ ...groupingReference(ids, g), y: referenceY(experts, view, h.values) }),
         run(cuda, p, kernel) {
           const grouping = groupingPointers(p);
           const sizes = { rows, topK: g.topK, experts: g.experts };
           moeGroupPairs(cuda, { ...grouping, expertIds: p.ids!, ...sizes });
           const a = { ...grouping, ...sizes, hidden: g.hidden, intermediate: g.intermediate };
-          const quantizedH = { hQuantized: p.hQuantized!, hScales: p.hScales! };
-          moeQuantizeH(cuda, { ...a, ...quantizedH, h: p.h! });
-          moeDownFp8(cuda, { ...a, ...quantizedH, y: p.y!, weights: weightPointers(p) }, { kernel });
+          moeDownFp8(cuda, { ...a, h: p.h!, y: p.y!, weights: weightPointers(p) }, { kernel });
         },
       };
     },
@@ -204,7 +194,6 @@ function blockPrepared(
     outputs: [
       ...groupingOutputs(s.rows, g),
       { name: 'h', kind: 'bf16', count: pairs * g.intermediate },
-      ...quantizedHOutputs(pairs, g),
       { name: 'expertOut', kind: 'bf16', count: pairs * g.hidden },
       { name: 'out', kind: 'bf16', count: s.rows * g.hidden },
     ],
@@ -213,18 +202,23 @@ function blockPrepared(
       const h = referenceH(experts, s);
       const y = referenceY(experts, s, device.h as Float64Array);
       const out = referenceOut(s, device.expertOut!, s.shared.values, s.sharedGate.values);
-      const quantizedH = quantizedHReference(device.h as Float64Array, pairs, g);
-      return { ...groupingReference(s.ids, g), h, ...quantizedH, expertOut: y, out };
+      return { ...groupingReference(s.ids, g), h, expertOut: y, out };
     },
     run(cuda: CudaContext, p: Pointers) {
+      // The drawn ids grouped as the router's launch groups its own (the router cases hold it to the same tables).
+      moeGroupPairs(cuda, {
+        ...groupingPointers(p),
+        expertIds: p.ids!,
+        rows: s.rows,
+        topK: g.topK,
+        experts: g.experts,
+      });
       moeExpertsFp8(
         cuda,
         {
           ...groupingPointers(p),
           out: p.out!,
           h: p.h!,
-          hQuantized: p.hQuantized!,
-          hScales: p.hScales!,
           expertOut: p.expertOut!,
           quantized: p.quantized!,
           scales: p.scales!,
@@ -276,7 +270,7 @@ export const moeGateUpFp8Case: KernelCase = {
 };
 
 export const moeDownFp8Case: KernelCase = {
-  name: 'moe down fp8 (grouped, h quantised once per call)',
+  name: 'moe down fp8 (grouped, h quantised in the kernel)',
   bound: BF16_ONE_ROUNDING_BOUND,
   ulps: 2,
   shapes: [real(1), real(7), real(16), small(64)].map(downShape),
@@ -316,8 +310,6 @@ function blockInvariance(
     },
     elementsPerRow: {
       h: geometry.topK * geometry.intermediate,
-      hQuantized: (geometry.topK * geometry.intermediate) / 4,
-      hScales: (geometry.topK * geometry.intermediate) / 128,
       expertOut: geometry.topK * geometry.hidden,
       out: geometry.hidden,
     },

@@ -65,21 +65,6 @@ export function groupingOutputs(rows: number, g: MoeGeometry): OutputSpec[] {
   ];
 }
 
-/** The quantised h the down GEMM reads, as outputs: e4m3 bytes (as int32 words) and fp32 scales, both exact. */
-export function quantizedHOutputs(pairs: number, g: MoeGeometry): OutputSpec[] {
-  return [
-    { name: 'hQuantized', kind: 'i32', count: (pairs * g.intermediate) / 4 },
-    { name: 'hScales', kind: 'f32', count: (pairs * g.intermediate) / 128, bound: 0, ulps: 0 },
-  ];
-}
-
-/** quantizeActivationsE4m3 of h by slot, its bytes as quantize_e4m3_rows writes them (NaN as 0x7f). */
-export function quantizedHReference(h: Float64Array, pairs: number, g: MoeGeometry) {
-  const q = quantizeRows(h, pairs, g.intermediate);
-  const bytes = q.bits.map((bits, index) => (Number.isNaN(q.values[index]!) ? 0x7f : bits));
-  return { hQuantized: words(bytes).slice(), hScales: Float64Array.from(q.scales) };
-}
-
 export function groupingReference(ids: Int32Array, g: MoeGeometry) {
   return referenceGrouping(ids, g.experts, MOE_TILE_PAIRS, moeMaxTiles(ids.length, g.experts));
 }

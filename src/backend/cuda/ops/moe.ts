@@ -1,14 +1,14 @@
-// Launchers for the sparse MoE block's experts on the device (kernels/cuda/moe_route.cu, moe_fp8.cu): group the
-// router's top-k choices by expert, the grouped FP8 gate|up + SwiGLU, h quantised once (quantize_fp8.cu), the down
-// GEMM over the tile table, and the fixed-order combine with the shared expert. Nothing here reads a device value:
-// every grid is the worst case for the call's row count, so the whole sequence can be captured in a CUDA graph.
-// Weight layout: ../moeWeights.ts.
+// Launchers for the sparse MoE block's experts on the device (kernels/cuda/moe_route.cu, moe_fp8.cu, moe_bf16.cu): the
+// grouped gate|up + SwiGLU, the down GEMM over the tile table (FP8: h quantised inside it), and the fixed-order
+// combine with the shared expert. The router's launch groups the choices by expert (router.ts, routerQuantize.ts);
+// moeGroupPairs, the same grouping as a launch of its own, groups ids that no router wrote (the kernel contract's
+// expert cases, the bench). Nothing here reads a device value: every grid is the worst case for the call's row count,
+// so the whole sequence can be captured in a CUDA graph. Weight layout: ../moeWeights.ts.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
-import { quantizeE4m3 } from './quantizeFp8.ts';
 
 export const MOE_GROUP_KERNEL: KernelName = { family: 'moe_route', name: 'moe_group_pairs' };
 export const MOE_COMBINE_KERNEL: KernelName = { family: 'moe_route', name: 'moe_combine' };
@@ -55,6 +55,8 @@ export function moeGroupingBytes(rows: number, topK: number, experts: number) {
     expertOffsets: (experts + 1) * 4,
     tiles: moeMaxTiles(rows * topK, experts) * 16,
     tileCount: 4,
+    /** The router launch's arrival counter (router.ts RouterGrouping). */
+    arrivals: 4,
   };
 }
 
@@ -143,34 +145,11 @@ export function moeGateUpFp8(
   launch(cuda, MOE_GATE_UP_FP8_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
 }
 
-/** h ([rows · topK, I] bf16) quantised per row per 128 columns for the down GEMM, once per call. */
-export function moeQuantizeH(
-  cuda: CudaContext,
-  a: {
-    hQuantized: DevicePointer;
-    hScales: DevicePointer;
-    h: DevicePointer;
-    rows: number;
-    topK: number;
-    intermediate: number;
-  },
-  options: LaunchOptions = {},
-): void {
-  const rows = a.rows * a.topK;
-  quantizeE4m3(cuda, { q: a.hQuantized, scales: a.hScales, x: a.h, rows, cols: a.intermediate }, options);
-}
-
-/** Bytes of the quantised h the down GEMM reads: e4m3 rows and their fp32 scales per 128 columns. */
-export function moeQuantizedHBytes(rows: number, topK: number, intermediate: number) {
-  return { hQuantized: rows * topK * intermediate, hScales: ((rows * topK * intermediate) / 128) * 4 };
-}
-
 export function moeDownFp8(
   cuda: CudaContext,
   a: MoeGrouping & {
     y: DevicePointer;
-    hQuantized: DevicePointer;
-    hScales: DevicePointer;
+    h: DevicePointer;
     weights: MoeFp8Weights;
     rows: number;
     topK: number;
@@ -183,12 +162,12 @@ export function moeDownFp8(
   requireRouting(a.rows, a.topK, a.experts);
   requireFp8Dimension(a.hidden, 'hidden');
   requireFp8Dimension(a.intermediate, 'intermediate');
+  // The tile's rows of h, quantised in the kernel: e4m3 bytes (rows padded) and a scale per 128 columns.
   const blocks = a.intermediate / 128;
   const sharedBytes = MOE_TILE_PAIRS * (a.intermediate + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4;
   const args = new KernelArguments()
     .pointer(a.y)
-    .pointer(a.hQuantized)
-    .pointer(a.hScales)
+    .pointer(a.h)
     .pointer(a.weights.down)
     .pointer(a.weights.downScales)
     .pointer(a.pairSlots)
@@ -310,7 +289,7 @@ export function moeDownBf16(
   launch(cuda, MOE_DOWN_BF16_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
 }
 
-/** The routed-expert part of the MoE block with bf16 experts: grouping, gate|up + SwiGLU, down, combine. */
+/** The routed-expert part of the MoE block with bf16 experts, after the router's grouping: gate|up + SwiGLU, down, combine. */
 export function moeExpertsBf16(
   cuda: CudaContext,
   a: MoeGrouping & {
@@ -331,7 +310,6 @@ export function moeExpertsBf16(
   },
   options: LaunchOptions = {},
 ): void {
-  moeGroupPairs(cuda, a, options);
   moeGateUpBf16(cuda, a, options);
   moeDownBf16(cuda, { ...a, y: a.expertOut }, options);
   moeCombine(cuda, a, options);
@@ -339,24 +317,21 @@ export function moeExpertsBf16(
 
 /** Overrides for the contract's controls, one per step. */
 export interface MoeKernels {
-  readonly group?: KernelName;
   readonly gateUp?: KernelName;
   readonly down?: KernelName;
   readonly combine?: KernelName;
 }
 
 /**
- * The whole routed-expert part of the MoE block on one stream: grouping, gate|up + SwiGLU, h quantised, down,
- * combine. `h` ([rows · topK, I] bf16), `hQuantized` and `hScales` (moeQuantizedHBytes) and `expertOut`
- * ([rows · topK, H] bf16) are scratch the caller owns.
+ * The routed-expert part of the MoE block on one stream, after the router's grouping: gate|up + SwiGLU, down (h
+ * quantised inside it), combine. `h` ([rows · topK, I] bf16) and `expertOut` ([rows · topK, H] bf16) are scratch the
+ * caller owns.
  */
 export function moeExpertsFp8(
   cuda: CudaContext,
   a: MoeGrouping & {
     out: DevicePointer;
     h: DevicePointer;
-    hQuantized: DevicePointer;
-    hScales: DevicePointer;
     expertOut: DevicePointer;
     quantized: DevicePointer;
     scales: DevicePointer;
@@ -374,9 +349,7 @@ export function moeExpertsFp8(
   kernels: MoeKernels = {},
   options: LaunchOptions = {},
 ): void {
-  moeGroupPairs(cuda, a, { ...options, kernel: kernels.group });
   moeGateUpFp8(cuda, a, { ...options, kernel: kernels.gateUp });
-  moeQuantizeH(cuda, a, options);
   moeDownFp8(cuda, { ...a, y: a.expertOut }, { ...options, kernel: kernels.down });
   moeCombine(cuda, a, { ...options, kernel: kernels.combine });
 }
