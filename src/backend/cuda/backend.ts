@@ -18,6 +18,7 @@ import type {
   MoeWeights,
   SamplerState,
   SwiGluWeights,
+  TowerInput,
 } from '../types.ts';
 import { LANE_ENTRY } from '../types.ts';
 import { runAttention } from './attention-block.ts';
@@ -37,7 +38,7 @@ import {
   gatherCodes,
   moveSlotRecords,
 } from './ops/records.ts';
-import { addRmsNorm, type NormWeightDtype, rmsNorm } from './ops/rmsNorm.ts';
+import { addRmsNorm, type NormWeightDtype, rmsNorm, towerInput } from './ops/rmsNorm.ts';
 import { sampleCode, sampleMain } from './ops/sampler.ts';
 import { DeviceScratch } from './scratch.ts';
 import { StepGraphs } from './step-graphs.ts';
@@ -361,6 +362,34 @@ export class CudaBackend implements Backend<CudaBuffer> {
     this.moveSlotRecords('scatter', records, lanes, slab, batch);
   }
 
+  towerInput(a: TowerInput<CudaBuffer>, out: CudaBuffer, rows: number): void {
+    this.requireTable(a.codeTable, 'code table');
+    this.requireRecords(a.records, rows);
+    const [codeRows, codeCols] = a.codeTable.shape as [number, number];
+    requireDtype(a.input, 'bf16', 'towerInput input');
+    requireElements(a.input, rows * a.inputCols, 'towerInput input');
+    requireDtype(out, 'bf16', 'towerInput out');
+    requireElements(out, rows * (codeCols + a.inputCols), 'towerInput out');
+    const weightDtype = this.towerNormDtype(a.codeNorm, codeCols, a.inputNorm, a.inputCols);
+    towerInput(this.cuda, {
+      out: out.pointer,
+      codeTable: a.codeTable.data.pointer,
+      codeRows,
+      codeCols,
+      records: a.records.data.pointer,
+      width: a.records.shape[1]!,
+      codebook: a.codebook,
+      codeFirstRow: a.codeFirstRow,
+      codeWeight: a.codeNorm.data.pointer,
+      input: a.input.pointer,
+      inputCols: a.inputCols,
+      inputWeight: a.inputNorm.data.pointer,
+      weightDtype,
+      rows,
+      eps: a.eps,
+    });
+  }
+
   zeroCentredRmsNorm(
     x: CudaBuffer,
     weight: CudaTensor,
@@ -386,6 +415,26 @@ export class CudaBackend implements Backend<CudaBuffer> {
     requireDtype(source, 'bf16', 'add source');
     requireElements(source, rows * cols, 'add source');
     addRmsNorm(this.cuda, { ...norm, source: source.pointer });
+  }
+
+  /** The tower input's two norm weights: bf16 or f32, one dtype for both (one kernel reads them). */
+  private towerNormDtype(codeNorm: CudaTensor, codeCols: number, inputNorm: CudaTensor, inputCols: number) {
+    for (const [weight, cols, name] of [
+      [codeNorm, codeCols, 'code norm'],
+      [inputNorm, inputCols, 'input norm'],
+    ] as const) {
+      if (weight.dtype !== 'bf16' && weight.dtype !== 'f32') {
+        throw invalid('NORM_WEIGHT_DTYPE_UNSUPPORTED', `norm weights must be bf16 or f32, got ${weight.dtype}`);
+      }
+      requireElements(weight.data, cols, `towerInput ${name} weight`);
+    }
+    if (codeNorm.dtype !== inputNorm.dtype) {
+      throw invalid(
+        'NORM_WEIGHT_DTYPE_UNSUPPORTED',
+        `the tower input's norm weights must share a dtype, got ${codeNorm.dtype} and ${inputNorm.dtype}`,
+      );
+    }
+    return codeNorm.dtype as NormWeightDtype;
   }
 
   private normArguments(x: CudaBuffer, weight: CudaTensor, out: CudaBuffer, rows: number, cols: number, eps: number) {

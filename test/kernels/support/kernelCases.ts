@@ -55,12 +55,14 @@ import {
   zeroCentredRmsNormCase,
 } from './rowCases.ts';
 import { sampleCodeBf16Case, sampleCodeCase, sampleMainBf16Case, sampleMainCase } from './samplerCases.ts';
+import { towerInputCase } from './towerInputCases.ts';
 
 export const kernelCases: readonly KernelCase[] = [
   zeroCentredRmsNormCase,
   plainRmsNormCase,
   gatedRmsNormCase,
   addZeroCentredRmsNormCase,
+  towerInputCase,
   embeddingGatherCase,
   frameRowCase,
   ropeNeoxCase,
