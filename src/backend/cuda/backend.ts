@@ -25,7 +25,7 @@ import { runAttention } from './attention-block.ts';
 import type { BlockContext } from './block-context.ts';
 import { CudaContext, type CudaContextOptions } from './context.ts';
 import { runDeltaNet } from './delta-net-block.ts';
-import { fusedLinear } from './fused-linear.ts';
+import { fusedLinear, fusedSwiGluLinear } from './fused-linear.ts';
 import { decodeElements, hostArrayFor, requireHostArray } from './host-elements.ts';
 import type { Allocation } from './memory.ts';
 import { runMoe } from './moe-block.ts';
@@ -98,6 +98,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
   private readonly weightOwners: ((pointer: bigint) => boolean)[] = [];
   private readonly preparedValues = new WeakMap<object, Map<string, unknown>>();
   private allocated = 0;
+  private readonly linearWorkspace = (bytes: number) => this.scratch.bytes(LINEAR_WORKSPACE, bytes);
 
   constructor(context: CudaContext | CudaBackendOptions = {}) {
     this.ownsContext = !(context instanceof CudaContext);
@@ -110,9 +111,10 @@ export class CudaBackend implements Backend<CudaBuffer> {
       scratch: this.scratch,
       linear: (x, weight, out, rows) => this.linear(x, weight, out, rows),
       linears: (x, segments, rows) => {
-        const workspace = (bytes: number) => this.scratch.bytes(LINEAR_WORKSPACE, bytes);
-        fusedLinear(this.cuda, workspace, SPLIT_ROWS, x, segments, rows);
+        fusedLinear(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, rows);
       },
+      swiGluLinears: (x, segments, h, rows) =>
+        fusedSwiGluLinear(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, h, rows),
       prepared<T>(key: object, label: string, make: () => T): T {
         let values = prepared.get(key);
         if (values === undefined) {

@@ -55,6 +55,7 @@ import {
   zeroCentredRmsNormCase,
 } from './rowCases.ts';
 import { sampleCodeBf16Case, sampleCodeCase, sampleMainBf16Case, sampleMainCase } from './samplerCases.ts';
+import { swigluCombineCase } from './swigluCombineCases.ts';
 import { towerInputCase } from './towerInputCases.ts';
 
 export const kernelCases: readonly KernelCase[] = [
@@ -68,6 +69,7 @@ export const kernelCases: readonly KernelCase[] = [
   ropeNeoxCase,
   ropeInterleavedCase,
   swigluCase,
+  swigluCombineCase,
   routerCase,
   gemvCase,
   gemvOtherTuningsCase,
