@@ -108,24 +108,42 @@ __device__ __forceinline__ void gemm_segments_tiles(const bf16* x, const GemmSeg
                                                                     segment.output_fp32, block);
 }
 
-// One thread per element of the split segments: its chunk partials in ascending order, then the one rounding.
-__device__ __forceinline__ void gemm_segments_add_partials(const GemmSegmentTable& table) {
+// Elements of the split segments (the combine's threads).
+__device__ __forceinline__ long long gemm_segments_split_elements(const GemmSegmentTable& table) {
   long long total_elements = 0;
 #pragma unroll
   for (int s = 0; s < GEMM_MOST_SEGMENTS; s++) {
     if (gemm_segment_splits(table, s) > 1) total_elements += (long long)table.M * table.n[s];
   }
+  return total_elements;
+}
+
+// Element `element` of a split segment of `elements`: its chunk partials added in ascending order (every combine's).
+__device__ __forceinline__ float gemm_segment_total(const GemmSegment& segment, long long elements,
+                                                    long long element) {
+  float total = segment.partials[element];
+  for (int c = 1; c < segment.splits; c++) total = total + segment.partials[c * elements + element];
+  return total;
+}
+
+// The element at `index` among the split segments' elements: its total, stored once as its segment's output.
+__device__ __forceinline__ void gemm_segments_combine_element(const GemmSegmentTable& table, long long index) {
+  const GemmSegment segment = gemm_segment_at<0>(table, index);
+  const long long elements = (long long)table.M * segment.N;
+  const long long element = index - segment.first;
+  const float total = gemm_segment_total(segment, elements, element);
+  if (segment.output_fp32) {
+    static_cast<float*>(segment.y)[element] = total;
+  } else {
+    static_cast<bf16*>(segment.y)[element] = to_bf16(total);
+  }
+}
+
+// One thread per element of the split segments: its chunk partials in ascending order, then the one rounding.
+__device__ __forceinline__ void gemm_segments_add_partials(const GemmSegmentTable& table) {
+  const long long total_elements = gemm_segments_split_elements(table);
   for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < total_elements;
        index += (long long)gridDim.x * blockDim.x) {
-    const GemmSegment segment = gemm_segment_at<0>(table, index);
-    const long long elements = (long long)table.M * segment.N;
-    const long long element = index - segment.first;
-    float total = segment.partials[element];
-    for (int c = 1; c < segment.splits; c++) total = total + segment.partials[c * elements + element];
-    if (segment.output_fp32) {
-      static_cast<float*>(segment.y)[element] = total;
-    } else {
-      static_cast<bf16*>(segment.y)[element] = to_bf16(total);
-    }
+    gemm_segments_combine_element(table, index);
   }
 }

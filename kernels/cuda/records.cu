@@ -11,9 +11,7 @@
 // tables: bf16 [rows, cols], cols contiguous; activations bf16 [T, cols]. A token or code outside its table fills the
 // row with NaN (callers validate ids; a bad one must not pass silently). Outputs never overlap inputs (the gathers'
 // and the concatenation's pointers are restrict, so a row's loads can be in flight together).
-#include "common.cuh"
-
-__device__ __forceinline__ bf16 nan_bf16() { return to_bf16(__int_as_float(0x7fc00000)); }
+#include "code_gather.cuh"
 
 extern "C" __global__ void embed_records_bf16(bf16* out, const bf16* token_table, const bf16* code_table,
                                               const int* records, int width, int codebook, int code_first_row,
@@ -44,14 +42,10 @@ extern "C" __global__ void gather_codes_bf16(bf16* __restrict__ out, const bf16*
   KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
-  const int code = records[row * width + 1 + codebook];
-  const int code_row = code_first_row + code;
-  const bool masked = code < 0;
-  const bool valid = masked || code_row < code_rows;
-  const bf16* source = code_table + (long long)(masked || !valid ? 0 : code_row) * cols;
+  const CodeRow code = code_row(code_table, records, row, width, codebook, code_first_row, cols, code_rows);
 #pragma unroll 4
   for (int column = threadIdx.x; column < cols; column += blockDim.x) {
-    out[row * cols + column] = masked ? to_bf16(0.0f) : valid ? source[column] : nan_bf16();
+    out[row * cols + column] = code_element(code, column);
   }
 }
 

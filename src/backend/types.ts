@@ -24,6 +24,24 @@ export type HostElements = Uint16Array | Uint8Array | Float32Array | Int32Array;
 export type LinearWeight<B> = Tensor<B>;
 
 /** A SwiGLU MLP: down(silu(gate(x)) · up(x)). */
+/** What the tower input reads: a codebook's code rows from the records, and the layer's input rows. */
+export interface TowerInput<B> {
+  /** [code rows, codeCols]. */
+  readonly codeTable: Tensor<B>;
+  /** Frame records [≥ T, 1 + K]; the code is records[t][1 + codebook]. */
+  readonly records: Tensor<B>;
+  readonly codebook: number;
+  readonly codeFirstRow: number;
+  /** enorm, [codeCols]. */
+  readonly codeNorm: Tensor<B>;
+  /** [T, inputCols]. */
+  readonly input: B;
+  readonly inputCols: number;
+  /** hnorm, [inputCols]. */
+  readonly inputNorm: Tensor<B>;
+  readonly eps: number;
+}
+
 export interface SwiGluWeights<B> {
   readonly gate: LinearWeight<B>;
   readonly up: LinearWeight<B>;
@@ -189,6 +207,12 @@ export interface Backend<B> {
   /** records [B, 1 + K] ← slab [S, 1 + K] rows of each lane's slot (lane table), and the reverse. */
   gatherSlotRecords(slab: Tensor<B>, lanes: B, out: Tensor<B>, batch: number): void;
   scatterSlotRecords(records: Tensor<B>, lanes: B, slab: Tensor<B>, batch: number): void;
+  /**
+   * The tower layer's input rows, out [T, codeCols + inputCols] = [enorm(codeTable row) | hnorm(input row)]: the code
+   * row as gatherCodes gathers it (a zero row where the code is −1), each half zero-centred normed; the bits of
+   * gatherCodes, zeroCentredRmsNorm of each half and concatenateColumns. `out` overlaps no input.
+   */
+  towerInput(input: TowerInput<B>, out: B, rows: number): void;
   /** y = x · rsqrt(mean x² + eps) · (1 + w), rows of width cols. */
   zeroCentredRmsNorm(x: B, weight: Tensor<B>, out: B, rows: number, cols: number, eps: number): void;
   /** The residual add and the norm after it: `add(x, source)` then `zeroCentredRmsNorm(x, …, out)`, the same bits. */

@@ -124,15 +124,19 @@ export class Tower<B> {
     const eps = this.config.rmsNormEps;
     let input = hidden;
     this.layers.forEach((layer, index) => {
-      const embedded = this.pool.get('embedded', rows * d);
-      const firstRow = codebookEmbeddingRow(audio, layer.codebook, 0);
-      backend.gatherCodes(this.codeEmbeddings, records, layer.codebook, firstRow, embedded, rows);
-      const normedCode = this.pool.get('normedCode', rows * d);
-      const normedInput = this.pool.get('normedInput', rows * layer.inputWidth);
-      backend.zeroCentredRmsNorm(embedded, layer.enorm, normedCode, rows, d, eps);
-      backend.zeroCentredRmsNorm(input, layer.hnorm, normedInput, rows, layer.inputWidth, eps);
       const joined = this.pool.get('joined', rows * (d + layer.inputWidth));
-      backend.concatenateColumns(normedCode, d, normedInput, layer.inputWidth, joined, rows);
+      const towerInput = {
+        codeTable: this.codeEmbeddings,
+        records,
+        codebook: layer.codebook,
+        codeFirstRow: codebookEmbeddingRow(audio, layer.codebook, 0),
+        codeNorm: layer.enorm,
+        input,
+        inputCols: layer.inputWidth,
+        inputNorm: layer.hnorm,
+        eps,
+      };
+      backend.towerInput(towerInput, joined, rows);
       const x = this.pool.get('stream', rows * d);
       backend.linear(joined, layer.ehProj, x, rows);
       const normed = this.pool.get('normed', rows * d);

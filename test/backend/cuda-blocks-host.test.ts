@@ -309,7 +309,8 @@ test('fused projections: one GEMM launch and at most one combine where each proj
     'gemm_combine',
   ]);
   assert.equal(count('separate', swiGlu(1)).length, 6);
-  assert.equal(count('fused', swiGlu(1)).length, 4);
+  // The SwiGLU's gate|up combine also computes h (swiglu_segments_combine_bf16, not a gemm launch).
+  assert.deepEqual(count('fused', swiGlu(1)), ['gemm_segments_rows16_bf16', 'gemm_rows16_bf16', 'gemm_combine']);
   // Small batches take rows64 tiles; prefill keeps its chunks in registers and needs no combine at all.
   assert.deepEqual(count('fused', deltaNet(40)).slice(0, 2), ['gemm_segments_rows64_bf16', 'gemm_segments_combine']);
   assert.deepEqual(count('separate', deltaNet(300)), Array(5).fill('gemm_rows96_bf16'));
@@ -366,4 +367,71 @@ test('a fused linear refuses weights of different widths of x, by name, before a
     (error: unknown) => (error as { code?: string }).code === 'LINEAR_SEGMENTS_INVALID',
   );
   assert.equal(launched.length, 0);
+});
+
+test('a SwiGLU whose GEMM splits K computes h in its combine; one that does not runs the SwiGLU kernel', () => {
+  const weights = {
+    gate: tensor('bf16', [6144, HIDDEN]),
+    up: tensor('bf16', [6144, HIDDEN]),
+    down: tensor('bf16', [HIDDEN, 6144]),
+  };
+  const run = (rows: number) => {
+    const { ctx, launched } = launchingContext('fused');
+    runSwiGlu(ctx, weights, buffer('bf16', rows * HIDDEN), buffer('bf16', rows * HIDDEN), rows);
+    return launched;
+  };
+  const decode = run(1);
+  assert.deepEqual(
+    decode.map(({ name }) => name),
+    ['gemm_segments_rows16_bf16', 'swiglu_segments_combine_bf16', 'gemm_rows16_bf16', 'gemm_combine'],
+  );
+  const [segmented, combine] = decode as [Launched, Launched];
+  assert.deepEqual(
+    Array.from({ length: 22 }, (_, index) => word(combine, index)),
+    Array.from({ length: 22 }, (_, index) => word(segmented, index)),
+    "the combine takes the tile kernel's parameters",
+  );
+  // h is written over the gate buffer (segment 0's output), which the down projection then reads.
+  assert.equal(word(combine, 22), word(segmented, 6));
+  assert.equal(word(decode[2]!, 1), word(combine, 22));
+  // One thread per element of h: 6144 columns of one row.
+  assert.deepEqual(combine.shape.grid, [6144 / 256, 1, 1]);
+  assert.deepEqual(
+    run(40)
+      .map(({ name }) => name)
+      .slice(0, 2),
+    ['gemm_segments_rows64_bf16', 'swiglu_segments_combine_bf16'],
+  );
+  assert.deepEqual(
+    run(300).map(({ name }) => name),
+    ['gemm_segments_rows96_bf16', 'swiglu_bf16', 'gemm_rows96_bf16'],
+  );
+});
+
+test("a MoE shared expert's SwiGLU combine also combines the router logits and the shared gate beside it", () => {
+  const { ctx, launched } = launchingContext('fused');
+  const weights = {
+    gate: tensor('bf16', [512, HIDDEN]),
+    up: tensor('bf16', [512, HIDDEN]),
+    down: tensor('bf16', [HIDDEN, 512]),
+  };
+  const logits = buffer('f32', 3 * 256);
+  const sharedGate = buffer('bf16', 3);
+  const alongside = [
+    { weight: tensor('bf16', [256, HIDDEN]), out: logits, output: 'f32' as const },
+    { weight: tensor('bf16', [1, HIDDEN]), out: sharedGate },
+  ];
+  runSwiGlu(ctx, weights, buffer('bf16', 3 * HIDDEN), buffer('bf16', 3 * HIDDEN), 3, alongside);
+  const [segmented, combine] = launched as [Launched, Launched];
+  assert.equal(combine.name, 'swiglu_segments_combine_bf16');
+  assert.equal(word(combine, 14), logits.pointer);
+  assert.equal(word(combine, 18), sharedGate.pointer);
+  assert.equal(int32At(combine, 5), 0b0100, 'the router logits stay fp32');
+  // Threads: h's 3 × 512, then the other split segments' elements (3 × 256 logits, 3 shared gates).
+  const chunkTiles = [2, 3].map((index) => int32At(segmented, 9 + 4 * index));
+  assert.ok(
+    chunkTiles.every((tiles) => tiles < HIDDEN / 64),
+    'both split K at 2048 features',
+  );
+  assert.deepEqual(combine.shape.grid, [Math.ceil((3 * 512 + 3 * 256 + 3) / 256), 1, 1]);
 });

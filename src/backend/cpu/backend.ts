@@ -18,6 +18,7 @@ import type {
   SamplerState,
   SwiGluWeights,
   Tensor,
+  TowerInput,
   WeightStore,
 } from '../types.ts';
 import { LANE_ENTRY, LANE_SLOT } from '../types.ts';
@@ -250,6 +251,17 @@ export class CpuBackend implements Backend<CpuBuffer> {
       const slot = lanes[b * LANE_ENTRY + LANE_SLOT]!;
       target.set(source.subarray(b * width, (b + 1) * width), slot * width);
     }
+  }
+
+  towerInput(a: TowerInput<CpuBuffer>, out: CpuBuffer, rows: number): void {
+    const codeCols = a.codeTable.shape[1]!;
+    const code = this.scratch.floatsFor('towerInput.code', rows * codeCols);
+    const normedCode = this.scratch.floatsFor('towerInput.normedCode', rows * codeCols);
+    const normedInput = this.scratch.floatsFor('towerInput.normedInput', rows * a.inputCols);
+    this.gatherCodes(a.codeTable, a.records, a.codebook, a.codeFirstRow, code, rows);
+    this.zeroCentredRmsNorm(code, a.codeNorm, normedCode, rows, codeCols, a.eps);
+    this.zeroCentredRmsNorm(a.input, a.inputNorm, normedInput, rows, a.inputCols, a.eps);
+    this.concatenateColumns(normedCode, codeCols, normedInput, a.inputCols, out, rows);
   }
 
   zeroCentredRmsNorm(x: CpuBuffer, weight: CpuTensor, out: CpuBuffer, rows: number, cols: number, eps: number): void {

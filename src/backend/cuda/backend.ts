@@ -18,13 +18,14 @@ import type {
   MoeWeights,
   SamplerState,
   SwiGluWeights,
+  TowerInput,
 } from '../types.ts';
 import { LANE_ENTRY } from '../types.ts';
 import { runAttention } from './attention-block.ts';
 import type { BlockContext } from './block-context.ts';
 import { CudaContext, type CudaContextOptions } from './context.ts';
 import { runDeltaNet } from './delta-net-block.ts';
-import { fusedLinear } from './fused-linear.ts';
+import { fusedLinear, fusedSwiGluLinear } from './fused-linear.ts';
 import { decodeElements, hostArrayFor, requireHostArray } from './host-elements.ts';
 import type { Allocation } from './memory.ts';
 import { runMoe } from './moe-block.ts';
@@ -37,7 +38,7 @@ import {
   gatherCodes,
   moveSlotRecords,
 } from './ops/records.ts';
-import { addRmsNorm, type NormWeightDtype, rmsNorm } from './ops/rmsNorm.ts';
+import { addRmsNorm, type NormWeightDtype, rmsNorm, towerInput } from './ops/rmsNorm.ts';
 import { sampleCode, sampleMain } from './ops/sampler.ts';
 import { DeviceScratch } from './scratch.ts';
 import { StepGraphs } from './step-graphs.ts';
@@ -97,6 +98,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
   private readonly weightOwners: ((pointer: bigint) => boolean)[] = [];
   private readonly preparedValues = new WeakMap<object, Map<string, unknown>>();
   private allocated = 0;
+  private readonly linearWorkspace = (bytes: number) => this.scratch.bytes(LINEAR_WORKSPACE, bytes);
 
   constructor(context: CudaContext | CudaBackendOptions = {}) {
     this.ownsContext = !(context instanceof CudaContext);
@@ -109,9 +111,10 @@ export class CudaBackend implements Backend<CudaBuffer> {
       scratch: this.scratch,
       linear: (x, weight, out, rows) => this.linear(x, weight, out, rows),
       linears: (x, segments, rows) => {
-        const workspace = (bytes: number) => this.scratch.bytes(LINEAR_WORKSPACE, bytes);
-        fusedLinear(this.cuda, workspace, SPLIT_ROWS, x, segments, rows);
+        fusedLinear(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, rows);
       },
+      swiGluLinears: (x, segments, h, rows) =>
+        fusedSwiGluLinear(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, h, rows),
       prepared<T>(key: object, label: string, make: () => T): T {
         let values = prepared.get(key);
         if (values === undefined) {
@@ -361,6 +364,34 @@ export class CudaBackend implements Backend<CudaBuffer> {
     this.moveSlotRecords('scatter', records, lanes, slab, batch);
   }
 
+  towerInput(a: TowerInput<CudaBuffer>, out: CudaBuffer, rows: number): void {
+    this.requireTable(a.codeTable, 'code table');
+    this.requireRecords(a.records, rows);
+    const [codeRows, codeCols] = a.codeTable.shape as [number, number];
+    requireDtype(a.input, 'bf16', 'towerInput input');
+    requireElements(a.input, rows * a.inputCols, 'towerInput input');
+    requireDtype(out, 'bf16', 'towerInput out');
+    requireElements(out, rows * (codeCols + a.inputCols), 'towerInput out');
+    const weightDtype = this.towerNormDtype(a.codeNorm, codeCols, a.inputNorm, a.inputCols);
+    towerInput(this.cuda, {
+      out: out.pointer,
+      codeTable: a.codeTable.data.pointer,
+      codeRows,
+      codeCols,
+      records: a.records.data.pointer,
+      width: a.records.shape[1]!,
+      codebook: a.codebook,
+      codeFirstRow: a.codeFirstRow,
+      codeWeight: a.codeNorm.data.pointer,
+      input: a.input.pointer,
+      inputCols: a.inputCols,
+      inputWeight: a.inputNorm.data.pointer,
+      weightDtype,
+      rows,
+      eps: a.eps,
+    });
+  }
+
   zeroCentredRmsNorm(
     x: CudaBuffer,
     weight: CudaTensor,
@@ -386,6 +417,26 @@ export class CudaBackend implements Backend<CudaBuffer> {
     requireDtype(source, 'bf16', 'add source');
     requireElements(source, rows * cols, 'add source');
     addRmsNorm(this.cuda, { ...norm, source: source.pointer });
+  }
+
+  /** The tower input's two norm weights: bf16 or f32, one dtype for both (one kernel reads them). */
+  private towerNormDtype(codeNorm: CudaTensor, codeCols: number, inputNorm: CudaTensor, inputCols: number) {
+    for (const [weight, cols, name] of [
+      [codeNorm, codeCols, 'code norm'],
+      [inputNorm, inputCols, 'input norm'],
+    ] as const) {
+      if (weight.dtype !== 'bf16' && weight.dtype !== 'f32') {
+        throw invalid('NORM_WEIGHT_DTYPE_UNSUPPORTED', `norm weights must be bf16 or f32, got ${weight.dtype}`);
+      }
+      requireElements(weight.data, cols, `towerInput ${name} weight`);
+    }
+    if (codeNorm.dtype !== inputNorm.dtype) {
+      throw invalid(
+        'NORM_WEIGHT_DTYPE_UNSUPPORTED',
+        `the tower input's norm weights must share a dtype, got ${codeNorm.dtype} and ${inputNorm.dtype}`,
+      );
+    }
+    return codeNorm.dtype as NormWeightDtype;
   }
 
   private normArguments(x: CudaBuffer, weight: CudaTensor, out: CudaBuffer, rows: number, cols: number, eps: number) {

@@ -17,6 +17,12 @@ export interface BlockContext {
    * (the projections that read the same x). The weights must share x's features.
    */
   linears(x: CudaBuffer, segments: readonly LinearSegment[], rows: number): void;
+  /**
+   * `linears` for a SwiGLU: segments 0 and 1 its gate and up. Returns true where the GEMM's combine wrote
+   * h = silu(gate) · up [rows, N] into `h` (K split: the bits of `linears` then the SwiGLU kernel, gate and up left
+   * unwritten); false where it wrote every output as `linears` does, for the caller to run the SwiGLU kernel.
+   */
+  swiGluLinears(x: CudaBuffer, segments: readonly LinearSegment[], h: CudaBuffer, rows: number): boolean;
   /** The value made by `make` for `key` (a weights object) the first time it is asked for, the same one after. */
   prepared<T>(key: object, label: string, make: () => T): T;
   /** Counts an allocation made outside the scratch (prepared weights), so that plan's zero-allocation check sees it. */

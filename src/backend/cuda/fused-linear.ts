@@ -5,7 +5,14 @@ import { DramaError } from '../../errors.ts';
 import type { LinearWeight } from '../types.ts';
 import type { CudaContext } from './context.ts';
 import type { DevicePointer } from './driver.ts';
-import { GEMM_MOST_SEGMENTS, gemmSegments, gemmSegmentsWorkspaceBytes } from './ops/gemmSegments.ts';
+import {
+  GEMM_MOST_SEGMENTS,
+  gemmSegments,
+  gemmSegmentsCombine,
+  gemmSegmentsWorkspaceBytes,
+  type LeftCombine,
+} from './ops/gemmSegments.ts';
+import { combinesIntoSwiglu, swigluSegmentsCombine } from './ops/swiglu.ts';
 import type { CudaBuffer } from './tensors.ts';
 
 export interface LinearSegment {
@@ -70,10 +77,60 @@ export function fusedLinear(
 ): void {
   const inFeatures = checkSegments(x, segments, rows);
   for (let first = 0; first < segments.length; first += GEMM_MOST_SEGMENTS) {
-    const group = segments.slice(first, first + GEMM_MOST_SEGMENTS);
-    const outFeatures = group.map((segment) => segment.weight.shape[0]!);
-    const reserve = gemmSegmentsWorkspaceBytes(Math.min(rows, splitRows), inFeatures, outFeatures);
-    gemmSegments(cuda, {
+    launchGroup(cuda, workspace, splitRows, x, inFeatures, segments.slice(first, first + GEMM_MOST_SEGMENTS), rows);
+  }
+}
+
+/**
+ * A SwiGLU's projections in one segmented GEMM: segments 0 and 1 its gate and up, then up to two more of the same x.
+ * Where gate and up split K (decode, at most 64 rows), the combine writes h = bf16(silu(gate) · up) into `h` with the
+ * bits of fusedLinear then swiglu, gate and up left unstored, and this returns true; else every output is written as
+ * fusedLinear writes it and the caller runs swiglu.
+ */
+export function fusedSwiGluLinear(
+  cuda: CudaContext,
+  workspace: (bytes: number) => DevicePointer,
+  splitRows: number,
+  x: CudaBuffer,
+  segments: readonly LinearSegment[],
+  h: CudaBuffer,
+  rows: number,
+): boolean {
+  const inFeatures = checkSegments(x, segments, rows);
+  if (segments.length < 2 || segments.length > GEMM_MOST_SEGMENTS) {
+    throw invalid(
+      'LINEAR_SEGMENTS_INVALID',
+      `a SwiGLU's projections are gate, up and at most ${GEMM_MOST_SEGMENTS - 2} more, got ${segments.length}`,
+    );
+  }
+  const width = segments[0]!.weight.shape[0]!;
+  if (h.dtype !== 'bf16') throw invalid('TENSOR_DTYPE_UNSUPPORTED', `SwiGLU output must be bf16, got ${h.dtype}`, 'h');
+  requireElements(h, rows * width, 'SwiGLU output');
+  const left = launchGroup(cuda, workspace, splitRows, x, inFeatures, segments, rows, true);
+  if (left === undefined) return false;
+  if (!combinesIntoSwiglu(left)) {
+    gemmSegmentsCombine(cuda, left);
+    return false;
+  }
+  swigluSegmentsCombine(cuda, { h: h.pointer, combine: left });
+  return true;
+}
+
+function launchGroup(
+  cuda: CudaContext,
+  workspace: (bytes: number) => DevicePointer,
+  splitRows: number,
+  x: CudaBuffer,
+  inFeatures: number,
+  group: readonly LinearSegment[],
+  rows: number,
+  leaveCombine = false,
+): LeftCombine | undefined {
+  const outFeatures = group.map((segment) => segment.weight.shape[0]!);
+  const reserve = gemmSegmentsWorkspaceBytes(Math.min(rows, splitRows), inFeatures, outFeatures);
+  return gemmSegments(
+    cuda,
+    {
       x: x.pointer,
       rows,
       inFeatures,
@@ -84,6 +141,7 @@ export function fusedLinear(
         outFeatures: weight.shape[0]!,
         output: out.dtype === 'f32' ? 'f32' : 'bf16',
       })),
-    });
-  }
+    },
+    { leaveCombine },
+  );
 }

@@ -1,6 +1,8 @@
 // A SwiGLU MLP on the device, as src/backend/cpu/moe-block.ts runSwiGlu computes it: gate(x) and up(x) by the
-// backend's fused linear (one launch, each rounded to bf16), silu(gate) · up in fp32 rounded once to bf16 (kernels/cuda/swiglu.cu,
-// written over the gate buffer as the cpu does), then down(·) into `out`. x: [rows, hidden] bf16, out [rows, outputs].
+// backend's fused linear (one launch, each rounded to bf16), silu(gate) · up in fp32 rounded once to bf16 (written
+// over the gate buffer as the cpu does), then down(·) into `out`. x: [rows, hidden] bf16, out [rows, outputs].
+// Where the GEMM splits K (decode), its combine computes silu(gate) · up itself (kernels/cuda/swiglu.cuh), one
+// dependent launch fewer with the same bits; else the SwiGLU kernel (kernels/cuda/swiglu.cu) runs after it.
 // Other projections of the same x (the MoE block's router and shared-expert gate) may ride in the gate|up launch.
 import type { SwiGluWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
@@ -20,8 +22,9 @@ export function runSwiGlu(
   const width = swiGluWidth(weights, 'SwiGLU MLP');
   const gate = ctx.scratch.buffer('swiglu.gate', 'bf16', rows * width);
   const up = ctx.scratch.buffer('swiglu.up', 'bf16', rows * width);
-  ctx.linears(x, [{ weight: weights.gate, out: gate }, { weight: weights.up, out: up }, ...alongside], rows);
+  const segments = [{ weight: weights.gate, out: gate }, { weight: weights.up, out: up }, ...alongside];
+  const combined = ctx.swiGluLinears(x, segments, gate, rows);
   // Elementwise: each element reads its gate and up before writing the same index, so in place is exact.
-  swiglu(ctx.cuda, { out: gate.pointer, gate: gate.pointer, up: up.pointer, rows, cols: width });
+  if (!combined) swiglu(ctx.cuda, { out: gate.pointer, gate: gate.pointer, up: up.pointer, rows, cols: width });
   ctx.linear(gate, weights.down, out, rows);
 }

@@ -30,6 +30,8 @@ import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase
 import { routerQuantizeCase } from './routerQuantizeCases.ts';
 import { addZeroCentredRmsNormCase, embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
 import { sampleCodeCase, sampleMainBf16Case, sampleMainCase } from './samplerCases.ts';
+import { swigluCombineCase } from './swigluCombineCases.ts';
+import { towerInputCase } from './towerInputCases.ts';
 
 export interface Control {
   readonly description: string;
@@ -59,6 +61,16 @@ export const controls: readonly Control[] = [
     description: 'skipped store: the fused residual add + norm never writes the sum back',
     kernelCase: addZeroCentredRmsNormCase,
     kernel: { family, name: 'control_add_rms_norm_no_store' },
+  },
+  {
+    description: "wrong order: the SwiGLU combine adds gate's and up's K chunks from the last one down",
+    kernelCase: swigluCombineCase,
+    kernel: { family: 'swiglu_controls', name: 'control_swiglu_combine_chunks_descending' },
+  },
+  {
+    description: "wrong weight: the tower input norms the code half with the input half's weight",
+    kernelCase: towerInputCase,
+    kernel: { family: 'rms_norm_controls', name: 'control_tower_input_code_normed_with_input_weight' },
   },
   {
     description: 'wrong tie-break: router sends equal probabilities to the higher index',

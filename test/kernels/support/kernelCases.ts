@@ -55,17 +55,21 @@ import {
   zeroCentredRmsNormCase,
 } from './rowCases.ts';
 import { sampleCodeBf16Case, sampleCodeCase, sampleMainBf16Case, sampleMainCase } from './samplerCases.ts';
+import { swigluCombineCase } from './swigluCombineCases.ts';
+import { towerInputCase } from './towerInputCases.ts';
 
 export const kernelCases: readonly KernelCase[] = [
   zeroCentredRmsNormCase,
   plainRmsNormCase,
   gatedRmsNormCase,
   addZeroCentredRmsNormCase,
+  towerInputCase,
   embeddingGatherCase,
   frameRowCase,
   ropeNeoxCase,
   ropeInterleavedCase,
   swigluCase,
+  swigluCombineCase,
   routerCase,
   gemvCase,
   gemvOtherTuningsCase,

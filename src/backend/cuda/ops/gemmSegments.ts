@@ -1,7 +1,8 @@
 // Launcher for the segmented GEMM (kernels/cuda/gemm_segments.cuh): y_s[rows, outFeatures_s] = x · w_sᵀ for up to
 // GEMM_MOST_SEGMENTS projections that read the same x, in one launch (and one gemm_segments_combine when any
 // segment splits K) instead of one GEMM and one combine each. Every segment keeps the K chunking and the tile
-// configuration its own gemm() launch would get, so each output has that launch's bits.
+// configuration its own gemm() launch would get, so each output has that launch's bits. With `leaveCombine`, a split
+// launch's combine is returned to the caller instead, for a consumer that combines the partials itself (swiglu.ts).
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
@@ -20,10 +21,12 @@ import {
   requireAligned,
   stagedTiles,
 } from './gemm.ts';
-import { type KernelName, launch, requireCount } from './launch.ts';
+import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
 /** Segments one launch carries (the kernels' parameter list has this many). */
 export const GEMM_MOST_SEGMENTS = 4;
+/** GEMM_SEGMENT_PARAMETERS: the shared ones, then (y, w, N, chunk tiles) per segment. */
+export const GEMM_SEGMENT_PARAMETER_COUNT = 6 + 4 * GEMM_MOST_SEGMENTS;
 
 const FAMILY = 'gemm';
 const KERNELS: Readonly<Record<GemmTiles, KernelName>> = {
@@ -68,7 +71,21 @@ export function gemmSegmentsWorkspaceBytes(
   return floats * 4;
 }
 
-export type GemmSegmentsOptions = Omit<GemmOptions, 'combine'>;
+export type GemmSegmentsOptions = Omit<GemmOptions, 'combine'> & {
+  /** Where K splits, launch no combine: return it (LeftCombine) for the caller to run, or to fuse with its consumer. */
+  readonly leaveCombine?: boolean;
+};
+
+/** The combine a split launch left to its caller: which segments split, and the partials' parameters. */
+export interface LeftCombine {
+  readonly rows: number;
+  readonly outFeatures: readonly number[];
+  readonly outputs: readonly ('bf16' | 'f32')[];
+  /** K chunks of each segment; one whose count is 1 was written by the tile kernel. */
+  readonly chunks: readonly number[];
+  /** Appends the combine's parameters (GEMM_SEGMENT_PARAMETERS, the tile kernel's own) to `args`. */
+  appendParameters(args: KernelArguments): KernelArguments;
+}
 
 function checkSegment(segment: GemmSegment, index: number, rows: number): void {
   const name = `segments[${index}]`;
@@ -84,7 +101,12 @@ function checkSegment(segment: GemmSegment, index: number, rows: number): void {
   requireAligned(segment.y, 8, `${name}.y`);
 }
 
-export function gemmSegments(cuda: CudaContext, a: GemmSegmentsArguments, options: GemmSegmentsOptions = {}): void {
+/** Launches the segmented GEMM and, where K splits, its combine; with `leaveCombine` returns that combine instead. */
+export function gemmSegments(
+  cuda: CudaContext,
+  a: GemmSegmentsArguments,
+  options: GemmSegmentsOptions = {},
+): LeftCombine | undefined {
   requireCount(a.rows, 'rows', 1, 1 << 22);
   requireCount(a.inFeatures, 'inFeatures', 8, 1 << 20);
   if (a.inFeatures % 8 !== 0) throw invalid('inFeatures', `inFeatures must be a multiple of 8, got ${a.inFeatures}`);
@@ -126,7 +148,7 @@ export function gemmSegments(cuda: CudaContext, a: GemmSegmentsArguments, option
   cuda.kernels.prepareOnce(cuda.kernels.kernel(chosen.family, chosen.name), (driver, handle) =>
     raiseSharedLimit(driver, handle, sharedBytes),
   );
-  const args = segmentArguments(a, workspace, splitK);
+  const args = appendSegmentArguments(new KernelArguments(GEMM_SEGMENT_PARAMETER_COUNT), a, workspace, splitK);
   const rowTiles = Math.ceil(a.rows / configuration.blockRows);
   const columnTiles = outFeatures.reduce((sum, n) => sum + Math.ceil(n / configuration.blockColumns), 0);
   const grid = configuration.rowsFastest
@@ -135,20 +157,45 @@ export function gemmSegments(cuda: CudaContext, a: GemmSegmentsArguments, option
   if (grid[1] > 65535) throw invalid('rows', `${a.rows} rows × ${columnTiles} column tiles need a grid.y over 65535`);
   const shape = { grid, block: [configuration.threads, 1, 1], sharedBytes } as const;
   launch(cuda, kernel, shape, args, options);
-  if (mostChunks === 1) return;
-  const elements = outFeatures.reduce((sum, n, index) => sum + (chunks[index]! > 1 ? a.rows * n : 0), 0);
+  if (mostChunks === 1) return undefined;
+  const left: LeftCombine = {
+    rows: a.rows,
+    outFeatures,
+    outputs: a.segments.map((segment) => segment.output ?? 'bf16'),
+    chunks,
+    appendParameters: (target) => appendSegmentArguments(target, a, workspace, splitK),
+  };
+  if (options.leaveCombine) return left;
+  gemmSegmentsCombine(cuda, left, { stream: options.stream, dependentLaunch: options.dependentLaunch });
+  return undefined;
+}
+
+/** Threads for `elements` combined elements: one each, at most COMBINE_MAX_BLOCKS blocks. */
+export function combineShape(elements: number) {
   const blocks = Math.min(COMBINE_MAX_BLOCKS, Math.ceil(elements / COMBINE_THREADS));
-  const combineShape = { grid: [blocks, 1, 1], block: [COMBINE_THREADS, 1, 1] } as const;
-  launch(cuda, COMBINE_KERNEL, combineShape, args, {
-    stream: options.stream,
-    dependentLaunch: options.dependentLaunch,
-  });
+  return { grid: [blocks, 1, 1], block: [COMBINE_THREADS, 1, 1] } as const;
+}
+
+/** Elements of the split segments: each one thread of the combine. */
+export function splitElements(left: LeftCombine): number {
+  return left.outFeatures.reduce((sum, n, index) => sum + (left.chunks[index]! > 1 ? left.rows * n : 0), 0);
+}
+
+/** gemm_segments_combine over a launch's split segments: each element's chunks in ascending order, one rounding. */
+export function gemmSegmentsCombine(cuda: CudaContext, left: LeftCombine, options: LaunchOptions = {}): void {
+  const args = left.appendParameters(new KernelArguments(GEMM_SEGMENT_PARAMETER_COUNT));
+  launch(cuda, COMBINE_KERNEL, combineShape(splitElements(left)), args, options);
 }
 
 /** The parameters both kernels take: the shared ones, then (y, w, N, chunk tiles) per segment, unused ones empty. */
-function segmentArguments(a: GemmSegmentsArguments, workspace: DevicePointer, splitK: boolean): KernelArguments {
+function appendSegmentArguments(
+  args: KernelArguments,
+  a: GemmSegmentsArguments,
+  workspace: DevicePointer,
+  splitK: boolean,
+): KernelArguments {
   const fp32Mask = a.segments.reduce((mask, segment, index) => mask | ((segment.output === 'f32' ? 1 : 0) << index), 0);
-  const args = new KernelArguments(6 + 4 * GEMM_MOST_SEGMENTS)
+  args
     .pointer(a.x)
     .pointer(workspace)
     .int32(a.rows)
