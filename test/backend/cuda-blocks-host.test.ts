@@ -309,8 +309,9 @@ test('fused projections: one GEMM launch and at most one combine where each proj
     'gemm_combine',
   ]);
   assert.equal(count('separate', swiGlu(1)).length, 6);
-  // The SwiGLU's gate|up combine also computes h (swiglu_segments_combine_bf16, not a gemm launch).
-  assert.deepEqual(count('fused', swiGlu(1)), ['gemm_segments_rows16_bf16', 'gemm_rows16_bf16', 'gemm_combine']);
+  // The SwiGLU's gate|up combine also computes h (swiglu_segments_combine_bf16, not a gemm launch); gate|up's 7-tile
+  // chunks stage 64 K elements (rows16), the down projection's 6-tile ones 128.
+  assert.deepEqual(count('fused', swiGlu(1)), ['gemm_segments_rows16_bf16', 'gemm_rows16k128_bf16', 'gemm_combine']);
   // Small batches take rows64 tiles; prefill keeps its chunks in registers and needs no combine at all.
   assert.deepEqual(count('fused', deltaNet(40)).slice(0, 2), ['gemm_segments_rows64_bf16', 'gemm_segments_combine']);
   assert.deepEqual(count('separate', deltaNet(300)), Array(5).fill('gemm_rows96_bf16'));
@@ -383,7 +384,7 @@ test('a SwiGLU whose GEMM splits K computes h in its combine; one that does not 
   const decode = run(1);
   assert.deepEqual(
     decode.map(({ name }) => name),
-    ['gemm_segments_rows16_bf16', 'swiglu_segments_combine_bf16', 'gemm_rows16_bf16', 'gemm_combine'],
+    ['gemm_segments_rows16_bf16', 'swiglu_segments_combine_bf16', 'gemm_rows16k128_bf16', 'gemm_combine'],
   );
   const [segmented, combine] = decode as [Launched, Launched];
   assert.deepEqual(

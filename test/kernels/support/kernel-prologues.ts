@@ -17,9 +17,11 @@ export interface KernelEntry {
  */
 const WAIT_AFTER_WEIGHT_PREFETCH = new Set([
   'gemm_rows16_bf16',
+  'gemm_rows16k128_bf16',
   'gemm_rows64_bf16',
   'gemm_rows96_bf16',
   'gemm_segments_rows16_bf16',
+  'gemm_segments_rows16k128_bf16',
   'gemm_segments_rows64_bf16',
   'gemm_segments_rows96_bf16',
   'gemv_staged_bf16',
