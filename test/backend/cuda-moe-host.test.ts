@@ -213,6 +213,13 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
       };
     },
     synchronize: () => log.synchronizations++,
+    // The side part's calls are marked, then the main part's follow: the order one stream would see.
+    alongside(side: () => void, main: () => void) {
+      const first = log.calls.length;
+      side();
+      for (let index = first; index < log.calls.length; index++) log.calls[index] = `side: ${log.calls[index]}`;
+      main();
+    },
   } as unknown as CudaContext;
   const cache = new WeakMap<object, unknown>();
   const ctx: BlockContext = {
@@ -244,7 +251,12 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
 }
 
 /** One launch projects x for the shared expert's gate and up, the router and the shared expert's gate logit. */
-const SHARED_CALLS = ['linears [512,2048] + [512,2048] + [256,2048] + [1,2048]', 'swiglu_bf16', 'linear [2048,512]'];
+/** The shared expert: its gate|up (with the router and its gate), SwiGLU, then its down projection on the side stream. */
+const SHARED_CALLS = [
+  'linears [512,2048] + [512,2048] + [256,2048] + [1,2048]',
+  'swiglu_bf16',
+  'side: linear [2048,512]',
+];
 
 test('an FP8 MoE call queues shared expert, router with quantiser and grouping, GEMMs and combine; packs once', () => {
   const { ctx, log } = recordingContext();

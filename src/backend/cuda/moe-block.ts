@@ -5,8 +5,10 @@
 //   experts (FP8: x, and h inside the down GEMM, quantised per row per 128 columns; bf16: x as is), each expert output
 //   bf16; the shared expert (a SwiGLU MLP) and its gate logit bf16; the combine sums each row's experts in ascending
 //   expert id with bf16 weights, adds sigmoid(gate) · shared, in fp64, and rounds fp64 → fp32 → bf16 (moe_route.cu).
-//   With FP8 experts: shared expert, router + quantiser + grouping, gate|up, down, combine; each fused launch writes the
-//   bits of the separate ones it replaced (the same device functions, integer tables, the same quantiser).
+//   With FP8 experts: the shared expert's gate|up (with the router's and its gate's logits) and SwiGLU; then its down
+//   projection on the side stream beside router + quantiser + grouping, gate|up, down (CudaContext.alongside); then
+//   the combine. Each fused launch writes the bits of the separate ones it replaced (the same device functions,
+//   integer tables, the same quantiser), and the side stream changes no launch's inputs, so no bit.
 // Where the device differs from the cpu below a bf16 rounding: the softmax's exp and sums are fp32 (the cpu's are
 // fp64, each probability then rounded to fp32), the renormalised weights are fp32 quotients, and the expert GEMMs
 // accumulate in fp32 (the cpu in fp64); SwiGLU products are fp32 before their one bf16 rounding.
@@ -17,10 +19,10 @@ import type { MoeWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
 import { type PackedExperts, packExperts } from './moe-experts.ts';
 import { type MoeGeometry, moeGeometry } from './moe-geometry.ts';
-import { moeExpertsBf16, moeExpertsFp8, moeGroupingBytes } from './ops/moe.ts';
+import { moeCombine, moeExpertsBf16, moeExpertsFp8, moeGroupingBytes } from './ops/moe.ts';
 import { type RouterGrouping, routerTopK } from './ops/router.ts';
 import { routerTopKQuantize } from './ops/routerQuantize.ts';
-import { runSwiGlu } from './swiglu-block.ts';
+import { swiGluHidden } from './swiglu-block.ts';
 import { type CudaBuffer, requireDtype } from './tensors.ts';
 
 /** The most rows an FP8 call takes: one grid's y extent, the most any test covers. */
@@ -89,7 +91,7 @@ export function runMoe(
   const logits = scratch.buffer('moe.logits', 'bf16', rows * g.experts);
   const sharedGate = scratch.buffer('moe.sharedGate', 'bf16', rows);
   const sharedOut = scratch.buffer('moe.sharedOut', 'bf16', rows * g.hidden);
-  runSwiGlu(ctx, weights.shared, x, sharedOut, rows, [
+  const sharedHidden = swiGluHidden(ctx, weights.shared, x, rows, [
     { weight: weights.router, out: logits },
     { weight: weights.sharedGate, out: sharedGate },
   ]);
@@ -117,15 +119,22 @@ export function runMoe(
     hidden: g.hidden,
     intermediate: g.intermediate,
   };
-  if (packed.format === 'fp8') {
-    const quantized = scratch.bytes('moe.quantized', rows * g.hidden);
-    const scales = scratch.buffer('moe.scales', 'f32', rows * (g.hidden / 128)).pointer;
-    // x is quantised for the gate|up GEMM and the choices grouped by the router's launch: two launches fewer, the
-    // same bits.
-    routerTopKQuantize(cuda, { ...routed, ...routing, q: quantized, scales, x: x.pointer, cols: g.hidden });
-    moeExpertsFp8(cuda, { ...common, quantized, scales, weights: packed.weights });
-  } else {
-    routerTopK(cuda, { ...routed, ...routing });
-    moeExpertsBf16(cuda, { ...common, x: x.pointer, weights: packed.weights });
-  }
+  const routedExperts = () => {
+    if (packed.format === 'fp8') {
+      const quantized = scratch.bytes('moe.quantized', rows * g.hidden);
+      const scales = scratch.buffer('moe.scales', 'f32', rows * (g.hidden / 128)).pointer;
+      // x is quantised for the gate|up GEMM and the choices grouped by the router's launch: two launches fewer, the
+      // same bits.
+      routerTopKQuantize(cuda, { ...routed, ...routing, q: quantized, scales, x: x.pointer, cols: g.hidden });
+      moeExpertsFp8(cuda, { ...common, quantized, scales, weights: packed.weights, combine: false });
+    } else {
+      routerTopK(cuda, { ...routed, ...routing });
+      moeExpertsBf16(cuda, { ...common, x: x.pointer, weights: packed.weights, combine: false });
+    }
+  };
+  // The shared expert's down projection needs none of the routing: it runs on the side stream beside the router and
+  // the routed experts (its GEMM's workspace is the linears' own, which the routed kernels never touch), and the
+  // combine waits for both.
+  cuda.alongside(() => ctx.linear(sharedHidden, weights.shared.down, sharedOut, rows), routedExperts);
+  moeCombine(cuda, common);
 }

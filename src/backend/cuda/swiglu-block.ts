@@ -19,6 +19,17 @@ export function runSwiGlu(
   rows: number,
   alongside: readonly LinearSegment[] = [],
 ): void {
+  ctx.linear(swiGluHidden(ctx, weights, x, rows, alongside), weights.down, out, rows);
+}
+
+/** The MLP up to its down projection: h = silu(gate(x)) · up(x), [rows, width] bf16 scratch (the gate buffer). */
+export function swiGluHidden(
+  ctx: BlockContext,
+  weights: SwiGluWeights<CudaBuffer>,
+  x: CudaBuffer,
+  rows: number,
+  alongside: readonly LinearSegment[] = [],
+): CudaBuffer {
   const width = swiGluWidth(weights, 'SwiGLU MLP');
   const gate = ctx.scratch.buffer('swiglu.gate', 'bf16', rows * width);
   const up = ctx.scratch.buffer('swiglu.up', 'bf16', rows * width);
@@ -26,5 +37,5 @@ export function runSwiGlu(
   const combined = ctx.swiGluLinears(x, segments, gate, rows);
   // Elementwise: each element reads its gate and up before writing the same index, so in place is exact.
   if (!combined) swiglu(ctx.cuda, { out: gate.pointer, gate: gate.pointer, up: up.pointer, rows, cols: width });
-  ctx.linear(gate, weights.down, out, rows);
+  return gate;
 }

@@ -307,12 +307,14 @@ export function moeExpertsBf16(
     experts: number;
     hidden: number;
     intermediate: number;
+    /** false: leave the combine to the caller (it runs after the shared expert joins). */
+    combine?: boolean;
   },
   options: LaunchOptions = {},
 ): void {
   moeGateUpBf16(cuda, a, options);
   moeDownBf16(cuda, { ...a, y: a.expertOut }, options);
-  moeCombine(cuda, a, options);
+  if (a.combine !== false) moeCombine(cuda, a, options);
 }
 
 /** Overrides for the contract's controls, one per step. */
@@ -345,11 +347,13 @@ export function moeExpertsFp8(
     experts: number;
     hidden: number;
     intermediate: number;
+    /** false: leave the combine to the caller (it runs after the shared expert joins). */
+    combine?: boolean;
   },
   kernels: MoeKernels = {},
   options: LaunchOptions = {},
 ): void {
   moeGateUpFp8(cuda, a, { ...options, kernel: kernels.gateUp });
   moeDownFp8(cuda, { ...a, y: a.expertOut }, { ...options, kernel: kernels.down });
-  moeCombine(cuda, a, { ...options, kernel: kernels.combine });
+  if (a.combine !== false) moeCombine(cuda, a, { ...options, kernel: kernels.combine });
 }
