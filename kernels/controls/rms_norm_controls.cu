@@ -8,6 +8,7 @@
 TOWER_INPUT_KERNEL(control_tower_input_code_normed_with_input_weight, bf16, true)
 
 // A wrong residual norm of a split projection: add_partials_rms_norm_bf16's body, but each element's K chunks are added
-// from the last one down. Accurate, repeatable, fully written and the same at every row count: only the byte-for-byte
-// comparison with gemm_combine then add_rms_norm_bf16 can catch it.
+// from the last one down. Accurate, repeatable and fully written: only a byte-for-byte comparison with the ascending
+// order catches it (the equivalence with gemm_combine then add_rms_norm_bf16, or the invariance against calls of more
+// than 64 rows, which sum the chunks in the GEMM's registers).
 ADD_PARTIALS_RMS_NORM_KERNEL(control_add_partials_rms_norm_chunks_descending, bf16, true)

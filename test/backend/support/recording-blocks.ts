@@ -1,6 +1,7 @@
 // Recording block contexts for the cuda blocks' host tests: a device whose launches are recorded with their
-// parameters (nothing runs) and named scratch over a bump allocator; a linear that records what it projected, or
-// the real GEMM launchers (fused as the backend runs them, or one gemm() per weight) over the same device.
+// parameters (nothing runs) and named scratch over a bump allocator; a linear that records what it projected (and the
+// residual norm it was given), or the real GEMM launchers (fused as the backend runs them, or one gemm() per weight,
+// an epilogue's norm after it as the backend runs it) over the same device.
 import koffi from 'koffi';
 import type { BlockContext } from '../../../src/backend/cuda/block-context.ts';
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
