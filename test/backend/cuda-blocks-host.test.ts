@@ -436,3 +436,100 @@ test("a MoE shared expert's SwiGLU combine also combines the router logits and t
   );
   assert.deepEqual(combine.shape.grid, [Math.ceil((3 * 512 + 3 * 256 + 3) / 256), 1, 1]);
 });
+
+test("each block's epilogue rides on its output projection alone: attention's o_proj, DeltaNet's out_proj, SwiGLU's down", () => {
+  const epilogue = {
+    residual: buffer('bf16', 3 * HIDDEN),
+    weight: tensor('bf16', [HIDDEN]),
+    normed: buffer('bf16', 3 * HIDDEN),
+    eps: 1e-6,
+  };
+  const epilogues = (run: (ctx: BlockContext) => void) => {
+    const { ctx, calls } = recordingContext();
+    run(ctx);
+    return calls.map((call) => call.epilogue);
+  };
+  const attention = attentionWeights();
+  const tables = callTables(3, 1);
+  assert.deepEqual(
+    epilogues((ctx) =>
+      runAttention(
+        ctx,
+        attention,
+        buffer('bf16', 3 * HIDDEN),
+        keyValueSlab(2, 256),
+        tables,
+        buffer('bf16', 3 * HIDDEN),
+        3,
+        epilogue,
+      ),
+    ),
+    [undefined, undefined, undefined, epilogue],
+  );
+  assert.deepEqual(
+    epilogues((ctx) =>
+      runDeltaNet(
+        ctx,
+        deltaNetWeights(),
+        buffer('bf16', 3 * HIDDEN),
+        deltaNetSlab(),
+        callTables(3, 3),
+        buffer('bf16', 3 * HIDDEN),
+        3,
+        epilogue,
+      ),
+    ),
+    [undefined, undefined, undefined, undefined, epilogue],
+  );
+  const mlp = {
+    gate: tensor('bf16', [512, HIDDEN]),
+    up: tensor('bf16', [512, HIDDEN]),
+    down: tensor('bf16', [HIDDEN, 512]),
+  };
+  assert.deepEqual(
+    epilogues((ctx) => runSwiGlu(ctx, mlp, buffer('bf16', 3 * HIDDEN), buffer('bf16', 3 * HIDDEN), 3, [], epilogue)),
+    [undefined, undefined, epilogue],
+  );
+});
+
+test('a split output projection hands its partials to the residual norm in place of its combine; a long call does not split', () => {
+  const weights = {
+    gate: tensor('bf16', [6144, HIDDEN]),
+    up: tensor('bf16', [6144, HIDDEN]),
+    down: tensor('bf16', [HIDDEN, 6144]),
+  };
+  const run = (rows: number) => {
+    const { ctx, launched } = launchingContext('fused');
+    const out = buffer('bf16', rows * HIDDEN);
+    const epilogue = {
+      residual: buffer('bf16', rows * HIDDEN),
+      weight: tensor('bf16', [HIDDEN]),
+      normed: buffer('bf16', rows * HIDDEN),
+      eps: 1e-6,
+    };
+    runSwiGlu(ctx, weights, buffer('bf16', rows * HIDDEN), out, rows, [], epilogue);
+    return { launched, out, epilogue };
+  };
+  const decode = run(1);
+  assert.deepEqual(
+    decode.launched.map(({ name }) => name),
+    ['gemm_segments_rows16_bf16', 'swiglu_segments_combine_bf16', 'gemm_rows16k128_bf16', 'add_partials_rms_norm_bf16'],
+  );
+  const [down, norm] = decode.launched.slice(2) as [Launched, Launched];
+  // The norm: out, x (the residual), partials, chunks, weight, rows, cols, eps; the GEMM's workspace is its 4th word.
+  const { epilogue } = decode;
+  assert.deepEqual([word(norm, 0), word(norm, 1)], [epilogue.normed.pointer, epilogue.residual.pointer]);
+  assert.equal(word(norm, 2), word(down, 3), "the norm reads the down projection's partials");
+  assert.equal(int32At(norm, 3), 16, '6144 features in 16 chunks');
+  assert.deepEqual(
+    [word(norm, 4), BigInt(int32At(norm, 5)), BigInt(int32At(norm, 6))],
+    [epilogue.weight.data.pointer, 1n, BigInt(HIDDEN)],
+  );
+  assert.deepEqual(norm.shape.block, [HIDDEN / 4, 1, 1], "add_rms_norm_bf16's threads");
+  const prefill = run(300);
+  assert.deepEqual(
+    prefill.launched.map(({ name }) => name),
+    ['gemm_segments_rows96_bf16', 'swiglu_bf16', 'gemm_rows96_bf16', 'add_rms_norm_bf16'],
+  );
+  assert.equal(word(prefill.launched[3]!, 2), prefill.out.pointer, 'the add reads the branch the GEMM wrote');
+});
