@@ -42,7 +42,7 @@ import {
 } from './ops/records.ts';
 import { addRmsNorm, type NormWeightDtype, rmsNorm, towerInput } from './ops/rmsNorm.ts';
 import { sampleCode, sampleMain } from './ops/sampler.ts';
-import { linearResidualNorm, partialsReaders } from './residual-norm.ts';
+import { linearResidualNorm } from './residual-norm.ts';
 import { DeviceScratch } from './scratch.ts';
 import { StepGraphs } from './step-graphs.ts';
 import { runSwiGlu } from './swiglu-block.ts';
@@ -119,12 +119,8 @@ export class CudaBackend implements Backend<CudaBuffer> {
       linears: (x, segments, rows) => {
         fusedLinear(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, rows);
       },
-      linearsLeavingCombine: (x, segments, rows) => {
-        if (partialsReaders)
-          return fusedLinearLeavingCombine(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, rows);
-        fusedLinear(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, rows);
-        return undefined;
-      },
+      linearsLeavingCombine: (x, segments, rows) =>
+        fusedLinearLeavingCombine(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, rows),
       swiGluLinears: (x, segments, h, rows) =>
         fusedSwiGluLinear(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, h, rows),
       prepared<T>(key: object, label: string, make: () => T): T {

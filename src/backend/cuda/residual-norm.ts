@@ -8,12 +8,6 @@ import { type GemmArguments, gemm } from './ops/gemm.ts';
 import { addPartialsRmsNorm, addRmsNorm, type RmsNormArguments } from './ops/rmsNorm.ts';
 
 /**
- * DRAMA3_PARTIALS_READERS=off: every split GEMM combines its partials itself and no kernel reads them in its place
- * (the residual norm here, the DeltaNet's conv and gates): the same bits, one stage more each (to measure the cost).
- */
-export const partialsReaders = process.env.DRAMA3_PARTIALS_READERS !== 'off';
-
-/**
  * y = x · wᵀ (bf16), then norm.x += y and norm.out = the zero-centred norm of the sum; `y` is left unwritten where K
  * splits. Every refusal comes before the first launch.
  */
@@ -29,7 +23,7 @@ export function linearResidualNorm(cuda: CudaContext, projection: GemmArguments,
     );
   }
   if (norm.out === norm.x) throw mismatch('out', 'the norm after a residual add cannot write over the residual');
-  const left = partialsReaders ? gemm(cuda, projection, { combine: 'caller' }) : gemm(cuda, projection);
+  const left = gemm(cuda, projection, { combine: 'caller' });
   if (left === undefined) addRmsNorm(cuda, { ...norm, source: projection.y });
   else addPartialsRmsNorm(cuda, { ...norm, partials: left.partials, chunks: left.chunks });
 }
