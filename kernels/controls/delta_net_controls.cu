@@ -6,11 +6,6 @@
 //   control_delta_net_gates_without_dt_bias       softplus(a) where the model has softplus(a + dt_bias)  (accuracy)
 //   control_delta_net_gates_beta_unrounded        beta left in fp32, not rounded to bf16 (within beta's ulp bound:
 //                                                 the ulps gate's bf16-grid check)
-//   control_delta_net_conv_partials_chunks_descending  the conv from qkv's partials adds their K chunks from the last
-//                                                 one down (accurate and row-invariant: only the byte-for-byte
-//                                                 equivalence with the combine then the conv catches it)
-//   control_delta_net_gates_combine_unrounded     the gates combine takes b and a as fp32 sums, not rounded to bf16 as
-//                                                 the combine stores them (the ulps gate on g, and the equivalence)
 #include "delta_net.cuh"
 
 extern "C" __global__ void control_delta_net_conv_history_off_by_one(bf16* out, long long out_row_stride,
@@ -62,6 +57,3 @@ extern "C" __global__ void control_delta_net_gates_beta_unrounded(float* g, floa
   KERNEL_PROLOGUE();
   gates<GATES_BETA_UNROUNDED>(g, beta, b, a, row_stride, a_log, dt_bias, rows, value_heads);
 }
-
-DELTA_NET_CONV_PARTIALS_KERNEL(control_delta_net_conv_partials_chunks_descending, FAULT_CHUNKS_DESCENDING)
-DELTA_NET_GATES_COMBINE_KERNEL(control_delta_net_gates_combine_unrounded, bf16, FAULT_GATES_UNROUNDED)

@@ -12,16 +12,6 @@
 //   The new state is the last 3 rows of state ++ x, copied exactly.
 //   Grid (⌈C/256⌉, row tiles, Q), 256 threads: one thread per channel of 8 consecutive rows.
 //
-// delta_net_conv_silu_partials_bf16: the same conv with x read from segment 0 of a segmented GEMM that split K
-//   (GEMM_SEGMENT_PARAMETERS first, gemm_segments.cuh): in[t, c] = bf16(Σ_chunk partials, ascending), the value
-//   gemm_segments_combine stores, widened; so out and the new state have the bits of that combine then the conv.
-//
-// delta_net_gates_segments_combine_f32, delta_net_gates_segments_combine_bf16_parameters: the segmented GEMM's
-//   combine (GEMM_SEGMENT_PARAMETERS first) with segments 2 and 3 b and a, both split, Vh wide: g and beta [T, Vh] as
-//   the gates compute them from b and a each summed over its chunks in ascending order and rounded to bf16, the
-//   combine's values (b and a not stored); the table's other stored segments (y not null: z) combined as
-//   gemm_segments_combine does. The bits of gemm_segments_combine then delta_net_gates_*, one launch.
-//
 // delta_net_gates_f32: beta = sigmoid(b), g = −exp(A_log) · softplus(a + dt_bias) (torch's softplus: linear above 20)
 //   b, a: [T, Vh] bf16 columns of the fused projection, rows row_stride apart; a_log, dt_bias: [Vh] fp32
 //   (delta_net_gates_bf16_parameters: [Vh] bf16, as the checkpoint stores them, widened exactly)
@@ -48,6 +38,10 @@ extern "C" __global__ void delta_net_conv_silu_bf16(bf16* out, long long out_row
   conv_silu<FAULT_NONE>(out, out_row_stride, x, x_row_stride, weight, conv_state, sequences, channels);
 }
 
+// a_log and dt_bias as the checkpoint stores them (fp32 or bf16, widened exactly).
+__device__ __forceinline__ float parameter(const float* values, int index) { return values[index]; }
+__device__ __forceinline__ float parameter(const bf16* values, int index) { return to_float(values[index]); }
+
 template <typename Parameter>
 __device__ __forceinline__ void gates(float* g, float* beta, const bf16* b, const bf16* a, long long row_stride,
                                       const Parameter* a_log, const Parameter* dt_bias, int rows, int value_heads) {
@@ -55,8 +49,11 @@ __device__ __forceinline__ void gates(float* g, float* beta, const bf16* b, cons
   if (index >= (long long)rows * value_heads) return;
   const long long row = index / value_heads;
   const int head = (int)(index - row * value_heads);
-  const long long source = row * row_stride + head;
-  gate_values(g, beta, index, to_float(b[source]), to_float(a[source]), a_log, dt_bias, head);
+  const float shifted = to_float(a[row * row_stride + head]) + parameter(dt_bias, head);
+  const float softplus = shifted > 20.0f ? shifted : log1pf(expf(shifted));
+  g[index] = -expf(parameter(a_log, head)) * softplus;
+  // beta is rounded to bf16 (sigmoid of a bf16 b, as torch forms it and the cpu bf16 path rounds it); g stays fp32.
+  beta[index] = to_float(to_bf16(1.0f / (1.0f + expf(-to_float(b[row * row_stride + head])))));
 }
 
 extern "C" __global__ void delta_net_gates_f32(float* g, float* beta, const bf16* b, const bf16* a,
@@ -79,7 +76,3 @@ extern "C" __global__ void __launch_bounds__(RECURRENCE_THREADS)
   KERNEL_PROLOGUE();
   recurrence<FAULT_NONE>(out, qkv, qkv_row_stride, g, beta, state, sequences, key_heads, value_heads);
 }
-
-DELTA_NET_CONV_PARTIALS_KERNEL(delta_net_conv_silu_partials_bf16, FAULT_NONE)
-DELTA_NET_GATES_COMBINE_KERNEL(delta_net_gates_segments_combine_f32, float, FAULT_NONE)
-DELTA_NET_GATES_COMBINE_KERNEL(delta_net_gates_segments_combine_bf16_parameters, bf16, FAULT_NONE)

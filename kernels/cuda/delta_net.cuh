@@ -3,15 +3,8 @@
 // kernels in exactly one place; the real kernels instantiate FAULT_NONE.
 #pragma once
 #include "common.cuh"
-#include "gemm_segments.cuh"
 
-enum DeltaNetFault {
-  FAULT_NONE = 0,
-  FAULT_CONV_HISTORY_OFF_BY_ONE = 1,
-  FAULT_RECURRENCE_SKIPS_LAST_ROW = 2,
-  FAULT_CHUNKS_DESCENDING = 3,
-  FAULT_GATES_UNROUNDED = 4,
-};
+enum DeltaNetFault { FAULT_NONE = 0, FAULT_CONV_HISTORY_OFF_BY_ONE = 1, FAULT_RECURRENCE_SKIPS_LAST_ROW = 2 };
 
 // Sequence table entries (LAYOUT.md): (slot, firstRow, rowCount, startPosition).
 struct Sequence {
@@ -30,12 +23,10 @@ constexpr int CONV_HISTORY = CONV_WIDTH - 1;
 constexpr int CONV_ROWS_PER_TILE = 8;
 
 // One thread per channel of one row tile of one sequence. Every output is Σ_j w[c][j]·in[t−3+j] in j order, so a row's
-// result does not depend on the tile, the call or the chunk it is in. `source(row, channel)` is the input element as
-// fp32 (a bf16 value widened): read from x's rows, or from the projection's partials (conv_silu_partials).
-template <int FAULT, typename Source>
-__device__ __forceinline__ void conv_silu_from(bf16* out, long long out_row_stride, const Source& source,
-                                               const bf16* weight, bf16* conv_state, const int* sequences,
-                                               int channels) {
+// result does not depend on the tile, the call or the chunk it is in.
+template <int FAULT>
+__device__ __forceinline__ void conv_silu(bf16* out, long long out_row_stride, const bf16* x, long long x_row_stride,
+                                          const bf16* weight, bf16* conv_state, const int* sequences, int channels) {
   const int channel = blockIdx.x * blockDim.x + threadIdx.x;
   if (channel >= channels) return;
   const Sequence sequence = read_sequence(sequences, blockIdx.z);
@@ -46,7 +37,7 @@ __device__ __forceinline__ void conv_silu_from(bf16* out, long long out_row_stri
   // Input row s of the sequence: x for s ≥ 0, the carried state (oldest first) for s in [−3, −1].
   const auto input = [&](int s) -> float {
     if (FAULT == FAULT_CONV_HISTORY_OFF_BY_ONE) s -= 1;
-    if (s >= 0) return source(sequence.first_row + s, channel);
+    if (s >= 0) return to_float(x[(long long)(sequence.first_row + s) * x_row_stride + channel]);
     return s >= -CONV_HISTORY ? to_float(state[(long long)(CONV_HISTORY + s) * channels]) : 0.0f;
   };
   const int tiles = (sequence.row_count + CONV_ROWS_PER_TILE - 1) / CONV_ROWS_PER_TILE;
@@ -77,88 +68,6 @@ __device__ __forceinline__ void conv_silu_from(bf16* out, long long out_row_stri
 #pragma unroll
   for (int j = 0; j < CONV_HISTORY; j++) state[(long long)j * channels] = to_bf16(next[j]);
 }
-
-template <int FAULT>
-__device__ __forceinline__ void conv_silu(bf16* out, long long out_row_stride, const bf16* x, long long x_row_stride,
-                                          const bf16* weight, bf16* conv_state, const int* sequences, int channels) {
-  const auto source = [&](int row, int channel) { return to_float(x[(long long)row * x_row_stride + channel]); };
-  conv_silu_from<FAULT>(out, out_row_stride, source, weight, conv_state, sequences, channels);
-}
-
-// The conv over segment 0 of a segmented GEMM that split K: element (row, channel) is that segment's chunk partials
-// added in ascending order and rounded to bf16, the value gemm_segments_combine would have stored for the conv to read,
-// so out and the carried state have the bits of that combine then conv_silu (the state keeps those bf16 values).
-template <int FAULT>
-__device__ __forceinline__ void conv_silu_partials(bf16* out, long long out_row_stride, const GemmSegmentTable& table,
-                                                   const bf16* weight, bf16* conv_state, const int* sequences,
-                                                   int channels) {
-  const GemmSegment segment = gemm_segment_of(table, 0);
-  const long long elements = (long long)table.M * segment.N;
-  const auto source = [&](int row, int channel) {
-    const long long element = (long long)row * segment.N + channel;
-    return gemm_segment_value<FAULT == FAULT_CHUNKS_DESCENDING>(segment, elements, element);
-  };
-  conv_silu_from<FAULT_NONE>(out, out_row_stride, source, weight, conv_state, sequences, channels);
-}
-
-// a_log and dt_bias as the checkpoint stores them (fp32 or bf16, widened exactly).
-__device__ __forceinline__ float gate_parameter(const float* values, int index) { return values[index]; }
-__device__ __forceinline__ float gate_parameter(const bf16* values, int index) { return to_float(values[index]); }
-
-// The gates of one (row, value head) from its bf16 b and a (widened): g = −exp(A_log)·softplus(a + dt_bias) in fp32,
-// beta = sigmoid(b) rounded to bf16 (as torch forms it and the cpu bf16 path rounds it), kept in fp32.
-template <typename Parameter>
-__device__ __forceinline__ void gate_values(float* g, float* beta, long long index, float b, float a,
-                                            const Parameter* a_log, const Parameter* dt_bias, int head) {
-  const float shifted = a + gate_parameter(dt_bias, head);
-  const float softplus = shifted > 20.0f ? shifted : log1pf(expf(shifted));
-  g[index] = -expf(gate_parameter(a_log, head)) * softplus;
-  beta[index] = to_float(to_bf16(1.0f / (1.0f + expf(-b))));
-}
-
-// The segmented GEMM's combine with segments 2 and 3 DeltaNet's b and a (both split K, value_heads wide): thread i of
-// the first M·value_heads writes the gates of (row i / value_heads, head i % value_heads) from b's and a's elements
-// rounded to bf16 as the combine would store them (neither is stored), and the threads after them combine the other
-// stored split segments as gemm_segments_combine does. So g, beta and those outputs have the bits of
-// gemm_segments_combine then the gates kernel, one launch fewer. The table's y2 and y3 are null.
-template <int FAULT, typename Parameter>
-__device__ __forceinline__ void gates_segments_combine(float* g, float* beta, const Parameter* a_log,
-                                                       const Parameter* dt_bias, int value_heads,
-                                                       const GemmSegmentTable& table) {
-  const long long gate_count = (long long)table.M * value_heads;
-  const long long total_elements = gate_count + gemm_segments_split_elements(table);
-  const GemmSegment b_segment = gemm_segment_of(table, 2);
-  const GemmSegment a_segment = gemm_segment_of(table, 3);
-  for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < total_elements;
-       index += (long long)gridDim.x * blockDim.x) {
-    if (index < gate_count) {
-      // FAULT_GATES_UNROUNDED (the contract's control only) takes b and a as the unrounded fp32 sums.
-      const bool unrounded = FAULT == FAULT_GATES_UNROUNDED;
-      const float b = unrounded ? gemm_segment_total(b_segment, gate_count, index)
-                                : gemm_segment_value(b_segment, gate_count, index);
-      const float a = unrounded ? gemm_segment_total(a_segment, gate_count, index)
-                                : gemm_segment_value(a_segment, gate_count, index);
-      gate_values(g, beta, index, b, a, a_log, dt_bias, (int)(index % value_heads));
-    } else {
-      gemm_segments_combine_element(table, index - gate_count);
-    }
-  }
-}
-
-#define DELTA_NET_CONV_PARTIALS_KERNEL(ENTRY, FAULT)                                                                \
-  extern "C" __global__ void ENTRY(GEMM_SEGMENT_PARAMETERS, bf16* __restrict__ out, long long out_row_stride,      \
-                                   const bf16* __restrict__ weight, bf16* conv_state, const int* sequences,        \
-                                   int channels) {                                                                 \
-    KERNEL_PROLOGUE();                                                                                             \
-    conv_silu_partials<FAULT>(out, out_row_stride, GEMM_SEGMENT_TABLE, weight, conv_state, sequences, channels);   \
-  }
-
-#define DELTA_NET_GATES_COMBINE_KERNEL(ENTRY, PARAMETER, FAULT)                                                     \
-  extern "C" __global__ void ENTRY(GEMM_SEGMENT_PARAMETERS, float* __restrict__ g, float* __restrict__ beta,       \
-                                   const PARAMETER* a_log, const PARAMETER* dt_bias, int value_heads) {            \
-    KERNEL_PROLOGUE();                                                                                             \
-    gates_segments_combine<FAULT>(g, beta, a_log, dt_bias, value_heads, GEMM_SEGMENT_TABLE);                       \
-  }
 
 constexpr int HEAD_DIM = 128;
 constexpr int COLUMNS_PER_BLOCK = 32;

@@ -6,9 +6,7 @@
 // waits for the previous grid and exits. A segment whose K is split writes fp32 partials [chunks, M, N_s] at its own
 // offset of `partials` (the segments' partials one after another, each rounded up to 16 bytes), and
 // gemm_segments_combine adds them for all segments in one launch, in ascending chunk order as gemm_combine does.
-// Unused segments have N = 0 (no tiles, no elements). In a combine's table, a split segment whose y is null is not
-// combined (a consumer reads its partials itself: gemm_segment_of, gemm_segment_value); its partials keep the offset
-// the tile kernel wrote them at, since the offsets are counted over every split segment.
+// Unused segments have N = 0 (no tiles, no elements).
 #pragma once
 #include "gemm_combine.cuh"
 #include "gemm_tiles.cuh"
@@ -70,8 +68,7 @@ __device__ __forceinline__ GemmSegment gemm_segment_at(const GemmSegmentTable& t
   for (int s = 0; s < GEMM_MOST_SEGMENTS; s++) {
     const int splits = gemm_segment_splits(table, s);
     const long long elements = (long long)table.M * table.n[s];
-    const bool combined = splits > 1 && table.y[s] != nullptr;
-    const long long extent = BN > 0 ? (table.n[s] + BN - 1) / max(BN, 1) : (combined ? elements : 0);
+    const long long extent = BN > 0 ? (table.n[s] + BN - 1) / max(BN, 1) : (splits > 1 ? elements : 0);
     if (!segment.found && position < first + extent) {
       segment.y = table.y[s];
       segment.w = table.w[s];
@@ -112,34 +109,12 @@ __device__ __forceinline__ void gemm_segments_tiles(const bf16* x, const GemmSeg
                                                                     segment.output_fp32, block);
 }
 
-// Segment s as the tile kernel wrote it (its partials at their offset), whether or not the combine stores it.
-__device__ __forceinline__ GemmSegment gemm_segment_of(const GemmSegmentTable& table, int s) {
-  GemmSegment segment = {};
-  long long offset = 0;
-#pragma unroll
-  for (int index = 0; index < GEMM_MOST_SEGMENTS; index++) {
-    const int splits = gemm_segment_splits(table, index);
-    if (index == s) {
-      segment.y = table.y[index];
-      segment.w = table.w[index];
-      segment.partials = table.partials + offset;
-      segment.N = table.n[index];
-      segment.chunk_tiles = max(table.chunk_tiles[index], 1);
-      segment.splits = splits;
-      segment.output_fp32 = (table.fp32_mask >> index) & 1;
-      segment.found = true;
-    }
-    if (splits > 1) offset += (splits * (long long)table.M * table.n[index] + 3) & ~3LL;
-  }
-  return segment;
-}
-
-// Elements of the split segments the combine stores (its threads): those whose y is not null.
+// Elements of the split segments (the combine's threads).
 __device__ __forceinline__ long long gemm_segments_split_elements(const GemmSegmentTable& table) {
   long long total_elements = 0;
 #pragma unroll
   for (int s = 0; s < GEMM_MOST_SEGMENTS; s++) {
-    if (gemm_segment_splits(table, s) > 1 && table.y[s] != nullptr) total_elements += (long long)table.M * table.n[s];
+    if (gemm_segment_splits(table, s) > 1) total_elements += (long long)table.M * table.n[s];
   }
   return total_elements;
 }
@@ -148,19 +123,6 @@ __device__ __forceinline__ long long gemm_segments_split_elements(const GemmSegm
 __device__ __forceinline__ float gemm_segment_total(const GemmSegment& segment, long long elements,
                                                     long long element) {
   return gemm_chunks_total(segment.partials, elements, element, segment.splits);
-}
-
-// Element `element` of a split segment as gemm_segments_combine stores it in bf16, widened back to fp32: what a
-// consumer reading the partials instead of the combined output sees. CHUNKS_DESCENDING (the contract's controls only)
-// adds the partials from the last chunk down.
-template <bool CHUNKS_DESCENDING = false>
-__device__ __forceinline__ float gemm_segment_value(const GemmSegment& segment, long long elements, long long element) {
-  if constexpr (CHUNKS_DESCENDING) {
-    float total = segment.partials[(segment.splits - 1) * elements + element];
-    for (int c = segment.splits - 2; c >= 0; c--) total = total + segment.partials[c * elements + element];
-    return to_float(to_bf16(total));
-  }
-  return to_float(to_bf16(gemm_segment_total(segment, elements, element)));
 }
 
 // The element at `index` among the split segments' elements: its total, stored once as its segment's output.

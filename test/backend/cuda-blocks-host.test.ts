@@ -295,9 +295,9 @@ test('fused projections: one GEMM launch and at most one combine where each proj
   };
   // Decode: every projection splits K (in 128-element tiles here), so each separate linear was a GEMM and a combine.
   assert.deepEqual(count('separate', deltaNet(1)), Array(5).fill(['gemm_rows16k128_bf16', 'gemm_combine']).flat());
-  // The DeltaNet's combine is folded into its conv and gates (delta_net_*, not gemm launches).
   assert.deepEqual(count('fused', deltaNet(1)), [
     'gemm_segments_rows16k128_bf16',
+    'gemm_segments_combine',
     'gemm_rows16k128_bf16',
     'gemm_combine',
   ]);
@@ -313,7 +313,7 @@ test('fused projections: one GEMM launch and at most one combine where each proj
   // chunks stage 64 K elements (rows16), the down projection's 6-tile ones 128.
   assert.deepEqual(count('fused', swiGlu(1)), ['gemm_segments_rows16_bf16', 'gemm_rows16k128_bf16', 'gemm_combine']);
   // Small batches take rows64 tiles; prefill keeps its chunks in registers and needs no combine at all.
-  assert.deepEqual(count('fused', deltaNet(40)).slice(0, 2), ['gemm_segments_rows64_bf16', 'gemm_rows64_bf16']);
+  assert.deepEqual(count('fused', deltaNet(40)).slice(0, 2), ['gemm_segments_rows64_bf16', 'gemm_segments_combine']);
   assert.deepEqual(count('separate', deltaNet(300)), Array(5).fill('gemm_rows96_bf16'));
   assert.deepEqual(count('fused', deltaNet(300)), ['gemm_segments_rows96_bf16', 'gemm_rows96_bf16']);
 });
@@ -322,7 +322,7 @@ test('fused projections: the segmented launch carries each weight, output, width
   const { ctx, launched } = launchingContext('fused');
   const weights = deltaNetWeights();
   runDeltaNet(ctx, weights, buffer('bf16', HIDDEN), deltaNetSlab(), callTables(1, 1), buffer('bf16', HIDDEN), 1);
-  const segmented = launched[0]!;
+  const [segmented, combine] = launched as [Launched, Launched];
   assert.equal(segmented.name, 'gemm_segments_rows16k128_bf16');
   const widths = [CHANNELS, VALUE_HEADS * 128, VALUE_HEADS, VALUE_HEADS];
   const projections = [weights.inProjQkv, weights.inProjZ, weights.inProjB, weights.inProjA];
@@ -337,82 +337,11 @@ test('fused projections: the segmented launch carries each weight, output, width
   );
   const columnTiles = widths.reduce((sum, n) => sum + Math.ceil(n / 64), 0);
   assert.deepEqual(segmented.shape.grid, [columnTiles, 1, 16], 'all segments side by side, the most chunks deep');
-});
-
-test('Gated DeltaNet at decode: the conv reads q|k|v from the partials, the gates read b and a beside it and combine z', () => {
-  const { ctx, launched } = launchingContext('fused');
-  const weights = deltaNetWeights();
-  const slab = deltaNetSlab();
-  const tables = callTables(1, 1);
-  runDeltaNet(ctx, weights, buffer('bf16', HIDDEN), slab, tables, buffer('bf16', HIDDEN), 1);
+  assert.equal(combine.name, 'gemm_segments_combine');
   assert.deepEqual(
-    launched.slice(0, 5).map((launch) => launch.name),
-    [
-      'gemm_segments_rows16k128_bf16',
-      'delta_net_gates_segments_combine_bf16_parameters',
-      'delta_net_conv_silu_partials_bf16',
-      'delta_net_recurrence_bf16',
-      'rms_norm_gated_bf16',
-    ],
-    'no combine between the projection and the conv',
-  );
-  const [segmented, gates, conv, recurrence, norm] = launched as [Launched, Launched, Launched, Launched, Launched];
-  assert.deepEqual(
-    launched.slice(0, 5).map((launch) => launch.side === true),
-    [false, true, false, false, false],
-    'the gates combine runs on the side stream beside the conv; the recurrence waits for both',
-  );
-  const shared = [0, 1, 2, 3, 4, 5].map((index) => word(segmented, index));
-  assert.deepEqual(
-    [0, 1, 2, 3, 4, 5].map((index) => word(conv, index)),
-    shared,
-    "the conv reads the projection's partials",
-  );
-  assert.deepEqual(
-    [0, 1, 2, 3, 4, 5].map((index) => word(gates, index)),
-    shared,
-  );
-  // Per segment (y, w, N, chunk tiles) from parameter 6: the gates combine stores only z; the conv sees the table whole.
-  const outputs = (launch: Launched) => [0, 1, 2, 3].map((index) => word(launch, 6 + 4 * index));
-  const z = word(segmented, 10);
-  assert.deepEqual(outputs(gates), [0n, z, 0n, 0n], 'q|k|v, b and a are read from their partials, not stored');
-  assert.deepEqual(outputs(conv), outputs(segmented));
-  for (let index = 6; index < 22; index++) {
-    if ((index - 6) % 4 !== 0) assert.equal(word(gates, index), word(segmented, index), `gates parameter ${index}`);
-  }
-  // gates: ... g, beta, A_log, dt_bias, value heads; one thread per gate, then one per element of z.
-  assert.deepEqual([word(gates, 24), word(gates, 25)], [weights.aLog.data.pointer, weights.dtBias.data.pointer]);
-  assert.equal(int32At(gates, 26), VALUE_HEADS);
-  assert.deepEqual(gates.shape.grid, [Math.ceil((VALUE_HEADS + VALUE_HEADS * 128) / 256), 1, 1]);
-  // conv: ... out, out stride, weight, state, sequences, channels.
-  assert.deepEqual(
-    [word(conv, 23), word(conv, 24), word(conv, 25), word(conv, 26), int32At(conv, 27)],
-    [BigInt(CHANNELS), weights.conv.data.pointer, slab.conv.data.pointer, tables.sequences.pointer, CHANNELS],
-  );
-  assert.deepEqual(conv.shape.grid, [CHANNELS / 256, 1, 1]);
-  // recurrence: out, qkv, stride, g, beta, ...; gated norm: out, x, gate (z), ...
-  assert.deepEqual(
-    [word(recurrence, 1), word(recurrence, 3), word(recurrence, 4)],
-    [word(conv, 22), word(gates, 22), word(gates, 23)],
-  );
-  assert.deepEqual([word(norm, 1), word(norm, 2)], [word(recurrence, 0), z]);
-});
-
-test('Gated DeltaNet over more than 64 rows (no split) keeps the conv over the stored projection', () => {
-  const { ctx, launched } = launchingContext('fused');
-  const rows = 100;
-  runDeltaNet(
-    ctx,
-    deltaNetWeights({}, 'f32'),
-    buffer('bf16', rows * HIDDEN),
-    deltaNetSlab(),
-    callTables(rows, 1),
-    buffer('bf16', rows * HIDDEN),
-    rows,
-  );
-  assert.deepEqual(
-    launched.slice(0, 4).map((launch) => launch.name),
-    ['gemm_segments_rows96_bf16', 'delta_net_gates_f32', 'delta_net_conv_silu_bf16', 'delta_net_recurrence_bf16'],
+    [0, 1, 2, 3, 4, 5].map((index) => word(combine, index)),
+    [0, 1, 2, 3, 4, 5].map((index) => word(segmented, index)),
+    'the combine takes the same parameters',
   );
 });
 

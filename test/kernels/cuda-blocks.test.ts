@@ -13,7 +13,7 @@ import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { runDeltaNet } from '../../src/backend/cuda/delta-net-block.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
-import { fusedLinear, fusedLinearLeavingCombine, fusedSwiGluLinear } from '../../src/backend/cuda/fused-linear.ts';
+import { fusedLinear, fusedSwiGluLinear } from '../../src/backend/cuda/fused-linear.ts';
 import type { Allocation } from '../../src/backend/cuda/memory.ts';
 import { gemm, gemmWorkspaceBytes } from '../../src/backend/cuda/ops/gemm.ts';
 import { DeviceScratch } from '../../src/backend/cuda/scratch.ts';
@@ -68,9 +68,6 @@ function blockContext(): BlockContext {
     },
     linears(x, segments, rows) {
       fusedLinear(cuda, (bytes) => scratch.bytes('test.gemm', bytes), rows, x, segments, rows);
-    },
-    linearsLeavingCombine(x, segments, rows) {
-      return fusedLinearLeavingCombine(cuda, (bytes) => scratch.bytes('test.gemm', bytes), rows, x, segments, rows);
     },
     swiGluLinears(x, segments, h, rows) {
       return fusedSwiGluLinear(cuda, (bytes) => scratch.bytes('test.gemm', bytes), rows, x, segments, h, rows);

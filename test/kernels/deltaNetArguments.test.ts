@@ -3,14 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { CudaContext } from '../../src/backend/cuda/context.ts';
-import {
-  deltaNetConv,
-  deltaNetConvPartials,
-  deltaNetGates,
-  deltaNetGatesSegmentsCombine,
-  deltaNetRecurrence,
-} from '../../src/backend/cuda/ops/deltaNet.ts';
-import type { LeftCombine } from '../../src/backend/cuda/ops/gemmSegments.ts';
+import { deltaNetConv, deltaNetGates, deltaNetRecurrence } from '../../src/backend/cuda/ops/deltaNet.ts';
 import { chunkTable, sequenceTable } from './support/deltaNetCases.ts';
 
 // Argument checks run before the launcher touches the context, so none is needed.
@@ -48,51 +41,6 @@ test('the gates launcher names a bad size or stride', () => {
   const gates = { g: 1n, beta: 2n, b: 3n, a: 4n, rowStride: 12352, aLog: 5n, dtBias: 6n, rows: 1, valueHeads: 32 };
   assert.throws(() => deltaNetGates(noDevice, { ...gates, rows: 0 }), refusal('rows'));
   assert.throws(() => deltaNetGates(noDevice, { ...gates, rowStride: 31 }), refusal('rowStride'));
-});
-
-/** A combine left by the DeltaNet's segmented GEMM (qkv | z | b | a) at one row: every segment split into bf16. */
-function left(change: Partial<LeftCombine> = {}): LeftCombine {
-  const combine: LeftCombine = {
-    rows: 1,
-    outFeatures: [8192, 4096, 32, 32],
-    outputs: ['bf16', 'bf16', 'bf16', 'bf16'],
-    chunks: [4, 8, 16, 16],
-    stored: [true, true, true, true],
-    appendParameters: (args) => args,
-    withoutStoring: () => combine,
-    ...change,
-  };
-  return combine;
-}
-
-test('the conv from partials names a segment 0 it cannot read, and the sizes the conv launcher names', () => {
-  const { x: _x, xRowStride: _stride, ...rest } = conv;
-  const partials = { ...rest, combine: left() };
-  assert.throws(
-    () => deltaNetConvPartials(noDevice, { ...partials, combine: left({ chunks: [1, 8, 16, 16] }) }),
-    refusal('combine'),
-  );
-  const f32 = left({ outputs: ['f32', 'bf16', 'bf16', 'bf16'] });
-  assert.throws(() => deltaNetConvPartials(noDevice, { ...partials, combine: f32 }), refusal('combine'));
-  assert.throws(
-    () => deltaNetConvPartials(noDevice, { ...partials, channels: 8193, outRowStride: 8193 }),
-    refusal('combine'),
-  );
-  assert.throws(() => deltaNetConvPartials(noDevice, { ...partials, longestSequence: 2 }), refusal('longestSequence'));
-  assert.throws(() => deltaNetConvPartials(noDevice, { ...partials, outRowStride: 100 }), refusal('outRowStride'));
-  assert.throws(() => deltaNetConvPartials(noDevice, { ...partials, sequenceCount: 0 }), refusal('sequenceCount'));
-});
-
-test('the gates combine names b and a that are not split bf16 segments 2 and 3 of value-head width', () => {
-  const gates = { g: 1n, beta: 2n, aLog: 5n, dtBias: 6n, valueHeads: 32, combine: left() };
-  assert.throws(() => deltaNetGatesSegmentsCombine(noDevice, { ...gates, valueHeads: 16 }), refusal('combine'));
-  const unsplit = left({ chunks: [4, 8, 16, 1] });
-  assert.throws(() => deltaNetGatesSegmentsCombine(noDevice, { ...gates, combine: unsplit }), refusal('combine'));
-  const f32 = left({ outputs: ['bf16', 'bf16', 'f32', 'bf16'] });
-  assert.throws(() => deltaNetGatesSegmentsCombine(noDevice, { ...gates, combine: f32 }), refusal('combine'));
-  const three = left({ outFeatures: [8192, 4096, 32] });
-  assert.throws(() => deltaNetGatesSegmentsCombine(noDevice, { ...gates, combine: three }), refusal('combine'));
-  assert.throws(() => deltaNetGatesSegmentsCombine(noDevice, { ...gates, valueHeads: 0 }), refusal('valueHeads'));
 });
 
 test('the recurrence launcher refuses value heads that are no multiple of key heads and a short row stride', () => {

@@ -17,12 +17,9 @@ import {
 import {
   type GemmSegmentsArguments,
   gemmSegments,
-  gemmSegmentsCombine,
   gemmSegmentsWorkspaceBytes,
-  splitElements,
 } from '../../src/backend/cuda/ops/gemmSegments.ts';
 import { quantizeE4m3 } from '../../src/backend/cuda/ops/quantizeFp8.ts';
-import { combinesIntoSwiglu } from '../../src/backend/cuda/ops/swiglu.ts';
 
 interface Recorded {
   readonly name: string;
@@ -333,42 +330,6 @@ test('unused segment slots are empty, and a launch whose segments do not split K
     assert.deepEqual([wordAt(table, at), wordAt(table, at + 1), int32At(table, at + 2)], [0n, 0n, 0]);
   }
   assert.equal(gemmSegmentsWorkspaceBytes(1, 64, [12352, 4097]), 0);
-});
-
-test('a left combine without storing a segment passes its y as null and gives that segment no threads', () => {
-  const { cuda, launches, parameters } = standIn();
-  const left = gemmSegments(cuda, { ...segmented, rows: 3 }, { leaveCombine: true })!;
-  const widths = segmented.segments.map((segment) => segment.outFeatures);
-  assert.deepEqual(left.stored, [true, true, true, true]);
-  assert.equal(splitElements(left), 3 * widths.reduce((sum, n) => sum + n, 0));
-  const partial = left.withoutStoring([0, 3]);
-  assert.deepEqual(partial.stored, [false, true, true, false]);
-  assert.deepEqual(left.stored, [true, true, true, true], 'the left combine itself is unchanged');
-  assert.equal(splitElements(partial), 3 * (widths[1]! + widths[2]!));
-  gemmSegmentsCombine(cuda, partial);
-  assert.deepEqual(
-    launches.map((launch) => launch.name),
-    ['gemm_segments_rows16_bf16', 'gemm_segments_combine'],
-  );
-  const [tile, combine] = parameters as [BigUint64Array, BigUint64Array];
-  assert.deepEqual(launches[1]!.shape.grid, [Math.ceil(splitElements(partial) / 256), 1, 1]);
-  segmented.segments.forEach((segment, index) => {
-    const at = 6 + 4 * index;
-    const y = index === 0 || index === 3 ? 0n : segment.y;
-    assert.equal(wordAt(combine, at), y, `segment ${index} output`);
-    assert.deepEqual(
-      [wordAt(combine, at + 1), int32At(combine, at + 2), int32At(combine, at + 3)],
-      [wordAt(tile, at + 1), int32At(tile, at + 2), int32At(tile, at + 3)],
-      'the partials keep the offsets the tile kernel wrote them at',
-    );
-  });
-  // Nothing left to store: no combine is launched; and a SwiGLU combine needs gate and up stored.
-  gemmSegmentsCombine(cuda, left.withoutStoring([0, 1, 2, 3]));
-  assert.equal(launches.length, 2);
-  const pair = { ...segmented, segments: [segmented.segments[0]!, { ...segmented.segments[0]!, y: 0x14000n }] };
-  const swiglu = gemmSegments(cuda, pair, { leaveCombine: true })!;
-  assert.equal(combinesIntoSwiglu(swiglu), true);
-  assert.equal(combinesIntoSwiglu(swiglu.withoutStoring([1])), false);
 });
 
 test('a replacement segmented kernel runs on rows16 geometry with the split the row count would pick', () => {

@@ -27,7 +27,7 @@ import { runAttention } from './attention-block.ts';
 import type { BlockContext } from './block-context.ts';
 import { CudaContext, type CudaContextOptions } from './context.ts';
 import { runDeltaNet } from './delta-net-block.ts';
-import { fusedLinear, fusedLinearLeavingCombine, fusedSwiGluLinear } from './fused-linear.ts';
+import { fusedLinear, fusedSwiGluLinear } from './fused-linear.ts';
 import { decodeElements, hostArrayFor, requireHostArray } from './host-elements.ts';
 import type { Allocation } from './memory.ts';
 import { runMoe } from './moe-block.ts';
@@ -119,8 +119,6 @@ export class CudaBackend implements Backend<CudaBuffer> {
       linears: (x, segments, rows) => {
         fusedLinear(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, rows);
       },
-      linearsLeavingCombine: (x, segments, rows) =>
-        fusedLinearLeavingCombine(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, rows),
       swiGluLinears: (x, segments, h, rows) =>
         fusedSwiGluLinear(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, h, rows),
       prepared<T>(key: object, label: string, make: () => T): T {

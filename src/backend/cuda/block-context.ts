@@ -4,7 +4,6 @@
 import type { LinearWeight, ResidualNorm, Tensor } from '../types.ts';
 import type { CudaContext } from './context.ts';
 import type { LinearSegment } from './fused-linear.ts';
-import type { LeftCombine } from './ops/gemmSegments.ts';
 import type { DeviceScratch } from './scratch.ts';
 import type { CudaBuffer } from './tensors.ts';
 
@@ -27,12 +26,6 @@ export interface BlockContext {
    * (the projections that read the same x). The weights must share x's features.
    */
   linears(x: CudaBuffer, segments: readonly LinearSegment[], rows: number): void;
-  /**
-   * `linears` for at most four segments (one GEMM launch) whose combine, where K splits, is returned, not launched:
-   * the caller runs it (gemmSegmentsCombine) or consumers that read segments from the partials. Undefined where
-   * nothing splits (every output written).
-   */
-  linearsLeavingCombine(x: CudaBuffer, segments: readonly LinearSegment[], rows: number): LeftCombine | undefined;
   /**
    * `linears` for a SwiGLU: segments 0 and 1 its gate and up. Returns true where the GEMM's combine wrote
    * h = silu(gate) · up [rows, N] into `h` (K split: the bits of `linears` then the SwiGLU kernel, gate and up left

@@ -6,25 +6,17 @@
 //   L2-normalised and q scaled by 1/sqrt(128) inside (bf16 out) → rms_norm_gated_bf16: norm(o)·w·SiLU(z) per value
 //   head (bf16) → out_proj into `out`, with the epilogue's residual add and norm where given (BlockContext.linear).
 // The four projections keep their own outputs (one launch, four segments): a single concatenated weight would put
-// z's rows a projection width apart, and the gated norm reads its gate rows contiguous. Where the GEMM splits K (at
-// most 64 rows) no combine precedes the conv: the conv reads q|k|v from the partials while, beside it, one launch
-// computes the gates from b's and a's partials and combines z, each value rounded as the combine rounds it (the same
-// bits, one dependent launch fewer before the recurrence).
+// z's rows a projection width apart, and the gated norm reads its gate rows contiguous.
 import { DramaError } from '../../errors.ts';
 import type { CallTables, DeltaNetSlab, DeltaNetWeights, ResidualNorm } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
 import {
-  convReadsPartials,
   DELTA_NET_CONV_WIDTH,
   DELTA_NET_HEAD_DIM,
   deltaNetConv,
-  deltaNetConvPartials,
   deltaNetGates,
-  deltaNetGatesSegmentsCombine,
   deltaNetRecurrence,
-  gatesReadPartials,
 } from './ops/deltaNet.ts';
-import { gemmSegmentsCombine } from './ops/gemmSegments.ts';
 import { gatedRmsNorm } from './ops/rmsNorm.ts';
 import { type CudaBuffer, requireDtype } from './tensors.ts';
 
@@ -120,7 +112,7 @@ export function runDeltaNet(
   const beta = scratch.buffer('deltaNet.beta', 'f32', rows * valueHeads);
   const core = scratch.buffer('deltaNet.core', 'bf16', rows * valueWidth);
   const normed = scratch.buffer('deltaNet.normed', 'bf16', rows * valueWidth);
-  const left = ctx.linearsLeavingCombine(
+  ctx.linears(
     x,
     [
       { weight: weights.inProjQkv, out: mixed },
@@ -130,52 +122,36 @@ export function runDeltaNet(
     ],
     rows,
   );
-  const parameters = {
-    aLog: weights.aLog.data.pointer,
-    dtBias: weights.dtBias.data.pointer,
-    parameterDtype: weights.aLog.dtype === 'bf16' ? ('bf16' as const) : ('f32' as const),
-    valueHeads,
-  };
-  const conv = {
-    out: convolved.pointer,
-    outRowStride: channels,
-    weight: weights.conv.data.pointer,
-    convState: slab.conv.data.pointer,
-    sequences: tables.sequences.pointer,
-    sequenceCount,
-    // Every sequence has a row, so none is longer than this (the kernel walks a longer one whole anyway).
-    longestSequence: rows - sequenceCount + 1,
-    channels,
-  };
-  if (left !== undefined && convReadsPartials(left, channels) && gatesReadPartials(left, valueHeads)) {
-    // q|k|v, b and a are read from the partials; only z is combined, by the gates' launch beside the conv.
-    cuda.alongside(
-      () =>
-        deltaNetGatesSegmentsCombine(cuda, {
-          g: g.pointer,
-          beta: beta.pointer,
-          ...parameters,
-          combine: left.withoutStoring([0]),
-        }),
-      () => deltaNetConvPartials(cuda, { ...conv, combine: left }),
-    );
-  } else {
-    if (left !== undefined) gemmSegmentsCombine(cuda, left);
-    // The gates (from b and a) and the conv (from q|k|v) are independent: the gates run beside the conv.
-    cuda.alongside(
-      () =>
-        deltaNetGates(cuda, {
-          g: g.pointer,
-          beta: beta.pointer,
-          b: b.pointer,
-          a: a.pointer,
-          rowStride: valueHeads,
-          rows,
-          ...parameters,
-        }),
-      () => deltaNetConv(cuda, { ...conv, x: mixed.pointer, xRowStride: channels }),
-    );
-  }
+  // The gates (from b and a) and the conv (from q|k|v) are independent: the gates run beside the conv.
+  cuda.alongside(
+    () =>
+      deltaNetGates(cuda, {
+        g: g.pointer,
+        beta: beta.pointer,
+        b: b.pointer,
+        a: a.pointer,
+        rowStride: valueHeads,
+        aLog: weights.aLog.data.pointer,
+        dtBias: weights.dtBias.data.pointer,
+        parameterDtype: weights.aLog.dtype === 'bf16' ? 'bf16' : 'f32',
+        rows,
+        valueHeads,
+      }),
+    () =>
+      deltaNetConv(cuda, {
+        out: convolved.pointer,
+        outRowStride: channels,
+        x: mixed.pointer,
+        xRowStride: channels,
+        weight: weights.conv.data.pointer,
+        convState: slab.conv.data.pointer,
+        sequences: tables.sequences.pointer,
+        sequenceCount,
+        // Every sequence has a row, so none is longer than this (the kernel walks a longer one whole anyway).
+        longestSequence: rows - sequenceCount + 1,
+        channels,
+      }),
+  );
   deltaNetRecurrence(cuda, {
     out: core.pointer,
     qkv: convolved.pointer,

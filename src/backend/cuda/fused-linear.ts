@@ -82,29 +82,6 @@ export function fusedLinear(
 }
 
 /**
- * Up to GEMM_MOST_SEGMENTS projections of x in one segmented GEMM, whose combine, where K splits (at most 64 rows), is
- * returned, not launched: for a caller whose consumers read some segments from the partials (the DeltaNet's conv and
- * gates). Undefined where nothing splits: every output is then written as fusedLinear writes it.
- */
-export function fusedLinearLeavingCombine(
-  cuda: CudaContext,
-  workspace: (bytes: number) => DevicePointer,
-  splitRows: number,
-  x: CudaBuffer,
-  segments: readonly LinearSegment[],
-  rows: number,
-): LeftCombine | undefined {
-  const inFeatures = checkSegments(x, segments, rows);
-  if (segments.length > GEMM_MOST_SEGMENTS) {
-    throw invalid(
-      'LINEAR_SEGMENTS_INVALID',
-      `a combine left to the caller covers one launch: at most ${GEMM_MOST_SEGMENTS} segments, got ${segments.length}`,
-    );
-  }
-  return launchGroup(cuda, workspace, splitRows, x, inFeatures, segments, rows, true);
-}
-
-/**
  * A SwiGLU's projections in one segmented GEMM: segments 0 and 1 its gate and up, then up to two more of the same x.
  * Where gate and up split K (decode, at most 64 rows), the combine writes h = bf16(silu(gate) · up) into `h` with the
  * bits of fusedLinear then swiglu, gate and up left unstored, and this returns true; else every output is written as

@@ -6,7 +6,7 @@ import koffi from 'koffi';
 import type { BlockContext } from '../../../src/backend/cuda/block-context.ts';
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import type { LaunchShape } from '../../../src/backend/cuda/driver.ts';
-import { fusedLinear, fusedLinearLeavingCombine, fusedSwiGluLinear } from '../../../src/backend/cuda/fused-linear.ts';
+import { fusedLinear, fusedSwiGluLinear } from '../../../src/backend/cuda/fused-linear.ts';
 import { gemm, gemmWorkspaceBytes } from '../../../src/backend/cuda/ops/gemm.ts';
 import { linearResidualNorm } from '../../../src/backend/cuda/residual-norm.ts';
 import { DeviceScratch } from '../../../src/backend/cuda/scratch.ts';
@@ -125,11 +125,6 @@ export function recordingContext(): {
         calls.push({ linear: names.get(weight) ?? '?', x: x.pointer, out: out.pointer, rows, fused });
       }
     },
-    // Records the projections only: every output written, as where K does not split.
-    linearsLeavingCombine(x, segments, rows) {
-      ctx.linears(x, segments, rows);
-      return undefined;
-    },
     // Records the projections only: the caller runs the SwiGLU kernel, as where K does not split.
     swiGluLinears(x, segments, _h, rows) {
       ctx.linears(x, segments, rows);
@@ -184,11 +179,6 @@ export function launchingContext(mode: 'fused' | 'separate'): { ctx: BlockContex
     linears(x, segments, rows) {
       if (mode === 'fused') fusedLinear(recording.cuda, workspace, 64, x, segments, rows);
       else for (const { weight, out } of segments) ctx.linear(x, weight, out, rows);
-    },
-    linearsLeavingCombine(x, segments, rows) {
-      if (mode === 'fused') return fusedLinearLeavingCombine(recording.cuda, workspace, 64, x, segments, rows);
-      ctx.linears(x, segments, rows);
-      return undefined;
     },
     swiGluLinears(x, segments, h, rows) {
       if (mode === 'fused') return fusedSwiGluLinear(recording.cuda, workspace, 64, x, segments, h, rows);

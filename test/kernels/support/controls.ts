@@ -20,7 +20,6 @@ import {
 } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
-import { deltaNetConvPartialsCase, deltaNetGatesCombineCase } from './deltaNetCombineCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmBf16Case, gemmSegmentsCase } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
@@ -306,17 +305,6 @@ function deltaNetAndMoeControls(): Control[] {
       description: 'skipped rounding: the DeltaNet gates leave beta in fp32 instead of rounding it to bf16',
       kernelCase: deltaNetGatesCase,
       kernel: { family: 'delta_net_controls', name: 'control_delta_net_gates_beta_unrounded' },
-    },
-    {
-      description:
-        "wrong order: the DeltaNet conv adds q|k|v's K chunks from the last one down as it reads the partials",
-      kernelCase: deltaNetConvPartialsCase,
-      kernel: { family: 'delta_net_controls', name: 'control_delta_net_conv_partials_chunks_descending' },
-    },
-    {
-      description: 'skipped rounding: the DeltaNet gates combine takes b and a as fp32 sums, not rounded to bf16',
-      kernelCase: deltaNetGatesCombineCase,
-      kernel: { family: 'delta_net_controls', name: 'control_delta_net_gates_combine_unrounded' },
     },
     {
       description: "off-by-one count: the MoE grouping's last tile of each expert holds one pair fewer",

@@ -35,7 +35,6 @@ import {
 } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
-import { deltaNetConvPartialsCase, deltaNetGatesCombineCase } from './deltaNetCombineCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmBf16Case, gemmFp32Case, gemmSegmentsCase } from './gemmCases.ts';
 import { gemmCase, gemvCase, gemvOtherTuningsCase, routerCase, swigluCase } from './mathCases.ts';
@@ -99,8 +98,6 @@ export const kernelCases: readonly KernelCase[] = [
   routerQuantizeCase,
   deltaNetConvCase,
   deltaNetGatesCase,
-  deltaNetConvPartialsCase,
-  deltaNetGatesCombineCase,
   deltaNetRecurrenceCase,
   embedRecordsCase,
   gatherCodesCase,

@@ -1,30 +1,17 @@
 // Launchers for kernels/cuda/delta_net.cu (its header has the formulas and layouts): the causal conv + SiLU with
 // carried conv state, the beta/g gates, and the delta-rule recurrence with fp32 state, all over LAYOUT.md's
 // sequence table (int32 [Q, 4] = slot, firstRow, rowCount, startPosition) and per-slot slabs. The grid depends on the
-// sizes only; every element is computed the same way whatever the call holds. Where the segmented GEMM of qkv | z | b
-// | a splits K, the conv reads q|k|v from its partials and the gates read b and a from theirs while combining z, with
-// the bits of the combine then the conv and the gates (delta_net.cuh says why).
+// sizes only; every element is computed the same way whatever the call holds.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
-import { combineShape, GEMM_SEGMENT_PARAMETER_COUNT, type LeftCombine, splitElements } from './gemmSegments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
 const CONV_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_conv_silu_bf16' };
 const GATES_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_gates_f32' };
 const GATES_BF16_PARAMETERS_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_gates_bf16_parameters' };
 const RECURRENCE_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_recurrence_bf16' };
-const CONV_PARTIALS_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_conv_silu_partials_bf16' };
-const GATES_COMBINE_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_gates_segments_combine_f32' };
-const GATES_COMBINE_BF16_PARAMETERS_KERNEL: KernelName = {
-  family: 'delta_net',
-  name: 'delta_net_gates_segments_combine_bf16_parameters',
-};
-/** The segments of the DeltaNet's input projection: q|k|v, z, b, a. */
-const QKV_SEGMENT = 0;
-const B_SEGMENT = 2;
-const A_SEGMENT = 3;
 
 /** The conv kernel's width (the model's), the heads' dimension and the kernels' fixed thread shapes. */
 export const DELTA_NET_CONV_WIDTH = 4;
@@ -76,60 +63,6 @@ export function deltaNetConv(cuda: CudaContext, a: DeltaNetConvArguments, option
   const rowTiles = Math.min(MAXIMUM_GRID_Y, Math.ceil(a.longestSequence / CONV_ROWS_PER_TILE));
   const grid = [Math.ceil(a.channels / CONV_THREADS), rowTiles, a.sequenceCount] as const;
   launch(cuda, CONV_KERNEL, { grid, block: [CONV_THREADS, 1, 1] }, args, options);
-}
-
-export interface DeltaNetConvPartialsArguments extends Omit<DeltaNetConvArguments, 'x' | 'xRowStride'> {
-  /** The segmented GEMM's combine left to the caller (leaveCombine): segment 0's partials are q|k|v, row by row. */
-  readonly combine: LeftCombine;
-}
-
-function invalid(param: string, message: string): DramaError {
-  return new DramaError('KERNEL_ARGUMENT_INVALID', message, { kind: 'internal', param });
-}
-
-/** Whether a left combine's segment `index` splits K into bf16 (a consumer can read its partials). */
-function splitBf16(c: LeftCombine, index: number): boolean {
-  return (c.chunks[index] ?? 1) > 1 && c.outputs[index] === 'bf16';
-}
-
-/** Whether the conv can read q|k|v (segment 0, at least `channels` wide) from a left combine's partials. */
-export function convReadsPartials(c: LeftCombine, channels: number): boolean {
-  return splitBf16(c, QKV_SEGMENT) && (c.outFeatures[QKV_SEGMENT] ?? 0) >= channels;
-}
-
-/**
- * delta_net_conv_silu_bf16 with its input read from the partials of segment 0 of a split segmented GEMM: each
- * element its chunks added in ascending order and rounded to bf16, as gemm_segments_combine would store it; so out and
- * the carried state have the bits of that combine then deltaNetConv. Segment 0 need not be combined.
- */
-export function deltaNetConvPartials(
-  cuda: CudaContext,
-  a: DeltaNetConvPartialsArguments,
-  options: LaunchOptions = {},
-): void {
-  requireCount(a.channels, 'channels');
-  requireCount(a.sequenceCount, 'sequenceCount', 1, 65535);
-  requireCount(a.longestSequence, 'longestSequence', 1, a.combine.rows);
-  requireStride(a.outRowStride, 'outRowStride', a.channels);
-  if (!convReadsPartials(a.combine, a.channels)) {
-    throw invalid(
-      'combine',
-      `the conv reads segment 0's partials: it must split K into bf16 and hold ${a.channels} channels, got ` +
-        `${a.combine.outFeatures[QKV_SEGMENT]} columns in ${a.combine.chunks[QKV_SEGMENT]} chunks of ` +
-        `${a.combine.outputs[QKV_SEGMENT]}`,
-    );
-  }
-  const args = a.combine
-    .appendParameters(new KernelArguments(GEMM_SEGMENT_PARAMETER_COUNT + 6))
-    .pointer(a.out)
-    .int64(a.outRowStride)
-    .pointer(a.weight)
-    .pointer(a.convState)
-    .pointer(a.sequences)
-    .int32(a.channels);
-  const rowTiles = Math.min(MAXIMUM_GRID_Y, Math.ceil(a.longestSequence / CONV_ROWS_PER_TILE));
-  const grid = [Math.ceil(a.channels / CONV_THREADS), rowTiles, a.sequenceCount] as const;
-  launch(cuda, CONV_PARTIALS_KERNEL, { grid, block: [CONV_THREADS, 1, 1] }, args, options);
 }
 
 export interface DeltaNetGatesArguments {
@@ -225,54 +158,4 @@ export function deltaNetRecurrence(
     .int32(a.valueHeads);
   const grid = [RECURRENCE_COLUMN_GROUPS, a.valueHeads, a.sequenceCount] as const;
   launch(cuda, RECURRENCE_KERNEL, { grid, block: [RECURRENCE_THREADS, 1, 1] }, args, options);
-}
-
-export interface DeltaNetGatesCombineArguments {
-  readonly g: DevicePointer;
-  readonly beta: DevicePointer;
-  readonly aLog: DevicePointer;
-  readonly dtBias: DevicePointer;
-  readonly parameterDtype?: 'f32' | 'bf16';
-  readonly valueHeads: number;
-  /** The segmented GEMM's combine left to the caller: segments 2 and 3 are b and a; the others it stores are combined. */
-  readonly combine: LeftCombine;
-}
-
-/** Whether the gates can read b and a (segments 2 and 3, each valueHeads wide) from a left combine's partials. */
-export function gatesReadPartials(c: LeftCombine, valueHeads: number): boolean {
-  const heads = (index: number) => c.outFeatures[index] === valueHeads && splitBf16(c, index);
-  return heads(B_SEGMENT) && heads(A_SEGMENT);
-}
-
-/**
- * The combine a segmented GEMM left whose segments 2 and 3 are b and a, both split: g and beta [rows, valueHeads] from
- * b and a each summed over its chunks in ascending order and rounded to bf16 (b and a not stored), the bits of
- * gemmSegmentsCombine then deltaNetGates; the other segments the combine stores (z) are combined as it does.
- */
-export function deltaNetGatesSegmentsCombine(
-  cuda: CudaContext,
-  a: DeltaNetGatesCombineArguments,
-  options: LaunchOptions = {},
-): void {
-  requireCount(a.valueHeads, 'valueHeads');
-  requireCount(a.combine.rows * a.valueHeads, 'rows × valueHeads');
-  if (!gatesReadPartials(a.combine, a.valueHeads)) {
-    throw invalid(
-      'combine',
-      `the gates read segments 2 and 3 (b, a) from their partials: each must split K into bf16 and be ` +
-        `${a.valueHeads} wide, got widths [${a.combine.outFeatures.slice(2).join(', ')}], chunks ` +
-        `[${a.combine.chunks.slice(2).join(', ')}]`,
-    );
-  }
-  const combine = a.combine.withoutStoring([B_SEGMENT, A_SEGMENT]);
-  const args = combine
-    .appendParameters(new KernelArguments(GEMM_SEGMENT_PARAMETER_COUNT + 5))
-    .pointer(a.g)
-    .pointer(a.beta)
-    .pointer(a.aLog)
-    .pointer(a.dtBias)
-    .int32(a.valueHeads);
-  const elements = combine.rows * a.valueHeads + splitElements(combine);
-  const kernel = a.parameterDtype === 'bf16' ? GATES_COMBINE_BF16_PARAMETERS_KERNEL : GATES_COMBINE_KERNEL;
-  launch(cuda, kernel, combineShape(elements), args, options);
 }

@@ -2,8 +2,7 @@
 // GEMM_MOST_SEGMENTS projections that read the same x, in one launch (and one gemm_segments_combine when any
 // segment splits K) instead of one GEMM and one combine each. Every segment keeps the K chunking and the tile
 // configuration its own gemm() launch would get, so each output has that launch's bits. With `leaveCombine`, a split
-// launch's combine is returned to the caller instead, for a consumer that combines the partials itself (swiglu.ts),
-// or that reads a segment's partials itself and leaves that segment out of the combine (`withoutStoring`).
+// launch's combine is returned to the caller instead, for a consumer that combines the partials itself (swiglu.ts).
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
@@ -84,12 +83,8 @@ export interface LeftCombine {
   readonly outputs: readonly ('bf16' | 'f32')[];
   /** K chunks of each segment; one whose count is 1 was written by the tile kernel. */
   readonly chunks: readonly number[];
-  /** Whether the combine stores each split segment; one it does not is passed with a null y (gemm_segments.cuh). */
-  readonly stored: readonly boolean[];
   /** Appends the combine's parameters (GEMM_SEGMENT_PARAMETERS, the tile kernel's own) to `args`. */
   appendParameters(args: KernelArguments): KernelArguments;
-  /** The same combine, leaving `segments` unstored for a consumer that reads their partials itself. */
-  withoutStoring(segments: readonly number[]): LeftCombine;
 }
 
 function checkSegment(segment: GemmSegment, index: number, rows: number): void {
@@ -163,41 +158,16 @@ export function gemmSegments(
   const shape = { grid, block: [configuration.threads, 1, 1], sharedBytes } as const;
   launch(cuda, kernel, shape, args, options);
   if (mostChunks === 1) return undefined;
-  const left = leftCombine(
-    a,
-    workspace,
-    splitK,
+  const left: LeftCombine = {
+    rows: a.rows,
+    outFeatures,
+    outputs: a.segments.map((segment) => segment.output ?? 'bf16'),
     chunks,
-    a.segments.map(() => true),
-  );
+    appendParameters: (target) => appendSegmentArguments(target, a, workspace, splitK),
+  };
   if (options.leaveCombine) return left;
   gemmSegmentsCombine(cuda, left, { stream: options.stream, dependentLaunch: options.dependentLaunch });
   return undefined;
-}
-
-function leftCombine(
-  a: GemmSegmentsArguments,
-  workspace: DevicePointer,
-  splitK: boolean,
-  chunks: readonly number[],
-  stored: readonly boolean[],
-): LeftCombine {
-  return {
-    rows: a.rows,
-    outFeatures: a.segments.map((segment) => segment.outFeatures),
-    outputs: a.segments.map((segment) => segment.output ?? 'bf16'),
-    chunks,
-    stored,
-    appendParameters: (target) => appendSegmentArguments(target, a, workspace, splitK, stored),
-    withoutStoring: (segments) =>
-      leftCombine(
-        a,
-        workspace,
-        splitK,
-        chunks,
-        stored.map((kept, index) => kept && !segments.includes(index)),
-      ),
-  };
 }
 
 /** Threads for `elements` combined elements: one each, at most COMBINE_MAX_BLOCKS blocks. */
@@ -206,16 +176,13 @@ export function combineShape(elements: number) {
   return { grid: [blocks, 1, 1], block: [COMBINE_THREADS, 1, 1] } as const;
 }
 
-/** Elements of the split segments the combine stores: each one thread of the combine. */
+/** Elements of the split segments: each one thread of the combine. */
 export function splitElements(left: LeftCombine): number {
-  const stored = (index: number) => left.chunks[index]! > 1 && left.stored[index] === true;
-  return left.outFeatures.reduce((sum, n, index) => sum + (stored(index) ? left.rows * n : 0), 0);
+  return left.outFeatures.reduce((sum, n, index) => sum + (left.chunks[index]! > 1 ? left.rows * n : 0), 0);
 }
 
 /** gemm_segments_combine over a launch's split segments: each element's chunks in ascending order, one rounding. */
 export function gemmSegmentsCombine(cuda: CudaContext, left: LeftCombine, options: LaunchOptions = {}): void {
-  // Every split segment is read from its partials by its consumer: nothing is left to combine.
-  if (splitElements(left) === 0) return;
   const args = left.appendParameters(new KernelArguments(GEMM_SEGMENT_PARAMETER_COUNT));
   launch(cuda, COMBINE_KERNEL, combineShape(splitElements(left)), args, options);
 }
@@ -226,7 +193,6 @@ function appendSegmentArguments(
   a: GemmSegmentsArguments,
   workspace: DevicePointer,
   splitK: boolean,
-  stored: readonly boolean[] = [],
 ): KernelArguments {
   const fp32Mask = a.segments.reduce((mask, segment, index) => mask | ((segment.output === 'f32' ? 1 : 0) << index), 0);
   args
@@ -239,7 +205,7 @@ function appendSegmentArguments(
   for (let index = 0; index < GEMM_MOST_SEGMENTS; index++) {
     const segment = a.segments[index];
     args
-      .pointer(stored[index] === false ? 0n : (segment?.y ?? 0n))
+      .pointer(segment?.y ?? 0n)
       .pointer(segment?.w ?? 0n)
       .int32(segment?.outFeatures ?? 0)
       .int32(segment ? gemmChunkTiles(segment.outFeatures, a.inFeatures) : 1);

@@ -42,8 +42,7 @@ function invalid(param: string, message: string): DramaError {
 export function combinesIntoSwiglu(c: LeftCombine): boolean {
   const width = c.outFeatures[0];
   const paired = width !== undefined && c.outFeatures[1] === width;
-  const split = (index: number) => (c.chunks[index] ?? 1) > 1 && c.stored[index] === true;
-  return paired && [0, 1].every((index) => split(index) && c.outputs[index] === 'bf16');
+  return paired && [0, 1].every((index) => (c.chunks[index] ?? 1) > 1 && c.outputs[index] === 'bf16');
 }
 
 /**
