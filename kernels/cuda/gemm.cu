@@ -20,7 +20,6 @@
 //                      (gemm_segments.cuh), each with the bits of its own launch
 // Programmatic dependent launch: the first weight stages are requested before griddepcontrol.wait; x is read and
 // y written only after it.
-#include "gemm_combine.cuh"
 #include "gemm_segments.cuh"
 
 extern "C" __global__ void __launch_bounds__(128, 4)
@@ -69,7 +68,8 @@ extern "C" __global__ void gemm_combine(void* y, const float* partials, int M, i
   const long long elements = (long long)M * N;
   for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < elements;
        index += (long long)gridDim.x * blockDim.x) {
-    const float total = gemm_chunks_total(partials, elements, index, chunks);
+    float total = partials[index];
+    for (int c = 1; c < chunks; c++) total = total + partials[c * elements + index];
     if (output_fp32) {
       static_cast<float*>(y)[index] = total;
     } else {

@@ -8,7 +8,6 @@
 // gemm_segments_combine adds them for all segments in one launch, in ascending chunk order as gemm_combine does.
 // Unused segments have N = 0 (no tiles, no elements).
 #pragma once
-#include "gemm_combine.cuh"
 #include "gemm_tiles.cuh"
 
 #define GEMM_MOST_SEGMENTS 4
@@ -122,7 +121,9 @@ __device__ __forceinline__ long long gemm_segments_split_elements(const GemmSegm
 // Element `element` of a split segment of `elements`: its chunk partials added in ascending order (every combine's).
 __device__ __forceinline__ float gemm_segment_total(const GemmSegment& segment, long long elements,
                                                     long long element) {
-  return gemm_chunks_total(segment.partials, elements, element, segment.splits);
+  float total = segment.partials[element];
+  for (int c = 1; c < segment.splits; c++) total = total + segment.partials[c * elements + element];
+  return total;
 }
 
 // The element at `index` among the split segments' elements: its total, stored once as its segment's output.

@@ -7,9 +7,6 @@
 //   gated (GDN output norm):        out = x · r · w · silu(z),   z: [rows, cols] bf16
 //   residual add first (add_rms_norm entries, zero-centred): x = bf16(x + s) written back, then out = norm(x) from
 //   the rounded x, so the bits are add_bf16 then rms_norm_bf16 in one launch (out must not alias x)
-//   residual add of a split projection (add_partials_rms_norm entries): the same, with s read from the projection's
-//   fp32 K-chunk partials [chunks, rows, cols] as gemm_combine would store it (chunks in ascending order, one rounding),
-//   so the bits are gemm_combine, add_bf16 and rms_norm_bf16 in one launch (the branch itself is not stored)
 //   tower input (tower_input entries, zero-centred): out[t] = [norm(code row, enorm) | norm(input[t], hnorm)] with the
 //   code row gathered as gather_codes_bf16 does (records.cu), each half normed as its own launch would norm it, so the
 //   bits are gather_codes_bf16, rms_norm_bf16 twice and concat_columns_bf16 in one launch (one dependent stage, not 4)
@@ -50,7 +47,5 @@ GATED_RMS_NORM_KERNEL(rms_norm_gated_bf16, bf16)
 GATED_RMS_NORM_KERNEL(rms_norm_gated_f32_weight_bf16, float)
 ADD_RMS_NORM_KERNEL(add_rms_norm_bf16, bf16)
 ADD_RMS_NORM_KERNEL(add_rms_norm_f32_weight_bf16, float)
-ADD_PARTIALS_RMS_NORM_KERNEL(add_partials_rms_norm_bf16, bf16, false)
-ADD_PARTIALS_RMS_NORM_KERNEL(add_partials_rms_norm_f32_weight_bf16, float, false)
 TOWER_INPUT_KERNEL(tower_input_bf16, bf16, false)
 TOWER_INPUT_KERNEL(tower_input_f32_weight_bf16, float, false)

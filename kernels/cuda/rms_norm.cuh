@@ -2,32 +2,12 @@
 // fp32 arithmetic from bf16 inputs, the sum of squares in a fixed order, one rounding to bf16 at the output.
 #pragma once
 #include "code_gather.cuh"
-#include "gemm_combine.cuh"
 
 __device__ __forceinline__ float element_at(const bf16* row, int column) { return to_float(row[column]); }
 __device__ __forceinline__ float element_at(const float* row, int column) { return row[column]; }
 // A gathered code row read as the stored gather would hold it (a zero row where masked, NaN past the table).
 __device__ __forceinline__ float element_at(const CodeRow& row, int column) {
   return to_float(code_element(row, column));
-}
-
-// A split GEMM's output row read from its fp32 chunk partials [chunks, rows, cols], as gemm_combine stores it (the
-// chunks added in ascending order, rounded to bf16). CHUNKS_DESCENDING (the contract's control only) adds the last
-// chunk first.
-template <bool CHUNKS_DESCENDING>
-struct PartialsRow {
-  const float* partials;  // chunk 0's partial of the row's column 0
-  long long elements;     // rows · cols: the partials of one chunk
-  int chunks;
-};
-template <bool CHUNKS_DESCENDING>
-__device__ __forceinline__ float element_at(const PartialsRow<CHUNKS_DESCENDING>& row, int column) {
-  if constexpr (CHUNKS_DESCENDING) {
-    float total = row.partials[(row.chunks - 1) * row.elements + column];
-    for (int c = row.chunks - 2; c >= 0; c--) total = total + row.partials[c * row.elements + column];
-    return to_float(to_bf16(total));
-  }
-  return to_float(to_bf16(gemm_chunks_total(row.partials, row.elements, column, row.chunks)));
 }
 
 // Columns a thread holds at once: the launchers give a row ceil(cols / 4) threads, so one pass covers it. Each thread
@@ -88,10 +68,9 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, const Row& x, const bf16
 }
 
 // The residual add and the norm of its rounded sum: each thread uses only the sums it computed itself, kept in
-// registers between the two passes when the row fits one pass (as the launchers size it), else read back. The source
-// is a bf16 row, or a split GEMM's partials (PartialsRow) read as its combine would have stored them.
-template <typename Source, typename Weight>
-__device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const Source& source, const Weight* weight,
+// registers between the two passes when the row fits one pass (as the launchers size it), else read back.
+template <typename Weight>
+__device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const bf16* source, const Weight* weight,
                                                  int cols, float eps) {
   __shared__ float scratch[32];
   const int stride = blockDim.x;
@@ -133,18 +112,6 @@ __device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const Sourc
     }
   }
 }
-
-// out, x [rows, cols]; partials fp32 [chunks, rows, cols], a split GEMM's (gemm_combine's input); out overlaps
-// nothing. One block per row, as add_rms_norm_bf16 (the same threads, columns and block_sum).
-#define ADD_PARTIALS_RMS_NORM_KERNEL(ENTRY, WEIGHT, CHUNKS_DESCENDING)                                              \
-  extern "C" __global__ void ENTRY(bf16* out, bf16* x, const float* partials, int chunks, const WEIGHT* weight,      \
-                                   int rows, int cols, float eps) {                                                 \
-    KERNEL_PROLOGUE();                                                                                              \
-    const long long row = blockIdx.x;                                                                               \
-    if (row >= rows) return;                                                                                        \
-    const PartialsRow<CHUNKS_DESCENDING> source{partials + row * cols, (long long)rows * cols, chunks};             \
-    add_rms_norm_row(out + row * cols, x + row * cols, source, weight, cols, eps);                                  \
-  }
 
 // The tower layer's input row [enorm(code row) | hnorm(input row)], both zero-centred: each half normed by the thread
 // count its own rms_norm_bf16 launch would have, so the row has the bits of gather_codes_bf16, rms_norm_bf16 on each

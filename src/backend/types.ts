@@ -148,18 +148,6 @@ export interface SamplerState<B> {
   readonly rasWindow: Tensor<B>;
 }
 
-/**
- * The residual add and norm that follow a block, run by the block (attention, deltaNet, swiGlu): residual += the
- * block's output, then normed = zeroCentredRmsNorm(residual, weight): the bits of addZeroCentredRmsNorm(residual, out,
- * weight, normed, rows, width, eps) after the block. With it, the block's `out` is scratch that may be left unwritten.
- */
-export interface ResidualNorm<B> {
-  readonly residual: B;
-  readonly weight: Tensor<B>;
-  readonly normed: B;
-  readonly eps: number;
-}
-
 export interface Backend<B> {
   readonly name: string;
   /** A zeroed tensor (i32 zeros, floats +0). Allocation belongs in load and plan, never in a step. */
@@ -231,10 +219,7 @@ export interface Backend<B> {
   addZeroCentredRmsNorm(x: B, source: B, weight: Tensor<B>, out: B, rows: number, cols: number, eps: number): void;
   /** out = x · weightᵀ, rounded to bf16 as an activation, or the fp32 sums themselves with output 'f32' (logits). */
   linear(x: B, weight: LinearWeight<B>, out: B, rows: number, output?: 'bf16' | 'f32'): void;
-  /**
-   * T rows at the (slot, position) of the row table: appends their K/V to their slot, attends causally; out [T, H]
-   * (then `epilogue`'s residual add and norm, where given).
-   */
+  /** T rows at the (slot, position) of the row table: appends their K/V to their slot, attends causally; out [T, H]. */
   attention(
     weights: AttentionWeights<B>,
     x: B,
@@ -242,21 +227,11 @@ export interface Backend<B> {
     tables: CallTables<B>,
     out: B,
     rows: number,
-    epilogue?: ResidualNorm<B>,
   ): void;
-  /** T rows through Gated DeltaNet, each sequence carrying its slot's state; out [T, H] (then `epilogue`). */
-  deltaNet(
-    weights: DeltaNetWeights<B>,
-    x: B,
-    slab: DeltaNetSlab<B>,
-    tables: CallTables<B>,
-    out: B,
-    rows: number,
-    epilogue?: ResidualNorm<B>,
-  ): void;
+  /** T rows through Gated DeltaNet, each sequence carrying its slot's state; out [T, H]. */
+  deltaNet(weights: DeltaNetWeights<B>, x: B, slab: DeltaNetSlab<B>, tables: CallTables<B>, out: B, rows: number): void;
   moe(weights: MoeWeights<B>, x: B, out: B, rows: number): void;
-  /** out [T, down rows] = the SwiGLU MLP of x (then `epilogue`). */
-  swiGlu(weights: SwiGluWeights<B>, x: B, out: B, rows: number, epilogue?: ResidualNorm<B>): void;
+  swiGlu(weights: SwiGluWeights<B>, x: B, out: B, rows: number): void;
   /**
    * Draws `main` for each of `batch` lanes from logits [B, N] (candidate ids [N]; indices < semanticCount are
    * semantic): writes records[b] = (candidates[chosen], chosen or −1 for a non-semantic pick); RAS per lane.

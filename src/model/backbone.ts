@@ -135,16 +135,15 @@ export class Backbone<B> {
     const count = rows * hidden;
     const layerInput = this.pool.get('layerInput', count);
     const layerOutput = this.pool.get('layerOutput', count);
-    // Each residual add runs with the norm that reads its sum (the next layer's input norm, or the final norm); the
-    // mixer's runs inside the mixer call, with its output projection.
+    // Each residual add runs with the norm that reads its sum (the next layer's input norm, or the final norm).
     const first = this.layers[0];
     if (first === undefined) backend.zeroCentredRmsNorm(x, this.finalNorm, normed, rows, hidden, eps);
     else backend.zeroCentredRmsNorm(x, first.inputNorm, layerInput, rows, hidden, eps);
     this.layers.forEach((layer, index) => {
-      const postNorm = { residual: x, weight: layer.postNorm, normed: layerInput, eps };
       if (layer.attention !== undefined)
-        backend.attention(layer.attention, layerInput, slabs.keyValues[index]!, tables, layerOutput, rows, postNorm);
-      else backend.deltaNet(layer.deltaNet!, layerInput, slabs.deltaNets[index]!, tables, layerOutput, rows, postNorm);
+        backend.attention(layer.attention, layerInput, slabs.keyValues[index]!, tables, layerOutput, rows);
+      else backend.deltaNet(layer.deltaNet!, layerInput, slabs.deltaNets[index]!, tables, layerOutput, rows);
+      backend.addZeroCentredRmsNorm(x, layerOutput, layer.postNorm, layerInput, rows, hidden, eps);
       backend.moe(layer.moe, layerInput, layerOutput, rows);
       const next = this.layers[index + 1];
       if (next === undefined) backend.addZeroCentredRmsNorm(x, layerOutput, this.finalNorm, normed, rows, hidden, eps);

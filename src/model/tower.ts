@@ -142,11 +142,11 @@ export class Tower<B> {
       const normed = this.pool.get('normed', rows * d);
       const branch = this.pool.get('branch', rows * d);
       backend.zeroCentredRmsNorm(x, layer.inputNorm, normed, rows, d, eps);
-      // Each residual add and the norm after it run inside the block that makes the branch.
-      const postNorm = { residual: x, weight: layer.postNorm, normed, eps };
-      backend.attention(layer.attention, normed, slabs[index]!, tables, branch, rows, postNorm);
+      backend.attention(layer.attention, normed, slabs[index]!, tables, branch, rows);
+      backend.addZeroCentredRmsNorm(x, branch, layer.postNorm, normed, rows, d, eps);
+      backend.swiGlu(layer.mlp, normed, branch, rows);
       const output = this.pool.get(index % 2 === 0 ? 'outputEven' : 'outputOdd', rows * d);
-      backend.swiGlu(layer.mlp, normed, branch, rows, { residual: x, weight: layer.outNorm, normed: output, eps });
+      backend.addZeroCentredRmsNorm(x, branch, layer.outNorm, output, rows, d, eps);
       input = output;
       if (draw !== undefined && layer.head !== undefined) {
         const logits = this.pool.get('logits', rows * audio.codebookSize, 'f32');

@@ -7,14 +7,13 @@ import { after, describe, test } from 'node:test';
 import { CpuBackend } from '../../src/backend/cpu/backend.ts';
 import type { CpuBuffer } from '../../src/backend/cpu/tensors.ts';
 import { CudaBackend, LINEAR_WORKSPACE } from '../../src/backend/cuda/backend.ts';
-import { gemmChunks, gemmWorkspaceBytes } from '../../src/backend/cuda/ops/gemm.ts';
-import type { CudaBuffer } from '../../src/backend/cuda/tensors.ts';
-import { type Backend, LANE_ENTRY, RAS_WINDOW, type ResidualNorm } from '../../src/backend/types.ts';
+import { gemmWorkspaceBytes } from '../../src/backend/cuda/ops/gemm.ts';
+import { type Backend, LANE_ENTRY, RAS_WINDOW } from '../../src/backend/types.ts';
 import { loadSpeechModel } from '../../src/model/load-model.ts';
 import { DEFAULT_SAMPLING } from '../../src/model/types.ts';
 import { float32ToBf16Bits } from '../../src/numeric/dtypes.ts';
 import { samplePrompt, tinyCheckpointDir } from '../model/tiny-checkpoint.ts';
-import { FakeDriver, fakeContext, observeArguments, type RecordedLaunch } from './support/fake-cuda.ts';
+import { FakeDriver, fakeContext, observeArguments } from './support/fake-cuda.ts';
 
 function fakeBackend(): { backend: CudaBackend; driver: FakeDriver } {
   const driver = new FakeDriver();
@@ -260,59 +259,6 @@ describe('cuda backend ops', () => {
     const floats = backend.allocate('f32', [3, 256]).data;
     assert.throws(() => backend.add(floats, x, 768), { code: 'TENSOR_DTYPE_UNSUPPORTED' });
     assert.throws(() => backend.add(x, x, 769), { code: 'TENSOR_TOO_SMALL' });
-  });
-
-  test("a block's output projection with its epilogue: the norm reads the split partials, else the branch", () => {
-    const { backend, driver } = fakeBackend();
-    const [outFeatures, inFeatures] = [256, 2048];
-    const weight = backend.allocate('bf16', [outFeatures, inFeatures]);
-    const run = (rows: number, normWeight = backend.allocate('bf16', [outFeatures])) => {
-      const out = backend.allocate('bf16', [rows, outFeatures]).data;
-      const residual = backend.allocate('bf16', [rows, outFeatures]).data;
-      const normed = backend.allocate('bf16', [rows, outFeatures]).data;
-      const before = driver.launches.length;
-      const x = backend.allocate('bf16', [rows, inFeatures]).data;
-      backend.blocks.linear(x, weight, out, rows, { residual, weight: normWeight, normed, eps: 1e-6 });
-      return { launches: driver.launches.slice(before), out, residual, normed };
-    };
-    const decode = run(1);
-    assert.deepEqual(
-      decode.launches.map((launch) => launch.name),
-      ['gemm_rows16k128_bf16', 'add_partials_rms_norm_bf16'],
-    );
-    const [gemmLaunch, norm] = decode.launches as [RecordedLaunch, RecordedLaunch];
-    // out, x, partials, chunks, weight, rows, cols, eps; the GEMM's fourth word is its workspace.
-    assert.deepEqual(
-      [norm.words.getBigUint64(0, true), norm.words.getBigUint64(8, true)],
-      [decode.normed.pointer, decode.residual.pointer],
-    );
-    assert.equal(norm.words.getBigUint64(16, true), gemmLaunch.words.getBigUint64(24, true), 'the partials');
-    assert.equal(norm.words.getInt32(24, true), gemmChunks(outFeatures, inFeatures));
-    assert.deepEqual([norm.words.getInt32(40, true), norm.words.getInt32(48, true)], [1, outFeatures]);
-    const prefill = run(100);
-    assert.deepEqual(
-      prefill.launches.map((launch) => launch.name),
-      ['gemm_rows96_bf16', 'add_rms_norm_bf16'],
-    );
-    assert.equal(prefill.launches[1]!.words.getBigUint64(16, true), prefill.out.pointer, 'the branch the GEMM wrote');
-    assert.equal(
-      run(1, backend.allocate('f32', [outFeatures])).launches[1]!.name,
-      'add_partials_rms_norm_f32_weight_bf16',
-    );
-    // Refused by name before any launch: a norm over the residual, an f32 residual, a short norm weight.
-    const x = backend.allocate('bf16', [1, inFeatures]).data;
-    const out = backend.allocate('bf16', [1, outFeatures]).data;
-    const residual = backend.allocate('bf16', [1, outFeatures]).data;
-    const normWeight = backend.allocate('bf16', [outFeatures]);
-    const before = driver.launches.length;
-    const attempt = (epilogue: Partial<ResidualNorm<CudaBuffer>>) => () =>
-      backend.blocks.linear(x, weight, out, 1, { residual, weight: normWeight, normed: out, eps: 1e-6, ...epilogue });
-    assert.throws(attempt({ normed: residual }), { code: 'KERNEL_ARGUMENT_INVALID', param: 'out' });
-    assert.throws(attempt({ residual: backend.allocate('f32', [1, outFeatures]).data }), {
-      code: 'TENSOR_DTYPE_UNSUPPORTED',
-    });
-    assert.throws(attempt({ weight: backend.allocate('bf16', [8]) }), { code: 'TENSOR_TOO_SMALL' });
-    assert.equal(driver.launches.length, before, 'nothing launched');
   });
 
   test('prepared values are made once per weights object and label, and countAllocation counts', () => {

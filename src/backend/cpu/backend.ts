@@ -15,7 +15,6 @@ import type {
   KeyValueSlab,
   LinearWeight,
   MoeWeights,
-  ResidualNorm,
   SamplerState,
   SwiGluWeights,
   Tensor,
@@ -296,10 +295,8 @@ export class CpuBackend implements Backend<CpuBuffer> {
     tables: CallTables<CpuBuffer>,
     out: CpuBuffer,
     rows: number,
-    epilogue?: ResidualNorm<CpuBuffer>,
   ): void {
     runAttention(this.policy, this.scratch, weights, x as FloatArray, slab, tables, out as FloatArray, rows);
-    this.residualNorm(epilogue, out, rows, weights.oProj.shape[0]!);
   }
 
   deltaNet(
@@ -309,33 +306,17 @@ export class CpuBackend implements Backend<CpuBuffer> {
     tables: CallTables<CpuBuffer>,
     out: CpuBuffer,
     rows: number,
-    epilogue?: ResidualNorm<CpuBuffer>,
   ): void {
     const { policy, scratch, deltaRule } = this;
     runDeltaNet(policy, scratch, deltaRule, weights, x as FloatArray, slab, tables, out as FloatArray, rows);
-    this.residualNorm(epilogue, out, rows, weights.outProj.shape[0]!);
   }
 
   moe(weights: MoeWeights<CpuBuffer>, x: CpuBuffer, out: CpuBuffer, rows: number): void {
     runMoe(this.policy, this.scratch, weights, x as FloatArray, out as FloatArray, rows);
   }
 
-  swiGlu(
-    weights: SwiGluWeights<CpuBuffer>,
-    x: CpuBuffer,
-    out: CpuBuffer,
-    rows: number,
-    epilogue?: ResidualNorm<CpuBuffer>,
-  ): void {
+  swiGlu(weights: SwiGluWeights<CpuBuffer>, x: CpuBuffer, out: CpuBuffer, rows: number): void {
     runSwiGlu(this.policy, this.scratch, weights, x as FloatArray, out as FloatArray, rows);
-    this.residualNorm(epilogue, out, rows, weights.down.shape[0]!);
-  }
-
-  /** A block's epilogue: the separate residual add and norm after it, so its bits are theirs by construction. */
-  protected residualNorm(epilogue: ResidualNorm<CpuBuffer> | undefined, branch: CpuBuffer, rows: number, cols: number) {
-    if (epilogue === undefined) return;
-    const { residual, weight, normed, eps } = epilogue;
-    this.addZeroCentredRmsNorm(residual, branch, weight, normed, rows, cols, eps);
   }
 
   sampleMain(

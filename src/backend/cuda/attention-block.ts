@@ -4,11 +4,11 @@
 //   RoPE at each row's position (bf16), K/V appended at the row's (slot, position) → attention_bf16_d{D} (calls of at
 //   most 64 rows, + the combine) or attention_grouped_bf16_d{D} (larger calls: a prefill chunk's rows of one slot
 //   share each staged tile): causal GQA over the slot's keys 0..position in 64-key tiles, × sigmoid(gate) when gated
-//   (bf16) → o_proj into `out`, with the epilogue's residual add and norm where given (BlockContext.linear).
+//   (bf16) → o_proj into `out`.
 // A row whose (slot, position) lies outside the slab gets NaN outputs and writes no slab rows (the kernels check each
 // row on the device; nothing is read back).
 import { DramaError } from '../../errors.ts';
-import type { AttentionWeights, CallTables, KeyValueSlab, ResidualNorm } from '../types.ts';
+import type { AttentionWeights, CallTables, KeyValueSlab } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
 import {
   ATTENTION_MOST_GROUP,
@@ -90,7 +90,6 @@ export function runAttention(
   tables: CallTables<CudaBuffer>,
   out: CudaBuffer,
   rows: number,
-  epilogue?: ResidualNorm<CudaBuffer>,
 ): void {
   checkAttentionGeometry(weights, slab);
   const { heads, keyValueHeads, headDim } = weights;
@@ -165,5 +164,5 @@ export function runAttention(
     rows,
     workspace,
   });
-  ctx.linear(attended, weights.oProj, out, rows, epilogue);
+  ctx.linear(attended, weights.oProj, out, rows);
 }

@@ -1,9 +1,8 @@
 // The cuda backend: every Backend op on one device stream, from the kernels in kernels/cuda with their launchers in
 // ops/. Rounding points are the cpu backend's bf16 mode (cpu/precision.ts): each op rounds once to bf16 where it
 // stores an activation; linear keeps fp32 only for an f32 output buffer. Attention, Gated DeltaNet, MoE and SwiGLU
-// are block modules sharing a BlockContext (the scratch, this linear, prepared weights); a block given a ResidualNorm
-// runs it with its output projection (residual-norm.ts). No op reads back or synchronises, so a frame step can be
-// recorded as one graph (captureStep); allocation belongs to load and plan.
+// are block modules sharing a BlockContext (the scratch, this linear, prepared weights). No op reads back or
+// synchronises, so a frame step can be recorded as one graph (captureStep); allocation belongs to load and plan.
 import { DramaError } from '../../errors.ts';
 import { float32Bits, float32ToBf16Bits } from '../../numeric/dtypes.ts';
 import type {
@@ -17,7 +16,6 @@ import type {
   KeyValueSlab,
   LinearWeight,
   MoeWeights,
-  ResidualNorm,
   SamplerState,
   SwiGluWeights,
   TowerInput,
@@ -42,7 +40,6 @@ import {
 } from './ops/records.ts';
 import { addRmsNorm, type NormWeightDtype, rmsNorm, towerInput } from './ops/rmsNorm.ts';
 import { sampleCode, sampleMain } from './ops/sampler.ts';
-import { linearResidualNorm } from './residual-norm.ts';
 import { DeviceScratch } from './scratch.ts';
 import { StepGraphs } from './step-graphs.ts';
 import { runSwiGlu } from './swiglu-block.ts';
@@ -112,10 +109,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
     this.blocks = {
       cuda: this.cuda,
       scratch: this.scratch,
-      linear: (x, weight, out, rows, epilogue) => {
-        if (epilogue === undefined) this.linear(x, weight, out, rows);
-        else this.linearResidualNorm(x, weight, out, rows, epilogue);
-      },
+      linear: (x, weight, out, rows) => this.linear(x, weight, out, rows),
       linears: (x, segments, rows) => {
         fusedLinear(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, rows);
       },
@@ -466,51 +460,33 @@ export class CudaBackend implements Backend<CudaBuffer> {
     rows: number,
     output?: 'bf16' | 'f32',
   ): void {
-    this.requireLinear(x, weight, rows);
-    const outFeatures = weight.shape[0]!;
-    if (out.dtype !== (output ?? out.dtype) || (out.dtype !== 'bf16' && out.dtype !== 'f32')) {
-      const wanted = output ?? 'bf16 or f32';
-      throw invalid('TENSOR_DTYPE_UNSUPPORTED', `linear output must be ${wanted}, got a ${out.dtype} buffer`);
-    }
-    requireElements(out, rows * outFeatures, 'linear output');
-    gemm(this.cuda, this.linearArguments(x, weight, out, rows));
-  }
-
-  /** linear into bf16 `out`, then the epilogue's residual add and norm (the GEMM's combine folded in where K splits). */
-  private linearResidualNorm(
-    x: CudaBuffer,
-    weight: LinearWeight<CudaBuffer>,
-    out: CudaBuffer,
-    rows: number,
-    epilogue: ResidualNorm<CudaBuffer>,
-  ): void {
-    const cols = weight.shape[0]!;
-    const { residual, normed, eps } = epilogue;
-    const norm = this.normArguments(residual, epilogue.weight, normed, rows, cols, eps);
-    this.requireLinear(x, weight, rows);
-    requireDtype(out, 'bf16', 'linear output');
-    requireElements(out, rows * cols, 'linear output');
-    linearResidualNorm(this.cuda, this.linearArguments(x, weight, out, rows), norm);
-  }
-
-  private requireLinear(x: CudaBuffer, weight: LinearWeight<CudaBuffer>, rows: number): void {
     if (weight.dtype !== 'bf16') {
       throw invalid(
         'LINEAR_WEIGHT_DTYPE_UNSUPPORTED',
         `the cuda linear runs bf16 weights only, got ${weight.dtype} [${weight.shape.join(', ')}]`,
       );
     }
-    requireDtype(x, 'bf16', 'linear input');
-    requireElements(x, rows * weight.shape[1]!, 'linear input');
-  }
-
-  /** The GEMM's arguments, its workspace sized for the largest split launch up to `rows` (so fewer never grow it). */
-  private linearArguments(x: CudaBuffer, weight: LinearWeight<CudaBuffer>, out: CudaBuffer, rows: number) {
     const [outFeatures, inFeatures] = weight.shape as [number, number];
+    requireDtype(x, 'bf16', 'linear input');
+    requireElements(x, rows * inFeatures, 'linear input');
+    if (out.dtype !== (output ?? out.dtype) || (out.dtype !== 'bf16' && out.dtype !== 'f32')) {
+      const wanted = output ?? 'bf16 or f32';
+      throw invalid('TENSOR_DTYPE_UNSUPPORTED', `linear output must be ${wanted}, got a ${out.dtype} buffer`);
+    }
+    requireElements(out, rows * outFeatures, 'linear output');
+    // Sized for the largest split launch up to `rows`, so that a later call of fewer rows never grows it.
     const reserve = gemmWorkspaceBytes(Math.min(rows, SPLIT_ROWS), outFeatures, inFeatures);
     const workspace = reserve > 0 ? this.scratch.bytes(LINEAR_WORKSPACE, reserve) : undefined;
-    const output = out.dtype === 'f32' ? ('f32' as const) : ('bf16' as const);
-    return { y: out.pointer, x: x.pointer, w: weight.data.pointer, workspace, rows, outFeatures, inFeatures, output };
+    gemm(this.cuda, {
+      y: out.pointer,
+      x: x.pointer,
+      w: weight.data.pointer,
+      workspace,
+      rows,
+      outFeatures,
+      inFeatures,
+      output: out.dtype,
+    });
   }
 
   attention(
@@ -520,9 +496,8 @@ export class CudaBackend implements Backend<CudaBuffer> {
     tables: CallTables<CudaBuffer>,
     out: CudaBuffer,
     rows: number,
-    epilogue?: ResidualNorm<CudaBuffer>,
   ): void {
-    runAttention(this.blocks, weights, x, slab, tables, out, rows, epilogue);
+    runAttention(this.blocks, weights, x, slab, tables, out, rows);
   }
 
   deltaNet(
@@ -532,23 +507,16 @@ export class CudaBackend implements Backend<CudaBuffer> {
     tables: CallTables<CudaBuffer>,
     out: CudaBuffer,
     rows: number,
-    epilogue?: ResidualNorm<CudaBuffer>,
   ): void {
-    runDeltaNet(this.blocks, weights, x, slab, tables, out, rows, epilogue);
+    runDeltaNet(this.blocks, weights, x, slab, tables, out, rows);
   }
 
   moe(weights: MoeWeights<CudaBuffer>, x: CudaBuffer, out: CudaBuffer, rows: number): void {
     runMoe(this.blocks, weights, x, out, rows);
   }
 
-  swiGlu(
-    weights: SwiGluWeights<CudaBuffer>,
-    x: CudaBuffer,
-    out: CudaBuffer,
-    rows: number,
-    epilogue?: ResidualNorm<CudaBuffer>,
-  ): void {
-    runSwiGlu(this.blocks, weights, x, out, rows, [], epilogue);
+  swiGlu(weights: SwiGluWeights<CudaBuffer>, x: CudaBuffer, out: CudaBuffer, rows: number): void {
+    runSwiGlu(this.blocks, weights, x, out, rows);
   }
 
   sampleMain(

@@ -1,7 +1,7 @@
 // What the cuda backend's block modules (attention, Gated DeltaNet, MoE, SwiGLU) share: the device, the named
 // scratch, the backend's linear (one GEMM path for every projection) and its fused form, and a cache of weights re-laid out for a kernel
 // (made on first use, which plan reaches, and kept as long as the weights object lives).
-import type { LinearWeight, ResidualNorm, Tensor } from '../types.ts';
+import type { LinearWeight, Tensor } from '../types.ts';
 import type { CudaContext } from './context.ts';
 import type { LinearSegment } from './fused-linear.ts';
 import type { DeviceScratch } from './scratch.ts';
@@ -10,17 +10,8 @@ import type { CudaBuffer } from './tensors.ts';
 export interface BlockContext {
   readonly cuda: CudaContext;
   readonly scratch: DeviceScratch;
-  /**
-   * out [rows, weight.shape[0]] bf16 = x [rows, weight.shape[1]] bf16 · weightᵀ; with an epilogue, then its residual
-   * add and norm (out left unwritten where the GEMM splits K: the norm reads the partials in place of the combine).
-   */
-  linear(
-    x: CudaBuffer,
-    weight: LinearWeight<CudaBuffer>,
-    out: CudaBuffer,
-    rows: number,
-    epilogue?: ResidualNorm<CudaBuffer>,
-  ): void;
+  /** out [rows, weight.shape[0]] bf16 = x [rows, weight.shape[1]] bf16 · weightᵀ (or f32 with output 'f32'). */
+  linear(x: CudaBuffer, weight: LinearWeight<CudaBuffer>, out: CudaBuffer, rows: number): void;
   /**
    * Every segment's out = x · weightᵀ, as `linear` would give it bit for bit, in one GEMM launch per four segments
    * (the projections that read the same x). The weights must share x's features.

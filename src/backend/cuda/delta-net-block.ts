@@ -4,11 +4,11 @@
 //   4, each sequence's slot's conv state carried) + SiLU (bf16) → delta_net_gates: beta = sigmoid(b), g = −exp(A_log)
 //   · softplus(a + dt_bias) (fp32) → delta_net_recurrence_bf16: the delta rule with the slot's fp32 state, q/k
 //   L2-normalised and q scaled by 1/sqrt(128) inside (bf16 out) → rms_norm_gated_bf16: norm(o)·w·SiLU(z) per value
-//   head (bf16) → out_proj into `out`, with the epilogue's residual add and norm where given (BlockContext.linear).
+//   head (bf16) → out_proj into `out`.
 // The four projections keep their own outputs (one launch, four segments): a single concatenated weight would put
 // z's rows a projection width apart, and the gated norm reads its gate rows contiguous.
 import { DramaError } from '../../errors.ts';
-import type { CallTables, DeltaNetSlab, DeltaNetWeights, ResidualNorm } from '../types.ts';
+import type { CallTables, DeltaNetSlab, DeltaNetWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
 import {
   DELTA_NET_CONV_WIDTH,
@@ -82,7 +82,6 @@ export function runDeltaNet(
   tables: CallTables<CudaBuffer>,
   out: CudaBuffer,
   rows: number,
-  epilogue?: ResidualNorm<CudaBuffer>,
 ): void {
   checkDeltaNetGeometry(weights, slab);
   const { keyHeads, valueHeads, keyDim, valueDim, eps } = weights;
@@ -173,5 +172,5 @@ export function runDeltaNet(
     cols: valueDim,
     eps,
   });
-  ctx.linear(normed, weights.outProj, out, rows, epilogue);
+  ctx.linear(normed, weights.outProj, out, rows);
 }

@@ -3,9 +3,8 @@
 // over the gate buffer as the cpu does), then down(·) into `out`. x: [rows, hidden] bf16, out [rows, outputs].
 // Where the GEMM splits K (decode), its combine computes silu(gate) · up itself (kernels/cuda/swiglu.cuh), one
 // dependent launch fewer with the same bits; else the SwiGLU kernel (kernels/cuda/swiglu.cu) runs after it.
-// Other projections of the same x (the MoE block's router and shared-expert gate) may ride in the gate|up launch. An
-// epilogue's residual add and norm run with the down projection (BlockContext.linear).
-import type { ResidualNorm, SwiGluWeights } from '../types.ts';
+// Other projections of the same x (the MoE block's router and shared-expert gate) may ride in the gate|up launch.
+import type { SwiGluWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
 import type { LinearSegment } from './fused-linear.ts';
 import { swiGluWidth } from './moe-geometry.ts';
@@ -19,9 +18,8 @@ export function runSwiGlu(
   out: CudaBuffer,
   rows: number,
   alongside: readonly LinearSegment[] = [],
-  epilogue?: ResidualNorm<CudaBuffer>,
 ): void {
-  ctx.linear(swiGluHidden(ctx, weights, x, rows, alongside), weights.down, out, rows, epilogue);
+  ctx.linear(swiGluHidden(ctx, weights, x, rows, alongside), weights.down, out, rows);
 }
 
 /** The MLP up to its down projection: h = silu(gate(x)) · up(x), [rows, width] bf16 scratch (the gate buffer). */

@@ -73,28 +73,3 @@ test('fp8 block weights quantise the activations: the result differs from the de
     assert.ok(error > 0 && error < 0.05 * Math.abs(reference[o]!) + 0.05, `row ${o}: ${out[o]} vs ${reference[o]}`);
   }
 });
-
-test("a block's epilogue is the residual add and norm after it: the residual and the normed rows of the separate calls", () => {
-  const backend = new CpuBackend({ precision: 'bf16' });
-  const [hidden, inner, rows, eps] = [16, 24, 3, 1e-6];
-  const bf16 = (shape: number[], seed: number) =>
-    backend.fromHost('bf16', shape, bf16Bits(values(shape[0]! * (shape[1] ?? 1), seed).map(roundToBf16)));
-  const mlp = { gate: bf16([inner, hidden], 1), up: bf16([inner, hidden], 2), down: bf16([hidden, inner], 3) };
-  const norm = bf16([hidden], 4);
-  const x = values(rows * hidden, 5).map(roundToBf16);
-  const start = values(rows * hidden, 6).map(roundToBf16);
-  const run = (withEpilogue: boolean) => {
-    const residual = Float32Array.from(start);
-    const out = new Float32Array(rows * hidden);
-    const normed = new Float32Array(rows * hidden);
-    if (withEpilogue) backend.swiGlu(mlp, x, out, rows, { residual, weight: norm, normed, eps });
-    else {
-      backend.swiGlu(mlp, x, out, rows);
-      backend.addZeroCentredRmsNorm(residual, out, norm, normed, rows, hidden, eps);
-    }
-    return { residual, normed };
-  };
-  const separate = run(false);
-  assert.notDeepEqual(separate.residual, start, 'the residual moved');
-  assert.deepEqual(run(true), separate);
-});

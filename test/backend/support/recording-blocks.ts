@@ -1,18 +1,16 @@
 // Recording block contexts for the cuda blocks' host tests: a device whose launches are recorded with their
-// parameters (nothing runs) and named scratch over a bump allocator; a linear that records what it projected (and the
-// residual norm it was given), or the real GEMM launchers (fused as the backend runs them, or one gemm() per weight,
-// an epilogue's norm after it as the backend runs it) over the same device.
+// parameters (nothing runs) and named scratch over a bump allocator; a linear that records what it projected, or
+// the real GEMM launchers (fused as the backend runs them, or one gemm() per weight) over the same device.
 import koffi from 'koffi';
 import type { BlockContext } from '../../../src/backend/cuda/block-context.ts';
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import type { LaunchShape } from '../../../src/backend/cuda/driver.ts';
 import { fusedLinear, fusedSwiGluLinear } from '../../../src/backend/cuda/fused-linear.ts';
 import { gemm, gemmWorkspaceBytes } from '../../../src/backend/cuda/ops/gemm.ts';
-import { linearResidualNorm } from '../../../src/backend/cuda/residual-norm.ts';
 import { DeviceScratch } from '../../../src/backend/cuda/scratch.ts';
 import { ContextStreams } from '../../../src/backend/cuda/streams.ts';
 import type { CudaBuffer, CudaTensor } from '../../../src/backend/cuda/tensors.ts';
-import type { DType, ResidualNorm } from '../../../src/backend/types.ts';
+import type { DType } from '../../../src/backend/types.ts';
 
 export interface Launched {
   readonly name: string;
@@ -29,8 +27,6 @@ export type Call = {
   readonly rows: number;
   /** The fused call it came in (its first weight's name), or undefined for a lone linear. */
   readonly fused?: string;
-  /** The residual add and norm the linear was given to run after it, if any. */
-  readonly epilogue?: ResidualNorm<CudaBuffer>;
 };
 
 let nextPointer = 0x1000_0000n;
@@ -115,9 +111,8 @@ export function recordingContext(): {
   const ctx: BlockContext = {
     cuda,
     scratch: new DeviceScratch(cuda),
-    linear(x, weight, out, rows, epilogue) {
-      const then = epilogue === undefined ? {} : { epilogue };
-      calls.push({ linear: names.get(weight) ?? '?', x: x.pointer, out: out.pointer, rows, ...then });
+    linear(x, weight, out, rows) {
+      calls.push({ linear: names.get(weight) ?? '?', x: x.pointer, out: out.pointer, rows });
     },
     linears(x, segments, rows) {
       const fused = names.get(segments[0]!.weight) ?? '?';
@@ -163,18 +158,11 @@ export function launchingContext(mode: 'fused' | 'separate'): { ctx: BlockContex
   const workspace = (bytes: number) => recording.scratch.bytes('linear.workspace', bytes);
   const ctx: BlockContext = {
     ...recording,
-    linear(x, weight, out, rows, epilogue) {
+    linear(x, weight, out, rows) {
       const [outFeatures, inFeatures] = weight.shape as [number, number];
       const bytes = gemmWorkspaceBytes(rows, outFeatures, inFeatures);
       const a = { y: out.pointer, x: x.pointer, w: weight.data.pointer, rows, outFeatures, inFeatures };
-      const projection = { ...a, workspace: bytes > 0 ? workspace(bytes) : undefined };
-      if (epilogue === undefined) {
-        gemm(recording.cuda, projection);
-        return;
-      }
-      const { residual, weight: norm, normed, eps } = epilogue;
-      const target = { out: normed.pointer, x: residual.pointer, weight: norm.data.pointer, eps };
-      linearResidualNorm(recording.cuda, projection, { ...target, rows, cols: outFeatures });
+      gemm(recording.cuda, { ...a, workspace: bytes > 0 ? workspace(bytes) : undefined });
     },
     linears(x, segments, rows) {
       if (mode === 'fused') fusedLinear(recording.cuda, workspace, 64, x, segments, rows);

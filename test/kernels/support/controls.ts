@@ -27,7 +27,6 @@ import { moeDownFp8Case, moeGateUpFp8Case, moeGroupingCase } from './moeCases.ts
 import { moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
-import { residualNormCase } from './residualNormCases.ts';
 import { routerQuantizeCase } from './routerQuantizeCases.ts';
 import { addZeroCentredRmsNormCase, embeddingGatherCase, zeroCentredRmsNormCase } from './rowCases.ts';
 import { sampleCodeCase, sampleMainBf16Case, sampleMainCase } from './samplerCases.ts';
@@ -67,11 +66,6 @@ export const controls: readonly Control[] = [
     description: "wrong order: the SwiGLU combine adds gate's and up's K chunks from the last one down",
     kernelCase: swigluCombineCase,
     kernel: { family: 'swiglu_controls', name: 'control_swiglu_combine_chunks_descending' },
-  },
-  {
-    description: 'wrong order: the residual norm of a split projection adds its K chunks from the last one down',
-    kernelCase: residualNormCase,
-    kernel: { family: 'rms_norm_controls', name: 'control_add_partials_rms_norm_chunks_descending' },
   },
   {
     description: "wrong weight: the tower input norms the code half with the input half's weight",

@@ -43,7 +43,6 @@ import { moeBlockFp8Case, moeCombineCase, moeDownFp8Case, moeGateUpFp8Case, moeG
 import { moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
-import { residualNormCase } from './residualNormCases.ts';
 import { routerQuantizeCase } from './routerQuantizeCases.ts';
 import {
   addZeroCentredRmsNormCase,
@@ -64,7 +63,6 @@ export const kernelCases: readonly KernelCase[] = [
   plainRmsNormCase,
   gatedRmsNormCase,
   addZeroCentredRmsNormCase,
-  residualNormCase,
   towerInputCase,
   embeddingGatherCase,
   frameRowCase,

@@ -3,7 +3,7 @@
 // chunking and batching fault), and a norm that flips a sign at random (a repeatability fault).
 import { CpuBackend, type CpuBackendOptions } from '../../../src/backend/cpu/backend.ts';
 import type { CpuBuffer } from '../../../src/backend/cpu/tensors.ts';
-import type { AttentionWeights, CallTables, KeyValueSlab, ResidualNorm, Tensor } from '../../../src/backend/types.ts';
+import type { AttentionWeights, CallTables, KeyValueSlab, Tensor } from '../../../src/backend/types.ts';
 
 export type NormFault = 'none' | 'row-count' | 'random';
 
@@ -24,15 +24,9 @@ export class PlantedCpuBackend extends CpuBackend {
     tables: CallTables<CpuBuffer>,
     out: CpuBuffer,
     rows: number,
-    epilogue?: ResidualNorm<CpuBuffer>,
   ): void {
     super.attention(weights, x, slab, tables, out, rows);
-    if (weights === this.attentionTarget) this.negateRows(out, rows);
-    // The residual add and norm read the faulty output, as they would after a separate call.
-    this.residualNorm(epilogue, out, rows, weights.oProj.shape[0]!);
-  }
-
-  private negateRows(out: CpuBuffer, rows: number): void {
+    if (weights !== this.attentionTarget) return;
     const width = out.length / rows;
     const negate = (row: number) => {
       for (let column = 0; column < width; column++) out[row * width + column] = -out[row * width + column]!;

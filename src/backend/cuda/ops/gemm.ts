@@ -3,7 +3,6 @@
 // count: the K chunks depend on (outFeatures, inFeatures) only, so a row's bits never depend on how many rows share
 // the call. The row count picks only the tile configuration and whether chunks run on separate blocks (fp32
 // partials in `workspace`, added in order by gemm_combine) or in one block's registers: the same additions either way.
-// A caller may take the partials instead of the combine (combine 'caller') and add them in its own launch, in order.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { CudaDriver, DevicePointer, Handle } from '../driver.ts';
@@ -144,18 +143,9 @@ export interface GemmOptions extends LaunchOptions {
    * How split partials are added (same order, same bits): by gemm_combine, a second kernel (default), or by the last
    * block of each tile to finish, ordered by a counter in the workspace (one kernel, no second launch). The counters
    * sit after the partials of this call's rows, so a workspace shared by calls of different row counts must not use
-   * 'last-block' (a larger call's partials would leave the smaller call's counters non-zero). With 'caller', a split
-   * launch leaves y unwritten and returns its partials, for the caller's next launch to add in ascending chunk order.
+   * 'last-block' (a larger call's partials would leave the smaller call's counters non-zero).
    */
-  readonly combine?: 'kernel' | 'last-block' | 'caller';
-}
-
-/** What a split launch with combine 'caller' leaves: fp32 partials [chunks, rows, outFeatures] in the workspace. */
-export interface GemmPartials {
-  readonly partials: DevicePointer;
-  readonly chunks: number;
-  readonly rows: number;
-  readonly outFeatures: number;
+  readonly combine?: 'kernel' | 'last-block';
 }
 
 export interface GemmArguments {
@@ -180,8 +170,7 @@ export function requireAligned(pointer: DevicePointer, bytes: number, name: stri
     throw invalid(name, `${name} must be ${bytes}-byte aligned, got 0x${pointer.toString(16)}`);
 }
 
-/** Launches the GEMM and its combine; with combine 'caller', returns a split launch's partials instead (else undefined). */
-export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions = {}): GemmPartials | undefined {
+export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions = {}): void {
   requireCount(a.rows, 'rows', 1, 1 << 22);
   requireCount(a.outFeatures, 'outFeatures', 1, 1 << 24);
   requireCount(a.inFeatures, 'inFeatures', 8, 1 << 20);
@@ -216,8 +205,8 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
     raiseSharedLimit(driver, kernel, sharedBytes),
   );
   const combine = options.combine ?? 'kernel';
-  if (combine !== 'kernel' && combine !== 'last-block' && combine !== 'caller') {
-    throw invalid('combine', `combine must be kernel, last-block or caller, got ${String(combine)}`);
+  if (combine !== 'kernel' && combine !== 'last-block') {
+    throw invalid('combine', `combine must be kernel or last-block, got ${String(combine)}`);
   }
   const counters =
     chunks > 1 && combine === 'last-block' ? workspace + BigInt(partialBytes(a.rows, a.outFeatures, chunks)) : 0n;
@@ -241,8 +230,7 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
   if (grid[1] > 65535) throw invalid('rows', `${a.rows} rows × ${a.outFeatures} columns need a grid.y over 65535`);
   const shape = { grid, block: [configuration.threads, 1, 1], sharedBytes } as const;
   launch(cuda, configuration.kernel, shape, args, options);
-  if (chunks === 1 || counters !== 0n) return undefined;
-  if (combine === 'caller') return { partials: workspace, chunks, rows: a.rows, outFeatures: a.outFeatures };
+  if (chunks === 1 || counters !== 0n) return;
   const elements = a.rows * a.outFeatures;
   const combineArgs = new KernelArguments()
     .pointer(a.y)
@@ -257,7 +245,6 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
     stream: options.stream,
     dependentLaunch: options.dependentLaunch,
   });
-  return undefined;
 }
 
 /**

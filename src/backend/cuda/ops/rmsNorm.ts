@@ -1,7 +1,6 @@
 // Launchers for kernels/cuda/rms_norm.cu. x, out: [rows, cols] bf16 (out may alias x, except after a residual add);
 // weight: [cols] bf16 or f32 (read as stored); gate (gated form), source (residual add): [rows, cols] bf16. One block
-// per row. The tower input norms a gathered code row and an input row into the two halves of one output row. The
-// residual add may read its source as a split GEMM's fp32 partials (addPartialsRmsNorm), the GEMM's combine folded in.
+// per row. The tower input norms a gathered code row and an input row into the two halves of one output row.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
@@ -17,10 +16,6 @@ const RMS_NORM_KERNEL: Record<NormWeightDtype, KernelName> = {
 const ADD_RMS_NORM_KERNEL: Record<NormWeightDtype, KernelName> = {
   bf16: { family: 'rms_norm', name: 'add_rms_norm_bf16' },
   f32: { family: 'rms_norm', name: 'add_rms_norm_f32_weight_bf16' },
-};
-const ADD_PARTIALS_RMS_NORM_KERNEL: Record<NormWeightDtype, KernelName> = {
-  bf16: { family: 'rms_norm', name: 'add_partials_rms_norm_bf16' },
-  f32: { family: 'rms_norm', name: 'add_partials_rms_norm_f32_weight_bf16' },
 };
 const TOWER_INPUT_KERNEL: Record<NormWeightDtype, KernelName> = {
   bf16: { family: 'rms_norm', name: 'tower_input_bf16' },
@@ -126,48 +121,6 @@ export function addRmsNorm(
     .int32(a.cols)
     .float32(a.eps);
   launch(cuda, ADD_RMS_NORM_KERNEL[weightDtype(a)], shape(a.rows, a.cols), args, options);
-}
-
-/**
- * addRmsNorm whose source is a split GEMM's output left as its fp32 partials [chunks, rows, cols] (gemm() with combine
- * 'caller'): each source element is its chunks added in ascending order and rounded to bf16, as gemm_combine stores it,
- * so the bits of gemm_combine then addRmsNorm in one launch of the same threads. The source itself is not stored.
- */
-export function addPartialsRmsNorm(
-  cuda: CudaContext,
-  a: RmsNormArguments & { readonly partials: DevicePointer; readonly chunks: number },
-  options: LaunchOptions = {},
-): void {
-  requireCount(a.rows, 'rows');
-  requireCount(a.cols, 'cols');
-  requireCount(a.chunks, 'chunks', 1, 1 << 16);
-  requireCount(a.rows * a.cols, 'rows × cols');
-  if (a.out === a.x) {
-    throw new DramaError('KERNEL_ARGUMENT_INVALID', 'the norm after a residual add cannot write over the residual', {
-      kind: 'internal',
-      param: 'out',
-    });
-  }
-  if (a.partials === 0n || a.partials % 4n !== 0n) {
-    throw new DramaError(
-      'KERNEL_ARGUMENT_INVALID',
-      `partials must be a 4-byte aligned fp32 buffer, got ${a.partials}`,
-      {
-        kind: 'internal',
-        param: 'partials',
-      },
-    );
-  }
-  const args = new KernelArguments()
-    .pointer(a.out)
-    .pointer(a.x)
-    .pointer(a.partials)
-    .int32(a.chunks)
-    .pointer(a.weight)
-    .int32(a.rows)
-    .int32(a.cols)
-    .float32(a.eps);
-  launch(cuda, ADD_PARTIALS_RMS_NORM_KERNEL[weightDtype(a)], shape(a.rows, a.cols), args, options);
 }
 
 export interface TowerInputArguments {
