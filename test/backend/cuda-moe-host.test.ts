@@ -180,7 +180,7 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
       if (name === 'moe_pack_rows') log.packs++;
       else log.calls.push(name);
       log.grids.set(name, [...(log.grids.get(name) ?? []), shape.grid]);
-      log.parameters.set(name, [...(log.parameters.get(name) ?? []), p.slice()]);
+      log.parameters.set(name, [...(log.parameters.get(name) ?? []), p]);
     },
     launchEx(
       kernel: unknown,

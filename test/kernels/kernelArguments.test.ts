@@ -2,6 +2,8 @@
 // addresses the driver would follow, so a wrong slot, width or byte order fails here rather than on the device.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import koffi from 'koffi';
 import { parsePtxasReport } from '../../scripts/kernel-files.ts';
 import { KernelArguments } from '../../src/backend/cuda/kernelArguments.ts';
@@ -20,6 +22,25 @@ test('each argument sits in its own slot, where the address table points', () =>
   assert.equal(BigInt(koffi.decode(table[3]!, 'int64_t') as number | bigint), BigInt(2 ** 40 + 3));
   assert.deepEqual(args.sizes, [8, 4, 4, 8], 'the byte size of each argument, for the layout check');
   assert.throws(() => args.int32(1), /more than 4 kernel arguments/);
+});
+
+test('a kept address table keeps its slots: read after collections, the values are still there', () => {
+  v8.setFlagsFromString('--expose-gc');
+  const collect = vm.runInNewContext('gc') as () => void;
+  // Only the tables are kept, as a launch recorder keeps them to read later.
+  const tables = Array.from(
+    { length: 200 },
+    (_, index) => new KernelArguments(4).int32(index).int64(-index).parameters,
+  );
+  for (let round = 0; round < 3; round++) {
+    collect();
+    // Fresh slots of other values, which a collected table's memory would be handed to.
+    for (let index = 0; index < 2000; index++) new KernelArguments(4).int32(-1).int64(-1);
+  }
+  tables.forEach((table, index) => {
+    assert.equal(koffi.decode(table[0]!, 'int32_t'), index);
+    assert.equal(BigInt(koffi.decode(table[1]!, 'int64_t') as number | bigint), BigInt(-index));
+  });
 });
 
 test('the ptxas report becomes one line per entry function', () => {

@@ -5,6 +5,8 @@
 import { addressOf } from './library.ts';
 
 const SLOT_BYTES = 8;
+/** The property of an address table that holds the slots its addresses point into. */
+export const SLOTS = Symbol('kernel argument slots');
 
 export class KernelArguments {
   private readonly view: DataView;
@@ -18,6 +20,9 @@ export class KernelArguments {
     this.table = new BigUint64Array(new ArrayBuffer(capacity * 8));
     const base = addressOf(storage);
     for (let index = 0; index < capacity; index++) this.table[index] = base + BigInt(index * SLOT_BYTES);
+    // The table's addresses point into the slots: whoever keeps the table (a launch recorded to be read later) keeps
+    // the slots alive with it, so they cannot be collected and their memory reused while it is held.
+    Object.defineProperty(this.table, SLOTS, { value: storage });
   }
 
   /** The address table to hand to the driver. */

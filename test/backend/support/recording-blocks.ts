@@ -73,7 +73,7 @@ export function recordingDevice(): { cuda: CudaContext; launched: Launched[] } {
   const streams = countingStreams();
   const record = (shape: LaunchShape, stream: unknown, parameters: BigUint64Array, name: string) => {
     const side = stream !== streams.main ? { side: true as const } : {};
-    launched.push({ name, shape, parameters: parameters.slice(), ...side });
+    launched.push({ name, shape, parameters, ...side });
   };
   const cuda = {
     get stream() {
@@ -153,7 +153,7 @@ export function launchingContext(mode: 'fused' | 'separate'): { ctx: BlockContex
     name: string,
   ) => {
     const side = stream !== 1n ? { side: true as const } : {};
-    launched.push({ name, shape, parameters: parameters.slice(), ...side });
+    launched.push({ name, shape, parameters, ...side });
   };
   const workspace = (bytes: number) => recording.scratch.bytes('linear.workspace', bytes);
   const ctx: BlockContext = {
