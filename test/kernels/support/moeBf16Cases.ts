@@ -8,7 +8,7 @@
 import { silu } from '../../../src/backend/cpu/ops/activations.ts';
 import { linearBf16 } from '../../../src/backend/cpu/ops/linear.ts';
 import { packDownBf16, packGateUpBf16 } from '../../../src/backend/cuda/moeWeights.ts';
-import { moeExpertsBf16, moeGroupPairs } from '../../../src/backend/cuda/ops/moe.ts';
+import { moeExpertsBf16 } from '../../../src/backend/cuda/ops/moe.ts';
 import { roundToBf16 } from '../../../src/numeric/dtypes.ts';
 import {
   BF16_ONE_ROUNDING_BOUND,
@@ -20,6 +20,7 @@ import {
 import { type MoeGeometry, SMALL_MOE } from './moeReference.ts';
 import {
   drawScenario,
+  groupDrawnIds,
   groupingOutputs,
   groupingPointers,
   groupingReference,
@@ -146,14 +147,7 @@ function bf16BlockPrepared(experts: Bf16Experts, s: Scenario): Prepared {
       return { ...groupingReference(s.ids, g), h, expertOut: y, out };
     },
     run(cuda, p) {
-      // The drawn ids grouped as the router's launch groups its own (the router cases hold it to the same tables).
-      moeGroupPairs(cuda, {
-        ...groupingPointers(p),
-        expertIds: p.ids!,
-        rows: s.rows,
-        topK: g.topK,
-        experts: g.experts,
-      });
+      groupDrawnIds(cuda, p, s);
       moeExpertsBf16(cuda, {
         ...groupingPointers(p),
         out: p.out!,

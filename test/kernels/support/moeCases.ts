@@ -27,6 +27,7 @@ import { type Fp8Experts, type MoeGeometry, REAL_MOE, SMALL_MOE } from './moeRef
 import {
   drawScenario,
   expertsFor,
+  groupDrawnIds,
   groupingOutputs,
   groupingPointers,
   groupingReference,
@@ -205,14 +206,7 @@ function blockPrepared(
       return { ...groupingReference(s.ids, g), h, expertOut: y, out };
     },
     run(cuda: CudaContext, p: Pointers) {
-      // The drawn ids grouped as the router's launch groups its own (the router cases hold it to the same tables).
-      moeGroupPairs(cuda, {
-        ...groupingPointers(p),
-        expertIds: p.ids!,
-        rows: s.rows,
-        topK: g.topK,
-        experts: g.experts,
-      });
+      groupDrawnIds(cuda, p, s);
       moeExpertsFp8(
         cuda,
         {

@@ -1,7 +1,9 @@
+import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import {
   MOE_TILE_PAIRS,
   type MoeFp8Weights,
   type MoeGrouping,
+  moeGroupPairs,
   moeMaxTiles,
 } from '../../../src/backend/cuda/ops/moe.ts';
 import { roundToBf16 } from '../../../src/numeric/dtypes.ts';
@@ -54,6 +56,13 @@ export function weightPointers(p: Pointers): MoeFp8Weights {
 
 export function groupingPointers(p: Pointers): MoeGrouping {
   return { pairSlots: p.pairSlots!, expertOffsets: p.expertOffsets!, tiles: p.tiles!, tileCount: p.tileCount! };
+}
+
+/** The scenario's drawn ids grouped on the device, as the router's launch groups its own (the router cases hold it to
+ * the same tables). */
+export function groupDrawnIds(cuda: CudaContext, p: Pointers, s: Scenario): void {
+  const { topK, experts } = s.geometry;
+  moeGroupPairs(cuda, { ...groupingPointers(p), expertIds: p.ids!, rows: s.rows, topK, experts });
 }
 
 export function groupingOutputs(rows: number, g: MoeGeometry): OutputSpec[] {

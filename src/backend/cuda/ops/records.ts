@@ -61,6 +61,17 @@ export function embedRecords(
   launch(cuda, EMBED_RECORDS, rowShape(a.rows, a.cols), args, options);
 }
 
+/** Where a gather reads its code: records[t][1 + codebook] of `width` columns, into table rows from codeFirstRow. */
+export function requireCodeColumn(a: {
+  readonly width: number;
+  readonly codebook: number;
+  readonly codeFirstRow: number;
+}): void {
+  requireCount(a.width, 'width', 2);
+  requireCount(a.codebook, 'codebook', 0, a.width - 2);
+  requireCount(a.codeFirstRow, 'codeFirstRow', 0);
+}
+
 export function gatherCodes(
   cuda: CudaContext,
   a: {
@@ -78,9 +89,7 @@ export function gatherCodes(
 ): void {
   requireCount(a.rows, 'rows');
   requireCount(a.cols, 'cols');
-  requireCount(a.width, 'width', 2);
-  requireCount(a.codebook, 'codebook', 0, a.width - 2);
-  requireCount(a.codeFirstRow, 'codeFirstRow', 0);
+  requireCodeColumn(a);
   const args = new KernelArguments()
     .pointer(a.out)
     .pointer(a.codeTable)

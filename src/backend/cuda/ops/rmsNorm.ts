@@ -6,6 +6,7 @@ import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount, roundUpToWarp } from './launch.ts';
+import { requireCodeColumn } from './records.ts';
 
 export type NormWeightDtype = 'bf16' | 'f32';
 
@@ -158,9 +159,7 @@ export function towerInput(cuda: CudaContext, a: TowerInputArguments, options: L
   requireCount(a.codeCols, 'codeCols');
   requireCount(a.inputCols, 'inputCols');
   requireCount(a.codeRows, 'codeRows');
-  requireCount(a.width, 'width', 2);
-  requireCount(a.codebook, 'codebook', 0, a.width - 2);
-  requireCount(a.codeFirstRow, 'codeFirstRow', 0);
+  requireCodeColumn(a);
   requireCount(a.rows * (a.codeCols + a.inputCols), 'rows × (codeCols + inputCols)');
   const dtype = weightDtype(a);
   const codeThreads = normThreads(a.codeCols);
