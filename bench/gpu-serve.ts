@@ -7,13 +7,17 @@
 //   from the server's request trace (body read, handler, engine admission, the engine's first audio event);
 //   aggregate frames/s and real-time factor at 1, 8, 32 and 64 concurrent clients (--frames frames a request, the
 //   slowest stream's real-time factor beside the median), and whether every reply is byte-identical to the same
-//   request served alone (contract 3 over HTTP: request i has seed i in every round);
+//   request served alone (contract 3 over HTTP: request i has seed i in every round), with where each round's wall
+//   time went from the engine's round times (rounds that prefilled, rounds that only stepped, time outside rounds);
 //   the device ledger at the end (/v1/models: plan allocates up front, so this is its peak but for the reference
 //   cache's snapshots) and the process's peak resident memory.
 // One table per part, and gpu-serve.json in the output directory (argv[2]).
 // Usage: tsx bench/gpu-serve.ts [output directory] [--preset small|full] [--requests N] [--frames N]
 //        [--backend cuda|cpu] (cpu: a quick check of the bench itself on any machine, with the tiny preset)
 //        [--compare all|served] (served: compare only the seeds the one-client round served, skipping the rest alone)
+//        [--clients 1,8,32,64] (the client counts, in order; the first is the reference the others are compared to)
+//        [--per-client N] (each client sends N requests in turn: N > 1 measures lanes that come and go, not one burst)
+//        [--checkpoint DIR] (written there when DIR holds no checkpoint yet, and kept: a second run only loads it)
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -23,6 +27,7 @@ import { openVoices } from '../src/cli/voices.ts';
 import { Engine } from '../src/engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS } from '../src/engine/engine-core.ts';
 import type { RuntimeSpec } from '../src/engine/load-runtime.ts';
+import type { RoundTime } from '../src/engine/protocol.ts';
 import { buildApp } from '../src/server/app.ts';
 import { audioToolkit } from '../src/server/audio-toolkit.ts';
 import type { SynthPreset } from '../src/synth/plan.ts';
@@ -40,6 +45,9 @@ const { values } = parseArgs({
     frames: { type: 'string', default: '64' },
     backend: { type: 'string', default: 'cuda' },
     compare: { type: 'string', default: 'all' },
+    clients: { type: 'string' },
+    'per-client': { type: 'string', default: '1' },
+    checkpoint: { type: 'string' },
   },
 });
 const backend = values.backend === 'cpu' ? 'cpu' : 'cuda';
@@ -54,7 +62,15 @@ const preset = (backend === 'cpu' ? 'tiny' : values.preset) as SynthPreset;
 const requests = Number(values.requests);
 const frames = Number(values.frames);
 const compareAll = values.compare !== 'served';
-const CLIENTS = backend === 'cpu' ? [1, 2] : [1, 8, 32, 64];
+const CLIENTS = values.clients?.split(',').map(Number) ?? (backend === 'cpu' ? [1, 2] : [1, 8, 32, 64]);
+const perClient = Number(values['per-client']);
+if (
+  !CLIENTS.every((count) => Number.isInteger(count) && count > 0) ||
+  !(Number.isInteger(perClient) && perClient > 0)
+) {
+  console.error('--clients takes positive integers separated by commas, --per-client a positive integer');
+  process.exit(2);
+}
 const SHORT_TEXT = 'Hello there, how are you today?';
 const REFERENCE_SECONDS = 20;
 
@@ -70,13 +86,36 @@ function referenceWav(seconds: number, salt: number): Buffer {
   return Buffer.from(writeWav(samples, rate));
 }
 
+const NO_ROUNDS: RoundTime = {
+  prefillRounds: 0,
+  prefillRoundMs: 0,
+  prefillRows: 0,
+  stepRounds: 0,
+  stepRoundMs: 0,
+  laneSteps: 0,
+};
+
+/** The engine's round times between two of its stats. */
+function roundTimeBetween(before: RoundTime | undefined, after: RoundTime | undefined): RoundTime {
+  const [from, to] = [before ?? NO_ROUNDS, after ?? NO_ROUNDS];
+  return {
+    prefillRounds: to.prefillRounds - from.prefillRounds,
+    prefillRoundMs: to.prefillRoundMs - from.prefillRoundMs,
+    prefillRows: to.prefillRows - from.prefillRows,
+    stepRounds: to.stepRounds - from.stepRounds,
+    stepRoundMs: to.stepRoundMs - from.stepRoundMs,
+    laneSteps: to.laneSteps - from.laneSteps,
+  };
+}
+
 const serverTrace = new ServerTrace();
 const parent = path.resolve('.');
 const folder = fs.mkdtempSync(path.join(parent, '.gpu-serve-'));
 try {
-  const dir = path.join(folder, 'checkpoint');
+  const dir = values.checkpoint === undefined ? path.join(folder, 'checkpoint') : path.resolve(values.checkpoint);
   const writeStarted = performance.now();
-  await synthesizeCheckpoint(dir, { preset, seed: 5, experts: 'fp8', threads: defaultSynthThreads() });
+  const reused = values.checkpoint !== undefined && fs.existsSync(path.join(dir, 'config.json'));
+  if (!reused) await synthesizeCheckpoint(dir, { preset, seed: 5, experts: 'fp8', threads: defaultSynthThreads() });
   const writeSeconds = (performance.now() - writeStarted) / 1000;
   // Flushed before the load, so that the load reads the disk rather than waiting on the write's writeback.
   const syncStarted = performance.now();
@@ -87,7 +126,9 @@ try {
   }
   const syncSeconds = (performance.now() - syncStarted) / 1000;
   console.log(
-    `wrote the ${preset} checkpoint to local disk in ${writeSeconds.toFixed(1)} s, flushed in ${syncSeconds.toFixed(1)} s`,
+    reused
+      ? `read the ${preset} checkpoint already written in ${dir} (page cache as the previous run left it)`
+      : `wrote the ${preset} checkpoint to local disk in ${writeSeconds.toFixed(1)} s, flushed in ${syncSeconds.toFixed(1)} s`,
   );
   const runtime: RuntimeSpec = { kind: 'checkpoint', dir, backend, codecBackend: backend };
   const loadStarted = performance.now();
@@ -154,10 +195,11 @@ try {
     const request = (index: number) => ({ input: SHORT_TEXT, seed: index, max_frames: frames });
     const rounds: Map<number, string>[] = [];
     for (const clients of CLIENTS) {
-      const total = Math.max(requests, clients);
+      const total = Math.max(requests, clients * perClient);
       const samples: SpeechSample[] = [];
       const digests = new Map<number, string>();
       let next = 0;
+      const roundsBefore = engine.stats.roundTime;
       const started = performance.now();
       await Promise.all(
         Array.from({ length: clients }, async () => {
@@ -171,6 +213,7 @@ try {
       );
       rounds.push(digests);
       const wallSeconds = (performance.now() - started) / 1000;
+      const time = roundTimeBetween(roundsBefore, engine.stats.roundTime);
       const rtf = samples.map((sample) => sample.totalMs / 1000 / sample.audioSeconds).sort((a, b) => a - b);
       const audioSeconds = samples.reduce((sum, sample) => sum + sample.audioSeconds, 0);
       throughput.push({
@@ -179,6 +222,10 @@ try {
         framesPerSecond: (audioSeconds * 44100) / 2048 / wallSeconds,
         rtfP50: percentile(rtf, 0.5),
         rtfSlowest: rtf.at(-1)!,
+        wallMs: wallSeconds * 1000,
+        ...time,
+        // The wall time no frame round covered: admission, the codec's last groups, the replies' ends.
+        outsideRoundsMs: wallSeconds * 1000 - time.prefillRoundMs - time.stepRoundMs,
       });
     }
     // Contract 3 over HTTP: the replies of every round against the same requests served alone (the one-client
@@ -226,11 +273,36 @@ try {
       ).join('\n'),
     );
     console.log(
+      markdownTable(
+        [
+          'clients',
+          'wall ms',
+          'rounds with prefill: count, ms, rows',
+          'step-only rounds: count, ms, ms each',
+          'lanes a round',
+          'ms outside rounds',
+        ],
+        throughput.map((row) => {
+          const rounds = row.prefillRounds! + row.stepRounds!;
+          return [
+            String(row.clients),
+            row.wallMs!.toFixed(0),
+            `${row.prefillRounds}, ${row.prefillRoundMs!.toFixed(0)}, ${row.prefillRows}`,
+            `${row.stepRounds}, ${row.stepRoundMs!.toFixed(0)}, ${(row.stepRoundMs! / Math.max(1, row.stepRounds!)).toFixed(2)}`,
+            (row.laneSteps! / Math.max(1, rounds)).toFixed(1),
+            row.outsideRoundsMs!.toFixed(0),
+          ];
+        }),
+      ).join('\n'),
+    );
+    console.log(
       `peak resident memory ${(memory.peakRssBytes / 2 ** 30).toFixed(2)} GiB; lane memory ${JSON.stringify(memory.lanes)}`,
     );
     const file = writeReport('gpu-serve.json', {
       backend,
       preset,
+      reusedCheckpoint: reused,
+      perClient,
       writeSeconds,
       syncSeconds,
       loadSeconds,

@@ -127,7 +127,10 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
     const load = async (dir: string, options: { prefillChunk?: number }) => {
       const streamed = { ...options, ...streamedLoad(spec.progress === true, loadNotices) };
       if (choice.backend === 'cpu') return loadSpeechModel(dir, new CpuBackend(), streamed);
-      const backend = new CudaBackend();
+      // The step's streams are served first where the codec decodes beside it (DRAMA3_STEP_PRIORITY=normal: not).
+      const backend = new CudaBackend({
+        streamPriority: process.env.DRAMA3_STEP_PRIORITY === 'normal' ? 'normal' : 'high',
+      });
       const model = await loadSpeechModel(dir, backend, streamed);
       const codecStreams = codec.backend === 'cuda' ? settings.lanes : 0;
       memory = {

@@ -117,4 +117,21 @@ export interface EngineStats {
   readonly deviceMemory?: DeviceMemory;
   /** The reference-prefix cache, when on. */
   readonly referenceCache?: ReferenceCacheStats;
+  /** Where the frame rounds' wall time went so far (absent before the first round). */
+  readonly roundTime?: RoundTime;
+}
+
+/**
+ * Frame rounds by kind, totals since the engine started: rounds that prefilled prompt rows (and stepped the lanes
+ * that were generating) and rounds that only stepped. Wall time on the engine thread, the device's work included
+ * (a step reads its frames back).
+ */
+export interface RoundTime {
+  readonly prefillRounds: number;
+  readonly prefillRoundMs: number;
+  readonly prefillRows: number;
+  readonly stepRounds: number;
+  readonly stepRoundMs: number;
+  /** Lanes stepped, summed over every round: frames drawn plus ends of speech. */
+  readonly laneSteps: number;
 }

@@ -8,7 +8,7 @@ import type { Frame, Lane } from '../model/types.ts';
 import { serializeError } from '../threads/serialize-error.ts';
 import { type FrameDecoder, InlineFrameDecoder, type TerminalEvent } from './frame-decoder.ts';
 import { type DeviceMemory, type LaneBudget, poolCost, requestCost } from './lane-budget.ts';
-import type { Admission, EngineEvent } from './protocol.ts';
+import type { Admission, EngineEvent, RoundTime } from './protocol.ts';
 import type { ReferenceCache } from './reference-cache.ts';
 import { ReferencePrefill } from './reference-prefill.ts';
 import type { BuiltPrompt, SpeechRuntime } from './runtime.ts';
@@ -78,6 +78,7 @@ export class Scheduler {
   private readonly pool: number;
   rounds = 0;
   frames = 0;
+  private roundTime: RoundTime | undefined;
 
   constructor(
     private readonly runtime: SpeechRuntime,
@@ -129,6 +130,7 @@ export class Scheduler {
   }
 
   runRound(): void {
+    const started = performance.now();
     for (const state of this.active.filter((candidate) => candidate.cancelled)) {
       this.retire(state);
       this.decoder.drop(state.request.id);
@@ -145,7 +147,7 @@ export class Scheduler {
       this.guard([state], () => this.openLane(state));
     }
     const prefilling = this.active.filter((candidate) => candidate.lane !== null && !candidate.generating);
-    if (prefilling.length > 0) this.prefillPieces(prefilling);
+    const prefillRows = prefilling.length > 0 ? this.prefillPieces(prefilling) : 0;
     const generating = this.active.filter((state) => state.generating);
     if (generating.length > 0) {
       this.guard(generating, () => {
@@ -160,7 +162,28 @@ export class Scheduler {
       });
     }
     this.rounds += 1;
+    this.countRound(performance.now() - started, prefillRows, generating.length);
     this.emitStats();
+  }
+
+  private countRound(ms: number, prefillRows: number, laneSteps: number): void {
+    const last = this.roundTime ?? {
+      prefillRounds: 0,
+      prefillRoundMs: 0,
+      prefillRows: 0,
+      stepRounds: 0,
+      stepRoundMs: 0,
+      laneSteps: 0,
+    };
+    const prefilled = prefillRows > 0;
+    this.roundTime = {
+      prefillRounds: last.prefillRounds + (prefilled ? 1 : 0),
+      prefillRoundMs: last.prefillRoundMs + (prefilled ? ms : 0),
+      prefillRows: last.prefillRows + prefillRows,
+      stepRounds: last.stepRounds + (prefilled || laneSteps === 0 ? 0 : 1),
+      stepRoundMs: last.stepRoundMs + (prefilled || laneSteps === 0 ? 0 : ms),
+      laneSteps: last.laneSteps + laneSteps,
+    };
   }
 
   /** Drops the reference cache entries built from a catalog voice (reported at once: no round may follow). */
@@ -180,6 +203,7 @@ export class Scheduler {
         laneMemoryReserved: this.reserved,
         deviceMemory: this.options.deviceMemory?.(),
         referenceCache: this.options.referenceCache?.stats(),
+        roundTime: this.roundTime,
       },
     });
   }
@@ -203,12 +227,14 @@ export class Scheduler {
   /**
    * One piece of each lane's prompt (up to the next chunk boundary or the snapshot row), all in one joint prefill:
    * the model packs them into as few calls as its chunk allows. A failure there fails every request it held.
+   * Returns the rows it prefilled.
    */
-  private prefillPieces(states: readonly RequestState[]): void {
+  private prefillPieces(states: readonly RequestState[]): number {
     const pieces = states.map((state) => ({
       state,
       to: this.referencePrefill.nextCut(state.piece.rows, state.prefilled, this.options.prefillChunk),
     }));
+    const rows = pieces.reduce((sum, { state, to }) => sum + to - state.prefilled, 0);
     this.guard(states, () =>
       this.runtime.model.prefillTogether(
         pieces.map(({ state, to }) => ({ lane: state.lane!, rows: state.piece.rows, from: state.prefilled, to })),
@@ -222,6 +248,7 @@ export class Scheduler {
         if (stored !== undefined) state.unconfirmedSnapshot = stored;
       });
     }
+    return rows;
   }
 
   private addFrame(state: RequestState, frame: Frame): void {

@@ -1,6 +1,7 @@
 // The context's streams without a GPU (src/backend/cuda/streams.ts): alongside() forks the side stream after the
 // work queued so far and joins it before what follows, a part that throws still joins (a capture can end), it cannot
-// nest, and with the side stream off its parts run one after the other on the main stream.
+// nest, with the side stream off its parts run one after the other on the main stream, and both streams take the
+// context's priority.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Handle } from '../../src/backend/cuda/driver.ts';
@@ -8,10 +9,14 @@ import { ContextStreams } from '../../src/backend/cuda/streams.ts';
 
 function recordingDriver() {
   const calls: string[] = [];
+  const priorities: number[] = [];
   let handles = 0n;
   const name = (handle: Handle) => (handle === 1n ? 'main' : handle === 2n ? 'side' : `event ${handle}`);
   const driver = {
-    createStream: () => ++handles,
+    createStream: (priority = 0) => {
+      priorities.push(priority);
+      return ++handles;
+    },
     createEvent: () => ++handles,
     destroyStream: (stream: Handle) => calls.push(`destroy ${name(stream)}`),
     destroyEvent: (event: Handle) => calls.push(`destroy ${name(event)}`),
@@ -19,7 +24,7 @@ function recordingDriver() {
     recordEvent: (event: Handle, stream: Handle) => calls.push(`record ${name(event)} on ${name(stream)}`),
     streamWaitEvent: (stream: Handle, event: Handle) => calls.push(`${name(stream)} waits for ${name(event)}`),
   };
-  return { driver, calls, name };
+  return { driver, calls, name, priorities };
 }
 
 test('alongside forks the side stream after the queued work and joins it before what follows', () => {
@@ -95,4 +100,16 @@ test('alongside cannot nest, and with the side stream off its parts run in order
     () => off.calls.push(`main part on ${off.name(sequential.current)}`),
   );
   assert.deepEqual(off.calls, ['side part on main', 'main part on main']);
+});
+
+test('both streams are created at the context priority, the default 0 unless one is given', () => {
+  for (const priority of [0, -5]) {
+    const { driver, priorities } = recordingDriver();
+    const streams = new ContextStreams(driver, true, priority);
+    streams.alongside(
+      () => {},
+      () => {},
+    );
+    assert.deepEqual(priorities, [priority, priority]);
+  }
 });

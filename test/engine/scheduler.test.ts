@@ -18,6 +18,21 @@ test('a request speaks prompt-derived frames, decoded in groups 1, 4, 8, 16, 16â
   await engine.close();
 });
 
+test('the round times count prefilled rows and lane steps, rounds that prefill apart from rounds that only step', async () => {
+  const engine = await startNullEngine({ prefillChunk: 32 });
+  // 88 prompt rows in chunks of at most 32; then 44 frames and the end of speech, one lane step each.
+  await runToEnd(engine, job('a'.repeat(80)));
+  const time = engine.stats.roundTime!;
+  assert.equal(time.prefillRows, 88);
+  assert.ok(time.prefillRounds >= 3);
+  assert.equal(time.laneSteps, 45);
+  // Every round either prefilled or only stepped; the last prefill round also took the first step.
+  assert.equal(time.prefillRounds + time.stepRounds, engine.stats.rounds);
+  assert.equal(time.stepRounds, 44);
+  assert.ok(time.prefillRoundMs > 0 && time.stepRoundMs > 0);
+  await engine.close();
+});
+
 test('an explicit max_frames below the natural length clips with finish reason length', async () => {
   const engine = await startNullEngine();
   const outcome = await runToEnd(engine, job('a'.repeat(80), { maxFrames: 10 }));

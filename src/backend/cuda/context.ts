@@ -21,7 +21,14 @@ export interface CudaContextOptions {
   /** Pinned host bytes the allocator may hand out; defaults to 4 GiB. */
   readonly pinnedHostLimitBytes?: number;
   readonly kernelDirectory?: string;
+  /**
+   * `high`: this context's streams are served before other work on the device (the frame step beside the codec in
+   * one process, so that decoding never holds a frame round back); `normal` (the default): the driver's default.
+   */
+  readonly streamPriority?: StreamPriority;
 }
+
+export type StreamPriority = 'high' | 'normal';
 
 export function driverAllocationBackend(driver: CudaDriver): AllocationBackend {
   return {
@@ -51,7 +58,8 @@ export class CudaContext {
     this.device = driver.device(options.ordinal ?? 0);
     this.context = driver.retainPrimaryContext(this.device);
     driver.setCurrentContext(this.context);
-    this.streams = new ContextStreams(driver);
+    const priority = options.streamPriority === 'high' ? driver.streamPriorityRange().greatest : 0;
+    this.streams = new ContextStreams(driver, undefined, priority);
     const totalBytes = driver.deviceTotalBytes(this.device);
     this.properties = {
       name: driver.deviceName(this.device),

@@ -78,6 +78,8 @@ const SIGNATURES: Signatures = {
   cuMemsetD8Async: ['int', ['uint64_t', 'uint8_t', 'size_t', 'void*']],
   cuMemsetD32Async: ['int', ['uint64_t', 'uint', 'size_t', 'void*']],
   cuStreamCreate: ['int', ['_Out_ void**', 'uint']],
+  cuStreamCreateWithPriority: ['int', ['_Out_ void**', 'uint', 'int']],
+  cuCtxGetStreamPriorityRange: ['int', ['_Out_ int*', '_Out_ int*']],
   cuStreamDestroy_v2: ['int', ['void*']],
   cuStreamSynchronize: ['int', ['void*']],
   cuStreamWaitEvent: ['int', ['void*', 'void*', 'uint']],
@@ -271,10 +273,20 @@ export class CudaDriver {
     this.call('cuMemsetD32Async', 'cuMemsetD32Async', destination, value >>> 0, count, stream);
   }
 
-  createStream(): Handle {
+  /** A non-blocking stream; `priority` as cuStreamCreateWithPriority counts it (lower runs first, 0 the default). */
+  createStream(priority = 0): Handle {
     const stream: unknown[] = [null];
-    this.call('cuStreamCreate', 'cuStreamCreate', stream, STREAM_NON_BLOCKING);
+    if (priority === 0) this.call('cuStreamCreate', 'cuStreamCreate', stream, STREAM_NON_BLOCKING);
+    else this.call('cuStreamCreateWithPriority', 'cuStreamCreateWithPriority', stream, STREAM_NON_BLOCKING, priority);
     return toBigInt(stream[0]);
+  }
+
+  /** The current context's stream priorities: `least` (the default, 0) and `greatest` (negative where supported). */
+  streamPriorityRange(): { least: number; greatest: number } {
+    const least = [0];
+    const greatest = [0];
+    this.call('cuCtxGetStreamPriorityRange', 'cuCtxGetStreamPriorityRange', least, greatest);
+    return { least: least[0]!, greatest: greatest[0]! };
   }
 
   destroyStream(stream: Handle): void {

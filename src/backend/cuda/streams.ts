@@ -25,12 +25,16 @@ export class ContextStreams {
   private active: Handle;
   private side?: Side;
 
-  /** `together: false` (DRAMA3_SIDE_STREAM=off) runs alongside()'s parts one after the other on the main stream. */
+  /**
+   * `together: false` (DRAMA3_SIDE_STREAM=off) runs alongside()'s parts one after the other on the main stream;
+   * `priority` is both streams' (the driver's count: lower is served first, 0 the default).
+   */
   constructor(
     private readonly driver: StreamDriver,
     private readonly together = process.env.DRAMA3_SIDE_STREAM !== 'off',
+    private readonly priority = 0,
   ) {
-    this.main = driver.createStream();
+    this.main = driver.createStream(priority);
     this.active = this.main;
   }
 
@@ -87,7 +91,7 @@ export class ContextStreams {
 
   private createSide(): Side {
     this.side = {
-      stream: this.driver.createStream(),
+      stream: this.driver.createStream(this.priority),
       forked: this.driver.createEvent(false),
       joined: this.driver.createEvent(false),
     };
