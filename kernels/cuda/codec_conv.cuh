@@ -40,12 +40,19 @@ __device__ __forceinline__ float weight_value(__half value) { return __half2floa
 
 // Snake x + sin²(αx)/(α + 1e-9), each step rounded explicitly so that every kernel that applies it (the convs, the
 // history update, the standalone kernel) gets the same bits.
+// 1/(α + 1e-9) of a channel, which a caller applying Snake to many values of one channel computes once.
+__device__ __forceinline__ float snake_inverse(float alpha) { return __frcp_rn(__fadd_rn(alpha, 1e-9f)); }
+
 template <int FAULT>
-__device__ __forceinline__ float snake(float x, float alpha) {
+__device__ __forceinline__ float snake_with(float x, float alpha, float inverse) {
   const float sine = sinf(__fmul_rn(alpha, x));
-  const float inverse = __frcp_rn(__fadd_rn(alpha, 1e-9f));
   if (FAULT == CODEC_FAULT_SNAKE_UNSQUARED) return __fmaf_rn(inverse, sine, x);
   return __fmaf_rn(inverse, __fmul_rn(sine, sine), x);
+}
+
+template <int FAULT>
+__device__ __forceinline__ float snake(float x, float alpha) {
+  return snake_with<FAULT>(x, alpha, snake_inverse(alpha));
 }
 
 // Input row `row` of a sequence as the conv reads it: this call's x (through Snake when alpha is given) for row ≥ 0,

@@ -129,23 +129,30 @@ __device__ __forceinline__ void mma_copy_raw_inputs(float* raw, const float* x, 
 }
 
 // The raw path's rounding: conv_input's value from the copied one (Snake on this call's rows, the carried history
-// and the zeros as they are), rounded to fp16 into the tile [r][S + 8].
+// and the zeros as they are), rounded to fp16 into the tile [r][S + 8]. A thread's channel pair is the same on every
+// row (the block's threads are a multiple of the pairs), so its α and 1/(α + 1e-9) are read and computed once.
 template <int FAULT>
 __device__ __forceinline__ void mma_round_raw_inputs(__half* staged, const float* raw, const float* alpha,
                                                      const CodecSequence& sequence, const MmaInputTile& tile) {
   const int pairs = tile.channels / 2;
   const int stride = mma_input_stride(tile.channels);
+  static_assert(MMA_THREADS % (mma_stage_quantum(1) / 2) == 0, "a thread must keep its channel pair on every row");
+  const int c = (threadIdx.x % pairs) * 2;
+  const int channel = tile.base + c;
+  const bool has_alpha = alpha != nullptr;
+  const float alpha_low = has_alpha && c < tile.count ? __ldg(alpha + channel) : 0.0f;
+  const float alpha_high = has_alpha && c + 1 < tile.count ? __ldg(alpha + channel + 1) : 0.0f;
+  const float inverse_low = snake_inverse(alpha_low);
+  const float inverse_high = snake_inverse(alpha_high);
 #pragma unroll 4
   for (int index = threadIdx.x; index < tile.tile_rows * pairs; index += MMA_THREADS) {
-    const int c = (index % pairs) * 2;
     const int r = index / pairs;
     const long long row = mma_tile_row(tile, r);
-    const bool snaked = alpha != nullptr && row >= 0 && row < sequence.row_count;
+    const bool snaked = has_alpha && row >= 0 && row < sequence.row_count;
     const float2 value = *reinterpret_cast<const float2*>(raw + r * tile.channels + c);
-    const int channel = tile.base + c;
-    const float low = c < tile.count ? (snaked ? snake<FAULT>(value.x, __ldg(alpha + channel)) : value.x) : 0.0f;
+    const float low = c < tile.count ? (snaked ? snake_with<FAULT>(value.x, alpha_low, inverse_low) : value.x) : 0.0f;
     const float high =
-        c + 1 < tile.count ? (snaked ? snake<FAULT>(value.y, __ldg(alpha + channel + 1)) : value.y) : 0.0f;
+        c + 1 < tile.count ? (snaked ? snake_with<FAULT>(value.y, alpha_high, inverse_high) : value.y) : 0.0f;
     *reinterpret_cast<__half2*>(staged + r * stride + c) = __floats2half2_rn(low, high);
   }
 }
