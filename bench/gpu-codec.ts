@@ -4,8 +4,9 @@
 // median of 3 runs on fresh lanes) in audio-seconds per second, beside the FLOP count per audio second the config
 // gives (decode-flops.ts) and the rate it implies. The f16 (tensor cores, the release's precision), f16-weights and
 // f32 modes. Writes gpu-codec.json to the folder in argv[2].
-// DRAMA3_CODEC_BENCH=profile-only makes one warm call and one call of 64 lanes × 16 frames with fp16 weights on the
-// register-tiled convs, no timing: the run bench/ncu-codec.sh profiles.
+// DRAMA3_CODEC_BENCH=profile-only makes one warm call and one call of 64 lanes × 16 frames, no timing: the run
+// bench/ncu-codec.sh profiles, in DRAMA3_CODEC_PROFILE_PRECISION (f16, the tensor cores, by default; f16-weights runs
+// the register-tiled convs).
 // Usage: tsx bench/gpu-codec.ts [output directory]
 import { performance } from 'node:perf_hooks';
 import { CudaContext } from '../src/backend/cuda/context.ts';
@@ -137,7 +138,7 @@ if (process.env.DRAMA3_CODEC_BENCH === 'profile-only') {
   const decoder = CudaCodecDecoder.create(cuda, config, weights, {
     slots: 64,
     maxFramesPerCall: MAX_FRAMES_PER_CALL,
-    precision: 'f16-weights',
+    precision: (process.env.DRAMA3_CODEC_PROFILE_PRECISION ?? 'f16') as CodecPrecision,
   });
   const warm = decoder.acquire();
   decoder.decode([{ slot: warm, frames: randomFrames(4) }]);
