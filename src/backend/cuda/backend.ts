@@ -515,6 +515,26 @@ export class CudaBackend implements Backend<CudaBuffer> {
     runMoe(this.blocks, weights, x, out, rows);
   }
 
+  /** The combine, the residual add and the norm in one launch (moe_combine_norm.cu), the bits of the three steps. */
+  moeAddZeroCentredRmsNorm(
+    weights: MoeWeights<CudaBuffer>,
+    input: CudaBuffer,
+    residual: CudaBuffer,
+    normWeight: CudaTensor,
+    normed: CudaBuffer,
+    rows: number,
+    hidden: number,
+    eps: number,
+  ): void {
+    const norm = this.normArguments(residual, normWeight, normed, rows, hidden, eps);
+    // Refused before the block queues its launches, not by the last one's launcher.
+    if (residual.pointer === normed.pointer) {
+      throw invalid('KERNEL_ARGUMENT_INVALID', 'the norm after a residual add cannot write over the residual');
+    }
+    const tail = { residual, normed, weight: norm.weight, weightDtype: norm.weightDtype, eps };
+    runMoe(this.blocks, weights, input, tail, rows);
+  }
+
   swiGlu(weights: SwiGluWeights<CudaBuffer>, x: CudaBuffer, out: CudaBuffer, rows: number): void {
     runSwiGlu(this.blocks, weights, x, out, rows);
   }
