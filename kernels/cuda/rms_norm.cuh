@@ -68,11 +68,9 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, const Row& x, const bf16
 }
 
 // The residual add and the norm of its rounded sum: each thread uses only the sums it computed itself, kept in
-// registers between the two passes when the row fits one pass (as the launchers size it), else read back. `source` is
-// a bf16 row, or anything load_pass can read a pass of (the MoE combine computes its values: moe_combine_norm.cuh).
-// NORM_UNROUNDED norms the fp32 sums before their rounding (a control's fault only; x is still stored rounded).
-template <typename Weight, typename Source, bool NORM_UNROUNDED = false>
-__device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const Source& source, const Weight* weight,
+// registers between the two passes when the row fits one pass (as the launchers size it), else read back.
+template <typename Weight>
+__device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const bf16* source, const Weight* weight,
                                                  int cols, float eps) {
   __shared__ float scratch[32];
   const int stride = blockDim.x;
@@ -91,7 +89,7 @@ __device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const Sourc
       if (column >= cols) continue;
       const bf16 sum = to_bf16(values[i] + sources[i]);
       x[column] = sum;
-      const float value = NORM_UNROUNDED ? values[i] + sources[i] : to_float(sum);
+      const float value = to_float(sum);
       kept[i] = value;
       squares += value * value;
     }

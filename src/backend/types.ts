@@ -231,21 +231,6 @@ export interface Backend<B> {
   /** T rows through Gated DeltaNet, each sequence carrying its slot's state; out [T, H]. */
   deltaNet(weights: DeltaNetWeights<B>, x: B, slab: DeltaNetSlab<B>, tables: CallTables<B>, out: B, rows: number): void;
   moe(weights: MoeWeights<B>, x: B, out: B, rows: number): void;
-  /**
-   * The MoE block and the residual add and norm that read its output: `moe(weights, input, m)` then
-   * `addZeroCentredRmsNorm(residual, m, normWeight, normed, …)`, the same bits, without m stored where the backend
-   * fuses them. `normed` may be `input`, never `residual`.
-   */
-  moeAddZeroCentredRmsNorm(
-    weights: MoeWeights<B>,
-    input: B,
-    residual: B,
-    normWeight: Tensor<B>,
-    normed: B,
-    rows: number,
-    hidden: number,
-    eps: number,
-  ): void;
   swiGlu(weights: SwiGluWeights<B>, x: B, out: B, rows: number): void;
   /**
    * Draws `main` for each of `batch` lanes from logits [B, N] (candidate ids [N]; indices < semanticCount are

@@ -144,10 +144,10 @@ export class Backbone<B> {
         backend.attention(layer.attention, layerInput, slabs.keyValues[index]!, tables, layerOutput, rows);
       else backend.deltaNet(layer.deltaNet!, layerInput, slabs.deltaNets[index]!, tables, layerOutput, rows);
       backend.addZeroCentredRmsNorm(x, layerOutput, layer.postNorm, layerInput, rows, hidden, eps);
-      // The MoE block with the residual add and the norm after it: one step, so a backend may fuse the three.
+      backend.moe(layer.moe, layerInput, layerOutput, rows);
       const next = this.layers[index + 1];
-      const [norm, out] = next === undefined ? [this.finalNorm, normed] : [next.inputNorm, layerInput];
-      backend.moeAddZeroCentredRmsNorm(layer.moe, layerInput, x, norm, out, rows, hidden, eps);
+      if (next === undefined) backend.addZeroCentredRmsNorm(x, layerOutput, this.finalNorm, normed, rows, hidden, eps);
+      else backend.addZeroCentredRmsNorm(x, layerOutput, next.inputNorm, layerInput, rows, hidden, eps);
       observe?.(index, x);
     });
   }

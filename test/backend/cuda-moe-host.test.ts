@@ -7,7 +7,6 @@ import { test } from 'node:test';
 import koffi from 'koffi';
 import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
 import type { CudaContext } from '../../src/backend/cuda/context.ts';
-import type { LaunchShape } from '../../src/backend/cuda/driver.ts';
 import { runMoe } from '../../src/backend/cuda/moe-block.ts';
 import { packedExpertBytes } from '../../src/backend/cuda/moe-experts.ts';
 import { moeGeometry } from '../../src/backend/cuda/moe-geometry.ts';
@@ -149,9 +148,8 @@ test('the packed experts at the full geometry: 768 MiB of FP8 per layer (1.5 GiB
 
 interface Recorded {
   readonly calls: string[];
-  /** Every launch's grid and block, by kernel name, in launch order. */
+  /** Every launch's grid, by kernel name, in launch order. */
   readonly grids: Map<string, (readonly number[])[]>;
-  readonly blocks: Map<string, (readonly number[])[]>;
   readonly copies: { to: bigint; from: bigint; bytes: number }[];
   allocations: number;
   frees: number;
@@ -168,7 +166,6 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
   const log: Recorded = {
     calls: [],
     grids: new Map(),
-    blocks: new Map(),
     copies: [],
     allocations: 0,
     frees: 0,
@@ -179,14 +176,20 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
   };
   let made = 0;
   const driver = {
-    launch(_kernel: unknown, shape: LaunchShape, _stream: unknown, p: BigUint64Array, name: string) {
+    launch(_kernel: unknown, shape: { grid: readonly number[] }, _stream: unknown, p: BigUint64Array, name: string) {
       if (name === 'moe_pack_rows') log.packs++;
       else log.calls.push(name);
       log.grids.set(name, [...(log.grids.get(name) ?? []), shape.grid]);
-      log.blocks.set(name, [...(log.blocks.get(name) ?? []), shape.block]);
       log.parameters.set(name, [...(log.parameters.get(name) ?? []), p]);
     },
-    launchEx(kernel: unknown, shape: LaunchShape, stream: unknown, p: BigUint64Array, _a: unknown, name: string) {
+    launchEx(
+      kernel: unknown,
+      shape: { grid: readonly number[] },
+      stream: unknown,
+      p: BigUint64Array,
+      _a: unknown,
+      name: string,
+    ) {
       this.launch(kernel, shape, stream, p, name);
     },
     copyDeviceToDevice(to: bigint, from: bigint, bytes: number) {
@@ -314,54 +317,6 @@ test('a bf16 MoE call runs the bf16 grouped GEMMs on x itself, without the quant
   assert.ok(!log.calls.includes('quantize_e4m3_rows'));
   // The router's launch groups: its counter (argument 6) is the scratch one, not null.
   assert.notEqual(koffi.decode(log.parameters.get('router_top_k')![0]![6]!, 'uint64_t'), 0);
-});
-
-test('given the residual add and norm after it, the combine runs fused with them in one launch in its place', () => {
-  const { ctx, log } = recordingContext();
-  const rows = 3;
-  const weights = moeWeights();
-  const x = buffer('bf16', rows * 2048);
-  const residual = buffer('bf16', rows * 2048);
-  const weight = buffer('bf16', 2048);
-  const tail = { residual, normed: x, weight: weight.pointer, weightDtype: 'bf16' as const, eps: 1e-6 };
-  runMoe(ctx, weights, x, tail, rows);
-  assert.deepEqual(log.calls, [
-    ...SHARED_CALLS,
-    'router_top_k_quantize',
-    'moe_gate_up_fp8',
-    'moe_down_fp8',
-    'moe_combine_add_rms_norm_bf16',
-  ]);
-  // One block a row of the threads add_rms_norm gives a row of 2048 (four columns each): its sum of squares' order.
-  assert.deepEqual(log.grids.get('moe_combine_add_rms_norm_bf16'), [[rows, 1, 1]]);
-  assert.deepEqual(log.blocks.get('moe_combine_add_rms_norm_bf16'), [[512, 1, 1]]);
-  const p = log.parameters.get('moe_combine_add_rms_norm_bf16')![0]!;
-  const pointer = (index: number) => BigInt(koffi.decode(p[index]!, 'uint64_t') as number);
-  assert.deepEqual([pointer(0), pointer(1), pointer(7)], [x.pointer, residual.pointer, weight.pointer]);
-  assert.deepEqual(
-    [8, 9, 10, 11].map((index) => koffi.decode(p[index]!, 'int32_t')),
-    [rows, 8, 2048, 256],
-  );
-  assert.equal(koffi.decode(p[12]!, 'float'), Math.fround(1e-6));
-  // The combine's inputs are the ones moe_combine reads: the expert outputs, routing and shared expert.
-  runMoe(ctx, weights, x, buffer('bf16', rows * 2048), rows);
-  const combine = log.parameters.get('moe_combine')![0]!;
-  for (const [fused, alone] of [
-    [2, 1],
-    [3, 2],
-    [4, 3],
-    [5, 4],
-    [6, 5],
-  ]) {
-    assert.equal(koffi.decode(p[fused!]!, 'uint64_t'), koffi.decode(combine[alone!]!, 'uint64_t'));
-  }
-  runMoe(ctx, moeWeights({ dtype: 'bf16', experts: 8, topK: 2 }), x, { ...tail, weightDtype: 'f32' }, rows);
-  assert.equal(log.calls.at(-1), 'moe_combine_add_rms_norm_f32_weight_bf16');
-  const code = (expected: string) => (error: Error & { code?: string }) => error.code === expected;
-  const short = { ...tail, residual: buffer('bf16', rows * 2048 - 1) };
-  assert.throws(() => runMoe(ctx, weights, x, short, rows), code('MOE_BUFFER_TOO_SMALL'));
-  const over = { ...tail, normed: residual };
-  assert.throws(() => runMoe(ctx, weights, x, over, rows), code('KERNEL_ARGUMENT_INVALID'));
 });
 
 test('a refused packing allocation gives back what it took; bad buffers are refused by name', () => {

@@ -1,8 +1,7 @@
 // The frame bench's run, host side: over the cuda backend on a host imitation of the driver (launches recorded, not
-// run) with the attention, DeltaNet, MoE (also with its fused add and norm) and SwiGLU blocks as no-ops, the bench
-// builds the small model, plans, prefills, steps every batch, profiles, times prefill and writes its report without a
-// GPU. Numbers are meaningless here; what is checked is that the run holds together (positions within the plan, lanes
-// released, tables filled).
+// run) with the attention, DeltaNet, MoE and SwiGLU blocks as no-ops, the bench builds the small model, plans,
+// prefills, steps every batch, profiles, times prefill and writes its report without a GPU. Numbers are meaningless
+// here; what is checked is that the run holds together (positions within the plan, lanes released, tables filled).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { framesReport } from '../../bench/support/frames-report.ts';
@@ -37,7 +36,6 @@ test('the frame bench runs end to end on the small preset and reports every batc
     attention: noOp,
     deltaNet: noOp,
     moe: noOp,
-    moeAddZeroCentredRmsNorm: noOp,
     swiGlu: noOp,
   }) as CudaBackend;
   const options = {

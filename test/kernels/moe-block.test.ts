@@ -2,8 +2,7 @@
 // FP8 experts (hidden 512, intermediate 512, 8 experts top-2) and bf16 experts (hidden 512, intermediate 256), at 1,
 // 7 and 33 rows, with a BlockContext whose linear is the repository's bf16 GEMM. The outputs must agree within a
 // few bf16 roundings (relative L2); the same call captured in a CUDA graph after the first must replay the same
-// bytes (so nothing in the block reads back or synchronises); and the call with the residual add and norm fused into
-// its combine must write the bytes of the block followed by addRmsNorm. Skips, saying why, where there is no CUDA device.
+// bytes (so nothing in the block reads back or synchronises). Skips, saying why, where there is no CUDA device.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CpuBackend } from '../../src/backend/cpu/backend.ts';
@@ -16,7 +15,6 @@ import { CapturedGraph } from '../../src/backend/cuda/graph.ts';
 import type { Allocation } from '../../src/backend/cuda/memory.ts';
 import { runMoe } from '../../src/backend/cuda/moe-block.ts';
 import { gemm, gemmWorkspaceBytes } from '../../src/backend/cuda/ops/gemm.ts';
-import { addRmsNorm } from '../../src/backend/cuda/ops/rmsNorm.ts';
 import { DeviceScratch } from '../../src/backend/cuda/scratch.ts';
 import type { CudaBuffer } from '../../src/backend/cuda/tensors.ts';
 import type { HostElements, MoeWeights, SwiGluWeights, Tensor } from '../../src/backend/types.ts';
@@ -167,47 +165,14 @@ function compare(label: string, hidden: number, intermediate: number, fp8: boole
     console.log(`${label} ${rows} rows: relative error ${error.toExponential(2)} against the cpu`);
     assert.ok(error <= RELATIVE_BOUND, `${label} ${rows} rows: relative error ${error} over ${RELATIVE_BOUND}`);
     assert.deepEqual(replayed, direct, `${label} ${rows} rows: the graph replay differs from the direct call`);
-    fusedAddNorm(`${label} ${rows} rows`, ctx, deviceWeights, x, out, random, rows, hidden);
   }
   scratch.release();
 }
 
-/** The block with the residual add and norm fused into its combine: the bytes of the block, then addRmsNorm. */
-function fusedAddNorm(
-  label: string,
-  ctx: BlockContext,
-  weights: MoeWeights<CudaBuffer>,
-  x: CudaBuffer,
-  blockOut: CudaBuffer,
-  random: Random,
-  rows: number,
-  hidden: number,
-): void {
-  const rowsOf = (scale: number) => {
-    const bits = new Uint16Array(rows * hidden);
-    for (let index = 0; index < bits.length; index++) bits[index] = float32ToBf16Bits(scale * random.normal());
-    return bits;
-  };
-  const residual = rowsOf(1);
-  const weight = upload({ dtype: 'bf16', shape: [hidden], data: rowsOf(0.1).subarray(0, hidden) }).data;
-  const buffers = () => ({
-    residual: upload({ dtype: 'bf16', shape: [rows, hidden], data: residual }).data,
-    normed: upload({ dtype: 'bf16', shape: [rows, hidden], data: new Uint16Array(rows * hidden) }).data,
-  });
-  const separate = buffers();
-  const norm = { weight: weight.pointer, rows, cols: hidden, eps: 1e-6 };
-  addRmsNorm(cuda, { ...norm, out: separate.normed.pointer, x: separate.residual.pointer, source: blockOut.pointer });
-  const fused = buffers();
-  runMoe(ctx, weights, x, { ...fused, weight: weight.pointer, weightDtype: 'bf16', eps: 1e-6 }, rows);
-  const bytes = (buffer: CudaBuffer) => cuda.download(buffer.pointer, new Uint16Array(rows * hidden));
-  assert.deepEqual(bytes(fused.residual), bytes(separate.residual), `${label}: the fused add wrote another residual`);
-  assert.deepEqual(bytes(fused.normed), bytes(separate.normed), `${label}: the fused norm wrote other rows`);
-}
-
-test('the FP8 MoE block on the device agrees with the cpu, replays, fuses the add and norm', { skip }, () => {
+test('the FP8 MoE block on the device agrees with the cpu and replays as a graph', { skip }, () => {
   compare('fp8 experts', 512, 512, true);
 });
 
-test('the bf16 MoE block on the device agrees with the cpu, replays, fuses the add and norm', { skip }, () => {
+test('the bf16 MoE block on the device agrees with the cpu and replays as a graph', { skip }, () => {
   compare('bf16 experts', 512, 256, false);
 });

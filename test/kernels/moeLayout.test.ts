@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { CudaContext } from '../../src/backend/cuda/context.ts';
 import { packDownFp8, packGateUpBf16, packGateUpFp8 } from '../../src/backend/cuda/moeWeights.ts';
-import { moeCombine, moeCombineAddRmsNorm, moeGateUpFp8, moeMaxTiles } from '../../src/backend/cuda/ops/moe.ts';
+import { moeCombine, moeGateUpFp8, moeMaxTiles } from '../../src/backend/cuda/ops/moe.ts';
 import { bf16BitsToFloat32, e4m3ValueTable, float32ToBf16Bits } from '../../src/numeric/dtypes.ts';
 import { referenceGrouping } from './support/moeReference.ts';
 import { Random } from './support/random.ts';
@@ -185,11 +185,4 @@ test('MoE launchers name the bad argument before launching anything', () => {
   const combine = { out: 0n, expertOut: 0n, expertIds: 0n, expertWeights: 0n, sharedOut: 0n, sharedGate: 0n };
   refuses(() => moeCombine(cuda, { ...combine, rows: 0, topK: 8, experts: 256, hidden: 2048 }), 'rows');
   refuses(() => moeCombine(cuda, { ...combine, rows: 1, topK: 8, experts: 256, hidden: 2044 }), 'hidden');
-  // The fused combine + norm: moe_combine's checks, a row within one block of four columns a thread, out not x.
-  const norm = { ...combine, out: 1n, x: 2n, weight: 3n, rows: 1, topK: 8, experts: 256, hidden: 2048, eps: 1e-6 };
-  refuses(() => moeCombineAddRmsNorm(cuda, { ...norm, rows: 0 }), 'rows');
-  refuses(() => moeCombineAddRmsNorm(cuda, { ...norm, topK: 17 }), 'topK');
-  refuses(() => moeCombineAddRmsNorm(cuda, { ...norm, hidden: 2044 }), 'hidden');
-  refuses(() => moeCombineAddRmsNorm(cuda, { ...norm, hidden: 2056 }), 'hidden');
-  refuses(() => moeCombineAddRmsNorm(cuda, { ...norm, x: 1n }), 'out');
 });

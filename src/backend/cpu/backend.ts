@@ -315,21 +315,6 @@ export class CpuBackend implements Backend<CpuBuffer> {
     runMoe(this.policy, this.scratch, weights, x as FloatArray, out as FloatArray, rows);
   }
 
-  moeAddZeroCentredRmsNorm(
-    weights: MoeWeights<CpuBuffer>,
-    input: CpuBuffer,
-    residual: CpuBuffer,
-    normWeight: CpuTensor,
-    normed: CpuBuffer,
-    rows: number,
-    hidden: number,
-    eps: number,
-  ): void {
-    const combined = this.scratch.floatsFor('moeAddNorm.combined', rows * hidden);
-    this.moe(weights, input, combined, rows);
-    this.addZeroCentredRmsNorm(residual, combined, normWeight, normed, rows, hidden, eps);
-  }
-
   swiGlu(weights: SwiGluWeights<CpuBuffer>, x: CpuBuffer, out: CpuBuffer, rows: number): void {
     runSwiGlu(this.policy, this.scratch, weights, x as FloatArray, out as FloatArray, rows);
   }

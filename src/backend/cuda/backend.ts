@@ -99,8 +99,6 @@ export class CudaBackend implements Backend<CudaBuffer> {
   private readonly preparedValues = new WeakMap<object, Map<string, unknown>>();
   private allocated = 0;
   private readonly linearWorkspace = (bytes: number) => this.scratch.bytes(LINEAR_WORKSPACE, bytes);
-  /** DRAMA3_MOE_NORM_FUSED=off: the MoE combine and the add + norm after it as two launches (to measure the fusion). */
-  private readonly fuseMoeNorm = process.env.DRAMA3_MOE_NORM_FUSED !== 'off';
 
   constructor(context: CudaContext | CudaBackendOptions = {}) {
     this.ownsContext = !(context instanceof CudaContext);
@@ -515,32 +513,6 @@ export class CudaBackend implements Backend<CudaBuffer> {
 
   moe(weights: MoeWeights<CudaBuffer>, x: CudaBuffer, out: CudaBuffer, rows: number): void {
     runMoe(this.blocks, weights, x, out, rows);
-  }
-
-  /** The combine, the residual add and the norm in one launch (moe_combine_norm.cu), the bits of the three steps. */
-  moeAddZeroCentredRmsNorm(
-    weights: MoeWeights<CudaBuffer>,
-    input: CudaBuffer,
-    residual: CudaBuffer,
-    normWeight: CudaTensor,
-    normed: CudaBuffer,
-    rows: number,
-    hidden: number,
-    eps: number,
-  ): void {
-    const norm = this.normArguments(residual, normWeight, normed, rows, hidden, eps);
-    // Refused before the block queues its launches, not by the last one's launcher.
-    if (residual.pointer === normed.pointer) {
-      throw invalid('KERNEL_ARGUMENT_INVALID', 'the norm after a residual add cannot write over the residual');
-    }
-    if (!this.fuseMoeNorm) {
-      const out = this.scratch.buffer('moe.unfusedOut', 'bf16', rows * hidden);
-      runMoe(this.blocks, weights, input, out, rows);
-      this.addZeroCentredRmsNorm(residual, out, normWeight, normed, rows, hidden, eps);
-      return;
-    }
-    const tail = { residual, normed, weight: norm.weight, weightDtype: norm.weightDtype, eps };
-    runMoe(this.blocks, weights, input, tail, rows);
   }
 
   swiGlu(weights: SwiGluWeights<CudaBuffer>, x: CudaBuffer, out: CudaBuffer, rows: number): void {

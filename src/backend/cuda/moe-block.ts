@@ -7,10 +7,8 @@
 //   expert id with bf16 weights, adds sigmoid(gate) · shared, in fp64, and rounds fp64 → fp32 → bf16 (moe_route.cu).
 //   With FP8 experts: the shared expert's gate|up (with the router's and its gate's logits) and SwiGLU; then its down
 //   projection on the side stream beside router + quantiser + grouping, gate|up, down (CudaContext.alongside); then
-//   the combine, or, given the residual add and norm that follow the block (MoeAddNorm), the combine fused with them
-//   (moe_combine_norm.cu: the combined rows are never stored). Each fused launch writes the bits of the separate ones
-//   it replaced (the same device functions, integer tables, the same quantiser), and the side stream changes no
-//   launch's inputs, so no bit.
+//   the combine. Each fused launch writes the bits of the separate ones it replaced (the same device functions,
+//   integer tables, the same quantiser), and the side stream changes no launch's inputs, so no bit.
 // Where the device differs from the cpu below a bf16 rounding: the softmax's exp and sums are fp32 (the cpu's are
 // fp64, each probability then rounded to fp32), the renormalised weights are fp32 quotients, and the expert GEMMs
 // accumulate in fp32 (the cpu in fp64); SwiGLU products are fp32 before their one bf16 rounding.
@@ -19,11 +17,9 @@
 import { DramaError } from '../../errors.ts';
 import type { MoeWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
-import type { DevicePointer } from './driver.ts';
 import { type PackedExperts, packExperts } from './moe-experts.ts';
 import { type MoeGeometry, moeGeometry } from './moe-geometry.ts';
-import { moeCombine, moeCombineAddRmsNorm, moeExpertsBf16, moeExpertsFp8, moeGroupingBytes } from './ops/moe.ts';
-import type { NormWeightDtype } from './ops/rmsNorm.ts';
+import { moeCombine, moeExpertsBf16, moeExpertsFp8, moeGroupingBytes } from './ops/moe.ts';
 import { type RouterGrouping, routerTopK } from './ops/router.ts';
 import { routerTopKQuantize } from './ops/routerQuantize.ts';
 import { swiGluHidden } from './swiglu-block.ts';
@@ -60,28 +56,6 @@ function requireActivation(buffer: CudaBuffer, elements: number, name: string): 
 }
 
 /**
- * The residual add and zero-centred norm that read the block's output: `residual = bf16(residual + moe(x))` in place,
- * then `normed = norm(residual)`, run in the combine's launch (the bits of the combine then addRmsNorm).
- */
-export interface MoeAddNorm {
-  /** [rows, hidden] bf16, the residual stream. */
-  readonly residual: CudaBuffer;
-  /** [hidden] bf16 or f32, checked by the caller. */
-  readonly weight: DevicePointer;
-  readonly weightDtype: NormWeightDtype;
-  /** [rows, hidden] bf16; may be x (read only by launches before it), never the residual. */
-  readonly normed: CudaBuffer;
-  readonly eps: number;
-}
-
-function requireBf16Rows(buffer: CudaBuffer, elements: number, name: string): void {
-  requireDtype(buffer, 'bf16', name);
-  if (buffer.elements < elements) {
-    refuse('MOE_BUFFER_TOO_SMALL', `${name} holds ${buffer.elements} elements, the call needs ${elements}`);
-  }
-}
-
-/**
  * The grouping's four buffers under 'moe.' names, sized for this call, and the router launch's arrival counter (zeroed
  * when allocated, left at zero by every launch: safe in a graph replayed any number of times).
  */
@@ -96,15 +70,11 @@ function groupingScratch(ctx: BlockContext, rows: number, g: MoeGeometry): Route
   };
 }
 
-/**
- * The MoE block on `rows` rows of x: into `out` [rows, hidden], or, given the add and norm after it, into the
- * residual stream and its norm (the block's output is never stored).
- */
 export function runMoe(
   ctx: BlockContext,
   weights: MoeWeights<CudaBuffer>,
   x: CudaBuffer,
-  out: CudaBuffer | MoeAddNorm,
+  out: CudaBuffer,
   rows: number,
 ): void {
   const { geometry: g, packed } = ctx.prepared(weights, 'moe', (): PreparedMoe => {
@@ -113,12 +83,7 @@ export function runMoe(
   });
   requireRows(rows, g);
   requireActivation(x, rows * g.hidden, 'moe input');
-  const tail = 'residual' in out ? out : undefined;
-  if (tail === undefined) requireActivation(out as CudaBuffer, rows * g.hidden, 'moe output');
-  else {
-    requireBf16Rows(tail.residual, rows * g.hidden, 'residual');
-    requireBf16Rows(tail.normed, rows * g.hidden, 'normed output');
-  }
+  requireActivation(out, rows * g.hidden, 'moe output');
   const { cuda, scratch } = ctx;
   const pairs = rows * g.topK;
 
@@ -144,6 +109,7 @@ export function runMoe(
   const common = {
     ...grouping,
     ...routing,
+    out: out.pointer,
     h: scratch.buffer('moe.h', 'bf16', pairs * g.intermediate).pointer,
     expertOut: scratch.buffer('moe.expertOut', 'bf16', pairs * g.hidden).pointer,
     expertIds: expertIds.pointer,
@@ -153,8 +119,6 @@ export function runMoe(
     hidden: g.hidden,
     intermediate: g.intermediate,
   };
-  // The combine runs after the shared expert joins, below: the experts' launchers get no output of their own.
-  const experts = { ...common, out: 0n, combine: false };
   const routedExperts = () => {
     if (packed.format === 'fp8') {
       const quantized = scratch.bytes('moe.quantized', rows * g.hidden);
@@ -162,20 +126,15 @@ export function runMoe(
       // x is quantised for the gate|up GEMM and the choices grouped by the router's launch: two launches fewer, the
       // same bits.
       routerTopKQuantize(cuda, { ...routed, ...routing, q: quantized, scales, x: x.pointer, cols: g.hidden });
-      moeExpertsFp8(cuda, { ...experts, quantized, scales, weights: packed.weights });
+      moeExpertsFp8(cuda, { ...common, quantized, scales, weights: packed.weights, combine: false });
     } else {
       routerTopK(cuda, { ...routed, ...routing });
-      moeExpertsBf16(cuda, { ...experts, x: x.pointer, weights: packed.weights });
+      moeExpertsBf16(cuda, { ...common, x: x.pointer, weights: packed.weights, combine: false });
     }
   };
   // The shared expert's down projection needs none of the routing: it runs on the side stream beside the router and
   // the routed experts (its GEMM's workspace is the linears' own, which the routed kernels never touch), and the
   // combine waits for both.
   cuda.alongside(() => ctx.linear(sharedHidden, weights.shared.down, sharedOut, rows), routedExperts);
-  if (tail === undefined) moeCombine(cuda, { ...common, out: (out as CudaBuffer).pointer });
-  else {
-    const { residual, normed, weight, weightDtype, eps } = tail;
-    const norm = { x: residual.pointer, out: normed.pointer, weight, weightDtype, eps };
-    moeCombineAddRmsNorm(cuda, { ...common, ...norm });
-  }
+  moeCombine(cuda, common);
 }

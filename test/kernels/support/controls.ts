@@ -24,7 +24,6 @@ import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmBf16Case, gemmSegmentsCase } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import { moeDownFp8Case, moeGateUpFp8Case, moeGroupingCase } from './moeCases.ts';
-import { moeCombineNormCase } from './moeCombineNormCases.ts';
 import { moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
@@ -310,11 +309,6 @@ function deltaNetAndMoeControls(): Control[] {
       description: "wrong order: the MoE grouping lists an expert's pairs in descending slot order",
       kernelCase: moeGroupingCase,
       kernel: { family: 'moe_route_controls', name: 'control_moe_group_expert_reversed' },
-    },
-    {
-      description: 'skipped rounding: the fused MoE combine + norm norms the fp32 sums instead of the stored bf16 x',
-      kernelCase: moeCombineNormCase,
-      kernel: { family: 'moe_combine_norm_controls', name: 'control_moe_combine_norm_unrounded_sum' },
     },
     {
       description: "swapped fragments: the expert re-layout trades each chunk's words 1 and 2",

@@ -40,7 +40,6 @@ import { gemmBf16Case, gemmFp32Case, gemmSegmentsCase } from './gemmCases.ts';
 import { gemmCase, gemvCase, gemvOtherTuningsCase, routerCase, swigluCase } from './mathCases.ts';
 import { moeBlockBf16Case } from './moeBf16Cases.ts';
 import { moeBlockFp8Case, moeCombineCase, moeDownFp8Case, moeGateUpFp8Case, moeGroupingCase } from './moeCases.ts';
-import { moeCombineNormCase } from './moeCombineNormCases.ts';
 import { moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
@@ -87,7 +86,6 @@ export const kernelCases: readonly KernelCase[] = [
   moeGateUpFp8Case,
   moeDownFp8Case,
   moeCombineCase,
-  moeCombineNormCase,
   moeBlockFp8Case,
   moeBlockBf16Case,
   moePackCase,

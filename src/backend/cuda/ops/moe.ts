@@ -1,23 +1,17 @@
-// Launchers for the sparse MoE block's experts on the device (kernels/cuda/moe_route.cu, moe_fp8.cu, moe_bf16.cu,
-// moe_combine_norm.cu): the grouped gate|up + SwiGLU, the down GEMM over the tile table (FP8: h quantised inside it),
-// and the fixed-order combine with the shared expert (alone, or with the residual add and norm after it). The router's
-// launch groups the choices by expert (router.ts, routerQuantize.ts); moeGroupPairs, the same grouping as a launch of
-// its own, groups ids that no router wrote (the kernel contract's expert cases, the bench). Nothing here reads a device
-// value: every grid is the worst case for the call's row count, so the whole sequence can be captured in a CUDA graph.
-// Weight layout: ../moeWeights.ts.
+// Launchers for the sparse MoE block's experts on the device (kernels/cuda/moe_route.cu, moe_fp8.cu, moe_bf16.cu): the
+// grouped gate|up + SwiGLU, the down GEMM over the tile table (FP8: h quantised inside it), and the fixed-order
+// combine with the shared expert. The router's launch groups the choices by expert (router.ts, routerQuantize.ts);
+// moeGroupPairs, the same grouping as a launch of its own, groups ids that no router wrote (the kernel contract's
+// expert cases, the bench). Nothing here reads a device value: every grid is the worst case for the call's row count,
+// so the whole sequence can be captured in a CUDA graph. Weight layout: ../moeWeights.ts.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
-import { type NormWeightDtype, normThreads, weightDtype } from './rmsNorm.ts';
 
 export const MOE_GROUP_KERNEL: KernelName = { family: 'moe_route', name: 'moe_group_pairs' };
 export const MOE_COMBINE_KERNEL: KernelName = { family: 'moe_route', name: 'moe_combine' };
-export const MOE_COMBINE_NORM_KERNEL: Record<NormWeightDtype, KernelName> = {
-  bf16: { family: 'moe_combine_norm', name: 'moe_combine_add_rms_norm_bf16' },
-  f32: { family: 'moe_combine_norm', name: 'moe_combine_add_rms_norm_f32_weight_bf16' },
-};
 export const MOE_GATE_UP_FP8_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_gate_up_fp8' };
 export const MOE_DOWN_FP8_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_down_fp8' };
 export const MOE_GATE_UP_BF16_KERNEL: KernelName = { family: 'moe_bf16', name: 'moe_gate_up_bf16' };
@@ -217,62 +211,6 @@ export function moeCombine(
     .int32(a.hidden)
     .int32(a.experts);
   launch(cuda, MOE_COMBINE_KERNEL, { grid: [a.rows, 1, 1], block: [COMBINE_THREADS, 1, 1] }, args, options);
-}
-
-/** The fused combine + norm's block bound (moe_combine_norm.cuh MOE_NORM_THREADS): four columns a thread. */
-const COMBINE_NORM_MAX_HIDDEN = 4 * 512;
-
-/**
- * moeCombine, then the residual add and zero-centred norm of addRmsNorm, in one launch: `x = bf16(x + combined)`
- * written back, then `out = bf16(x·r·(1+w))` from the rounded x, the bits of the two launches. The block has the
- * threads addRmsNorm's launch gives the row, so the sum of squares is added in its order. `out` must not alias `x`.
- */
-export function moeCombineAddRmsNorm(
-  cuda: CudaContext,
-  a: {
-    out: DevicePointer;
-    x: DevicePointer;
-    expertOut: DevicePointer;
-    expertIds: DevicePointer;
-    expertWeights: DevicePointer;
-    sharedOut: DevicePointer;
-    sharedGate: DevicePointer;
-    weight: DevicePointer;
-    /** The norm weight's dtype (default bf16). */
-    weightDtype?: NormWeightDtype;
-    rows: number;
-    topK: number;
-    experts: number;
-    hidden: number;
-    eps: number;
-  },
-  options: LaunchOptions = {},
-): void {
-  requireRouting(a.rows, a.topK, a.experts);
-  requireCount(a.hidden, 'hidden', 8, COMBINE_NORM_MAX_HIDDEN);
-  requireMultiple(a.hidden, 8, 'hidden');
-  if (a.out === a.x) {
-    throw new DramaError('KERNEL_ARGUMENT_INVALID', 'the norm after a residual add cannot write over the residual', {
-      kind: 'internal',
-      param: 'out',
-    });
-  }
-  const args = new KernelArguments()
-    .pointer(a.out)
-    .pointer(a.x)
-    .pointer(a.expertOut)
-    .pointer(a.expertIds)
-    .pointer(a.expertWeights)
-    .pointer(a.sharedOut)
-    .pointer(a.sharedGate)
-    .pointer(a.weight)
-    .int32(a.rows)
-    .int32(a.topK)
-    .int32(a.hidden)
-    .int32(a.experts)
-    .float32(a.eps);
-  const shape = { grid: [a.rows, 1, 1], block: [normThreads(a.hidden), 1, 1] } as const;
-  launch(cuda, MOE_COMBINE_NORM_KERNEL[weightDtype(a)], shape, args, options);
 }
 
 /** Each warp sums a quarter of K in 64-column steps; rows of the tile in shared memory stay under 48 KiB. */

@@ -38,7 +38,7 @@ export interface RmsNormArguments {
   readonly eps: number;
 }
 
-export function weightDtype(a: { readonly weightDtype?: NormWeightDtype }): NormWeightDtype {
+function weightDtype(a: { readonly weightDtype?: NormWeightDtype }): NormWeightDtype {
   const dtype = a.weightDtype ?? 'bf16';
   if (dtype !== 'bf16' && dtype !== 'f32') {
     throw new DramaError('KERNEL_ARGUMENT_INVALID', `norm weights must be bf16 or f32, got ${String(dtype)}`, {
@@ -50,7 +50,7 @@ export function weightDtype(a: { readonly weightDtype?: NormWeightDtype }): Norm
 }
 
 /** Threads a norm launch gives a row of `cols` (four columns a thread): its sum of squares' order depends on it. */
-export function normThreads(cols: number): number {
+function normThreads(cols: number): number {
   return roundUpToWarp(Math.ceil(cols / 4));
 }
 
