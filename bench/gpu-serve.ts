@@ -27,7 +27,7 @@ import { openVoices } from '../src/cli/voices.ts';
 import { Engine } from '../src/engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS } from '../src/engine/engine-core.ts';
 import type { RuntimeSpec } from '../src/engine/load-runtime.ts';
-import type { RoundTime } from '../src/engine/protocol.ts';
+import { NO_ROUND_TIME, type RoundTime } from '../src/engine/protocol.ts';
 import { buildApp } from '../src/server/app.ts';
 import { audioToolkit } from '../src/server/audio-toolkit.ts';
 import type { SynthPreset } from '../src/synth/plan.ts';
@@ -86,18 +86,9 @@ function referenceWav(seconds: number, salt: number): Buffer {
   return Buffer.from(writeWav(samples, rate));
 }
 
-const NO_ROUNDS: RoundTime = {
-  prefillRounds: 0,
-  prefillRoundMs: 0,
-  prefillRows: 0,
-  stepRounds: 0,
-  stepRoundMs: 0,
-  laneSteps: 0,
-};
-
 /** The engine's round times between two of its stats. */
 function roundTimeBetween(before: RoundTime | undefined, after: RoundTime | undefined): RoundTime {
-  const [from, to] = [before ?? NO_ROUNDS, after ?? NO_ROUNDS];
+  const [from, to] = [before ?? NO_ROUND_TIME, after ?? NO_ROUND_TIME];
   return {
     prefillRounds: to.prefillRounds - from.prefillRounds,
     prefillRoundMs: to.prefillRoundMs - from.prefillRoundMs,

@@ -135,3 +135,13 @@ export interface RoundTime {
   /** Lanes stepped, summed over every round: frames drawn plus ends of speech. */
   readonly laneSteps: number;
 }
+
+/** Round times before any round. */
+export const NO_ROUND_TIME: RoundTime = {
+  prefillRounds: 0,
+  prefillRoundMs: 0,
+  prefillRows: 0,
+  stepRounds: 0,
+  stepRoundMs: 0,
+  laneSteps: 0,
+};

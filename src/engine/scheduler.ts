@@ -8,7 +8,7 @@ import type { Frame, Lane } from '../model/types.ts';
 import { serializeError } from '../threads/serialize-error.ts';
 import { type FrameDecoder, InlineFrameDecoder, type TerminalEvent } from './frame-decoder.ts';
 import { type DeviceMemory, type LaneBudget, poolCost, requestCost } from './lane-budget.ts';
-import type { Admission, EngineEvent, RoundTime } from './protocol.ts';
+import { type Admission, type EngineEvent, NO_ROUND_TIME, type RoundTime } from './protocol.ts';
 import type { ReferenceCache } from './reference-cache.ts';
 import { ReferencePrefill } from './reference-prefill.ts';
 import type { BuiltPrompt, SpeechRuntime } from './runtime.ts';
@@ -167,14 +167,7 @@ export class Scheduler {
   }
 
   private countRound(ms: number, prefillRows: number, laneSteps: number): void {
-    const last = this.roundTime ?? {
-      prefillRounds: 0,
-      prefillRoundMs: 0,
-      prefillRows: 0,
-      stepRounds: 0,
-      stepRoundMs: 0,
-      laneSteps: 0,
-    };
+    const last = this.roundTime ?? NO_ROUND_TIME;
     const prefilled = prefillRows > 0;
     this.roundTime = {
       prefillRounds: last.prefillRounds + (prefilled ? 1 : 0),
