@@ -8,7 +8,8 @@
 //   aggregate frames/s and real-time factor at 1, 8, 32 and 64 concurrent clients (--frames frames a request, the
 //   slowest stream's real-time factor beside the median), and whether every reply is byte-identical to the same
 //   request served alone (contract 3 over HTTP: request i has seed i in every round), with where each round's wall
-//   time went from the engine's round times (rounds that prefilled, rounds that only stepped, time outside rounds);
+//   time went from the engine's round times (rounds that prefilled, rounds that only stepped, time outside rounds),
+//   and where the slowest stream's time went, from the server's trace of that request;
 //   the device ledger at the end (/v1/models: plan allocates up front, so this is its peak but for the reference
 //   cache's snapshots) and the process's peak resident memory.
 // One table per part, and gpu-serve.json in the output directory (argv[2]).
@@ -183,11 +184,13 @@ try {
       firstAudioStages.push({ case: name, ...serverTrace.stages(ids, samples) });
     }
     const throughput: Record<string, number>[] = [];
+    const slowest: ({ clients: number; request: string; rtf: number; totalMs: number } & FirstAudioStages)[] = [];
     const request = (index: number) => ({ input: SHORT_TEXT, seed: index, max_frames: frames });
     const rounds: Map<number, string>[] = [];
     for (const clients of CLIENTS) {
       const total = Math.max(requests, clients * perClient);
       const samples: SpeechSample[] = [];
+      const sampleIds: string[] = [];
       const digests = new Map<number, string>();
       let next = 0;
       const roundsBefore = engine.stats.roundTime;
@@ -196,8 +199,10 @@ try {
         Array.from({ length: clients }, async () => {
           while (next < total) {
             const index = next++;
-            const sample = await streamSpeech(url, request(index));
+            const id = `clients ${clients}, request ${index}`;
+            const sample = await streamSpeech(url, request(index), id);
             samples.push(sample);
+            sampleIds.push(id);
             digests.set(index, sample.digest);
           }
         }),
@@ -205,7 +210,20 @@ try {
       rounds.push(digests);
       const wallSeconds = (performance.now() - started) / 1000;
       const time = roundTimeBetween(roundsBefore, engine.stats.roundTime);
-      const rtf = samples.map((sample) => sample.totalMs / 1000 / sample.audioSeconds).sort((a, b) => a - b);
+      const rtfOf = (sample: SpeechSample) => sample.totalMs / 1000 / sample.audioSeconds;
+      const rtf = samples.map(rtfOf).sort((a, b) => a - b);
+      // Where the slowest stream's time went, from the server's trace of that one request.
+      const slowestAt = samples.reduce(
+        (worst, sample, index) => (rtfOf(sample) > rtfOf(samples[worst]!) ? index : worst),
+        0,
+      );
+      slowest.push({
+        clients,
+        request: sampleIds[slowestAt]!,
+        rtf: rtfOf(samples[slowestAt]!),
+        ...serverTrace.stages([sampleIds[slowestAt]!], [samples[slowestAt]!]),
+        totalMs: samples[slowestAt]!.totalMs,
+      });
       const audioSeconds = samples.reduce((sum, sample) => sum + sample.audioSeconds, 0);
       throughput.push({
         clients,
@@ -287,6 +305,22 @@ try {
       ).join('\n'),
     );
     console.log(
+      markdownTable(
+        [
+          'clients: the slowest stream, ms from arrival',
+          'RTF',
+          ...FIRST_AUDIO_STAGES.map(([, label]) => label),
+          'client has its last byte (from its send)',
+        ],
+        slowest.map((row) => [
+          `${row.clients}: ${row.request}`,
+          row.rtf.toFixed(3),
+          ...FIRST_AUDIO_STAGES.map(([key]) => row[key].toFixed(1)),
+          row.totalMs.toFixed(1),
+        ]),
+      ).join('\n'),
+    );
+    console.log(
       `peak resident memory ${(memory.peakRssBytes / 2 ** 30).toFixed(2)} GiB; lane memory ${JSON.stringify(memory.lanes)}`,
     );
     const file = writeReport('gpu-serve.json', {
@@ -301,6 +335,7 @@ try {
       firstAudio,
       firstAudioStages,
       throughput,
+      slowest,
       memory,
     });
     console.log(`wrote ${file}`);
