@@ -9,7 +9,7 @@ import { startTypeScriptWorker } from '../threads/start-worker.ts';
 import { EngineCore, type EngineSettings } from './engine-core.ts';
 import type { DeviceMemory } from './lane-budget.ts';
 import { loadRuntime, type RuntimeSpec } from './load-runtime.ts';
-import type { EngineCommand, EngineEvent, EngineInfo, EngineStats, SpeechJob } from './protocol.ts';
+import type { EngineCommand, EngineEvent, EngineInfo, EngineStats, RoundTime, SpeechJob } from './protocol.ts';
 
 export interface EngineOptions {
   readonly runtime: RuntimeSpec;
@@ -37,6 +37,8 @@ export interface EngineLoad {
   readonly laneMemoryFree: number;
   /** The device's allocator ledger (absent: lane state in host memory). */
   readonly deviceMemory?: DeviceMemory;
+  /** The frame rounds' wall time by kind since the engine (re)started (absent before its first round). */
+  readonly roundTime?: RoundTime;
 }
 
 export interface RequestHandle {
@@ -160,6 +162,7 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
       decodeBacklog: this.admitted.size - waiting - onLanes,
       laneMemoryFree: this.info.memory.laneBudget - (this.stats.laneMemoryReserved ?? 0),
       deviceMemory: this.stats.deviceMemory ?? this.info.memory.device,
+      roundTime: this.stats.roundTime,
     };
   }
 

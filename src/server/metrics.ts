@@ -1,9 +1,15 @@
 // Prometheus metrics for one app (its own registry, so tests may build many apps): every response by route, status
 // and code; time to first audio; frames generated; and what admission holds, read from the engine at scrape time:
 // requests in flight, queue depth, lanes busy (frames still waiting for decode included) and the decode backlog, so
-// that a 503 can be explained from /metrics alone; and the lane memory left free and the device's allocator ledger.
+// that a 503 can be explained from /metrics alone; the lane memory left free and the device's allocator ledger; and
+// the engine's frame rounds by kind (wall seconds, rounds, rows), so that a slow aggregate can be split into prefill
+// and stepping from /metrics too.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { EngineLoad } from '../engine/engine.ts';
+import type { RoundTime } from '../engine/protocol.ts';
+
+const ROUND_KINDS = ['prefill', 'step'] as const;
+type RoundKind = (typeof ROUND_KINDS)[number];
 
 export interface ServerMetrics {
   readonly registry: Registry;
@@ -77,6 +83,44 @@ export function createMetrics(readLoad: () => EngineLoad | undefined, withProces
     'drama3_device_memory_limit_bytes',
     'The allocation cap (0 off the device)',
     (l) => l.deviceMemory?.limitBytes ?? 0,
+  );
+  // The engine's round times are totals since it (re)started: each collection adds what they grew by, so the
+  // counters keep rising across an engine restart (a total that went down starts again from zero).
+  const roundTotal = (name: string, help: string, read: (time: RoundTime) => Record<RoundKind, number>) => {
+    const last: Record<RoundKind, number> = { prefill: 0, step: 0 };
+    return new Counter({
+      name,
+      help,
+      labelNames: ['kind'],
+      registers,
+      collect() {
+        const time = readLoad()?.roundTime;
+        if (time === undefined) return;
+        const now = read(time);
+        for (const kind of ROUND_KINDS) {
+          const grown = now[kind] >= last[kind] ? now[kind] - last[kind] : now[kind];
+          if (grown > 0) this.inc({ kind }, grown);
+          last[kind] = now[kind];
+        }
+      },
+    });
+  };
+  roundTotal(
+    'drama3_engine_round_seconds_total',
+    'Wall seconds of frame rounds: prefill (rounds that prefilled prompt rows, stepping the generating lanes too) and step (rounds that only stepped)',
+    (t) => ({ prefill: t.prefillRoundMs / 1000, step: t.stepRoundMs / 1000 }),
+  );
+  roundTotal('drama3_engine_rounds_total', 'Frame rounds, by the same kinds', (t) => ({
+    prefill: t.prefillRounds,
+    step: t.stepRounds,
+  }));
+  roundTotal(
+    'drama3_engine_rows_total',
+    'Prompt rows prefilled (prefill) and lane steps (step: frames drawn and ends)',
+    (t) => ({
+      prefill: t.prefillRows,
+      step: t.laneSteps,
+    }),
   );
   return { registry, requests, timeToFirstAudio, framesGenerated };
 }
