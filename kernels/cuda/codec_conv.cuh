@@ -38,11 +38,11 @@ __device__ __forceinline__ CodecSequence codec_sequence(const int* sequences, in
 __device__ __forceinline__ float weight_value(float value) { return value; }
 __device__ __forceinline__ float weight_value(__half value) { return __half2float(value); }
 
-// Snake x + sin²(αx)/(α + 1e-9), each step rounded explicitly so that every kernel that applies it (the convs, the
-// history update, the standalone kernel) gets the same bits.
 // 1/(α + 1e-9) of a channel, which a caller applying Snake to many values of one channel computes once.
 __device__ __forceinline__ float snake_inverse(float alpha) { return __frcp_rn(__fadd_rn(alpha, 1e-9f)); }
 
+// Snake x + sin²(αx)/(α + 1e-9), each step rounded explicitly so that every kernel that applies it (the convs, the
+// history update, the standalone kernel) gets the same bits; `inverse` is snake_inverse(alpha).
 template <int FAULT>
 __device__ __forceinline__ float snake_with(float x, float alpha, float inverse) {
   const float sine = sinf(__fmul_rn(alpha, x));

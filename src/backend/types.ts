@@ -23,7 +23,6 @@ export type HostElements = Uint16Array | Uint8Array | Float32Array | Int32Array;
 /** A linear layer's weight: a [out, in] tensor (bf16, f16, f32, or e4m3 with block scales). */
 export type LinearWeight<B> = Tensor<B>;
 
-/** A SwiGLU MLP: down(silu(gate(x)) · up(x)). */
 /** What the tower input reads: a codebook's code rows from the records, and the layer's input rows. */
 export interface TowerInput<B> {
   /** [code rows, codeCols]. */
@@ -42,6 +41,7 @@ export interface TowerInput<B> {
   readonly eps: number;
 }
 
+/** A SwiGLU MLP: down(silu(gate(x)) · up(x)). */
 export interface SwiGluWeights<B> {
   readonly gate: LinearWeight<B>;
   readonly up: LinearWeight<B>;

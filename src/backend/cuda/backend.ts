@@ -55,6 +55,15 @@ function invalid(code: string, message: string): DramaError {
   return new DramaError(code, message, { kind: 'internal' });
 }
 
+/** A norm weight's dtype (bf16 or f32, the kernels read either as stored), refused otherwise or when short. */
+function normWeightDtype(weight: CudaTensor, cols: number, name: string): NormWeightDtype {
+  if (weight.dtype !== 'bf16' && weight.dtype !== 'f32') {
+    throw invalid('NORM_WEIGHT_DTYPE_UNSUPPORTED', `norm weights must be bf16 or f32, got ${weight.dtype}`);
+  }
+  requireElements(weight.data, cols, name);
+  return weight.dtype;
+}
+
 /** Refuses a buffer shorter than an op's extent. */
 function requireElements(buffer: CudaBuffer, count: number, name: string): void {
   if (buffer.elements < count) {
@@ -421,22 +430,14 @@ export class CudaBackend implements Backend<CudaBuffer> {
 
   /** The tower input's two norm weights: bf16 or f32, one dtype for both (one kernel reads them). */
   private towerNormDtype(codeNorm: CudaTensor, codeCols: number, inputNorm: CudaTensor, inputCols: number) {
-    for (const [weight, cols, name] of [
-      [codeNorm, codeCols, 'code norm'],
-      [inputNorm, inputCols, 'input norm'],
-    ] as const) {
-      if (weight.dtype !== 'bf16' && weight.dtype !== 'f32') {
-        throw invalid('NORM_WEIGHT_DTYPE_UNSUPPORTED', `norm weights must be bf16 or f32, got ${weight.dtype}`);
-      }
-      requireElements(weight.data, cols, `towerInput ${name} weight`);
-    }
-    if (codeNorm.dtype !== inputNorm.dtype) {
+    const dtype = normWeightDtype(codeNorm, codeCols, 'towerInput code norm weight');
+    if (normWeightDtype(inputNorm, inputCols, 'towerInput input norm weight') !== dtype) {
       throw invalid(
         'NORM_WEIGHT_DTYPE_UNSUPPORTED',
         `the tower input's norm weights must share a dtype, got ${codeNorm.dtype} and ${inputNorm.dtype}`,
       );
     }
-    return codeNorm.dtype as NormWeightDtype;
+    return dtype;
   }
 
   private normArguments(x: CudaBuffer, weight: CudaTensor, out: CudaBuffer, rows: number, cols: number, eps: number) {
@@ -444,11 +445,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
     requireDtype(out, 'bf16', 'norm output');
     requireElements(x, rows * cols, 'norm input');
     requireElements(out, rows * cols, 'norm output');
-    if (weight.dtype !== 'bf16' && weight.dtype !== 'f32') {
-      throw invalid('NORM_WEIGHT_DTYPE_UNSUPPORTED', `norm weights must be bf16 or f32, got ${weight.dtype}`);
-    }
-    requireElements(weight.data, cols, 'norm weight');
-    const weightDtype: NormWeightDtype = weight.dtype;
+    const weightDtype = normWeightDtype(weight, cols, 'norm weight');
     return { out: out.pointer, x: x.pointer, weight: weight.data.pointer, weightDtype, rows, cols, eps };
   }
 

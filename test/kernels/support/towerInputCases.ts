@@ -64,6 +64,15 @@ function drawInputs(
   } satisfies TowerInputs;
 }
 
+/** Every input drawn in turn from one stream (the shapes and equivalences; invariance shares its tables). */
+function drawFresh(g: Geometry, random: Random) {
+  return drawInputs(
+    g,
+    () => random,
+    (_key, make) => make(),
+  );
+}
+
 function referenceOut(g: Geometry, x: TowerInputs): Float64Array {
   const { rows, codeCols, inputCols } = g;
   const code = new Float64Array(rows * codeCols);
@@ -153,11 +162,7 @@ function shape(name: string, g: Geometry): ShapeCase {
   return {
     label: `${name} ${label(g)}`,
     prepare(random: Random, nonFinite: boolean): Prepared {
-      const x = drawInputs(
-        g,
-        () => random,
-        (_key, make) => make(),
-      );
+      const x = drawFresh(g, random);
       if (nonFinite) {
         const unmasked = Array.from({ length: g.rows }, (_, t) => t).find(
           (t) => x.records[t * WIDTH + 1 + CODEBOOK]! >= 0,
@@ -183,11 +188,7 @@ function againstSeparate(g: Geometry): EquivalenceCase {
   return {
     label: `one launch against gather, two norms and the concatenation ${label(g)}`,
     prepare(random: Random) {
-      const x = drawInputs(
-        g,
-        () => random,
-        (_key, make) => make(),
-      );
+      const x = drawFresh(g, random);
       const zeros = (count: number) => bf16FromValues(new Float64Array(count));
       return {
         inputs: {

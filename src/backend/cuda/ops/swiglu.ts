@@ -1,10 +1,10 @@
 // Launchers for kernels/cuda/swiglu.cu: out[rows, cols] = silu(gate) · up, gate and up rows `inStride` elements apart
 // (a fused [rows, 2·cols] gate|up projection: gate = base, up = base + 2·cols bytes, inStride = 2·cols); and the
 // segmented GEMM's combine that writes that h straight from gate's and up's split-K partials (swigluSegmentsCombine).
-import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
+import { invalid } from './gemm.ts';
 import { combineShape, GEMM_SEGMENT_PARAMETER_COUNT, type LeftCombine, splitElements } from './gemmSegments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
@@ -32,10 +32,6 @@ export function swiglu(
     .int32(a.cols)
     .int64(inStride);
   launch(cuda, SWIGLU_KERNEL, { grid: [blocks, 1, 1], block: [THREADS, 1, 1] }, args, options);
-}
-
-function invalid(param: string, message: string): DramaError {
-  return new DramaError('KERNEL_ARGUMENT_INVALID', message, { kind: 'internal', param });
 }
 
 /** Whether a left combine's segments 0 and 1 can be a SwiGLU's gate and up combined into h: both bf16, split, alike. */
