@@ -12,6 +12,9 @@
 //   control_codec_conv_tiled_*, control_codec_transposed_tiled_history_off_by_one: the same faults in the
 //                                                 register-tiled kernels (kernels/cuda/codec_conv_tiled.cuh)
 //   control_codec_conv_mma_*                      the same faults in the tensor-core conv (codec_conv_mma.cuh)
+//   control_codec_conv_mma_staged_*              two of them in the staged tensor-core conv (its own input copy)
+//   control_codec_conv_stage_snake_unsquared      the staging of a layer's inputs applies the unsquared Snake
+//                                                 (staged ≠ staged in the conv)
 //   control_codec_conv_combine_reversed           after group 0, the split groups' sums added last to first
 //                                                 (accurate; split ≠ unsplit)
 #include "codec_conv_mma.cuh"
@@ -29,8 +32,12 @@ CODEC_TILED_ENTRY(control_codec_conv_tiled_history_off_by_one, float, CODEC_FAUL
 CODEC_TILED_ENTRY(control_codec_conv_tiled_chunks_reversed_with_lanes, float, CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES)
 CODEC_TILED_TRANSPOSED_ENTRY(control_codec_transposed_tiled_history_off_by_one, float,
                              CODEC_FAULT_TRANSPOSED_HISTORY_OFF_BY_ONE)
-CODEC_MMA_ENTRY(control_codec_conv_mma_taps_reversed, CODEC_FAULT_TAPS_REVERSED, false)
-CODEC_MMA_ENTRY(control_codec_conv_mma_history_off_by_one, CODEC_FAULT_HISTORY_OFF_BY_ONE, false)
-CODEC_MMA_ENTRY(control_codec_conv_mma_groups_reversed_with_lanes, CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES,
+CODEC_MMA_ENTRY(control_codec_conv_mma_taps_reversed, CODEC_FAULT_TAPS_REVERSED, false, false)
+CODEC_MMA_ENTRY(control_codec_conv_mma_history_off_by_one, CODEC_FAULT_HISTORY_OFF_BY_ONE, false, false)
+CODEC_MMA_ENTRY(control_codec_conv_mma_groups_reversed_with_lanes, CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES, false,
                 false)
+CODEC_MMA_ENTRY(control_codec_conv_mma_staged_history_off_by_one, CODEC_FAULT_HISTORY_OFF_BY_ONE, false, true)
+CODEC_MMA_ENTRY(control_codec_conv_mma_staged_groups_reversed_with_lanes, CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES,
+                false, true)
+CODEC_STAGE_ENTRY(control_codec_conv_stage_snake_unsquared, CODEC_FAULT_SNAKE_UNSQUARED)
 CODEC_MMA_COMBINE_ENTRY(control_codec_conv_combine_reversed, CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES)

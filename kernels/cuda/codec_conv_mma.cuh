@@ -9,8 +9,11 @@
 // from its own row of A and column of B, so a row's bits depend on the layer's sizes alone, never on the tile, the
 // call or the lanes beside it. The split entry gives each group its own blocks (for calls of few rows, whose
 // unsplit grid would leave most of the GPU idle) and writes the groups' sums; codec_conv_combine adds them in the
-// same order with the same epilogue, so split and unsplit give the same bits. A transposed conv runs here too, as a
-// conv over its input rows with s·Cout outputs (codecWeightLayout.ts codecTransposedAsConvLayout).
+// same order with the same epilogue, so split and unsplit give the same bits. The staged entries read the inputs
+// that codec_conv_stage_f16 put through Snake and rounded once for the whole layer (fp16 rows, by cp.async, two
+// tiles in flight) instead of each block staging its own: the same fp16 values, so the same bits, with each value's
+// Snake computed once rather than once per output block and overlapping row tile. A transposed conv runs here too,
+// as a conv over its input rows with s·Cout outputs (codecWeightLayout.ts codecTransposedAsConvLayout).
 #pragma once
 #include "codec_conv_mma_staging.cuh"
 
@@ -69,13 +72,14 @@ __device__ __forceinline__ int mma_stage_base(int step, int group, int inputs, i
   return step * channels;
 }
 
-template <int FAULT, bool SPLIT>
+template <int FAULT, bool SPLIT, bool STAGED>
 __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const float* x, long long x_stride,
                                          const __half* weight, const float* bias, const float* alpha,
                                          const float* residual, long long residual_stride, const float* scale,
                                          const float* history, const int* sequences, int row_scale, int inputs,
                                          int outputs, int kernel, int dilation, int activation, float* partials,
-                                         long long partial_rows) {
+                                         long long partial_rows, const __half* staged, const __half* staged_history,
+                                         int staged_stride) {
   const MmaShape shape = mma_shape(outputs);
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   const int channels = mma_stage_channels(kernel, shape.outputs);
@@ -83,11 +87,12 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
   const int weight_elements = kernel * channels * shape.weight_stride;
   const int history_rows = (kernel - 1) * dilation;
   const int tile_rows = shape.rows + history_rows;
-  // [2 weight buffers][the fp16 input tile][the raw fp32 inputs of the next stage]
+  // [2 weight buffers][the fp16 input tile, two when staged][the raw fp32 inputs of the next stage, when not staged]
   __half* staged_weights = reinterpret_cast<__half*>(shared_bytes);
   __half* staged_inputs = staged_weights + 2 * weight_elements;
   float* raw_inputs = reinterpret_cast<float*>(staged_inputs + tile_rows * input_stride);
-  const bool copies_raw = mma_inputs_align(x, x_stride, history, history_rows, inputs);
+  const bool copies_raw = !STAGED && mma_inputs_align(x, x_stride, history, history_rows, inputs);
+  const MmaStagedRows staged_rows{staged, staged_history, staged_stride, history_rows, (int)blockIdx.z};
   const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -108,11 +113,13 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
       const int base = mma_stage_base<FAULT, SPLIT>(step, group, inputs, kernel, channels);
       return MmaInputTile{first, history_rows, tile_rows, channels, base, max(0, min(channels, inputs - base)), reach};
     };
-    // The copies of a stage: its weights into `buffer`, its raw inputs where the rows align; one commit group.
+    // The copies of a stage: its weights into `buffer`, and its staged fp16 inputs into that input tile, or its raw
+    // inputs where the rows align; one commit group.
     const auto copy_stage = [&](int step, int buffer) {
       const MmaInputTile tile = tile_of(step);
       mma_stage_weights<FAULT>(staged_weights + buffer * weight_elements, weight, tile.base, tile.count, kernel,
                                channels, outputs, block_output, shape);
+      if (STAGED) mma_copy_staged_inputs(staged_inputs + buffer * tile_rows * input_stride, staged_rows, sequence, tile);
       if (copies_raw) mma_copy_raw_inputs(raw_inputs, x, x_stride, history, sequence, inputs, tile);
       tiled_commit();
     };
@@ -143,17 +150,23 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
     int buffer = 0;
     for (int step = 0; step < stages; step++) {
       const MmaInputTile tile = tile_of(step);
-      if (copies_raw) tiled_wait_all();
-      __syncthreads();  // every warp is done with the input tile and the other weight buffer; the raw inputs are in
-      if (copies_raw) {
-        mma_round_raw_inputs<FAULT>(staged_inputs, raw_inputs, alpha, sequence, tile);
+      if (STAGED) {
+        tiled_wait_all();
+        __syncthreads();  // this stage's tiles are in, and every warp is done with the other buffers
       } else {
-        mma_load_inputs<FAULT>(staged_inputs, x, x_stride, alpha, history, sequence, inputs, tile);
-        tiled_wait_all();  // the weights, copied while the inputs loaded
+        if (copies_raw) tiled_wait_all();
+        __syncthreads();  // every warp is done with the input tile and the other weight buffer; the raw inputs are in
+        if (copies_raw) {
+          mma_round_raw_inputs<FAULT>(staged_inputs, raw_inputs, alpha, sequence, tile);
+        } else {
+          mma_load_inputs<FAULT>(staged_inputs, x, x_stride, alpha, history, sequence, inputs, tile);
+          tiled_wait_all();  // the weights, copied while the inputs loaded
+        }
+        __syncthreads();  // the input tile is whole and the raw inputs are free: the next stage's copies overlap
       }
-      __syncthreads();  // the input tile is whole and the raw inputs are free: the next stage's copies overlap the sums
       if (step + 1 < stages) copy_stage(step + 1, buffer ^ 1);
       const __half* stage_weights = staged_weights + buffer * weight_elements;
+      const __half* stage_inputs = staged_inputs + (STAGED ? buffer * tile_rows * input_stride : 0);
       for (int tap = 0; tap < kernel; tap++) {
         for (int slice = 0; slice < channels; slice += 16) {
           uint32_t a[MMA_ROW_TILES][4];
@@ -161,7 +174,7 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
           for (int m = 0; m < MMA_ROW_TILES; m++) {
             // Output row t reads input row t − (K − 1 − tap)·d, staged at t + tap·d.
             const int row = warp_row + m * 16 + tap * dilation + lane % 16;
-            mma_ldmatrix_x4(a[m], staged_inputs + row * input_stride + slice + (lane / 16) * 8);
+            mma_ldmatrix_x4(a[m], stage_inputs + row * input_stride + slice + (lane / 16) * 8);
           }
 #pragma unroll
           for (int n = 0; n < MMA_OUTPUT_TILES; n += 2) {
@@ -234,14 +247,15 @@ __device__ __forceinline__ void mma_combine(float* out, long long out_stride, co
   name(float* out, long long out_stride, const float* x, long long x_stride, const __half* weight, const float* bias, \
        const float* alpha, const float* residual, long long residual_stride, const float* scale,                      \
        const float* history, const int* sequences, int row_scale, int inputs, int outputs, int kernel, int dilation,  \
-       int activation, float* partials, long long partial_rows)
+       int activation, float* partials, long long partial_rows, const __half* staged, const __half* staged_history,   \
+       int staged_stride)
 
-#define CODEC_MMA_ENTRY(name, FAULT, SPLIT)                                                                         \
+#define CODEC_MMA_ENTRY(name, FAULT, SPLIT, STAGED)                                                                 \
   extern "C" __global__ void __launch_bounds__(MMA_THREADS, 2) CODEC_MMA_SIGNATURE(name) {                            \
     KERNEL_PROLOGUE();                                                                                              \
-    mma_conv<FAULT, SPLIT>(out, out_stride, x, x_stride, weight, bias, alpha, residual, residual_stride, scale,     \
-                           history, sequences, row_scale, inputs, outputs, kernel, dilation, activation, partials,  \
-                           partial_rows);                                                                           \
+    mma_conv<FAULT, SPLIT, STAGED>(out, out_stride, x, x_stride, weight, bias, alpha, residual, residual_stride,    \
+                                   scale, history, sequences, row_scale, inputs, outputs, kernel, dilation,         \
+                                   activation, partials, partial_rows, staged, staged_history, staged_stride);      \
   }
 
 #define CODEC_MMA_COMBINE_ENTRY(name, FAULT)                                                                        \

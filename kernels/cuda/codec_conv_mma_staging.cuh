@@ -178,3 +178,74 @@ __device__ __forceinline__ void mma_load_inputs(__half* staged, const float* x, 
     *reinterpret_cast<__half2*>(staged + r * stride + c) = __floats2half2_rn(low, high);
   }
 }
+
+// The staged entries' inputs (codec_conv_stage_f16 writes them once a layer): fp16(conv_input(...)) of the call's
+// rows at `rows` [row of x][stride] and of each sequence's carried rows at `history` [sequence][H][stride], the
+// channels past Cin zero; stride is Cin rounded up to 8, so that every 8-channel piece is one 16-byte copy.
+struct MmaStagedRows {
+  const __half* rows;
+  const __half* history;
+  int stride;
+  int history_rows;
+  int sequence;  // this block's index in the call's table
+};
+
+// The staged path's copy: the stage's fp16 input tile [r][S + 8] by 16-byte cp.async from the staged rows (zeros
+// where conv_input reads zero, and past the stride); the caller commits and waits.
+__device__ __forceinline__ void mma_copy_staged_inputs(__half* target, const MmaStagedRows& staged,
+                                                       const CodecSequence& sequence, const MmaInputTile& tile) {
+  const int copies_per_row = tile.channels / 8;
+  const int stride = mma_input_stride(tile.channels);
+  for (int index = threadIdx.x; index < tile.tile_rows * copies_per_row; index += MMA_THREADS) {
+    const int c = (index % copies_per_row) * 8;
+    const int r = index / copies_per_row;
+    const long long row = mma_tile_row(tile, r);
+    const int channel = tile.base + c;
+    const bool valid = channel < staged.stride && row < sequence.row_count && row >= -staged.history_rows;
+    const __half* source =
+        !valid ? staged.rows
+        : row >= 0
+            ? staged.rows + (sequence.first_row + row) * staged.stride + channel
+            : staged.history + ((long long)staged.sequence * staged.history_rows + staged.history_rows + row) *
+                                   staged.stride +
+                  channel;
+    tiled_copy_16(target + r * stride + c, source, valid);
+  }
+}
+
+// codec_conv_stage_f16: every value a staged conv of this call reads, once: rows −H .. rowCount − 1 of each sequence
+// (block z) through conv_input (Snake on x, the carried rows as they are) rounded to fp16, a thread per channel pair,
+// the pairs past Cin written as zeros.
+template <int FAULT>
+__device__ __forceinline__ void mma_stage_rows(__half* staged, __half* staged_history, int staged_stride,
+                                               const float* x, long long x_stride, const float* alpha,
+                                               const float* history, const int* sequences, int row_scale, int inputs,
+                                               int history_rows) {
+  const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
+  const int pairs = staged_stride / 2;
+  const long long values = (long long)(history_rows + sequence.row_count) * pairs;
+  for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < values;
+       index += (long long)gridDim.x * blockDim.x) {
+    const int c = (int)(index % pairs) * 2;
+    const long long row = index / pairs - history_rows;
+    const float low =
+        c < inputs ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row, c) : 0.0f;
+    const float high = c + 1 < inputs
+                           ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row, c + 1)
+                           : 0.0f;
+    __half* target = row >= 0 ? staged + (sequence.first_row + row) * staged_stride
+                              : staged_history + ((long long)blockIdx.z * history_rows + history_rows + row) *
+                                                     staged_stride;
+    *reinterpret_cast<__half2*>(target + c) = __floats2half2_rn(low, high);
+  }
+}
+
+#define CODEC_STAGE_ENTRY(name, FAULT)                                                                              \
+  extern "C" __global__ void __launch_bounds__(CODEC_THREADS)                                                       \
+      name(__half* staged, __half* staged_history, int staged_stride, const float* x, long long x_stride,           \
+           const float* alpha, const float* history, const int* sequences, int row_scale, int inputs,               \
+           int history_rows) {                                                                                      \
+    KERNEL_PROLOGUE();                                                                                              \
+    mma_stage_rows<FAULT>(staged, staged_history, staged_stride, x, x_stride, alpha, history, sequences, row_scale, \
+                          inputs, history_rows);                                                                    \
+  }

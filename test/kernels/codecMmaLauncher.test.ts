@@ -3,7 +3,13 @@
 // cpu codec's own convs; and which kernel, grid and shared memory each f16 layer gets, with the refusals.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { codecConv, codecTransposedConv, mmaSharedBytes } from '../../src/backend/cuda/ops/codecConv.ts';
+import {
+  codecConv,
+  codecTransposedConv,
+  mmaSharedBytes,
+  mmaStagedBytes,
+  mmaStagedStride,
+} from '../../src/backend/cuda/ops/codecConv.ts';
 import { codecTransposedAsConvLayout, repeatedBias } from '../../src/backend/cuda/ops/codecWeightLayout.ts';
 import { DramaError } from '../../src/errors.ts';
 import { recordingDevice } from '../backend/support/recording-blocks.ts';
@@ -153,5 +159,47 @@ test('an f16 conv of few rows splits its channel groups across blocks when it ha
   assert.throws(
     () => codecConv(cuda, { ...oneFrame, variant: 'mma-split' }),
     (error: unknown) => error instanceof DramaError && error.code === 'KERNEL_ARGUMENT_INVALID',
+  );
+});
+
+test('an f16 conv with room for its staged inputs stages them once, then the staged conv copies them', () => {
+  const { cuda, launched } = recordingDevice();
+  // 3 lanes of 2 × 256 rows; 384 inputs (already a multiple of 8); 18 carried rows a lane.
+  const rows = 3 * 2 * 256;
+  const bytes = mmaStagedBytes(rows, 3, 384, 18);
+  assert.equal(bytes, (rows + 3 * 18) * 384 * 2);
+  assert.equal(mmaStagedStride(37), 40);
+  codecConv(cuda, { ...residualConv, staged: { pointer: 4096n, rows, bytes } });
+  assert.deepEqual(
+    launched.map((launch) => launch.name),
+    ['codec_conv_stage_f16', 'codec_conv_mma_staged_f16'],
+  );
+  // The staging: a thread per channel pair of a lane's 512 rows and 18 carried rows, 128 a block, a lane per z.
+  assert.deepEqual(launched[0]!.shape, {
+    grid: [Math.ceil(((512 + 18) * 192) / 128), 1, 3],
+    block: [128, 1, 1],
+    sharedBytes: 0,
+  });
+  // Two weight stages and two fp16 input tiles, no raw fp32 tile.
+  const shared = 2 * 2 * 7 * 16 * 136 + 2 * 2 * (128 + 18) * 24;
+  assert.equal(mmaSharedBytes(7, 18, 384, true), shared);
+  assert.deepEqual(launched[1]!.shape, { grid: [3, 4, 3], block: [256, 1, 1], sharedBytes: shared });
+  // Split with room for both: staged, then the staged split conv and its combine.
+  const oneFrame = { ...residualConv, sequenceCount: 1, longestSequence: 1, rowScale: 32 };
+  const partials = { pointer: 7n, rows: 32, bytes: 6 * 32 * 384 * 4 };
+  codecConv(cuda, {
+    ...oneFrame,
+    partials,
+    staged: { pointer: 4096n, rows: 32, bytes: mmaStagedBytes(32, 1, 384, 18) },
+  });
+  assert.deepEqual(
+    launched.slice(2).map((launch) => launch.name),
+    ['codec_conv_stage_f16', 'codec_conv_mma_staged_split_f16', 'codec_conv_combine'],
+  );
+  // One byte short: each block stages its own inputs (the same bits).
+  codecConv(cuda, { ...residualConv, staged: { pointer: 4096n, rows, bytes: bytes - 1 } });
+  assert.deepEqual(
+    launched.slice(5).map((launch) => launch.name),
+    ['codec_conv_mma_f16'],
   );
 });

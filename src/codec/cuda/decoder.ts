@@ -15,7 +15,7 @@ import type { CodecStream, Frame } from '../../model/types.ts';
 import type { CodecConfig } from '../config.ts';
 import type { CodecWeights } from '../weights.ts';
 import { type DeviceDecodeWeights, uploadDecodeWeights } from './device-weights.ts';
-import { allocateLaneState, type LaneState } from './lane-state.ts';
+import { allocateLaneState, type LaneState, largestHistoryFloats } from './lane-state.ts';
 import {
   type CallTable,
   conv,
@@ -35,6 +35,16 @@ export interface CudaCodecOptions {
   readonly precision: CodecPrecision;
   /** Fill every scratch buffer with NaN once allocated (tests prove every output is written). */
   readonly poisonScratch?: boolean;
+  /**
+   * `f16`: stage each tensor-core conv's inputs once a layer (codec_conv_stage_f16) rather than in every block; the
+   * same bits either way. Default: on, unless DRAMA3_CODEC_STAGED=off (benchmarks compare both).
+   */
+  readonly stageInputs?: boolean;
+}
+
+/** Whether the `f16` convs stage their inputs once a layer (CudaCodecOptions.stageInputs). */
+function stagesInputs(options: Pick<CudaCodecOptions, 'precision' | 'stageInputs'>): boolean {
+  return options.precision === 'f16' && (options.stageInputs ?? process.env.DRAMA3_CODEC_STAGED !== 'off');
 }
 
 /** One lane's new frames in a call. */
@@ -78,13 +88,13 @@ function latentRowsPerFrame(config: CodecConfig): number {
 /** The call scratch's buffers, in 4-byte words each: what allocateScratch allocates (and lane-bytes.ts sets aside). */
 export function decoderScratchWords(
   config: CodecConfig,
-  options: Pick<CudaCodecOptions, 'slots' | 'maxFramesPerCall' | 'precision'>,
+  options: Pick<CudaCodecOptions, 'slots' | 'maxFramesPerCall' | 'precision' | 'stageInputs'>,
 ): Record<string, number> {
   const frames = options.maxFramesPerCall;
   const post = config.postModule;
   const width = post.heads * post.headDim;
   const latentRows = frames * latentRowsPerFrame(config);
-  return {
+  const buffers = {
     sequences: (options.slots + 1) * 4,
     codes: frames * (1 + config.residualCodebooks),
     big0: frames * widestRowFloats(config),
@@ -102,6 +112,13 @@ export function decoderScratchWords(
     // The split tensor-core convs' sums (layers.ts): only calls of few rows split, and theirs fit.
     ...(options.precision === 'f16' ? { splitSums: SPLIT_SUM_FLOATS } : {}),
   };
+  if (!stagesInputs(options)) return buffers;
+  // Every conv reads one of the activation buffers above: its rows in fp16, Cin rounded up to 8, fit in half the
+  // largest one's words plus 7 channels of the most rows a call has (a frame's samples); each lane's carried rows,
+  // rounded up likewise, in its largest history slab's words.
+  const { sequences: _table, codes: _codes, samples: _samples, splitSums: _sums, ...activations } = buffers;
+  const rowHalfs = Math.max(...Object.values(activations)) + 7 * frames * config.frameLength;
+  return { ...buffers, stagedInputs: Math.ceil(rowHalfs / 2) + options.slots * largestHistoryFloats(config) };
 }
 
 export class CudaCodecDecoder {
@@ -113,6 +130,8 @@ export class CudaCodecDecoder {
   private readonly codes: Int32Array;
   /** Small calls' launch sequences by call shape; the allocations never change after create. */
   private readonly graphs: StepGraphs;
+  /** The call scratch's buffers and their sizes in 4-byte words (decoderScratchWords). */
+  private readonly scratchWords: Record<string, number>;
   private closed = false;
 
   private constructor(
@@ -127,6 +146,7 @@ export class CudaCodecDecoder {
     this.table = new Int32Array((options.slots + 1) * 4);
     this.codes = new Int32Array(options.maxFramesPerCall * this.codebooks);
     this.graphs = new StepGraphs(cuda, () => 0);
+    this.scratchWords = decoderScratchWords(config, options);
   }
 
   /** Uploads the weights and allocates every lane's state and the call scratch; frees all of it on failure. */
@@ -185,12 +205,11 @@ export class CudaCodecDecoder {
   }
 
   private allocateScratch(): void {
-    const { config, options } = this;
-    for (const [name, count] of Object.entries(decoderScratchWords(config, options))) {
+    for (const [name, count] of Object.entries(this.scratchWords)) {
       const allocation = this.cuda.allocate(count * 4, `codec decode ${name}`);
       this.allocations.push(allocation);
       this.scratch[name] = allocation.pointer;
-      if (options.poisonScratch === true && name !== 'sequences' && name !== 'codes') {
+      if (this.options.poisonScratch === true && name !== 'sequences' && name !== 'codes') {
         this.cuda.driver.fillWords(allocation.pointer, POISON_WORD, count, this.cuda.stream);
       }
     }
@@ -303,6 +322,9 @@ export class CudaCodecDecoder {
       ...(scratch.splitSums === undefined
         ? {}
         : { splitSums: { pointer: scratch.splitSums, bytes: SPLIT_SUM_FLOATS * 4 } }),
+      ...(scratch.stagedInputs === undefined
+        ? {}
+        : { stagedInputs: { pointer: scratch.stagedInputs, bytes: this.scratchWords.stagedInputs! * 4 } }),
     };
     // A call of few frames costs more to launch from the host than to run: its launches replay as one graph per
     // call shape (the table's contents, copied above, are the only thing that changes between calls of a shape).

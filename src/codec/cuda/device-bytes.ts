@@ -40,7 +40,12 @@ function words(table: Record<string, number>, atLeastOne: boolean): number {
 export function decoderDeviceBytes(
   config: CodecConfig,
   weights: CodecWeights,
-  options: { readonly slots: number; readonly maxFramesPerCall: number; readonly precision: CodecPrecision },
+  options: {
+    readonly slots: number;
+    readonly maxFramesPerCall: number;
+    readonly precision: CodecPrecision;
+    readonly stageInputs?: boolean;
+  },
 ): { weights: number; scratch: number } {
   const counting = countingContext();
   uploadDecodeWeights(counting.cuda, config, weights, options.precision, true);

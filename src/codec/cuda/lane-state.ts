@@ -58,6 +58,19 @@ export function laneStateBytes(config: CodecConfig): number {
   return floats * 4;
 }
 
+/** Floats of one lane's largest conv history slab (rows × channels): what a staged conv's carried rows need. */
+export function largestHistoryFloats(config: CodecConfig): number {
+  let largest = (DECODER_KERNEL - 1) * config.latentDim;
+  let width = config.decoderDim;
+  for (const rate of config.decoderRates) {
+    largest = Math.max(largest, transposedHistoryRows(2 * rate, rate) * width);
+    for (const dilation of RESIDUAL_DILATIONS)
+      largest = Math.max(largest, (DECODER_KERNEL - 1) * dilation * (width / 2));
+    width /= 2;
+  }
+  return Math.max(largest, (DECODER_KERNEL - 1) * width);
+}
+
 /** Zeroed slabs of `slots` lanes, kept so that one lane can be cleared and all of them freed. */
 export class SlabAllocations {
   private readonly allocations: Allocation[] = [];

@@ -10,6 +10,7 @@ import {
   type CodecCall,
   type CodecPartials,
   type CodecPrecision,
+  type CodecStaged,
   codecConv,
   codecHistoryUpdate,
   codecTransposedConv,
@@ -46,6 +47,8 @@ export interface CallTable {
   readonly flat: DevicePointer;
   /** Scratch where the `f16` convs of calls with few rows split their sums (codecConv.ts); absent: never split. */
   readonly splitSums?: { readonly pointer: DevicePointer; readonly bytes: number };
+  /** Scratch where the `f16` convs stage their inputs once a layer (codecConvMma.ts); absent: each block stages. */
+  readonly stagedInputs?: { readonly pointer: DevicePointer; readonly bytes: number };
 }
 
 function at(table: CallTable, rowScale: number): CodecCall {
@@ -53,10 +56,13 @@ function at(table: CallTable, rowScale: number): CodecCall {
   return { sequences, sequenceCount, longestSequence, rowScale };
 }
 
-/** The split sums' scratch for a layer at `rowScale` rows per frame. */
-function partialsAt(table: CallTable, rowScale: number): { partials?: CodecPartials } {
-  if (table.splitSums === undefined) return {};
-  return { partials: { ...table.splitSums, rows: table.frames * rowScale } };
+/** The split sums' and staged inputs' scratch for a layer at `rowScale` rows per frame. */
+function partialsAt(table: CallTable, rowScale: number): { partials?: CodecPartials; staged?: CodecStaged } {
+  const rows = table.frames * rowScale;
+  return {
+    ...(table.splitSums === undefined ? {} : { partials: { ...table.splitSums, rows } }),
+    ...(table.stagedInputs === undefined ? {} : { staged: { ...table.stagedInputs, rows } }),
+  };
 }
 
 interface ConvLaunch {

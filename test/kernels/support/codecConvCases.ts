@@ -4,7 +4,9 @@
 // linears (pwconv1 + GELU, pwconv2 + γ + residual, a linear without bias), odd sizes, lanes at scattered slots with
 // irregular row counts; fp32 and fp16 weights. The equivalences hold one lane decoded whole and in chunks of 1, 4,
 // 32 and irregular ones, lanes alone and together, and the narrow kernel against the chunked one; the tensor-core
-// conv also at the encoder's 64 channels (its tall block), split against unsplit, and aligned x against unaligned.
+// conv also at the encoder's 64 channels (its tall block), split against unsplit, and aligned x against unaligned;
+// its staged form (inputs through Snake once a call, codec_conv_stage_f16) is the same case again, plus staged
+// against staged in the conv.
 import {
   type CodecConvVariant,
   type CodecPrecision,
@@ -52,13 +54,14 @@ function convSchedules(layer: ConvLayer, rowScale: number, units: number): Equiv
     ],
   };
   const scheduleOf =
-    (lanesOf: CodecLanes, calls: readonly (readonly [number, number])[], tableName: string): Schedule =>
+    (lanesOf: CodecLanes, calls: readonly (readonly [number, number])[], tableName: string, rows: number): Schedule =>
     (cuda, p, kernel) => {
       const historyBytes = lanesOf.slots * historyRowsOf(layer) * layer.inputs * 4;
       if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
       for (const [entry, count] of calls) {
         const sequences = lanesOf.sequences.slice(entry, entry + count);
-        runConvCall(cuda, p, kernel, layer, rowScale, p[tableName]! + BigInt(entry * 16), sequences);
+        const table = p[tableName]! + BigInt(entry * 16);
+        runConvCall(cuda, p, kernel, layer, rowScale, table, sequences, undefined, rows);
       }
     };
   const oneLane: CodecLanes = { slots: 3, rowScale, sequences: [[1, units]] };
@@ -73,7 +76,7 @@ function convSchedules(layer: ConvLayer, rowScale: number, units: number): Equiv
         const tableName = `table ${name}`;
         tables[tableName] = lanesTable({ ...oneLane, sequences: entries }).table;
         const starts = entries.map((_, index) => [index, 1] as const);
-        runs[name] = scheduleOf({ ...oneLane, sequences: entries }, starts, tableName);
+        runs[name] = scheduleOf({ ...oneLane, sequences: entries }, starts, tableName, units * rowScale);
       }
       return {
         inputs: { ...deviceInputs(layer, drawn), ...tables },
@@ -91,7 +94,7 @@ function convSchedules(layer: ConvLayer, rowScale: number, units: number): Equiv
         inputs: { ...deviceInputs(layer, drawn), table },
         outputs: convOutputs(layer, alone.slots, 12 * rowScale),
         runs: {
-          together: scheduleOf(alone, [[0, 3]], 'table'),
+          together: scheduleOf(alone, [[0, 3]], 'table', 12 * rowScale),
           alone: scheduleOf(
             alone,
             [
@@ -100,6 +103,7 @@ function convSchedules(layer: ConvLayer, rowScale: number, units: number): Equiv
               [2, 1],
             ],
             'table',
+            12 * rowScale,
           ),
         },
       };
@@ -162,7 +166,8 @@ function splitAgainstUnsplit(layer: ConvLayer, rowScale: number): EquivalenceCas
       const combines = kernel?.name.includes('combine') ?? false;
       const chosen = combines === (variant === 'mma-split') ? kernel : undefined;
       const partials = { pointer: p.partials!, rows, bytes: partialFloats * 4 };
-      runConvCall(cuda, p, chosen, { ...layer, variant }, rowScale, p.sequences!, lanesOf.sequences, partials);
+      const call = { ...layer, variant };
+      runConvCall(cuda, p, chosen, call, rowScale, p.sequences!, lanesOf.sequences, partials, rows);
     };
   return {
     label: `split against unsplit tensor-core conv, ${layer.inputs}→${layer.outputs} k${layer.kernel} d${layer.dilation} (${groups} groups), lanes of 3, 1, 2 units × ${rowScale} rows`,
@@ -192,7 +197,8 @@ function rawAgainstDirect(layer: ConvLayer, rowScale: number): EquivalenceCase {
       const historyBytes = lanesOf.slots * historyRowsOf(layer) * layer.inputs * 4;
       if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
       const pointers = shifted ? { ...p, x: p.shiftedX! + 4n } : p;
-      runConvCall(cuda, pointers, shifted ? undefined : kernel, layer, rowScale, p.sequences!, lanesOf.sequences);
+      const chosen = shifted ? undefined : kernel;
+      runConvCall(cuda, pointers, chosen, layer, rowScale, p.sequences!, lanesOf.sequences, undefined, rows);
     };
   return {
     label: `aligned against unaligned x, tensor-core conv ${layer.inputs}→${layer.outputs} k${layer.kernel} d${layer.dilation}, lanes of 3, 1, 2 units × ${rowScale} rows`,
@@ -204,6 +210,37 @@ function rawAgainstDirect(layer: ConvLayer, rowScale: number): EquivalenceCase {
         inputs: { ...deviceInputs(layer, drawn), sequences: table, shiftedX },
         outputs: convOutputs(layer, lanesOf.slots, rows),
         runs: { aligned: runOf(false), unaligned: runOf(true) },
+      };
+    },
+  };
+}
+
+/**
+ * The tensor-core conv reading its inputs staged once for the call against staging them in each block, on lanes of
+ * 3, 1 and 2 units: the same bytes. A conv or staging control runs in the staged run.
+ */
+function stagedAgainstInKernel(layer: ConvLayer, rowScale: number): EquivalenceCase {
+  const lanesOf = lanesOfThreeOneTwo(rowScale);
+  const { table, units } = lanesTable(lanesOf);
+  const rows = units * rowScale;
+  const stagedLayer = { ...layer, staged: true };
+  const runOf =
+    (staged: boolean): Schedule =>
+    (cuda, p, kernel) => {
+      const historyBytes = lanesOf.slots * historyRowsOf(layer) * layer.inputs * 4;
+      if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
+      const chosen = staged ? kernel : undefined;
+      const call = staged ? stagedLayer : { ...layer, staged: false };
+      runConvCall(cuda, p, chosen, call, rowScale, p.sequences!, lanesOf.sequences, undefined, rows);
+    };
+  return {
+    label: `inputs staged once against staged in each block, tensor-core conv ${layer.inputs}→${layer.outputs} k${layer.kernel} d${layer.dilation}, lanes of 3, 1, 2 units × ${rowScale} rows`,
+    prepare(random) {
+      const drawn = convInputs(stagedLayer, lanesOf.slots, rows, () => random);
+      return {
+        inputs: { ...deviceInputs(stagedLayer, drawn), sequences: table },
+        outputs: convOutputs(layer, lanesOf.slots, rows),
+        runs: { staged: runOf(true), 'in the conv': runOf(false) },
       };
     },
   };
@@ -221,10 +258,21 @@ const threeLanes = (rowScale: number): CodecLanes => ({
 });
 
 /** Every layer (all wider than the narrow kernel's limit) forced onto `variant`: chunked or register-tiled. */
-const variantLabel = { chunked: '', tiled: ', register-tiled', mma: ' and inputs, tensor cores' };
+const variantLabel = {
+  chunked: '',
+  tiled: ', register-tiled',
+  mma: ' and inputs, tensor cores',
+  'mma-staged': ' and inputs, tensor cores, inputs staged once a call',
+};
 
-function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'mma'): KernelCase {
-  const layerOf = (shape: Parameters<typeof plainLayerOf>[0]): ConvLayer => ({ ...plainLayerOf(shape), variant });
+function convCaseOf(precision: CodecPrecision, kind: 'chunked' | 'tiled' | 'mma' | 'mma-staged'): KernelCase {
+  const staged = kind === 'mma-staged';
+  const variant = staged ? 'mma' : kind;
+  const layerOf = (shape: Parameters<typeof plainLayerOf>[0]): ConvLayer => ({
+    ...plainLayerOf(shape),
+    variant,
+    ...(staged ? { staged } : {}),
+  });
   // The reference cannot round the device's Snake values to fp16 as the tensor-core conv does (a value within a few
   // ulps of an fp16 rounding boundary may round the other way), so f16's accuracy shapes take their inputs without
   // Snake; its equivalences, which hold the device to itself, keep it.
@@ -250,7 +298,7 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'm
   const tallSnake = layerOf({ inputs: 192, outputs: 64, kernel: 7, dilation: 3, snake: true, precision });
   const tallPointwiseSnake = layerOf({ inputs: 160, outputs: 48, kernel: 1, snake: true, precision });
   return {
-    name: `codec causal conv with carried history, ${precision} weights${variantLabel[variant]}`,
+    name: `codec causal conv with carried history, ${precision} weights${variantLabel[kind]}`,
     bound: CONV_BOUND,
     ulps: CONV_ULPS,
     shapes: [
@@ -324,6 +372,15 @@ function convCaseOf(precision: CodecPrecision, variant: 'chunked' | 'tiled' | 'm
             rawAgainstDirect(dilatedSnake, 16),
             rawAgainstDirect(tallSnake, 100),
             rawAgainstDirect(tallPointwiseSnake, 40),
+            ...(staged
+              ? [
+                  stagedAgainstInKernel(dilatedSnake, 16),
+                  stagedAgainstInKernel(first, 4),
+                  stagedAgainstInKernel(oddSnake, 9),
+                  stagedAgainstInKernel(tallSnake, 100),
+                  stagedAgainstInKernel(tallPointwiseSnake, 40),
+                ]
+              : []),
           ]
         : []),
       ...(variant === 'tiled'
@@ -367,5 +424,6 @@ export const codecConvF16Case = convCaseOf('f16-weights', 'chunked');
 export const codecConvTiledCase = convCaseOf('f32', 'tiled');
 export const codecConvTiledF16Case = convCaseOf('f16-weights', 'tiled');
 export const codecConvMmaCase = convCaseOf('f16', 'mma');
+export const codecConvMmaStagedCase = convCaseOf('f16', 'mma-staged');
 export const codecNarrowConvCase = narrowCaseOf('f32');
 export const codecNarrowConvF16Case = narrowCaseOf('f16-weights');

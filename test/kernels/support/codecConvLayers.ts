@@ -11,6 +11,7 @@ import {
   codecConv,
   codecHistoryUpdate,
   mmaGroupChannels,
+  mmaStagedBytes,
 } from '../../../src/backend/cuda/ops/codecConv.ts';
 import { codecConvWeightLayout } from '../../../src/backend/cuda/ops/codecWeightLayout.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
@@ -52,6 +53,8 @@ export interface ConvLayer {
   readonly xStride?: number;
   /** The kernel to force (default: the launcher's choice). */
   readonly variant?: CodecConvVariant;
+  /** `f16`: the tensor-core conv reads its inputs staged once a call (codec_conv_stage_f16), not staged per block. */
+  readonly staged?: boolean;
 }
 
 /** fp32 sums of up to 1536·7 products in chunks of 32 channels: a few ulps at the output's RMS (measured ≈ 3e-7). */
@@ -112,6 +115,12 @@ export function deviceInputs(layer: ConvLayer, drawn: ConvInputs): Record<string
   if (drawn.alpha) values.alpha = drawn.alpha;
   if (drawn.residual) values.residual = drawn.residual;
   if (historyRowsOf(layer) > 0) values.history = drawn.history;
+  if (layer.staged) {
+    const historyRows = historyRowsOf(layer);
+    const rows = drawn.x.length / (layer.xStride ?? inputs);
+    const slots = historyRows > 0 ? drawn.history.length / (historyRows * inputs) : 1;
+    values.stagedInputs = new Float32Array(Math.ceil(mmaStagedBytes(rows, slots, inputs, historyRows) / 4));
+  }
   return values;
 }
 
@@ -136,8 +145,11 @@ export function runConvCall(
   table: bigint,
   sequences: Sequences,
   partials?: CodecPartials,
+  /** The rows of x (all lanes), for a staged layer's scratch. */
+  rows?: number,
 ): void {
   const { inputs, outputs } = layer;
+  if (layer.staged && rows === undefined) throw new Error('a staged conv call needs the rows of x');
   const xStride = layer.xStride ?? inputs;
   const history = historyRowsOf(layer) > 0 ? p.historyOut! : p.x!;
   const call = {
@@ -170,6 +182,7 @@ export function runConvCall(
       precision: layer.precision,
       variant: layer.variant,
       ...(partials === undefined ? {} : { partials }),
+      ...(layer.staged && rows !== undefined ? { staged: stagedOf(layer, p, rows, sequences.length) } : {}),
     },
     { kernel: kernels.conv },
   );
@@ -177,6 +190,12 @@ export function runConvCall(
   if (historyRows === 0) return;
   const update = { history, x: p.x!, xStride, alpha: p.alpha, channels: inputs, historyRows };
   codecHistoryUpdate(cuda, { ...update, ...call }, { kernel: kernels.update });
+}
+
+/** A staged call's scratch: `deviceInputs` allocated it for every lane of the case, so it holds the call's. */
+function stagedOf(layer: ConvLayer, p: Readonly<Record<string, bigint>>, rows: number, sequenceCount: number) {
+  const bytes = mmaStagedBytes(rows, sequenceCount, layer.inputs, historyRowsOf(layer));
+  return { pointer: p.stagedInputs!, rows, bytes };
 }
 
 /** A k = 1 layer through rows.ts linear (the ConvNeXt and transformer arithmetic), others through CausalConv. */
@@ -256,7 +275,7 @@ export function convPrepared(
     reference: () => convReference(layer, lanes, drawn),
     run(cuda, p, kernel) {
       if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
-      runConvCall(cuda, p, kernel, layer, lanes.rowScale, p.sequences!, lanes.sequences);
+      runConvCall(cuda, p, kernel, layer, lanes.rowScale, p.sequences!, lanes.sequences, undefined, rows);
     },
   };
 }

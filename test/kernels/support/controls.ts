@@ -2,7 +2,13 @@
 // one through the same case and gates. A control is caught when at least one gate fails on at least one shape.
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
-import { codecConvCase, codecConvMmaCase, codecConvTiledCase, codecNarrowConvCase } from './codecConvCases.ts';
+import {
+  codecConvCase,
+  codecConvMmaCase,
+  codecConvMmaStagedCase,
+  codecConvTiledCase,
+  codecNarrowConvCase,
+} from './codecConvCases.ts';
 import { codecQuantizeEncodeCase } from './codecQuantizeEncodeCases.ts';
 import { codecQuantizerCase } from './codecQuantizerCases.ts';
 import { codecDepthwiseConvCase, codecLayerNormCase } from './codecRowsCases.ts';
@@ -264,6 +270,22 @@ function codecControls(): Control[] {
       description: "wrong combine order: the split tensor-core conv adds its groups' sums last to first after group 0",
       kernelCase: codecConvMmaCase,
       kernel: codec('control_codec_conv_combine_reversed'),
+    },
+    {
+      description: 'off-by-one history: the staged tensor-core conv copies its carried rows one row further back',
+      kernelCase: codecConvMmaStagedCase,
+      kernel: codec('control_codec_conv_mma_staged_history_off_by_one'),
+    },
+    {
+      description:
+        'batch-dependent order: the staged tensor-core conv adds its channel groups last to first beside other lanes',
+      kernelCase: codecConvMmaStagedCase,
+      kernel: codec('control_codec_conv_mma_staged_groups_reversed_with_lanes'),
+    },
+    {
+      description: "wrong formula: the tensor-core conv's staging applies Snake without its square",
+      kernelCase: codecConvMmaStagedCase,
+      kernel: codec('control_codec_conv_stage_snake_unsquared'),
     },
     {
       description: "wrong tap order: the tensor-core transposed conv meets each phase's taps flipped",

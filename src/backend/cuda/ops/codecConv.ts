@@ -16,6 +16,7 @@ import {
   type CodecConvVariant,
   type CodecPartials,
   type CodecPrecision,
+  type CodecStaged,
   convArguments,
   NULL_POINTER,
   requireCall,
@@ -24,8 +25,22 @@ import { CODEC_MMA_MAXIMUM_KERNEL, mmaConv, splitsOnTensorCores } from './codecC
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 import { allowShared } from './sharedLimit.ts';
 
-export { CODEC_MMA_SPLIT_BELOW_BLOCKS, mmaGroupChannels, mmaSharedBytes } from './codecConvMma.ts';
-export type { CodecActivation, CodecCall, CodecConvArguments, CodecConvVariant, CodecPartials, CodecPrecision };
+export {
+  CODEC_MMA_SPLIT_BELOW_BLOCKS,
+  mmaGroupChannels,
+  mmaSharedBytes,
+  mmaStagedBytes,
+  mmaStagedStride,
+} from './codecConvMma.ts';
+export type {
+  CodecActivation,
+  CodecCall,
+  CodecConvArguments,
+  CodecConvVariant,
+  CodecPartials,
+  CodecPrecision,
+  CodecStaged,
+};
 export { requireCall };
 
 /** The CUDA-core kernels' weight types: `f16` runs its few-output layers on the fp16-weight ones. */
@@ -234,6 +249,8 @@ export interface CodecTransposedConvArguments extends CodecCall {
   readonly stride: number;
   /** In `f16`, scratch for a split conv's sums (its rows: the call's input rows); see CodecConvArguments. */
   readonly partials?: CodecPartials;
+  /** The tensor-core conv's staged inputs' scratch (f16 only). */
+  readonly staged?: CodecStaged;
   readonly precision: CodecPrecision;
   /** Default: automaticTransposedVariant (both give the same bits; the contract forces each). */
   readonly variant?: CodecTransposedVariant;

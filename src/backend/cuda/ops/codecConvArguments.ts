@@ -34,6 +34,17 @@ export interface CodecPartials {
   readonly bytes: number;
 }
 
+/**
+ * Where a staged tensor-core conv finds its inputs put through Snake and rounded to fp16 once for the layer
+ * (codec_conv_stage_f16): [rows, Cin rounded up to 8] fp16, then [sequences, history rows, that width].
+ */
+export interface CodecStaged {
+  readonly pointer: DevicePointer;
+  /** Rows of the call at this layer, all sequences together (the rows of x the table addresses). */
+  readonly rows: number;
+  readonly bytes: number;
+}
+
 /** What every conv of a call shares: the sequence table and how many rows one table unit is at this layer. */
 export interface CodecCall {
   /** int32 [Q, 4] = (slot, firstRow, rowCount, startPosition), rows in table units (frames). */
@@ -78,6 +89,8 @@ export interface CodecConvArguments extends CodecCall {
   readonly variant?: CodecConvVariant;
   /** Scratch for the split tensor-core conv's groups' sums; without it the conv runs unsplit. */
   readonly partials?: CodecPartials;
+  /** Scratch for the tensor-core conv's inputs staged once a layer; without room there each block stages its own. */
+  readonly staged?: CodecStaged;
 }
 
 /** The call's table sizes, as every codec launcher checks them. */

@@ -1,20 +1,34 @@
 // The launcher of the codec's tensor-core conv (kernels/cuda/codec_conv_mma.cuh, the `f16` precision): its shapes,
 // when a call of few rows splits its channel groups across blocks (then codec_conv_combine adds them in order: the
-// same bits), and the launches. codecConv.ts chooses it.
+// same bits), when its inputs are staged once for the layer (codec_conv_stage_f16, then the staged entries: the same
+// bits), and the launches. codecConv.ts chooses it.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import { KernelArguments } from '../kernelArguments.ts';
-import { ACTIVATION_CODES, type CodecConvArguments, convArguments, NULL_POINTER } from './codecConvArguments.ts';
+import {
+  ACTIVATION_CODES,
+  type CodecConvArguments,
+  type CodecStaged,
+  convArguments,
+  NULL_POINTER,
+} from './codecConvArguments.ts';
 import { type KernelName, type LaunchOptions, launch } from './launch.ts';
 import { allowShared } from './sharedLimit.ts';
 
 const FAMILY = 'codec_conv';
 const MMA_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_mma_f16' };
 const MMA_SPLIT_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_mma_split_f16' };
+const MMA_STAGED_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_mma_staged_f16' };
+const MMA_STAGED_SPLIT_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_mma_staged_split_f16' };
+const STAGE_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_stage_f16' };
 const COMBINE_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_combine' };
-/** The tensor-core conv's parameters: the conv's and the partial sums (pointer, rows); the combine's. */
-const MMA_ARGUMENTS = 20;
+/** The tensor-core conv's parameters: the conv's, the partial sums (pointer, rows), the staged rows; the others'. */
+const MMA_ARGUMENTS = 23;
 const COMBINE_ARGUMENTS = 13;
+const STAGE_ARGUMENTS = 11;
+/** The staging kernel's block: a thread per channel pair of a row (codec_conv_mma_staging.cuh mma_stage_rows). */
+const STAGE_THREADS = 128;
+const MAXIMUM_GRID_X = 2 ** 31 - 1;
 /** The combine's block: a thread per output of 128, 8 rows a block (codec_conv_mma.cuh mma_combine). */
 const COMBINE_THREADS = 128;
 const COMBINE_ROWS = 8;
@@ -54,14 +68,34 @@ export function mmaGroupChannels(kernel: number): number {
 export const CODEC_MMA_SPLIT_BELOW_BLOCKS = 264;
 
 /**
- * Shared bytes of the tensor-core conv: two fp16 weight stages [K][S][block outputs + 8], the fp16 input tile
- * [rows + history][S + 8] and the next stage's raw fp32 inputs [rows + history][S].
+ * Shared bytes of the tensor-core conv: two fp16 weight stages [K][S][block outputs + 8], then the fp16 input tile
+ * [rows + history][S + 8] and the next stage's raw fp32 inputs [rows + history][S], or, staged, two fp16 input tiles.
  */
-export function mmaSharedBytes(kernel: number, historyRows: number, outputs: number): number {
+export function mmaSharedBytes(kernel: number, historyRows: number, outputs: number, staged = false): number {
   const block = mmaBlockShape(outputs);
   const channels = mmaStageChannels(kernel, block.outputs);
   const tileRows = block.rows + historyRows;
-  return 2 * (2 * kernel * channels * (block.outputs + 8) + tileRows * (channels + 8)) + 4 * tileRows * channels;
+  const weights = 2 * 2 * kernel * channels * (block.outputs + 8);
+  const tile = 2 * tileRows * (channels + 8);
+  return staged ? weights + 2 * tile : weights + tile + 4 * tileRows * channels;
+}
+
+/** fp16 elements between staged input rows: Cin rounded up to 8, so that each 8-channel piece is one 16-byte copy. */
+export function mmaStagedStride(inputs: number): number {
+  return Math.ceil(inputs / 8) * 8;
+}
+
+/** Bytes of a call's staged inputs: its rows, then each sequence's carried rows, mmaStagedStride fp16 each. */
+export function mmaStagedBytes(rows: number, sequenceCount: number, inputs: number, historyRows: number): number {
+  return (rows + sequenceCount * historyRows) * mmaStagedStride(inputs) * 2;
+}
+
+/** The call's staged scratch when it holds the call's inputs (else each block stages its own: the same bits). */
+function stagedRoom(a: CodecConvArguments): CodecStaged | undefined {
+  const staged = a.staged;
+  if (staged === undefined) return undefined;
+  const historyRows = (a.kernel - 1) * a.dilation;
+  return mmaStagedBytes(staged.rows, a.sequenceCount, a.inputs, historyRows) <= staged.bytes ? staged : undefined;
 }
 
 /** The tensor-core conv's blocks along outputs (× each group, split) and rows, one sequence each. */
@@ -110,13 +144,31 @@ export function mmaConv(
       { kind: 'internal', param: 'partials' },
     );
   }
-  const combineControl = options.kernel?.name.includes('combine') ?? false;
-  const convOptions = combineControl ? { ...options, kernel: undefined } : options;
-  const kernel = split ? MMA_SPLIT_KERNEL : MMA_KERNEL;
-  const shared = mmaSharedBytes(a.kernel, (a.kernel - 1) * a.dilation, a.outputs);
+  // A control kernel replaces the launch whose kernel it imitates: the combine, the staging or the conv.
+  const controlled = options.kernel?.name ?? '';
+  const combineControl = controlled.includes('combine');
+  const stageControl = controlled.includes('conv_stage');
+  const convOptions = combineControl || stageControl ? { ...options, kernel: undefined } : options;
+  const staged = stagedRoom(a);
+  const historyRows = (a.kernel - 1) * a.dilation;
+  const stride = mmaStagedStride(a.inputs);
+  const stagedHistory = staged === undefined ? NULL_POINTER : staged.pointer + BigInt(staged.rows * stride * 2);
+  if (staged !== undefined) stageInputs(cuda, a, staged, stagedHistory, rows, stageControl ? options : {});
+  const kernel =
+    staged === undefined
+      ? split
+        ? MMA_SPLIT_KERNEL
+        : MMA_KERNEL
+      : split
+        ? MMA_STAGED_SPLIT_KERNEL
+        : MMA_STAGED_KERNEL;
+  const shared = mmaSharedBytes(a.kernel, historyRows, a.outputs, staged !== undefined);
   const args = convArguments(a, MMA_ARGUMENTS)
     .pointer(partials?.pointer ?? NULL_POINTER)
-    .int64(partials?.rows ?? 0);
+    .int64(partials?.rows ?? 0)
+    .pointer(staged?.pointer ?? NULL_POINTER)
+    .pointer(stagedHistory)
+    .int32(staged === undefined ? 0 : stride);
   allowShared(cuda, kernel, convOptions, shared);
   launch(cuda, kernel, mmaShape(a.outputs, rows, a.sequenceCount, split ? groups : 1, shared), args, convOptions);
   if (!split || partials === undefined) return;
@@ -144,4 +196,37 @@ export function mmaConv(
     sharedBytes: 0,
   } as const;
   launch(cuda, COMBINE_KERNEL, combineShape, combine, combineControl ? options : {});
+}
+
+/** codec_conv_stage_f16: the call's inputs through Snake and rounded to fp16 once, for the staged conv to copy. */
+function stageInputs(
+  cuda: CudaContext,
+  a: CodecConvArguments,
+  staged: CodecStaged,
+  stagedHistory: bigint,
+  rows: number,
+  options: LaunchOptions,
+) {
+  const historyRows = (a.kernel - 1) * a.dilation;
+  const stride = mmaStagedStride(a.inputs);
+  const args = new KernelArguments(STAGE_ARGUMENTS)
+    .pointer(staged.pointer)
+    .pointer(stagedHistory)
+    .int32(stride)
+    .pointer(a.x)
+    .int64(a.xStride)
+    .pointer(a.alpha ?? NULL_POINTER)
+    .pointer(a.history)
+    .pointer(a.sequences)
+    .int32(a.rowScale)
+    .int32(a.inputs)
+    .int32(historyRows);
+  // A thread per channel pair of the longest sequence's rows and carried rows; longer sequences loop.
+  const values = (rows + historyRows) * (stride / 2);
+  const shape = {
+    grid: [Math.min(MAXIMUM_GRID_X, Math.ceil(values / STAGE_THREADS)), 1, a.sequenceCount],
+    block: [STAGE_THREADS, 1, 1],
+    sharedBytes: 0,
+  } as const;
+  launch(cuda, STAGE_KERNEL, shape, args, options);
 }
