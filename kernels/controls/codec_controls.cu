@@ -12,7 +12,8 @@
 //   control_codec_conv_tiled_*, control_codec_transposed_tiled_history_off_by_one: the same faults in the
 //                                                 register-tiled kernels (kernels/cuda/codec_conv_tiled.cuh)
 //   control_codec_conv_mma_*                      the same faults in the tensor-core conv (codec_conv_mma.cuh)
-//   control_codec_conv_mma_staged_*              two of them in the staged tensor-core conv (its own input copy)
+//   control_codec_conv_mma_staged_*              the staged tensor-core conv: every input row copied one row further
+//                                                 back; its groups reversed beside other lanes
 //   control_codec_conv_stage_snake_unsquared      the staging of a layer's inputs applies the unsquared Snake
 //                                                 (staged ≠ staged in the conv)
 //   control_codec_conv_combine_reversed           after group 0, the split groups' sums added last to first

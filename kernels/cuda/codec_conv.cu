@@ -20,17 +20,16 @@
 // codec_conv_mma_f16: the same conv on tensor cores (codec_conv_mma.cuh), fp16 weights [Cin, K, Cout] and the
 //   inputs (after Snake) rounded to fp16, fp32 sums per group of G input channels (stages ascending, taps, slices),
 //   the groups added ascending: the `f16` precision; a transposed conv runs on it as a conv of s·Cout outputs.
-//   partials and partial_rows are unused; so are staged, staged_history and staged_stride.
+//   partials and partial_rows are unused; so are the staged arguments.
 // codec_conv_mma_split_f16: the same groups' sums, each group on its own blocks (grid.x = output blocks × groups),
 //   written to partials [groups, partial_rows, Cout] (rows as in out); then codec_conv_combine adds them ascending
 //   and applies the epilogue: the same bits as codec_conv_mma_f16.
-// codec_conv_stage_f16: the tensor-core conv's inputs of a call, once: fp16(snake?(x)) of its rows into staged
-//   [row of x][staged_stride] and fp16 of each sequence's carried rows into staged_history [sequence][H][stride]
-//   (staged_stride: Cin rounded up to 8, the channels past Cin zero). grid.z = the call's sequences.
-// codec_conv_mma_staged_f16, codec_conv_mma_staged_split_f16: the two above reading those staged rows instead of
-//   staging x and the history themselves: the same fp16 values, so the same bits.
-// codec_history_update: history ← the last H rows of history ++ snake?(x), per sequence; run after the conv.
-// codec_snake: out = snake(x) per channel, rows [T, C] (the conv kernels apply the same function to their inputs).
+// codec_conv_stage_f16: the tensor-core conv's inputs of a call, once: fp16(conv input) of each sequence's carried
+//   rows then its rows (Snake on x) into its region of staged [padded row][staged_stride], region z at padded row
+//   firstRow·row_scale + z·H (staged_stride: Cin rounded up to 8, the channels past Cin zero). grid.z = sequences.
+// codec_conv_mma_staged_f16, codec_conv_mma_staged_split_f16: the two above reading those regions instead of
+//   staging x and the history themselves, tiled per sequence or (staged_flat) over the call's padded rows as one:
+//   the same fp16 values in the same order, so the same bits.
 #include "codec_conv_mma.cuh"
 
 CODEC_CONV_ENTRY(codec_conv_f32, float, CODEC_FAULT_NONE)

@@ -59,10 +59,10 @@ __device__ __forceinline__ int mma_group_stages(int group, int inputs, int kerne
 // order (the control takes the groups last to first in calls of several lanes, an accurate result in another order
 // that only the invariance gate can see).
 template <int FAULT, bool SPLIT>
-__device__ __forceinline__ int mma_stage_base(int step, int group, int inputs, int kernel, int channels) {
+__device__ __forceinline__ int mma_stage_base(int step, int group, int inputs, int kernel, int channels, int lanes) {
   const int group_channels = mma_group_channels(kernel);
   if (SPLIT) return group * group_channels + step * channels;
-  if (FAULT == CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES && gridDim.z > 1) {
+  if (FAULT == CODEC_FAULT_CHUNKS_REVERSED_WITH_LANES && lanes > 1) {
     for (int g = (inputs + group_channels - 1) / group_channels - 1;; g--) {
       const int stages = mma_group_stages(g, inputs, kernel, channels);
       if (step < stages) return g * group_channels + step * channels;
@@ -78,8 +78,8 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
                                          const float* residual, long long residual_stride, const float* scale,
                                          const float* history, const int* sequences, int row_scale, int inputs,
                                          int outputs, int kernel, int dilation, int activation, float* partials,
-                                         long long partial_rows, const __half* staged, const __half* staged_history,
-                                         int staged_stride) {
+                                         long long partial_rows, const __half* staged, long long staged_rows,
+                                         int staged_stride, int staged_sequences, int staged_flat) {
   const MmaShape shape = mma_shape(outputs);
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   const int channels = mma_stage_channels(kernel, shape.outputs);
@@ -92,8 +92,14 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
   __half* staged_inputs = staged_weights + 2 * weight_elements;
   float* raw_inputs = reinterpret_cast<float*>(staged_inputs + tile_rows * input_stride);
   const bool copies_raw = !STAGED && mma_inputs_align(x, x_stride, history, history_rows, inputs);
-  const MmaStagedRows staged_rows{staged, staged_history, staged_stride, history_rows, (int)blockIdx.z};
-  const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
+  const MmaStagedRows padded{staged, staged_rows, staged_stride, history_rows, staged_sequences, staged_flat != 0};
+  const bool flat = STAGED && padded.flat;
+  const CodecSequence sequence = codec_sequence(sequences, flat ? 0 : blockIdx.z, row_scale);
+  // The tiling's rows: the call's padded rows (flat), else the block's sequence's rows, staged at its region's.
+  const long long tiled_rows = flat ? padded.padded_rows : sequence.row_count;
+  const long long padded_base =
+      !STAGED || flat ? 0 : mma_region_start(sequences, blockIdx.z, row_scale, history_rows) + history_rows;
+  const int lanes = STAGED ? staged_sequences : gridDim.z;
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int warp_row = (warp % shape.warps_along_rows) * MMA_WARP_ROWS;
@@ -106,11 +112,11 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
   const int quantum = mma_stage_quantum(kernel);
   const int stages = SPLIT ? mma_group_stages(group, inputs, kernel, channels)
                            : (inputs + quantum - 1) / quantum * (quantum / channels);
-  const int tiles = (sequence.row_count + shape.rows - 1) / shape.rows;
-  for (int row_tile = blockIdx.y; row_tile < tiles; row_tile += gridDim.y) {
-    const long long first = (long long)row_tile * shape.rows;
+  const long long tiles = (tiled_rows + shape.rows - 1) / shape.rows;
+  for (long long row_tile = blockIdx.y; row_tile < tiles; row_tile += gridDim.y) {
+    const long long first = row_tile * shape.rows;
     const auto tile_of = [&](int step) {
-      const int base = mma_stage_base<FAULT, SPLIT>(step, group, inputs, kernel, channels);
+      const int base = mma_stage_base<FAULT, SPLIT>(step, group, inputs, kernel, channels, lanes);
       return MmaInputTile{first, history_rows, tile_rows, channels, base, max(0, min(channels, inputs - base)), reach};
     };
     // The copies of a stage: its weights into `buffer`, and its staged fp16 inputs into that input tile, or its raw
@@ -119,7 +125,9 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
       const MmaInputTile tile = tile_of(step);
       mma_stage_weights<FAULT>(staged_weights + buffer * weight_elements, weight, tile.base, tile.count, kernel,
                                channels, outputs, block_output, shape);
-      if (STAGED) mma_copy_staged_inputs(staged_inputs + buffer * tile_rows * input_stride, staged_rows, sequence, tile);
+      if (STAGED) {
+        mma_copy_staged_inputs<FAULT>(staged_inputs + buffer * tile_rows * input_stride, padded, padded_base, tile);
+      }
       if (copies_raw) mma_copy_raw_inputs(raw_inputs, x, x_stride, history, sequence, inputs, tile);
       tiled_commit();
     };
@@ -133,8 +141,10 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
 #pragma unroll
         for (int half = 0; half < 2; half++) {
           const long long row = first + warp_row + m * 16 + lane / 4 + half * 8;
-          if (row >= sequence.row_count) continue;
-          const long long at = sequence.first_row + row;
+          if (row >= tiled_rows) continue;
+          const long long at = flat ? mma_padded_output_row(sequences, staged_sequences, row_scale, history_rows, row)
+                                    : sequence.first_row + row;
+          if (at < 0) continue;
 #pragma unroll
           for (int n = 0; n < MMA_OUTPUT_TILES; n++) {
 #pragma unroll
@@ -247,15 +257,16 @@ __device__ __forceinline__ void mma_combine(float* out, long long out_stride, co
   name(float* out, long long out_stride, const float* x, long long x_stride, const __half* weight, const float* bias, \
        const float* alpha, const float* residual, long long residual_stride, const float* scale,                      \
        const float* history, const int* sequences, int row_scale, int inputs, int outputs, int kernel, int dilation,  \
-       int activation, float* partials, long long partial_rows, const __half* staged, const __half* staged_history,   \
-       int staged_stride)
+       int activation, float* partials, long long partial_rows, const __half* staged, long long staged_rows,          \
+       int staged_stride, int staged_sequences, int staged_flat)
 
 #define CODEC_MMA_ENTRY(name, FAULT, SPLIT, STAGED)                                                                 \
   extern "C" __global__ void __launch_bounds__(MMA_THREADS, 2) CODEC_MMA_SIGNATURE(name) {                            \
     KERNEL_PROLOGUE();                                                                                              \
     mma_conv<FAULT, SPLIT, STAGED>(out, out_stride, x, x_stride, weight, bias, alpha, residual, residual_stride,    \
                                    scale, history, sequences, row_scale, inputs, outputs, kernel, dilation,         \
-                                   activation, partials, partial_rows, staged, staged_history, staged_stride);      \
+                                   activation, partials, partial_rows, staged, staged_rows, staged_stride,          \
+                                   staged_sequences, staged_flat);                                                  \
   }
 
 #define CODEC_MMA_COMBINE_ENTRY(name, FAULT)                                                                        \

@@ -179,49 +179,74 @@ __device__ __forceinline__ void mma_load_inputs(__half* staged, const float* x, 
   }
 }
 
-// The staged entries' inputs (codec_conv_stage_f16 writes them once a layer): fp16(conv_input(...)) of the call's
-// rows at `rows` [row of x][stride] and of each sequence's carried rows at `history` [sequence][H][stride], the
-// channels past Cin zero; stride is Cin rounded up to 8, so that every 8-channel piece is one 16-byte copy.
+// The staged entries' inputs (codec_conv_stage_f16 writes them once a layer): fp16(conv_input(...)) of each sequence's
+// carried rows then its rows, one region a sequence in table order, [padded row][stride]; stride is Cin rounded up
+// to 8 (the channels past Cin zero), so that every 8-channel piece is one 16-byte copy. Region z starts at padded
+// row firstRow·row_scale + z·H: a table's sequences come in ascending rows that do not overlap, so no two regions do.
+// Output row t of a sequence reads the H padded rows before its own, its carried rows and earlier rows: the conv of
+// a region is a conv without history. So a flat tiling may run the whole call as one: tiles over padded rows, a
+// tile crossing regions, each output row found by its region (carried rows and gaps write nothing). Each output row
+// still reads the same fp16 values in the same order: the same bits in either tiling.
 struct MmaStagedRows {
   const __half* rows;
-  const __half* history;
+  long long padded_rows;  // the tiling's extent: every region of the call and any gaps between them
   int stride;
   int history_rows;
-  int sequence;  // this block's index in the call's table
+  int sequences;  // in the call's table
+  bool flat;
 };
 
-// The staged path's copy: the stage's fp16 input tile [r][S + 8] by 16-byte cp.async from the staged rows (zeros
-// where conv_input reads zero, and past the stride); the caller commits and waits.
-__device__ __forceinline__ void mma_copy_staged_inputs(__half* target, const MmaStagedRows& staged,
-                                                       const CodecSequence& sequence, const MmaInputTile& tile) {
+__device__ __forceinline__ long long mma_region_start(const int* sequences, int index, int row_scale,
+                                                      int history_rows) {
+  return (long long)sequences[4 * index + 1] * row_scale + (long long)index * history_rows;
+}
+
+// Padded row p's row of out, or −1 (a carried row, a gap, or past the last region): the last region starting at or
+// before p, found by bisection of the table.
+__device__ __forceinline__ long long mma_padded_output_row(const int* sequences, int count, int row_scale,
+                                                           int history_rows, long long p) {
+  if (count < 1 || mma_region_start(sequences, 0, row_scale, history_rows) > p) return -1;
+  int low = 0;
+  int high = count - 1;
+  while (low < high) {
+    const int middle = (low + high + 1) / 2;
+    if (mma_region_start(sequences, middle, row_scale, history_rows) <= p) low = middle;
+    else high = middle - 1;
+  }
+  const CodecSequence sequence = codec_sequence(sequences, low, row_scale);
+  const long long row = p - mma_region_start(sequences, low, row_scale, history_rows) - history_rows;
+  return row >= 0 && row < sequence.row_count ? sequence.first_row + row : -1;
+}
+
+// The staged path's copy: the stage's fp16 input tile [r][S + 8] by 16-byte cp.async from padded rows
+// `base + first − H + r` (zeros before the first padded row, past the last, and past the stride); the caller commits
+// and waits. The history control reads every row one row further back.
+template <int FAULT>
+__device__ __forceinline__ void mma_copy_staged_inputs(__half* target, const MmaStagedRows& staged, long long base,
+                                                       const MmaInputTile& tile) {
   const int copies_per_row = tile.channels / 8;
   const int stride = mma_input_stride(tile.channels);
+  const int reach = FAULT == CODEC_FAULT_HISTORY_OFF_BY_ONE ? 1 : 0;
   for (int index = threadIdx.x; index < tile.tile_rows * copies_per_row; index += MMA_THREADS) {
     const int c = (index % copies_per_row) * 8;
     const int r = index / copies_per_row;
-    const long long row = mma_tile_row(tile, r);
+    const long long row = base + tile.first - tile.history_rows + r - reach;
     const int channel = tile.base + c;
-    const bool valid = channel < staged.stride && row < sequence.row_count && row >= -staged.history_rows;
-    const __half* source =
-        !valid ? staged.rows
-        : row >= 0
-            ? staged.rows + (sequence.first_row + row) * staged.stride + channel
-            : staged.history + ((long long)staged.sequence * staged.history_rows + staged.history_rows + row) *
-                                   staged.stride +
-                  channel;
+    const bool valid = channel < staged.stride && row >= 0 && row < staged.padded_rows;
+    const __half* source = valid ? staged.rows + row * staged.stride + channel : staged.rows;
     tiled_copy_16(target + r * stride + c, source, valid);
   }
 }
 
 // codec_conv_stage_f16: every value a staged conv of this call reads, once: rows −H .. rowCount − 1 of each sequence
-// (block z) through conv_input (Snake on x, the carried rows as they are) rounded to fp16, a thread per channel pair,
-// the pairs past Cin written as zeros.
+// (block z) through conv_input (Snake on x, the carried rows as they are) rounded to fp16 into its region, a thread
+// per channel pair, the pairs past Cin written as zeros.
 template <int FAULT>
-__device__ __forceinline__ void mma_stage_rows(__half* staged, __half* staged_history, int staged_stride,
-                                               const float* x, long long x_stride, const float* alpha,
-                                               const float* history, const int* sequences, int row_scale, int inputs,
-                                               int history_rows) {
+__device__ __forceinline__ void mma_stage_rows(__half* staged, int staged_stride, const float* x, long long x_stride,
+                                               const float* alpha, const float* history, const int* sequences,
+                                               int row_scale, int inputs, int history_rows) {
   const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
+  const long long region = mma_region_start(sequences, blockIdx.z, row_scale, history_rows);
   const int pairs = staged_stride / 2;
   const long long values = (long long)(history_rows + sequence.row_count) * pairs;
   for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < values;
@@ -233,19 +258,16 @@ __device__ __forceinline__ void mma_stage_rows(__half* staged, __half* staged_hi
     const float high = c + 1 < inputs
                            ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row, c + 1)
                            : 0.0f;
-    __half* target = row >= 0 ? staged + (sequence.first_row + row) * staged_stride
-                              : staged_history + ((long long)blockIdx.z * history_rows + history_rows + row) *
-                                                     staged_stride;
-    *reinterpret_cast<__half2*>(target + c) = __floats2half2_rn(low, high);
+    __half* target = staged + (region + history_rows + row) * staged_stride + c;
+    *reinterpret_cast<__half2*>(target) = __floats2half2_rn(low, high);
   }
 }
 
 #define CODEC_STAGE_ENTRY(name, FAULT)                                                                              \
   extern "C" __global__ void __launch_bounds__(CODEC_THREADS)                                                       \
-      name(__half* staged, __half* staged_history, int staged_stride, const float* x, long long x_stride,           \
-           const float* alpha, const float* history, const int* sequences, int row_scale, int inputs,               \
-           int history_rows) {                                                                                      \
+      name(__half* staged, int staged_stride, const float* x, long long x_stride, const float* alpha,               \
+           const float* history, const int* sequences, int row_scale, int inputs, int history_rows) {               \
     KERNEL_PROLOGUE();                                                                                              \
-    mma_stage_rows<FAULT>(staged, staged_history, staged_stride, x, x_stride, alpha, history, sequences, row_scale, \
-                          inputs, history_rows);                                                                    \
+    mma_stage_rows<FAULT>(staged, staged_stride, x, x_stride, alpha, history, sequences, row_scale, inputs,         \
+                          history_rows);                                                                            \
   }

@@ -3,6 +3,7 @@
 // cpu codec's own convs; and which kernel, grid and shared memory each f16 layer gets, with the refusals.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import koffi from 'koffi';
 import {
   codecConv,
   codecTransposedConv,
@@ -12,7 +13,7 @@ import {
 } from '../../src/backend/cuda/ops/codecConv.ts';
 import { codecTransposedAsConvLayout, repeatedBias } from '../../src/backend/cuda/ops/codecWeightLayout.ts';
 import { DramaError } from '../../src/errors.ts';
-import { recordingDevice } from '../backend/support/recording-blocks.ts';
+import { type Launched, recordingDevice } from '../backend/support/recording-blocks.ts';
 import { cpuConv, cpuTransposedConv } from './support/codecCases.ts';
 import { randomFloat32, streamOf } from './support/random.ts';
 
@@ -202,4 +203,31 @@ test('an f16 conv with room for its staged inputs stages them once, then the sta
     launched.slice(5).map((launch) => launch.name),
     ['codec_conv_mma_f16'],
   );
+});
+
+/** The tensor-core conv's staging arguments: the staged rows, the padded rows, the stride, the sequences, flat. */
+function stagingArguments(launch: Launched) {
+  const at = (index: number, type: string) => koffi.decode(launch.parameters[index]!, type) as number | bigint;
+  return [
+    BigInt(at(20, 'uint64_t')),
+    BigInt(at(21, 'int64_t')),
+    at(22, 'int32_t'),
+    at(23, 'int32_t'),
+    at(24, 'int32_t'),
+  ];
+}
+
+test('a staged f16 conv of many short lanes tiles the call flat: its padded rows as one sequence', () => {
+  const { cuda, launched } = recordingDevice();
+  // 64 lanes of one 32-row frame, 18 carried rows each: 64 tiles of 128 rows a lane, or 25 over 64 · 50 padded rows.
+  const lanes = { ...residualConv, sequenceCount: 64, longestSequence: 1, rowScale: 32 };
+  const staged = { pointer: 4096n, rows: 64 * 32, bytes: mmaStagedBytes(64 * 32, 64, 384, 18) };
+  codecConv(cuda, { ...lanes, staged });
+  assert.deepEqual(launched[1]!.shape.grid, [3, 25, 1]);
+  assert.deepEqual(stagingArguments(launched[1]!), [4096n, 64n * 50n, 384, 64, 1]);
+  // Lanes of 512 rows: 4 tiles a lane (12) is fewer than 13 flat, so each lane keeps its own tiles.
+  const rows = 3 * 512;
+  codecConv(cuda, { ...residualConv, staged: { pointer: 4096n, rows, bytes: mmaStagedBytes(rows, 3, 384, 18) } });
+  assert.deepEqual(launched[3]!.shape.grid, [3, 4, 3]);
+  assert.deepEqual(stagingArguments(launched[3]!), [4096n, BigInt(rows + 54), 384, 3, 0]);
 });

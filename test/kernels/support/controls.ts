@@ -272,7 +272,7 @@ function codecControls(): Control[] {
       kernel: codec('control_codec_conv_combine_reversed'),
     },
     {
-      description: 'off-by-one history: the staged tensor-core conv copies its carried rows one row further back',
+      description: 'off-by-one rows: the staged tensor-core conv copies every input row one row further back',
       kernelCase: codecConvMmaStagedCase,
       kernel: codec('control_codec_conv_mma_staged_history_off_by_one'),
     },

@@ -23,9 +23,9 @@ const MMA_STAGED_SPLIT_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_
 const STAGE_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_stage_f16' };
 const COMBINE_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_combine' };
 /** The tensor-core conv's parameters: the conv's, the partial sums (pointer, rows), the staged rows; the others'. */
-const MMA_ARGUMENTS = 23;
+const MMA_ARGUMENTS = 25;
 const COMBINE_ARGUMENTS = 13;
-const STAGE_ARGUMENTS = 11;
+const STAGE_ARGUMENTS = 10;
 /** The staging kernel's block: a thread per channel pair of a row (codec_conv_mma_staging.cuh mma_stage_rows). */
 const STAGE_THREADS = 128;
 const MAXIMUM_GRID_X = 2 ** 31 - 1;
@@ -85,25 +85,51 @@ export function mmaStagedStride(inputs: number): number {
   return Math.ceil(inputs / 8) * 8;
 }
 
-/** Bytes of a call's staged inputs: its rows, then each sequence's carried rows, mmaStagedStride fp16 each. */
+/**
+ * Bytes of a call's staged inputs: each sequence's region, its carried rows then its rows, at padded row
+ * firstRow + index · H (codec_conv_mma_staging.cuh), mmaStagedStride fp16 each: `rows` (the call's) + Q·H rows.
+ */
 export function mmaStagedBytes(rows: number, sequenceCount: number, inputs: number, historyRows: number): number {
   return (rows + sequenceCount * historyRows) * mmaStagedStride(inputs) * 2;
 }
 
-/** The call's staged scratch when it holds the call's inputs (else each block stages its own: the same bits). */
-function stagedRoom(a: CodecConvArguments): CodecStaged | undefined {
-  const staged = a.staged;
-  if (staged === undefined) return undefined;
-  const historyRows = (a.kernel - 1) * a.dilation;
-  return mmaStagedBytes(staged.rows, a.sequenceCount, a.inputs, historyRows) <= staged.bytes ? staged : undefined;
+/**
+ * How the tensor-core conv tiles a call's rows: per sequence (grid z = the sequences, each from its first row), or,
+ * staged, flat over the call's padded rows as one sequence when that takes fewer tiles (lanes of few rows each);
+ * the same bits either way. Without room for the staged inputs each block stages its own, per sequence.
+ */
+interface MmaTiling {
+  readonly staged?: CodecStaged;
+  /** Staged rows the flat tiling covers: the call's rows and every sequence's carried rows. */
+  readonly paddedRows: number;
+  readonly flat: boolean;
+  /** Row tiles per grid z. */
+  readonly rowTiles: number;
+  readonly gridZ: number;
 }
 
-/** The tensor-core conv's blocks along outputs (× each group, split) and rows, one sequence each. */
-function mmaShape(outputs: number, rows: number, sequenceCount: number, groups: number, sharedBytes: number) {
+function mmaTiling(a: CodecConvArguments, rows: number): MmaTiling {
+  const blockRows = mmaBlockShape(a.outputs).rows;
+  const historyRows = (a.kernel - 1) * a.dilation;
+  const perSequence = { paddedRows: 0, flat: false, rowTiles: Math.ceil(rows / blockRows), gridZ: a.sequenceCount };
+  const staged = a.staged;
+  if (staged === undefined) return perSequence;
+  if (mmaStagedBytes(staged.rows, a.sequenceCount, a.inputs, historyRows) > staged.bytes) return perSequence;
+  const paddedRows = staged.rows + a.sequenceCount * historyRows;
+  const flatTiles = Math.ceil(paddedRows / blockRows);
+  const flat = flatTiles < perSequence.rowTiles * a.sequenceCount;
+  return flat ? { staged, paddedRows, flat, rowTiles: flatTiles, gridZ: 1 } : { ...perSequence, staged, paddedRows };
+}
+
+/** The tensor-core conv's blocks along outputs (× each group, split) and rows (the tiling's, by grid y and z). */
+function mmaShape(outputs: number, tiling: MmaTiling, groups: number, sharedBytes: number) {
   const block = mmaBlockShape(outputs);
-  const rowTiles = Math.min(MAXIMUM_GRID_Y, Math.ceil(rows / block.rows));
   return {
-    grid: [Math.ceil(outputs / block.outputs) * groups, rowTiles, sequenceCount] as const,
+    grid: [
+      Math.ceil(outputs / block.outputs) * groups,
+      Math.min(MAXIMUM_GRID_Y, tiling.rowTiles),
+      tiling.gridZ,
+    ] as const,
     block: [MMA_THREADS, 1, 1] as const,
     sharedBytes,
   };
@@ -119,7 +145,8 @@ function partialsHold(a: CodecConvArguments): boolean {
 /** Whether a tensor-core conv runs split: it has groups, its unsplit grid is small, and its sums fit. */
 export function splitsOnTensorCores(a: CodecConvArguments, rows: number): boolean {
   const block = mmaBlockShape(a.outputs);
-  const blocks = Math.ceil(a.outputs / block.outputs) * Math.ceil(rows / block.rows) * a.sequenceCount;
+  const tiling = mmaTiling(a, rows);
+  const blocks = Math.ceil(a.outputs / block.outputs) * tiling.rowTiles * tiling.gridZ;
   return groupsOf(a) > 1 && blocks < CODEC_MMA_SPLIT_BELOW_BLOCKS && partialsHold(a);
 }
 
@@ -149,28 +176,24 @@ export function mmaConv(
   const combineControl = controlled.includes('combine');
   const stageControl = controlled.includes('conv_stage');
   const convOptions = combineControl || stageControl ? { ...options, kernel: undefined } : options;
-  const staged = stagedRoom(a);
+  const tiling = mmaTiling(a, rows);
+  const staged = tiling.staged;
   const historyRows = (a.kernel - 1) * a.dilation;
   const stride = mmaStagedStride(a.inputs);
-  const stagedHistory = staged === undefined ? NULL_POINTER : staged.pointer + BigInt(staged.rows * stride * 2);
-  if (staged !== undefined) stageInputs(cuda, a, staged, stagedHistory, rows, stageControl ? options : {});
-  const kernel =
-    staged === undefined
-      ? split
-        ? MMA_SPLIT_KERNEL
-        : MMA_KERNEL
-      : split
-        ? MMA_STAGED_SPLIT_KERNEL
-        : MMA_STAGED_KERNEL;
+  if (staged !== undefined) stageInputs(cuda, a, staged, rows, stageControl ? options : {});
+  const kernels = staged === undefined ? [MMA_KERNEL, MMA_SPLIT_KERNEL] : [MMA_STAGED_KERNEL, MMA_STAGED_SPLIT_KERNEL];
+  const kernel = kernels[split ? 1 : 0]!;
   const shared = mmaSharedBytes(a.kernel, historyRows, a.outputs, staged !== undefined);
   const args = convArguments(a, MMA_ARGUMENTS)
     .pointer(partials?.pointer ?? NULL_POINTER)
     .int64(partials?.rows ?? 0)
     .pointer(staged?.pointer ?? NULL_POINTER)
-    .pointer(stagedHistory)
-    .int32(staged === undefined ? 0 : stride);
+    .int64(tiling.paddedRows)
+    .int32(staged === undefined ? 0 : stride)
+    .int32(a.sequenceCount)
+    .int32(tiling.flat ? 1 : 0);
   allowShared(cuda, kernel, convOptions, shared);
-  launch(cuda, kernel, mmaShape(a.outputs, rows, a.sequenceCount, split ? groups : 1, shared), args, convOptions);
+  launch(cuda, kernel, mmaShape(a.outputs, tiling, split ? groups : 1, shared), args, convOptions);
   if (!split || partials === undefined) return;
   const combine = new KernelArguments(COMBINE_ARGUMENTS)
     .pointer(a.out)
@@ -203,7 +226,6 @@ function stageInputs(
   cuda: CudaContext,
   a: CodecConvArguments,
   staged: CodecStaged,
-  stagedHistory: bigint,
   rows: number,
   options: LaunchOptions,
 ) {
@@ -211,7 +233,6 @@ function stageInputs(
   const stride = mmaStagedStride(a.inputs);
   const args = new KernelArguments(STAGE_ARGUMENTS)
     .pointer(staged.pointer)
-    .pointer(stagedHistory)
     .int32(stride)
     .pointer(a.x)
     .int64(a.xStride)
