@@ -2,7 +2,8 @@
 // format: a single stream's first frame (fresh lane, one frame, wall time to samples on the host, median of 21), and
 // 1, 8 and 64 lanes streaming together (a round of 4 frames per lane, then rounds of 16; wall time of the rounds,
 // median of 3 runs on fresh lanes) in audio-seconds per second, beside the FLOP count per audio second the config
-// gives (decode-flops.ts) and the rate it implies. The f16 (tensor cores, the release's precision), f16-weights and
+// gives (decode-flops.ts) and the rate it implies; and calls of 64 lanes × 1 frame, as a serving round decodes (the
+// median of 20, with a profile). The f16 (tensor cores, the release's precision), f16-weights and
 // f32 modes. Writes gpu-codec.json to the folder in argv[2].
 // DRAMA3_CODEC_BENCH=profile-only makes one warm call and one call of 64 lanes × 16 frames, no timing: the run
 // bench/ncu-codec.sh profiles, in DRAMA3_CODEC_PROFILE_PRECISION (f16, the tensor cores, by default; f16-weights runs
@@ -107,6 +108,22 @@ function streaming(decoder: CudaCodecDecoder, precision: CodecPrecision, lanes: 
   };
 }
 
+/** Calls of one frame a lane, as a serving round decodes them: the median ms of SERVING_ROUNDS calls after one warm. */
+const SERVING_ROUNDS = 20;
+function servingRoundMs(decoder: CudaCodecDecoder, lanes: number): number {
+  const slots = Array.from({ length: lanes }, () => decoder.acquire());
+  const times: number[] = [];
+  for (let round = 0; round <= SERVING_ROUNDS; round++) {
+    const call = slots.map((slot) => ({ slot, frames: randomFrames(1) }));
+    cuda.synchronize();
+    const started = performance.now();
+    decoder.decode(call);
+    if (round > 0) times.push(performance.now() - started);
+  }
+  for (const slot of slots) decoder.release(slot);
+  return median(times);
+}
+
 /** Where one call's device time goes, by kernel (events between launches: read the shares, not the sum). */
 function profileCall(decoder: CudaCodecDecoder, lanes: number, frames: number): LaunchProfile {
   const slots = Array.from({ length: lanes }, () => decoder.acquire());
@@ -153,6 +170,7 @@ if (process.env.DRAMA3_CODEC_BENCH === 'profile-only') {
 const rows: Row[] = [];
 const profiles: Record<string, LaunchProfile> = {};
 const firstFrames: Record<string, number> = {};
+const servingRounds: Record<string, number> = {};
 const memory: Record<string, unknown> = {};
 for (const precision of benchPrecisions('DRAMA3_DECODE_PRECISIONS')) {
   const decoder = CudaCodecDecoder.create(cuda, config, weights, {
@@ -168,6 +186,8 @@ for (const precision of benchPrecisions('DRAMA3_DECODE_PRECISIONS')) {
     firstFrames[precision] = firstFrameMs(decoder);
     profiles[`${precision}, one frame`] = profileCall(decoder, 1, 1);
     profiles[`${precision}, 64 lanes × 16 frames`] = profileCall(decoder, 64, 16);
+    profiles[`${precision}, 64 lanes × 1 frame (a serving round)`] = profileCall(decoder, 64, 1);
+    servingRounds[precision] = servingRoundMs(decoder, 64);
     for (const lanes of LANES) {
       const row = streaming(decoder, precision, lanes);
       rows.push(row);
@@ -193,11 +213,18 @@ const table = markdownTable(
   ]),
 );
 console.log(table.join('\n'));
+for (const [precision, ms] of Object.entries(servingRounds)) {
+  const rate = 64 / framesPerSecond / (ms / 1000);
+  console.log(
+    `${precision}, 64 lanes × 1 frame a call (a serving round): ${ms.toFixed(2)} ms (median of ${SERVING_ROUNDS}), ${rate.toFixed(1)} audio-s/s`,
+  );
+}
 for (const [label, profile] of Object.entries(profiles)) printProfile(label, profile);
 const file = writeReport('gpu-codec.json', {
   device: cuda.properties.name,
   gflopPerAudioSecond: perAudioSecond,
   rounds: ROUNDS,
+  servingRoundMs: servingRounds,
   firstFrameMs: firstFrames,
   memory,
   rows,
