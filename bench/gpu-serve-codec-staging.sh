@@ -5,20 +5,7 @@
 # load time is not a disk figure.
 # Usage: bench/gpu-serve-codec-staging.sh <prepared folder> <output dir>   (the folder from scripts/device/prepare.ts)
 set -uo pipefail
-prepared="$(cd "$1" && pwd)"
-mkdir -p "$2"
-output="$(cd "$2" && pwd)"
-node_binary="$(mktemp -d)/node"
-xz -dc "$prepared/node.xz" >"$node_binary" && chmod +x "$node_binary" || exit 1
-export DRAMA3_KERNEL_DIR="$prepared/kernels" DRAMA3_WORKER_BUNDLES="$prepared/app/workers"
-checkpoint="$(pwd)/.gpu-serve-checkpoint"
-serve() {
-  local name="$1"
-  shift
-  "$node_binary" "$prepared/app/bench/gpu-serve.mjs" "$output/$name" --preset full --checkpoint "$checkpoint" \
-    --clients 1,64 --requests 8 "$@" >"$output/serve-$name.log" 2>&1
-  echo "serve $name: exit $?"
-}
-serve staged
-DRAMA3_CODEC_STAGED=off serve unstaged
+source "$(dirname "$0")/support/serve-setup.sh"
+serve staged --clients 1,64 --requests 8
+DRAMA3_CODEC_STAGED=off serve unstaged --clients 1,64 --requests 8
 rm -rf "$checkpoint"

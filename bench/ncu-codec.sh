@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Nsight Compute's view of the codec decode's tensor-core convs at 64 lanes × 16 frames (the f16 precision): every
-# codec_conv_mma_f16 launch of bench/gpu-codec.ts's profile-only run timed first (duration and grid, one pass each),
+# launch of the decoder's conv (codec_conv_mma_staged_f16, its inputs staged once a layer; DRAMA3_NCU_CODEC_KERNEL
+# names another) in bench/gpu-codec.ts's profile-only run timed first (duration and grid, one pass each),
 # then the longest one profiled in depth: speed of light, occupancy, warp stall reasons, the scheduler, the memory
 # tables and the source lines where warps stall most.
 # Usage: bench/ncu-codec.sh <prepared folder> <output dir>   (the folder from scripts/device/prepare.ts)
 set -uo pipefail
 log_name=ncu-codec.log
 source "$(dirname "$0")/support/ncu-setup.sh"
-kernel=codec_conv_mma_f16
+kernel=${DRAMA3_NCU_CODEC_KERNEL:-codec_conv_mma_staged_f16}
 run_bench() {
   DRAMA3_KERNEL_DIR="$prepared/kernels" DRAMA3_CODEC_BENCH=profile-only DRAMA3_CODEC_PROFILE_PRECISION=f16 "$ncu" \
     --cache-control none --kernel-name "$kernel" "$@" "$node_binary" "$prepared/app/bench/gpu-codec.mjs" \
