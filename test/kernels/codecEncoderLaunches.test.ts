@@ -4,72 +4,17 @@
 // every conv's input and output rows lie inside one allocation, and a failed creation frees what it made.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import koffi from 'koffi';
-import type { CudaContext } from '../../src/backend/cuda/context.ts';
-import { observeLaunches } from '../../src/backend/cuda/ops/launch.ts';
 import { TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
 import { CudaCodecEncoder } from '../../src/codec/cuda/encoder.ts';
 import { synthesizeCodecWeights } from '../../src/codec/synth-weights.ts';
 import { loadCodecWeights } from '../../src/codec/weights.ts';
-import { recordingDevice } from '../backend/support/recording-blocks.ts';
+import { codecDevice, observing } from './support/codec-recording.ts';
 
 const config = TINY_CODEC_CONFIG;
 const weights = loadCodecWeights(synthesizeCodecWeights(config, 7), config, 'synthetic codec');
 
-interface Region {
-  readonly pointer: bigint;
-  readonly bytes: number;
-  freed: boolean;
-}
-
-/** The recording device with the copies, fills and allocations the encoder makes, each allocation kept. */
-function encoderDevice(failAfter = Number.POSITIVE_INFINITY) {
-  const { cuda, launched } = recordingDevice();
-  const regions: Region[] = [];
-  const device = cuda as unknown as Record<string, unknown> & { driver: Record<string, unknown> };
-  const allocate = device.allocate as (bytes: number, label: string) => { pointer: bigint; free: () => void };
-  device.allocate = (bytes: number, label: string) => {
-    if (regions.length >= failAfter) throw new Error('device memory exhausted (planted)');
-    const allocation = allocate(bytes, label);
-    const region = { pointer: allocation.pointer, bytes, freed: false };
-    regions.push(region);
-    return { ...allocation, free: () => (region.freed = true) };
-  };
-  device.upload = (values: ArrayBufferView, label: string) =>
-    (device.allocate as (bytes: number, label: string) => unknown)(Math.max(values.byteLength, 1), label);
-  device.download = <T>(_source: bigint, into: T) => into;
-  device.driver.fillWords = () => {};
-  device.driver.copyHostToDevice = () => {};
-  device.driver.synchronizeStream = () => {};
-  return { cuda: cuda as CudaContext, launched, regions };
-}
-
-interface Observed {
-  readonly name: string;
-  /** Each argument as the launcher wrote it: 4-byte ones as int32, 8-byte ones as int64 (pointers included). */
-  readonly values: readonly (number | bigint)[];
-}
-
-/** Every launch's arguments, read while they are still the launcher's (their storage is reused after the launch). */
-function observing<T>(work: () => T): { result: T; observed: Observed[] } {
-  const observed: Observed[] = [];
-  const previous = observeLaunches((kernel, _handle, args) => {
-    const values = args.sizes.map((size, index) =>
-      size === 4
-        ? (koffi.decode(args.parameters[index]!, 'int32_t') as number)
-        : BigInt(koffi.decode(args.parameters[index]!, 'int64_t') as number | bigint),
-    );
-    observed.push({ name: kernel.name, values });
-  });
-  try {
-    return { result: work(), observed };
-  } finally {
-    observeLaunches(previous);
-  }
-}
-
 test('40 frames in passes of 16: three passes, each ending in one quantizer encode over its frames', () => {
-  const { cuda, regions } = encoderDevice();
+  const { cuda, regions } = codecDevice();
   const encoder = CudaCodecEncoder.create(cuda, config, weights, { framesPerPass: 16, precision: 'f32' });
   const { result: encoded, observed } = observing(() =>
     encoder.encode(new Float32Array(40 * config.frameLength - 100)),
@@ -109,7 +54,7 @@ test('40 frames in passes of 16: three passes, each ending in one quantizer enco
 
 test('a creation that fails part way frees everything it made, and bad pass sizes are refused by name', () => {
   for (const failAfter of [3, 40, 120]) {
-    const { cuda, regions } = encoderDevice(failAfter);
+    const { cuda, regions } = codecDevice(failAfter);
     assert.throws(
       () => CudaCodecEncoder.create(cuda, config, weights, { framesPerPass: 8, precision: 'f32' }),
       /planted/,
@@ -119,7 +64,7 @@ test('a creation that fails part way frees everything it made, and bad pass size
       `failing at allocation ${failAfter} leaks`,
     );
   }
-  const { cuda } = encoderDevice();
+  const { cuda } = codecDevice();
   for (const framesPerPass of [0, 1.5, 4096]) {
     assert.throws(() => CudaCodecEncoder.create(cuda, config, weights, { framesPerPass, precision: 'f32' }), {
       code: 'CODEC_PASS_FRAMES_INVALID',

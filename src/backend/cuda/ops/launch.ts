@@ -32,7 +32,7 @@ export function setDependentLaunch(enabled: boolean): void {
 }
 
 /** Sees every launch made through `launch` (the kernel contract checks argument layouts with it); null: none. */
-export type LaunchObserver = (kernel: KernelName, handle: Handle, args: KernelArguments) => void;
+export type LaunchObserver = (kernel: KernelName, handle: Handle, args: KernelArguments, shape: LaunchShape) => void;
 
 let observer: LaunchObserver | null = null;
 
@@ -58,7 +58,7 @@ export function launch(
   const chosen = options.kernel ?? kernel;
   const handle = cuda.kernels.kernel(chosen.family, chosen.name);
   const stream = options.stream ?? cuda.stream;
-  observer?.(chosen, handle, args);
+  observer?.(chosen, handle, args, shape);
   if (options.dependentLaunch ?? dependentLaunchDefault) {
     cuda.driver.launchEx(handle, shape, stream, args.parameters, DEPENDENT, chosen.name);
   } else cuda.driver.launch(handle, shape, stream, args.parameters, chosen.name);
