@@ -8,7 +8,7 @@ import { CudaCodecDecoder } from '../../src/codec/cuda/decoder.ts';
 import { synthesizeCodecWeights } from '../../src/codec/synth-weights.ts';
 import { loadCodecWeights } from '../../src/codec/weights.ts';
 import type { Frame } from '../../src/model/types.ts';
-import { codecDevice, type Observed, observing } from './support/codec-recording.ts';
+import { checkStagedConvs, checkUnstagedConvs, codecDevice, observing } from './support/codec-recording.ts';
 
 const config = TINY_CODEC_CONFIG;
 const weights = loadCodecWeights(synthesizeCodecWeights(config, 7), config, 'synthetic codec');
@@ -34,8 +34,6 @@ function decodeCalls(stageInputs: boolean, calls: readonly (readonly [number, nu
   return { launches, regions };
 }
 
-const onTensorCores = (launch: Observed) => launch.name.startsWith('codec_conv_mma');
-
 test('f16: every tensor-core conv reads inputs staged once for its layer, inside the staged scratch', () => {
   const calls = [
     [1, MAX_FRAMES],
@@ -47,46 +45,15 @@ test('f16: every tensor-core conv reads inputs staged once for its layer, inside
   assert.ok(scratch !== undefined, 'the decoder allocates the staged scratch');
   let flat = 0;
   for (const [call, observed] of launches.entries()) {
-    const convs = observed.filter(onTensorCores);
-    assert.ok(convs.length > 10, `call ${call}: ${convs.length} tensor-core convs`);
-    observed.forEach((launch, index) => {
-      if (!onTensorCores(launch)) return;
-      const what = `call ${call}, launch ${index} (${launch.name})`;
-      assert.match(launch.name, /^codec_conv_mma_staged_/, `${what}: staged in each block`);
-      assert.equal(observed[index - 1]?.name, 'codec_conv_stage_f16', `${what}: not staged just before`);
-      // The staged rows the conv reads, [padded rows][stride] fp16, inside the scratch.
-      const [pointer, paddedRows, stride, sequences, isFlat] = launch.values.slice(20, 25) as [
-        bigint,
-        bigint,
-        number,
-        number,
-        number,
-      ];
-      // Every lane's carried rows and rows: the call's frames at this layer's rows a frame, and H rows a lane.
-      const [rowScale, inputs, , kernel, dilation] = launch.values.slice(12, 17) as number[];
-      const callFrames = calls[call]![0] * calls[call]![1];
-      const historyRows = (kernel! - 1) * dilation!;
-      assert.equal(paddedRows, BigInt(callFrames * rowScale! + sequences * historyRows), `${what}: padded rows`);
-      assert.equal(stride, Math.ceil(inputs! / 8) * 8, `${what}: stride`);
-      const end = pointer + paddedRows * BigInt(stride) * 2n;
-      assert.ok(
-        pointer === scratch.pointer && end <= scratch.pointer + BigInt(scratch.bytes),
-        `${what}: past the scratch`,
-      );
-      if (isFlat === 1) {
-        flat++;
-        assert.equal(launch.grid[2], 1, `${what}: a flat tiling is one grid z`);
-      }
-    });
+    const checked = checkStagedConvs(observed, calls[call]![0] * calls[call]![1], scratch, `call ${call}`);
+    assert.ok(checked.convs > 10, `call ${call}: ${checked.convs} tensor-core convs`);
+    flat += checked.flat;
   }
   assert.ok(flat > 0, 'a round of one frame a lane tiles some layer flat');
 });
 
 test('f16 with staging off: each block stages its own inputs, and no staged scratch is made', () => {
   const { launches, regions } = decodeCalls(false, [[SLOTS, 1]]);
-  const convs = launches[0]!.filter(onTensorCores);
-  assert.ok(convs.length > 10);
-  assert.ok(convs.every((launch) => !launch.name.includes('staged')));
-  assert.ok(launches[0]!.every((launch) => launch.name !== 'codec_conv_stage_f16'));
+  assert.ok(checkUnstagedConvs(launches[0]!) > 10);
   assert.ok(regions.every((region) => region.label !== 'codec decode stagedInputs'));
 });
