@@ -16,6 +16,7 @@ import { type CodecLanes, lanesOfThreeOneTwo, lanesTable } from './codecCases.ts
 import {
   CONV_BOUND,
   CONV_ULPS,
+  type ConvInputs,
   type ConvLayer,
   convInputs,
   convOutputs,
@@ -122,128 +123,143 @@ function convInvariance(label: string, layer: ConvLayer, rowScale: number) {
   };
 }
 
-/** A kernel (forced) against the chunked one on the same lanes of 3, 1 and 2 units: the same bytes. */
-function againstChunked(layer: ConvLayer, rowScale: number, variant: 'narrow' | 'tiled'): EquivalenceCase {
+/** One run of a three-lane equivalence: the conv call over lanes of 3, 1 and 2 units, with `rows` rows in all. */
+type ThreeLaneRun = (call: {
+  cuda: Parameters<Schedule>[0];
+  p: Parameters<Schedule>[1];
+  kernel: Parameters<Schedule>[2];
+  rows: number;
+  sequences: CodecLanes['sequences'];
+}) => void;
+
+/**
+ * An equivalence of `runs` on lanes of 3, 1 and 2 units × rowScale rows at slots 2, 0 and 3 of 4: each run starts
+ * from the drawn carried rows, and every run must give the same bytes. `layer` draws the inputs; `extra` adds any.
+ */
+function onThreeLanes(
+  label: string,
+  layer: ConvLayer,
+  rowScale: number,
+  runs: Record<string, ThreeLaneRun>,
+  extra: (drawn: ConvInputs, rows: number) => Record<string, HostInput> = () => ({}),
+): EquivalenceCase {
   const lanesOf = lanesOfThreeOneTwo(rowScale);
   const { table, units } = lanesTable(lanesOf);
-  const runOf =
-    (chosenVariant: CodecConvVariant): Schedule =>
-    (cuda, p, kernel) => {
-      const historyBytes = lanesOf.slots * historyRowsOf(layer) * layer.inputs * 4;
-      if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
-      // The chunked run is always the real kernel: a control of the other variant is held to its bytes.
-      const chosen = chosenVariant === variant ? kernel : undefined;
-      runConvCall(cuda, p, chosen, { ...layer, variant: chosenVariant }, rowScale, p.sequences!, lanesOf.sequences);
-    };
+  const rows = units * rowScale;
+  const historyBytes = lanesOf.slots * historyRowsOf(layer) * layer.inputs * 4;
+  const schedules = Object.fromEntries(
+    Object.entries(runs).map(([name, run]): [string, Schedule] => [
+      name,
+      (cuda, p, kernel) => {
+        if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
+        run({ cuda, p, kernel, rows, sequences: lanesOf.sequences });
+      },
+    ]),
+  );
   return {
-    label: `${variant} against chunked kernel, ${layer.inputs}→${layer.outputs} k${layer.kernel} d${layer.dilation}, lanes of 3, 1, 2 units × ${rowScale} rows`,
+    label: `${label}, lanes of 3, 1, 2 units × ${rowScale} rows`,
     prepare(random) {
-      const drawn = convInputs(layer, lanesOf.slots, units * rowScale, () => random);
+      const drawn = convInputs(layer, lanesOf.slots, rows, () => random);
       return {
-        inputs: { ...deviceInputs(layer, drawn), sequences: table },
-        outputs: convOutputs(layer, lanesOf.slots, units * rowScale),
-        runs: { [variant]: runOf(variant), chunked: runOf('chunked') },
+        inputs: { ...deviceInputs(layer, drawn), sequences: table, ...extra(drawn, rows) },
+        outputs: convOutputs(layer, lanesOf.slots, rows),
+        runs: schedules,
       };
     },
   };
 }
 
+const shapeLabel = (layer: ConvLayer) => `${layer.inputs}→${layer.outputs} k${layer.kernel} d${layer.dilation}`;
+
+/** A kernel (forced) against the chunked one on the same lanes: the same bytes. */
+function againstChunked(layer: ConvLayer, rowScale: number, variant: 'narrow' | 'tiled'): EquivalenceCase {
+  // The chunked run is always the real kernel: a control of the other variant is held to its bytes.
+  const runOf =
+    (chosen: CodecConvVariant): ThreeLaneRun =>
+    ({ cuda, p, kernel, sequences }) =>
+      runConvCall(
+        cuda,
+        p,
+        chosen === variant ? kernel : undefined,
+        { ...layer, variant: chosen },
+        rowScale,
+        p.sequences!,
+        sequences,
+      );
+  return onThreeLanes(`${variant} against chunked kernel, ${shapeLabel(layer)}`, layer, rowScale, {
+    [variant]: runOf(variant),
+    chunked: runOf('chunked'),
+  });
+}
+
 /**
- * The tensor-core conv split (each group of input channels on its own blocks, then combined) against unsplit, on
- * lanes of 3, 1 and 2 units: the same bytes. A combine control runs in the split run, a conv control in the other.
+ * The tensor-core conv split (each group of input channels on its own blocks, then combined) against unsplit: the
+ * same bytes. A combine control runs in the split run, a conv control in the other.
  */
 function splitAgainstUnsplit(layer: ConvLayer, rowScale: number): EquivalenceCase {
-  const lanesOf = lanesOfThreeOneTwo(rowScale);
-  const { table, units } = lanesTable(lanesOf);
-  const rows = units * rowScale;
   const groups = Math.ceil(layer.inputs / mmaGroupChannels(layer.kernel));
-  const partialFloats = groups * rows * layer.outputs;
+  const partialFloats = (rows: number) => groups * rows * layer.outputs;
   const runOf =
-    (variant: 'mma' | 'mma-split'): Schedule =>
-    (cuda, p, kernel) => {
-      const historyBytes = lanesOf.slots * historyRowsOf(layer) * layer.inputs * 4;
-      if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
+    (variant: 'mma' | 'mma-split'): ThreeLaneRun =>
+    ({ cuda, p, kernel, rows, sequences }) => {
       const combines = kernel?.name.includes('combine') ?? false;
       const chosen = combines === (variant === 'mma-split') ? kernel : undefined;
-      const partials = { pointer: p.partials!, rows, bytes: partialFloats * 4 };
-      const call = { ...layer, variant };
-      runConvCall(cuda, p, chosen, call, rowScale, p.sequences!, lanesOf.sequences, partials, rows);
+      const partials = { pointer: p.partials!, rows, bytes: partialFloats(rows) * 4 };
+      runConvCall(cuda, p, chosen, { ...layer, variant }, rowScale, p.sequences!, sequences, partials, rows);
     };
-  return {
-    label: `split against unsplit tensor-core conv, ${layer.inputs}→${layer.outputs} k${layer.kernel} d${layer.dilation} (${groups} groups), lanes of 3, 1, 2 units × ${rowScale} rows`,
-    prepare(random) {
-      const drawn = convInputs(layer, lanesOf.slots, rows, () => random);
-      return {
-        inputs: { ...deviceInputs(layer, drawn), sequences: table, partials: new Float32Array(partialFloats) },
-        outputs: convOutputs(layer, lanesOf.slots, rows),
-        runs: { split: runOf('mma-split'), unsplit: runOf('mma') },
-      };
-    },
-  };
+  return onThreeLanes(
+    `split against unsplit tensor-core conv, ${shapeLabel(layer)} (${groups} groups)`,
+    layer,
+    rowScale,
+    { split: runOf('mma-split'), unsplit: runOf('mma') },
+    (_, rows) => ({ partials: new Float32Array(partialFloats(rows)) }),
+  );
 }
 
 /**
  * The tensor-core conv reading x 16-byte aligned (its inputs copied raw by cp.async, then through Snake) against the
- * same x one float past alignment (each value loaded and rounded in place), on lanes of 3, 1 and 2 units: the same
- * bytes. A conv control runs in the aligned run.
+ * same x one float past alignment (each value loaded and rounded in place): the same bytes. A conv control runs in
+ * the aligned run.
  */
 function rawAgainstDirect(layer: ConvLayer, rowScale: number): EquivalenceCase {
-  const lanesOf = lanesOfThreeOneTwo(rowScale);
-  const { table, units } = lanesTable(lanesOf);
-  const rows = units * rowScale;
   const runOf =
-    (shifted: boolean): Schedule =>
-    (cuda, p, kernel) => {
-      const historyBytes = lanesOf.slots * historyRowsOf(layer) * layer.inputs * 4;
-      if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
+    (shifted: boolean): ThreeLaneRun =>
+    ({ cuda, p, kernel, rows, sequences }) => {
       const pointers = shifted ? { ...p, x: p.shiftedX! + 4n } : p;
       const chosen = shifted ? undefined : kernel;
-      runConvCall(cuda, pointers, chosen, layer, rowScale, p.sequences!, lanesOf.sequences, undefined, rows);
+      runConvCall(cuda, pointers, chosen, layer, rowScale, p.sequences!, sequences, undefined, rows);
     };
-  return {
-    label: `aligned against unaligned x, tensor-core conv ${layer.inputs}→${layer.outputs} k${layer.kernel} d${layer.dilation}, lanes of 3, 1, 2 units × ${rowScale} rows`,
-    prepare(random) {
-      const drawn = convInputs(layer, lanesOf.slots, rows, () => random);
+  return onThreeLanes(
+    `aligned against unaligned x, tensor-core conv ${shapeLabel(layer)}`,
+    layer,
+    rowScale,
+    { aligned: runOf(false), unaligned: runOf(true) },
+    (drawn) => {
       const shiftedX = new Float32Array(drawn.x.length + 1);
       shiftedX.set(drawn.x, 1);
-      return {
-        inputs: { ...deviceInputs(layer, drawn), sequences: table, shiftedX },
-        outputs: convOutputs(layer, lanesOf.slots, rows),
-        runs: { aligned: runOf(false), unaligned: runOf(true) },
-      };
+      return { shiftedX };
     },
-  };
+  );
 }
 
 /**
- * The tensor-core conv reading its inputs staged once for the call against staging them in each block, on lanes of
- * 3, 1 and 2 units: the same bytes. A conv or staging control runs in the staged run.
+ * The tensor-core conv reading its inputs staged once for the call against staging them in each block: the same
+ * bytes. A conv or staging control runs in the staged run.
  */
 function stagedAgainstInKernel(layer: ConvLayer, rowScale: number): EquivalenceCase {
-  const lanesOf = lanesOfThreeOneTwo(rowScale);
-  const { table, units } = lanesTable(lanesOf);
-  const rows = units * rowScale;
   const stagedLayer = { ...layer, staged: true };
   const runOf =
-    (staged: boolean): Schedule =>
-    (cuda, p, kernel) => {
-      const historyBytes = lanesOf.slots * historyRowsOf(layer) * layer.inputs * 4;
-      if (historyBytes > 0) copySlab(cuda, p.historyOut!, p.history!, historyBytes);
-      const chosen = staged ? kernel : undefined;
+    (staged: boolean): ThreeLaneRun =>
+    ({ cuda, p, kernel, rows, sequences }) => {
       const call = staged ? stagedLayer : { ...layer, staged: false };
-      runConvCall(cuda, p, chosen, call, rowScale, p.sequences!, lanesOf.sequences, undefined, rows);
+      runConvCall(cuda, p, staged ? kernel : undefined, call, rowScale, p.sequences!, sequences, undefined, rows);
     };
-  return {
-    label: `inputs staged once against staged in each block, tensor-core conv ${layer.inputs}→${layer.outputs} k${layer.kernel} d${layer.dilation}, lanes of 3, 1, 2 units × ${rowScale} rows`,
-    prepare(random) {
-      const drawn = convInputs(stagedLayer, lanesOf.slots, rows, () => random);
-      return {
-        inputs: { ...deviceInputs(stagedLayer, drawn), sequences: table },
-        outputs: convOutputs(layer, lanesOf.slots, rows),
-        runs: { staged: runOf(true), 'in the conv': runOf(false) },
-      };
-    },
-  };
+  return onThreeLanes(
+    `inputs staged once against staged in each block, tensor-core conv ${shapeLabel(layer)}`,
+    stagedLayer,
+    rowScale,
+    { staged: runOf(true), 'in the conv': runOf(false) },
+  );
 }
 
 /** Lanes of 2, 1 and 1 units at slots 4, 0, 2 of 5. */
