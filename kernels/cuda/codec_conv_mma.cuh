@@ -92,7 +92,7 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
   __half* staged_inputs = staged_weights + 2 * weight_elements;
   float* raw_inputs = reinterpret_cast<float*>(staged_inputs + tile_rows * input_stride);
   const bool copies_raw = !STAGED && mma_inputs_align(x, x_stride, history, history_rows, inputs);
-  const MmaStagedRows padded{staged, staged_rows, staged_stride, history_rows, staged_sequences, staged_flat != 0};
+  const MmaStagedRows padded{staged, staged_rows, staged_stride, staged_flat != 0};
   const bool flat = STAGED && padded.flat;
   const CodecSequence sequence = codec_sequence(sequences, flat ? 0 : blockIdx.z, row_scale);
   // The tiling's rows: the call's padded rows (flat), else the block's sequence's rows, staged at its region's.

@@ -191,8 +191,6 @@ struct MmaStagedRows {
   const __half* rows;
   long long padded_rows;  // the tiling's extent: every region of the call and any gaps between them
   int stride;
-  int history_rows;
-  int sequences;  // in the call's table
   bool flat;
 };
 

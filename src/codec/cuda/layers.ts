@@ -57,7 +57,7 @@ function at(table: CallTable, rowScale: number): CodecCall {
 }
 
 /** The split sums' and staged inputs' scratch for a layer at `rowScale` rows per frame. */
-function partialsAt(table: CallTable, rowScale: number): { partials?: CodecPartials; staged?: CodecStaged } {
+function scratchAt(table: CallTable, rowScale: number): { partials?: CodecPartials; staged?: CodecStaged } {
   const rows = table.frames * rowScale;
   return {
     ...(table.splitSums === undefined ? {} : { partials: { ...table.splitSums, rows } }),
@@ -112,7 +112,7 @@ export function conv(
     dilation,
     activation: launch.activation ?? 'identity',
     precision,
-    ...partialsAt(table, rowScale),
+    ...scratchAt(table, rowScale),
   });
   if (historyRows === 0) return;
   if (launch.history === undefined || launch.history.rows !== historyRows) {
@@ -311,7 +311,7 @@ export function runResample(
     kernel: stage.factor,
     stride: stage.factor,
     precision,
-    ...partialsAt(table, rowScale),
+    ...scratchAt(table, rowScale),
   });
   const scale = rowScale * stage.factor;
   return runConvNeXt(cuda, table, scale, stage, history, precision, upsampled, rotation, hidden);
@@ -345,7 +345,7 @@ export function runDecoderBlock(
     kernel: upsample.kernel,
     stride: rate,
     precision,
-    ...partialsAt(table, rowScale),
+    ...scratchAt(table, rowScale),
   });
   codecHistoryUpdate(cuda, {
     ...at(table, rowScale),

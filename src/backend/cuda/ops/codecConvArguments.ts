@@ -36,7 +36,8 @@ export interface CodecPartials {
 
 /**
  * Where a staged tensor-core conv finds its inputs put through Snake and rounded to fp16 once for the layer
- * (codec_conv_stage_f16): [rows, Cin rounded up to 8] fp16, then [sequences, history rows, that width].
+ * (codec_conv_stage_f16): each sequence's carried rows then its rows, one region a sequence, rows of Cin rounded up
+ * to 8 fp16 (codecConvMma.ts mmaStagedBytes).
  */
 export interface CodecStaged {
   readonly pointer: DevicePointer;
