@@ -13,21 +13,27 @@
 // that codec_conv_stage_f16 put through Snake and rounded once for the whole layer (fp16 rows, by cp.async, two
 // tiles in flight) instead of each block staging its own: the same fp16 values, so the same bits, with each value's
 // Snake computed once rather than once per output block and overlapping row tile. A transposed conv runs here too,
-// as a conv over its input rows with s·Cout outputs (codecWeightLayout.ts codecTransposedAsConvLayout).
+// as a conv over its input rows with s·Cout outputs (codecWeightLayout.ts codecTransposedAsConvLayout). A tile's
+// sums leave through shared memory (the stage buffers, free after its last stage), a row of outputs at a time, so
+// the epilogue reads and writes whole sectors and its code exists once; each tile row's row of out is looked up
+// once a tile into a table at the front of shared memory.
 #pragma once
 #include "codec_conv_mma_staging.cuh"
 
-__device__ __forceinline__ void mma_ldmatrix_x4(uint32_t (&r)[4], const __half* shared) {
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+// ldmatrix at a shared-state-space byte address: the inner loop keeps 32-bit addresses and adds offsets, rather
+// than converting a generic pointer for every load.
+__device__ __forceinline__ void mma_ldmatrix_x4(uint32_t (&r)[4], unsigned address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
 }
-__device__ __forceinline__ void mma_ldmatrix_x4_trans(uint32_t (&r)[4], const __half* shared) {
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+__device__ __forceinline__ void mma_ldmatrix_x4_trans(uint32_t (&r)[4], unsigned address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
+}
+__device__ __forceinline__ unsigned mma_shared_address(const void* shared) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(shared));
 }
 __device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -87,8 +93,12 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
   const int weight_elements = kernel * channels * shape.weight_stride;
   const int history_rows = (kernel - 1) * dilation;
   const int tile_rows = shape.rows + history_rows;
-  // [2 weight buffers][the fp16 input tile, two when staged][the raw fp32 inputs of the next stage, when not staged]
-  __half* staged_weights = reinterpret_cast<__half*>(shared_bytes);
+  // [the tile's rows of out][2 weight buffers][the fp16 input tile, two when staged][the raw fp32 inputs of the next
+  // stage, when not staged]; after a tile's last stage the buffers hold its sums [rows][block outputs + 8] fp32.
+  long long* rows_at = reinterpret_cast<long long*>(shared_bytes);
+  __half* staged_weights = reinterpret_cast<__half*>(shared_bytes + mma_rows_table_bytes(shape));
+  float* tile_sums = reinterpret_cast<float*>(staged_weights);
+  const int sums_stride = mma_sums_stride(shape);
   __half* staged_inputs = staged_weights + 2 * weight_elements;
   float* raw_inputs = reinterpret_cast<float*>(staged_inputs + tile_rows * input_stride);
   const bool copies_raw = !STAGED && mma_inputs_align(x, x_stride, history, history_rows, inputs);
@@ -113,6 +123,15 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
   const int stages = SPLIT ? mma_group_stages(group, inputs, kernel, channels)
                            : (inputs + quantum - 1) / quantum * (quantum / channels);
   const long long tiles = (tiled_rows + shape.rows - 1) / shape.rows;
+  // The lane's ldmatrix addresses in buffer 0 at tap 0, slice 0 (A: its row of the warp's first m16 tile and its
+  // 8-channel half; B: its channel row and 8 outputs of the warp's first n8 pair), and the byte steps between them.
+  const unsigned inputs_lane =
+      mma_shared_address(staged_inputs + (warp_row + lane % 16) * input_stride + (lane / 16) * 8);
+  const unsigned weights_lane = mma_shared_address(
+      staged_weights + ((lane / 8) % 2 * 8 + lane % 8) * shape.weight_stride + warp_output + lane / 16 * 8);
+  const unsigned input_tile_step = 2 * 16 * input_stride;
+  const unsigned input_buffer_bytes = 2 * tile_rows * input_stride;
+  const unsigned weight_buffer_bytes = 2 * weight_elements;
   for (long long row_tile = blockIdx.y; row_tile < tiles; row_tile += gridDim.y) {
     const long long first = row_tile * shape.rows;
     const auto tile_of = [&](int step) {
@@ -134,16 +153,21 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
     float sums[MMA_ROW_TILES][MMA_OUTPUT_TILES][4];  // this group's chain
     mma_zero(sums);
     bool first_group = true;
+    // Each tile row's row of out, or −1 (past the rows, or a padded row that writes nothing): read after the first
+    // stage's barrier.
+    for (int r = threadIdx.x; r < shape.rows; r += MMA_THREADS) {
+      const long long row = first + r;
+      rows_at[r] = row >= tiled_rows ? -1
+                   : flat ? mma_padded_output_row(sequences, staged_sequences, row_scale, history_rows, row)
+                          : sequence.first_row + row;
+    }
     // Each of the thread's elements that exists: f(sum, index in out, output).
     const auto for_each_element = [&](auto f) {
 #pragma unroll
       for (int m = 0; m < MMA_ROW_TILES; m++) {
 #pragma unroll
         for (int half = 0; half < 2; half++) {
-          const long long row = first + warp_row + m * 16 + lane / 4 + half * 8;
-          if (row >= tiled_rows) continue;
-          const long long at = flat ? mma_padded_output_row(sequences, staged_sequences, row_scale, history_rows, row)
-                                    : sequence.first_row + row;
+          const long long at = rows_at[warp_row + m * 16 + lane / 4 + half * 8];
           if (at < 0) continue;
 #pragma unroll
           for (int n = 0; n < MMA_OUTPUT_TILES; n++) {
@@ -175,24 +199,23 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
         __syncthreads();  // the input tile is whole and the raw inputs are free: the next stage's copies overlap
       }
       if (step + 1 < stages) copy_stage(step + 1, buffer ^ 1);
-      const __half* stage_weights = staged_weights + buffer * weight_elements;
-      const __half* stage_inputs = staged_inputs + (STAGED ? buffer * tile_rows * input_stride : 0);
+      // This lane's ldmatrix rows at tap 0, slice 0: output row t reads input row t − (K − 1 − tap)·d, staged at
+      // t + tap·d; the weights' rows are [tap][c]. Each (tap, slice) then adds one offset to each.
+      const unsigned inputs_at = inputs_lane + (STAGED ? buffer * input_buffer_bytes : 0);
+      const unsigned weights_at = weights_lane + buffer * weight_buffer_bytes;
       for (int tap = 0; tap < kernel; tap++) {
         for (int slice = 0; slice < channels; slice += 16) {
+          const unsigned input_offset = 2 * (tap * dilation * input_stride + slice);
+          const unsigned weight_offset = 2 * (tap * channels + slice) * shape.weight_stride;
           uint32_t a[MMA_ROW_TILES][4];
 #pragma unroll
           for (int m = 0; m < MMA_ROW_TILES; m++) {
-            // Output row t reads input row t − (K − 1 − tap)·d, staged at t + tap·d.
-            const int row = warp_row + m * 16 + tap * dilation + lane % 16;
-            mma_ldmatrix_x4(a[m], stage_inputs + row * input_stride + slice + (lane / 16) * 8);
+            mma_ldmatrix_x4(a[m], inputs_at + input_offset + m * input_tile_step);
           }
 #pragma unroll
           for (int n = 0; n < MMA_OUTPUT_TILES; n += 2) {
             uint32_t b[4];
-            const int quarter = lane / 8;
-            const int c = slice + (quarter & 1) * 8 + lane % 8;
-            const int o = warp_output + n * 8 + (quarter >> 1) * 8;
-            mma_ldmatrix_x4_trans(b, stage_weights + (tap * channels + c) * shape.weight_stride + o);
+            mma_ldmatrix_x4_trans(b, weights_at + weight_offset + 2 * n * 8);
 #pragma unroll
             for (int m = 0; m < MMA_ROW_TILES; m++) {
               mma_f16(sums[m][n], a[m], b[0], b[1]);
@@ -218,11 +241,35 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
         partials[((long long)group * partial_rows + at) * outputs + output] = sum;
       });
     } else {
-      for_each_element([&](float sum, long long at, int output) {
+      // The epilogue through shared memory: each warp leaves its sums in the free stage buffers, then the block
+      // walks the tile a row at a time, consecutive threads on consecutive outputs (whole sectors of out and the
+      // residual, and one copy of the epilogue's code rather than one per register).
+      __syncthreads();  // every warp is done with the stage buffers
+#pragma unroll
+      for (int m = 0; m < MMA_ROW_TILES; m++) {
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+          const int r = warp_row + m * 16 + lane / 4 + half * 8;
+#pragma unroll
+          for (int n = 0; n < MMA_OUTPUT_TILES; n++) {
+            const int o = warp_output + n * 8 + 2 * (lane % 4);
+            *reinterpret_cast<float2*>(tile_sums + r * sums_stride + o) =
+                make_float2(sums[m][n][2 * half], sums[m][n][2 * half + 1]);
+          }
+        }
+      }
+      __syncthreads();
+      const PowerOfTwo per_row(shape.outputs);
+      for (int index = threadIdx.x; index < shape.rows * shape.outputs; index += MMA_THREADS) {
+        const int r = per_row.divide(index);
+        const int output = block_output + per_row.remainder(index);
+        const long long at = rows_at[r];
+        if (at < 0 || output >= outputs) continue;
+        const float sum = tile_sums[r * sums_stride + per_row.remainder(index)];
         float* target = out + at * out_stride + output;
         const float total = first_group ? sum : __fadd_rn(*target, sum);
         *target = conv_epilogue(total, bias, scale, residual, residual_stride, at, output, activation);
-      });
+      }
     }
     __syncthreads();  // the next tile's first stage overwrites the buffers
   }

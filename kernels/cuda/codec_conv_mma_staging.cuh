@@ -31,6 +31,12 @@ __host__ __device__ constexpr MmaShape mma_shape(int outputs) {
              : MmaShape{WIDE, MMA_WARPS / 2, MMA_WARPS / 2 * MMA_WARP_ROWS, WIDE + 8};
 }
 
+// Shared bytes before the stage buffers: each tile row's row of out (long long).
+__host__ __device__ constexpr int mma_rows_table_bytes(const MmaShape& shape) { return shape.rows * 8; }
+// fp32 elements between a tile's rows of sums in the epilogue: 8 past the outputs, so that each half-warp's float2
+// stores (4 rows × 8 outputs) fall in distinct banks.
+__host__ __device__ constexpr int mma_sums_stride(const MmaShape& shape) { return shape.outputs + 8; }
+
 // Input channels a stage of the wide shape: more for short kernels, whose stages would otherwise hold few sums per
 // barrier. A group's width is summed in whole quanta of this many channels (zero ones padding the last).
 __host__ __device__ constexpr int mma_stage_quantum(int kernel) { return kernel == 1 ? 64 : kernel <= 2 ? 32 : 16; }
@@ -52,6 +58,17 @@ __device__ __forceinline__ bool mma_inputs_align(const float* x, long long x_str
   return reinterpret_cast<unsigned long long>(x) % 16 == 0 && x_stride % 4 == 0 && inputs % 4 == 0 && history_aligned;
 }
 
+// A power of two's division and remainder as a shift and a mask. The stage copies index every 16-byte piece by
+// (tap, channel, piece) or (row, piece), and every one of those extents is a power of two (a stage's channels, a
+// block's outputs / 8, a stage's channels / 8); a division by a runtime value costs a dozen integer instructions a
+// use, which in the copy loops outnumbered the tensor-core instructions of a stage. Exact for non-negative indices.
+struct PowerOfTwo {
+  int shift;
+  __device__ __forceinline__ explicit PowerOfTwo(int value) : shift(__ffs(value) - 1) {}
+  __device__ __forceinline__ int divide(int x) const { return x >> shift; }
+  __device__ __forceinline__ int remainder(int x) const { return x & ((1 << shift) - 1); }
+};
+
 // Stages the weights of channels [first, first + count) for every tap into `target` [tap][c][stride]: by 16-byte
 // cp.async when Cout is a multiple of 8 (the caller commits and waits), else element by element; zeros elsewhere,
 // so that padded channels and outputs add exact zeros.
@@ -60,17 +77,20 @@ __device__ __forceinline__ void mma_stage_weights(__half* target, const __half* 
                                                   int kernel, int channels, int outputs, int block_output,
                                                   const MmaShape& shape) {
   if (outputs % 8 == 0) {
-    const int copies_per_row = shape.outputs / 8;
-    for (int index = threadIdx.x; index < kernel * channels * copies_per_row; index += MMA_THREADS) {
-      const int part = index % copies_per_row;
-      const int c = (index / copies_per_row) % channels;
-      const int tap = index / (copies_per_row * channels);
+    // A thread copies the same 16-byte piece of every (tap, channel) row it takes: MMA_THREADS is a multiple of the
+    // pieces a row.
+    const PowerOfTwo per_row(shape.outputs / 8), per_tap(channels);
+    const int part = per_row.remainder(threadIdx.x);
+    const int output = block_output + part * 8;
+    const int rows_a_pass = per_row.divide(MMA_THREADS);
+    for (int row = per_row.divide(threadIdx.x); row < kernel * channels; row += rows_a_pass) {
+      const int c = per_tap.remainder(row);
+      const int tap = per_tap.divide(row);
       const int source_tap = FAULT == CODEC_FAULT_TAPS_REVERSED ? kernel - 1 - tap : tap;
-      const int output = block_output + part * 8;
       const bool valid = c < count && output < outputs;
       const __half* source =
           weight + (valid ? ((long long)(first + c) * kernel + source_tap) * outputs + output : 0);
-      tiled_copy_16(target + (tap * channels + c) * shape.weight_stride + part * 8, source, valid);
+      tiled_copy_16(target + row * shape.weight_stride + part * 8, source, valid);
     }
     return;
   }
@@ -222,14 +242,16 @@ __device__ __forceinline__ long long mma_padded_output_row(const int* sequences,
 template <int FAULT>
 __device__ __forceinline__ void mma_copy_staged_inputs(__half* target, const MmaStagedRows& staged, long long base,
                                                        const MmaInputTile& tile) {
-  const int copies_per_row = tile.channels / 8;
+  // As the weights': a thread copies the same 8 channels of every row it takes.
+  const PowerOfTwo per_row(tile.channels / 8);
   const int stride = mma_input_stride(tile.channels);
   const int reach = FAULT == CODEC_FAULT_HISTORY_OFF_BY_ONE ? 1 : 0;
-  for (int index = threadIdx.x; index < tile.tile_rows * copies_per_row; index += MMA_THREADS) {
-    const int c = (index % copies_per_row) * 8;
-    const int r = index / copies_per_row;
-    const long long row = base + tile.first - tile.history_rows + r - reach;
-    const int channel = tile.base + c;
+  const int c = per_row.remainder(threadIdx.x) * 8;
+  const int channel = tile.base + c;
+  const long long first_row = base + tile.first - tile.history_rows - reach;
+  const int rows_a_pass = per_row.divide(MMA_THREADS);
+  for (int r = per_row.divide(threadIdx.x); r < tile.tile_rows; r += rows_a_pass) {
+    const long long row = first_row + r;
     const bool valid = channel < staged.stride && row >= 0 && row < staged.padded_rows;
     const __half* source = valid ? staged.rows + row * staged.stride + channel : staged.rows;
     tiled_copy_16(target + r * stride + c, source, valid);

@@ -72,9 +72,9 @@ test('f16 convs run on tensor cores: 128 rows × 128 outputs a block, 256 thread
     launched.map((launch) => launch.name),
     ['codec_conv_mma_f16', 'codec_conv_narrow_f16w'],
   );
-  // Two fp16 weight stages [7 taps][16 channels][136], the fp16 input tile [128 + 18 rows][24] and the next stage's
-  // raw fp32 inputs [128 + 18 rows][16].
-  const shared = 2 * (2 * 7 * 16 * 136 + (128 + 18) * 24) + 4 * (128 + 18) * 16;
+  // The tile rows' rows of out, then two fp16 weight stages [7 taps][16 channels][136], the fp16 input tile
+  // [128 + 18 rows][24] and the next stage's raw fp32 inputs [128 + 18 rows][16] (more than the epilogue's sums).
+  const shared = 8 * 128 + 2 * (2 * 7 * 16 * 136 + (128 + 18) * 24) + 4 * (128 + 18) * 16;
   assert.equal(mmaSharedBytes(7, 18, 384), shared);
   assert.deepEqual(launched[0]!.shape, { grid: [3, 4, 3], block: [256, 1, 1], sharedBytes: shared });
   for (const variant of ['chunked', 'tiled'] as const) {
@@ -99,14 +99,15 @@ test('f16 convs of at most 64 outputs take the tall block: 256 rows × 64 output
     launched.map((launch) => launch.name),
     ['codec_conv_mma_f16', 'codec_conv_mma_f16', 'codec_conv_mma_f16'],
   );
-  // 3 lanes of 2 × 256 rows in tiles of 256; weight rows of 64 outputs + 8; 16 channels a stage at k = 7.
-  const dilated = 2 * (2 * 7 * 16 * 72 + (256 + 54) * 24) + 4 * (256 + 54) * 16;
+  // 3 lanes of 2 × 256 rows in tiles of 256; weight rows of 64 outputs + 8; 16 channels a stage at k = 7; the rows
+  // table first, and the epilogue's sums [256][64 + 8] fp32 where they outgrow the stages.
+  const dilated = 8 * 256 + Math.max(2 * (2 * 7 * 16 * 72 + (256 + 54) * 24) + 4 * (256 + 54) * 16, 4 * 256 * 72);
   assert.equal(mmaSharedBytes(7, 54, 64), dilated);
   assert.deepEqual(launched[0]!.shape, { grid: [1, 2, 3], block: [256, 1, 1], sharedBytes: dilated });
   // At k = 1 the tall block stages 32 channels, half the wide block's 64.
-  const pointwise = 2 * (2 * 1 * 32 * 72 + 256 * 40) + 4 * 256 * 32;
+  const pointwise = 8 * 256 + Math.max(2 * (2 * 1 * 32 * 72 + 256 * 40) + 4 * 256 * 32, 4 * 256 * 72);
   assert.equal(mmaSharedBytes(1, 0, 64), pointwise);
-  assert.equal(mmaSharedBytes(1, 0, 65), 2 * (2 * 1 * 64 * 136 + 128 * 72) + 4 * 128 * 64);
+  assert.equal(mmaSharedBytes(1, 0, 65), 8 * 128 + 2 * (2 * 1 * 64 * 136 + 128 * 72) + 4 * 128 * 64);
   assert.deepEqual(launched[1]!.shape, { grid: [1, 2, 3], block: [256, 1, 1], sharedBytes: pointwise });
   // 65 outputs: the wide block, 128 rows × 128 outputs.
   assert.deepEqual(launched[2]!.shape.grid, [1, 4, 3]);
@@ -181,8 +182,8 @@ test('an f16 conv with room for its staged inputs stages them once, then the sta
     block: [128, 1, 1],
     sharedBytes: 0,
   });
-  // Two weight stages and two fp16 input tiles, no raw fp32 tile.
-  const shared = 2 * 2 * 7 * 16 * 136 + 2 * 2 * (128 + 18) * 24;
+  // The rows table, two weight stages and two fp16 input tiles, no raw fp32 tile.
+  const shared = 8 * 128 + 2 * 2 * 7 * 16 * 136 + 2 * 2 * (128 + 18) * 24;
   assert.equal(mmaSharedBytes(7, 18, 384, true), shared);
   assert.deepEqual(launched[1]!.shape, { grid: [3, 4, 3], block: [256, 1, 1], sharedBytes: shared });
   // Split with room for both: staged, then the staged split conv and its combine.

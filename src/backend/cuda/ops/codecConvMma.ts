@@ -68,8 +68,10 @@ export function mmaGroupChannels(kernel: number): number {
 export const CODEC_MMA_SPLIT_BELOW_BLOCKS = 264;
 
 /**
- * Shared bytes of the tensor-core conv: two fp16 weight stages [K][S][block outputs + 8], then the fp16 input tile
- * [rows + history][S + 8] and the next stage's raw fp32 inputs [rows + history][S], or, staged, two fp16 input tiles.
+ * Shared bytes of the tensor-core conv: the tile rows' rows of out (8 bytes each), then two fp16 weight stages
+ * [K][S][block outputs + 8], the fp16 input tile [rows + history][S + 8] and the next stage's raw fp32 inputs
+ * [rows + history][S], or, staged, two fp16 input tiles; at least the epilogue's fp32 sums [rows][block outputs + 8]
+ * that reuse them.
  */
 export function mmaSharedBytes(kernel: number, historyRows: number, outputs: number, staged = false): number {
   const block = mmaBlockShape(outputs);
@@ -77,7 +79,9 @@ export function mmaSharedBytes(kernel: number, historyRows: number, outputs: num
   const tileRows = block.rows + historyRows;
   const weights = 2 * 2 * kernel * channels * (block.outputs + 8);
   const tile = 2 * tileRows * (channels + 8);
-  return staged ? weights + 2 * tile : weights + tile + 4 * tileRows * channels;
+  const stages = staged ? weights + 2 * tile : weights + tile + 4 * tileRows * channels;
+  const sums = 4 * block.rows * (block.outputs + 8);
+  return 8 * block.rows + Math.max(stages, sums);
 }
 
 /** fp16 elements between staged input rows: Cin rounded up to 8, so that each 8-channel piece is one 16-byte copy. */
