@@ -5,7 +5,8 @@
 # it, so its load time is not a disk figure.
 # Usage: bench/gpu-serve-baseline-kernels.sh <prepared folder> <output dir> <baseline kernel folder>
 set -uo pipefail
-baseline_files="$(cd "$3" && pwd)"
+baseline_files="$(cd "${3:?a baseline kernel folder}" && pwd)"
+set -- "$1" "$2"
 source "$(dirname "$0")/support/serve-setup.sh"
 serve shipped --clients 1,64 --requests 8
 baseline="$(mktemp -d)"

@@ -1,7 +1,10 @@
-// How the scheduler opens and prefills lanes around the reference cache. Prefill pieces end at absolute multiples of
-// the chunk size and at the snapshot row, with the cache on or off, hit or miss, so that a cached request makes the
-// same prefill cuts as an uncached one. A snapshot is allocated only once the cache has made room for it, and one the
-// allocator refuses (the cap was reached) is counted and skipped: its request goes on uncached.
+// How the scheduler opens and prefills lanes around the reference cache. A prefill piece is at most a chunk and ends
+// at the snapshot row when it passes it: from row 0 the cuts fall at multiples of the chunk, and after the snapshot
+// row at multiples of the chunk past it, with the cache on or off, hit or miss, so that a cached request makes the
+// same prefill cuts as an uncached one from that row on. Counting past the snapshot row rather than from row 0 keeps
+// a hit's few text rows in one piece, one prefill round (no cut changes a bit: contract 2). A snapshot is allocated
+// only once the cache has made room for it, and one the allocator refuses (the cap was reached) is counted and
+// skipped: its request goes on uncached.
 import { DramaError } from '../errors.ts';
 import type { Lane, PromptRows, SamplingSettings, SpeechModel } from '../model/types.ts';
 import { type ReferenceCache, snapshotRow } from './reference-cache.ts';
@@ -47,7 +50,8 @@ export class ReferencePrefill {
   /** Where the prefill piece that starts at `prefilled` ends. */
   nextCut(rows: PromptRows, prefilled: number, chunk: number): number {
     const row = snapshotRow(rows);
-    const next = Math.min(rows.tokens.length, (Math.floor(prefilled / chunk) + 1) * chunk);
+    const origin = prefilled >= row ? row : 0;
+    const next = Math.min(rows.tokens.length, origin + (Math.floor((prefilled - origin) / chunk) + 1) * chunk);
     return row > prefilled && row < next ? row : next;
   }
 

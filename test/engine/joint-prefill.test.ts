@@ -7,6 +7,7 @@ import { NullCodec } from '../../src/engine/null-codec.ts';
 import { NullSpeechModel } from '../../src/engine/null-model.ts';
 import { NullTextFrontEnd } from '../../src/engine/null-text.ts';
 import type { EngineEvent } from '../../src/engine/protocol.ts';
+import { snapshotRow } from '../../src/engine/reference-cache.ts';
 import type { SpeechRuntime } from '../../src/engine/runtime.ts';
 import { Scheduler } from '../../src/engine/scheduler.ts';
 import { DramaError } from '../../src/errors.ts';
@@ -70,12 +71,21 @@ test('lanes reading their prompts are prefilled in one joint prefill a round, a 
   assert.ok(served.every((reply) => reply.end === 'finished' && reply.pcm.length > 0));
   const first = model.joint[0]!;
   assert.equal(first.length, 4, 'all four lanes in the first round');
+  // Every prompt here has the same header prefix, so the same snapshot row: cuts fall at multiples of the chunk from
+  // row 0 up to it, then at multiples past it.
+  const row = snapshotRow(
+    new NullTextFrontEnd().prompt({ text: TEXTS[0]!, instructions: undefined, references: [], normalize: false }).rows,
+  );
+  assert.ok(row > 0, 'the prompts have a snapshot row');
   for (const call of model.joint) {
     for (const [from, to] of call) {
       assert.ok(to - from <= CHUNK, `a piece of ${to - from} rows exceeds the chunk`);
+      const origin = from >= row ? row : 0;
       assert.ok(
-        to % CHUNK === 0 || Math.floor(from / CHUNK) === Math.floor((to - 1) / CHUNK),
-        'cut at chunk multiples',
+        to === row ||
+          (to - origin) % CHUNK === 0 ||
+          Math.floor((from - origin) / CHUNK) === Math.floor((to - 1 - origin) / CHUNK),
+        `[${from}, ${to}) cut at multiples of the chunk from row ${origin}`,
       );
     }
   }

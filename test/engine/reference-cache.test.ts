@@ -148,7 +148,7 @@ test('a changed last reference row or transcript misses and still gives the unca
   assert.equal(cache.stats().entries, 3);
 });
 
-test('a hit prefills only the rows after the snapshot row, with the same cuts as the uncached request', () => {
+test("a hit prefills only the rows after the snapshot row, in chunks counted from it, the uncached request's cuts", () => {
   const cache = new ReferenceCache();
   const { runtime, cuts } = recording();
   const { scheduler: instance, events } = scheduler(cache, runtime);
@@ -162,11 +162,17 @@ test('a hit prefills only the rows after the snapshot row, with the same cuts as
     missCuts.some(([, to]) => to === row),
     'the miss cuts at the snapshot row',
   );
-  assert.ok(missCuts.every(([, to]) => to === row || to % CHUNK === 0 || to === prompt.rows.tokens.length));
+  const total = prompt.rows.tokens.length;
+  // Before the snapshot row the cuts fall at multiples of the chunk from row 0, after it at multiples past it.
+  assert.ok(missCuts.every(([, to]) => to === row || to === total || (to - (to > row ? row : 0)) % CHUNK === 0));
   assert.deepEqual(
     cuts,
     missCuts.filter(([from]) => from >= row),
   );
+  // So the hit's rows go in whole chunks from its snapshot row: a chunk's worth of text rows is one piece.
+  const expected: [number, number][] = [];
+  for (let from = row; from < total; from += CHUNK) expected.push([from, Math.min(total, from + CHUNK)]);
+  assert.deepEqual(cuts, expected);
   assert.equal(cache.stats().rowsSaved, row);
 });
 
