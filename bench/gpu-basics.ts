@@ -14,7 +14,7 @@ import { swiglu } from '../src/backend/cuda/ops/swiglu.ts';
 import { DeviceBuffers, MiB, randomBf16Block, rotationSets } from './support/device-buffers.ts';
 import { timeEvents, timeGraph } from './support/gpu-timing.ts';
 import { markdownTable, writeReport } from './support/output.ts';
-import { copyBandwidth } from './support/roofline.ts';
+import { copyBandwidth, denseGemmRate } from './support/roofline.ts';
 
 const availability = cudaAvailability();
 if (!availability.available) {
@@ -27,16 +27,6 @@ const randomBlock = randomBf16Block();
 const randomBuffer = (bytes: number, label: string) => buffers.tiled(bytes, randomBlock, label);
 const time = (work: () => void, batch: number, trials = 7, warmups = 2) =>
   timeEvents(cuda, work, { batch, trials, warmups });
-
-function measureGemm(blas: CublasLt): { size: number; milliseconds: number; teraflops: number } {
-  const size = 8192;
-  const bytes = size * size * 2;
-  const x = randomBuffer(bytes, 'gemm x');
-  const w = randomBuffer(bytes, 'gemm w');
-  const y = buffers.allocate(bytes, 'gemm y');
-  const milliseconds = time(() => blas.matmul(y.pointer, x.pointer, w.pointer, size, size, size), 3, 5, 3);
-  return { size, milliseconds, teraflops: (2 * size ** 3) / milliseconds / 1e9 };
-}
 
 interface GemvVariant {
   readonly dependentLaunch: boolean;
@@ -84,7 +74,7 @@ function measureLaunches(count: number) {
 
 const blas = new CublasLt(cuda);
 const copy = copyBandwidth(cuda);
-const gemm = measureGemm(blas);
+const gemm = denseGemmRate(cuda, blas);
 const gemvShapes = [
   [2048, 8192],
   [4096, 2048],

@@ -2,15 +2,20 @@
 // format: a single stream's first frame (fresh lane, one frame, wall time to samples on the host, median of 21), and
 // 1, 8 and 64 lanes streaming together (a round of 4 frames per lane, then rounds of 16; wall time of the rounds,
 // median of 3 runs on fresh lanes) in audio-seconds per second, beside the FLOP count per audio second the config
-// gives (decode-flops.ts) and the rate it implies; and calls of 64 lanes × 1 frame, as a serving round decodes (the
-// median of 20, with a profile). The f16 (tensor cores, the release's precision), f16-weights and
-// f32 modes. Writes gpu-codec.json to the folder in argv[2].
+// gives (decode-flops.ts), the rate it implies as a share of a dense bf16 GEMM's measured in the same run, and
+// PyTorch's decode (codec-report.ts: bench/pytorch-codec.py's pytorch-codec.json in the same folder when it ran
+// first, else its last figures); and calls of 64 lanes × 1 frame, as a serving round decodes (the median of 20, with
+// a profile). The f16 (tensor cores, the release's precision), f16-weights and f32 modes. Writes gpu-codec.json to
+// the folder in argv[2].
 // DRAMA3_CODEC_BENCH=profile-only makes one warm call and one call of 64 lanes × 16 frames, no timing: the run
 // bench/ncu-codec.sh profiles, in DRAMA3_CODEC_PROFILE_PRECISION (f16, the tensor cores, by default; f16-weights runs
 // the register-tiled convs).
 // Usage: tsx bench/gpu-codec.ts [output directory]
+import fs from 'node:fs';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CudaContext } from '../src/backend/cuda/context.ts';
+import { CublasLt } from '../src/backend/cuda/cublaslt.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
 import type { CodecPrecision } from '../src/backend/cuda/ops/codecConv.ts';
 import { REAL_CODEC_CONFIG } from '../src/codec/config.ts';
@@ -18,10 +23,12 @@ import { CudaCodecDecoder } from '../src/codec/cuda/decoder.ts';
 import { decodeFlopsPerFrame } from '../src/codec/decode-flops.ts';
 import type { Frame } from '../src/model/types.ts';
 import { benchPrecisions } from './support/codec-precisions.ts';
+import { type CodecRow, codecTable, measuredCodecBaseline, PYTORCH_CODEC_BASELINE } from './support/codec-report.ts';
 import { median } from './support/gpu-timing.ts';
 import { type LaunchProfile, profileLaunches } from './support/launch-profile.ts';
-import { markdownTable, writeReport } from './support/output.ts';
+import { markdownTable, outputDirectory, writeReport } from './support/output.ts';
 import { realCodecWeights } from './support/real-codec-weights.ts';
+import { denseGemmRate } from './support/roofline.ts';
 
 const config = REAL_CODEC_CONFIG;
 const LANES = [1, 8, 64] as const;
@@ -56,12 +63,7 @@ const flopsPerFrame = decodeFlopsPerFrame(config).total;
 const framesPerSecond = config.sampleRate / config.frameLength;
 const framesPerLane = ROUNDS.reduce((total, count) => total + count, 0);
 
-interface Row {
-  precision: CodecPrecision;
-  lanes: number;
-  audioSecondsPerSecond: number;
-  realTimePerStream: number;
-  teraflops: number;
+interface Row extends CodecRow {
   roundMs: number[];
 }
 
@@ -167,6 +169,9 @@ if (process.env.DRAMA3_CODEC_BENCH === 'profile-only') {
   process.exit(0);
 }
 
+const blas = new CublasLt(cuda);
+const ceiling = denseGemmRate(cuda, blas);
+blas.destroy();
 const rows: Row[] = [];
 const profiles: Record<string, LaunchProfile> = {};
 const firstFrames: Record<string, number> = {};
@@ -201,18 +206,15 @@ for (const precision of benchPrecisions('DRAMA3_DECODE_PRECISIONS')) {
 const perAudioSecond = (flopsPerFrame * framesPerSecond) / 1e9;
 console.log(`\n## Codec decode on ${cuda.properties.name}, real geometry, synthetic weights`);
 console.log(`${perAudioSecond.toFixed(1)} GFLOP per audio second; rounds of ${ROUNDS.join(', ')} frames per lane`);
-const table = markdownTable(
-  ['weights', 'lanes', 'audio-s/s (median of 3)', '× real time per stream', 'TFLOP/s', 'first frame ms (median of 21)'],
-  rows.map((row) => [
-    row.precision,
-    String(row.lanes),
-    row.audioSecondsPerSecond.toFixed(1),
-    row.realTimePerStream.toFixed(2),
-    row.teraflops.toFixed(2),
-    firstFrames[row.precision]!.toFixed(2),
-  ]),
+console.log(
+  `dense bf16 GEMM ${ceiling.size}³ through cuBLASLt in this run: ${ceiling.teraflops.toFixed(0)} TFLOP/s ` +
+    `(${ceiling.milliseconds.toFixed(3)} ms)`,
 );
-console.log(table.join('\n'));
+const baselineFile = path.join(outputDirectory(), 'pytorch-codec.json');
+const baseline = fs.existsSync(baselineFile)
+  ? measuredCodecBaseline(JSON.parse(fs.readFileSync(baselineFile, 'utf8')))
+  : PYTORCH_CODEC_BASELINE;
+console.log(codecTable(rows, firstFrames, ceiling.teraflops, baseline).join('\n'));
 for (const [precision, ms] of Object.entries(servingRounds)) {
   const rate = 64 / framesPerSecond / (ms / 1000);
   console.log(
@@ -223,6 +225,8 @@ for (const [label, profile] of Object.entries(profiles)) printProfile(label, pro
 const file = writeReport('gpu-codec.json', {
   device: cuda.properties.name,
   gflopPerAudioSecond: perAudioSecond,
+  denseGemm: ceiling,
+  pytorch: baseline,
   rounds: ROUNDS,
   servingRoundMs: servingRounds,
   firstFrameMs: firstFrames,
