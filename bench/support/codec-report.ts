@@ -46,18 +46,14 @@ export function measuredCodecBaseline(json: {
   framesPerLane: number;
   rows: readonly Partial<CodecBaselineRow & { error: string }>[];
 }): CodecBaseline {
-  const rows = json.rows.flatMap((row) =>
-    row.error === undefined && row.audioSecondsPerSecond !== undefined
-      ? [
-          {
-            precision: String(row.precision),
-            lanes: Number(row.lanes),
-            audioSecondsPerSecond: row.audioSecondsPerSecond,
-            firstFrameMs: Number(row.firstFrameMs),
-          },
-        ]
-      : [],
-  );
+  const rows = json.rows
+    .filter((row) => row.error === undefined)
+    .map(({ precision, lanes, audioSecondsPerSecond, firstFrameMs }) => ({
+      precision: String(precision),
+      lanes: Number(lanes),
+      audioSecondsPerSecond: Number(audioSecondsPerSecond),
+      firstFrameMs: Number(firstFrameMs),
+    }));
   return { measured: `this run, torch ${json.torch}`, framesPerLane: json.framesPerLane, rows };
 }
 

@@ -262,10 +262,11 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
       const PowerOfTwo per_row(shape.outputs);
       for (int index = threadIdx.x; index < shape.rows * shape.outputs; index += MMA_THREADS) {
         const int r = per_row.divide(index);
-        const int output = block_output + per_row.remainder(index);
+        const int o = per_row.remainder(index);
+        const int output = block_output + o;
         const long long at = rows_at[r];
         if (at < 0 || output >= outputs) continue;
-        const float sum = tile_sums[r * sums_stride + per_row.remainder(index)];
+        const float sum = tile_sums[r * sums_stride + o];
         float* target = out + at * out_stride + output;
         const float total = first_group ? sum : __fadd_rn(*target, sum);
         *target = conv_epilogue(total, bias, scale, residual, residual_stride, at, output, activation);

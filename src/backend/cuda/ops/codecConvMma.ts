@@ -184,7 +184,7 @@ export function mmaConv(
   const staged = tiling.staged;
   const historyRows = (a.kernel - 1) * a.dilation;
   const stride = mmaStagedStride(a.inputs);
-  if (staged !== undefined) stageInputs(cuda, a, staged, historyRows, rows, stageControl ? options : {});
+  if (staged !== undefined) stageInputs(cuda, a, staged, stride, historyRows, rows, stageControl ? options : {});
   const kernels = staged === undefined ? [MMA_KERNEL, MMA_SPLIT_KERNEL] : [MMA_STAGED_KERNEL, MMA_STAGED_SPLIT_KERNEL];
   const kernel = kernels[split ? 1 : 0]!;
   const shared = mmaSharedBytes(a.kernel, historyRows, a.outputs, staged !== undefined);
@@ -230,11 +230,11 @@ function stageInputs(
   cuda: CudaContext,
   a: CodecConvArguments,
   staged: CodecStaged,
+  stride: number,
   historyRows: number,
   rows: number,
   options: LaunchOptions,
 ) {
-  const stride = mmaStagedStride(a.inputs);
   const args = new KernelArguments(STAGE_ARGUMENTS)
     .pointer(staged.pointer)
     .int32(stride)
