@@ -1,7 +1,10 @@
-// The decode GEMM's tile configurations side by side (kernels/cuda/gemm.cu: rows16 and rows16k128), at
-// every projection of the frame step and every segmented launch the blocks make, at 1 and 8 rows. They differ only
-// in how K is staged (64 elements in 4 stages, or 128 in 2), so each must give rows16's bits: the bench checks that on
-// every shape (rows16k128 falls back to rows16 where K or a chunk is not whole 128-element tiles: the candidate head).
+// The decode GEMM's tile configurations side by side (kernels/cuda/gemm.cu), at every projection of the frame step and
+// every segmented launch the blocks make: by default rows16 and rows16k128 at 1 and 8 rows; DRAMA3_GEMM_ROWS and
+// DRAMA3_GEMM_TILES (comma lists; 'auto' is the launcher's own choice) pick others, e.g. 64 rows under auto, rows64
+// and rows96. Configurations differ only in tile shape, K staging and whether chunks meet in registers or partials,
+// so each must give rows16's bits (every output is filled with NaN before each configuration writes it): the bench
+// checks that on every shape (rows16k128 falls back to rows16 where K or a chunk is not whole 128-element tiles: the
+// candidate head).
 // Each figure is the median of 21 replays of a captured graph of back-to-back launches over rotated weights (more
 // memory than four L2s), as bench/gpu-gemm.ts times them; "copy" is the copy bandwidth measured in the same run.
 // Prints one table; writes gpu-gemm-decode.json to the output directory.
@@ -9,7 +12,7 @@
 import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
 import type { Allocation } from '../src/backend/cuda/memory.ts';
-import { type GemmTiles, gemm, gemmWorkspaceBytes } from '../src/backend/cuda/ops/gemm.ts';
+import { GEMM_CONFIGURATIONS, type GemmTiles, gemm, gemmWorkspaceBytes } from '../src/backend/cuda/ops/gemm.ts';
 import { gemmSegments, gemmSegmentsWorkspaceBytes } from '../src/backend/cuda/ops/gemmSegments.ts';
 import { DeviceBuffers, randomBf16Block, rotationSets } from './support/device-buffers.ts';
 import { timeGraph } from './support/gpu-timing.ts';
@@ -23,8 +26,22 @@ if (!availability.available) {
 }
 const cuda = new CudaContext();
 
-const CONFIGURATIONS: readonly GemmTiles[] = ['rows16', 'rows16k128'];
-const ROWS = [1, 8] as const;
+function listed(name: string, fallback: string): string[] {
+  return (process.env[name] ?? fallback)
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+/** A tile configuration, or 'auto': the launcher's own choice for the call (gemmTilesFor, gemmSegmentsTilesFor). */
+type Configuration = GemmTiles | 'auto';
+const CONFIGURATIONS = listed('DRAMA3_GEMM_TILES', 'rows16,rows16k128') as Configuration[];
+for (const tiles of CONFIGURATIONS) {
+  if (tiles !== 'auto' && !(tiles in GEMM_CONFIGURATIONS)) {
+    throw new Error(`DRAMA3_GEMM_TILES: ${tiles} is not auto or one of ${Object.keys(GEMM_CONFIGURATIONS).join(', ')}`);
+  }
+}
+const ROWS = listed('DRAMA3_GEMM_ROWS', '1,8').map(Number);
+if (ROWS.some((rows) => !Number.isInteger(rows) || rows < 1)) throw new Error('DRAMA3_GEMM_ROWS: positive integers');
 const REPLAYS = 21;
 
 /** One launch of the step: a plain projection (one segment) or projections of one x in one segmented launch. */
@@ -69,12 +86,15 @@ function timeLaunch(launch: Launch, rows: number) {
   const ys = outFeatures.map((n) => buffers.allocate(aligned(rows * n * elementBytes), 'decode y'));
   const workspaceBytes = Math.max(
     16,
-    gemmSegmentsWorkspaceBytes(rows, inFeatures, outFeatures, 'rows16'),
-    ...outFeatures.map((n) => gemmWorkspaceBytes(rows, n, inFeatures, 'rows16')),
+    ...(['rows16', 'rows64', 'rows96'] as const).flatMap((tiles) => [
+      gemmSegmentsWorkspaceBytes(rows, inFeatures, outFeatures, tiles),
+      ...outFeatures.map((n) => gemmWorkspaceBytes(rows, n, inFeatures, tiles)),
+    ]),
   );
   const workspace = buffers.allocate(workspaceBytes, 'decode workspace');
   cuda.driver.fillWords(workspace.pointer, 0, workspaceBytes / 4, cuda.stream);
-  const enqueue = (tiles: GemmTiles, base: bigint) => {
+  const enqueue = (configuration: Configuration, base: bigint) => {
+    const tiles = configuration === 'auto' ? undefined : configuration;
     if (outFeatures.length === 1) {
       gemm(
         cuda,
@@ -95,8 +115,9 @@ function timeLaunch(launch: Launch, rows: number) {
     const segments = outFeatures.map((n, i) => ({ y: ys[i]!.pointer, w: base + BigInt(offsets[i]!), outFeatures: n }));
     gemmSegments(cuda, { x: x.pointer, rows, inFeatures, segments, workspace: workspace.pointer }, { tiles });
   };
-  const outputs = (tiles: GemmTiles) => {
-    enqueue(tiles, sets[0]!.pointer);
+  const outputs = (configuration: Configuration) => {
+    for (const y of ys) cuda.driver.fillWords(y.pointer, 0x7fc00000, y.bytes / 4, cuda.stream);
+    enqueue(configuration, sets[0]!.pointer);
     cuda.synchronize();
     return ys.map((y, i) => {
       const bytes = new Uint8Array(rows * outFeatures[i]! * elementBytes);
@@ -107,13 +128,13 @@ function timeLaunch(launch: Launch, rows: number) {
   };
   const reference = outputs('rows16');
   const launches = sets.length * 4;
-  const figures = CONFIGURATIONS.map((tiles) => {
-    const same = outputs(tiles).every((bytes, i) => Buffer.compare(bytes, reference[i]!) === 0);
+  const figures = CONFIGURATIONS.map((configuration) => {
+    const same = outputs(configuration).every((bytes, i) => Buffer.compare(bytes, reference[i]!) === 0);
     const enqueueAll = () => {
-      for (let index = 0; index < launches; index++) enqueue(tiles, sets[index % sets.length]!.pointer);
+      for (let index = 0; index < launches; index++) enqueue(configuration, sets[index % sets.length]!.pointer);
     };
     const microseconds = (timeGraph(cuda, enqueueAll, { trials: REPLAYS, warmups: 2 }) / launches) * 1000;
-    return { tiles, microseconds, sameBits: same };
+    return { configuration, microseconds, sameBits: same };
   });
   for (const allocation of [x, ...ys, workspace, ...sets]) buffers.free(allocation);
   return { launch: launch.name, inFeatures, outFeatures, rows, weightBytes, perStep: launch.perStep, figures };
@@ -137,18 +158,20 @@ const lines = [
         ? 'yes'
         : `NO: ${r.figures
             .filter((f) => !f.sameBits)
-            .map((f) => f.tiles)
+            .map((f) => f.configuration)
             .join(', ')}`,
     ]),
   ),
   '',
-  "one batch-1 step's projections (launches per step × µs at 1 row), by configuration:",
-  ...CONFIGURATIONS.map((tiles, index) => {
-    const total = results
-      .filter((r) => r.rows === 1)
-      .reduce((sum, r) => sum + r.perStep * r.figures[index]!.microseconds, 0);
-    return `  ${tiles}: ${(total / 1000).toFixed(3)} ms`;
-  }),
+  "one step's projections (launches per step × µs a launch), by rows and configuration:",
+  ...ROWS.flatMap((rows) =>
+    CONFIGURATIONS.map((configuration, index) => {
+      const total = results
+        .filter((r) => r.rows === rows)
+        .reduce((sum, r) => sum + r.perStep * r.figures[index]!.microseconds, 0);
+      return `  ${rows} rows, ${configuration}: ${(total / 1000).toFixed(3)} ms`;
+    }),
+  ),
 ];
 console.log(lines.join('\n'));
 writeReport('gpu-gemm-decode.json', { device: cuda.properties, copyGigabytesPerSecond, results });

@@ -207,7 +207,7 @@ for (const shape of SHAPES) {
       outFeatures,
       output: shape.output,
       rows,
-      tiles: gemmTilesFor(rows),
+      tiles: gemmTilesFor(rows, outFeatures),
       chunks: gemmChunks(outFeatures, inFeatures),
       microseconds: ours * 1000,
       lastBlockMicroseconds: lastBlock === undefined ? undefined : lastBlock * 1000,

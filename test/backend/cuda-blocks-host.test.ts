@@ -312,8 +312,10 @@ test('fused projections: one GEMM launch and at most one combine where each proj
   // The SwiGLU's gate|up combine also computes h (swiglu_segments_combine_bf16, not a gemm launch); gate|up's 7-tile
   // chunks stage 64 K elements (rows16), the down projection's 6-tile ones 128.
   assert.deepEqual(count('fused', swiGlu(1)), ['gemm_segments_rows16_bf16', 'gemm_rows16k128_bf16', 'gemm_combine']);
-  // Small batches take rows64 tiles; prefill keeps its chunks in registers and needs no combine at all.
-  assert.deepEqual(count('fused', deltaNet(40)).slice(0, 2), ['gemm_segments_rows64_bf16', 'gemm_segments_combine']);
+  // Small batches take rows64 tiles, split, where the call is narrower than WIDE_CALL_COLUMNS (attention's 9216);
+  // a wider call (DeltaNet's 12352) and prefill keep their chunks in registers and need no combine at all.
+  assert.deepEqual(count('fused', attention(40)).slice(0, 2), ['gemm_segments_rows64_bf16', 'gemm_segments_combine']);
+  assert.deepEqual(count('fused', deltaNet(40)).slice(0, 2), ['gemm_segments_rows96_bf16', 'gemm_rows64_bf16']);
   assert.deepEqual(count('separate', deltaNet(300)), Array(5).fill('gemm_rows96_bf16'));
   assert.deepEqual(count('fused', deltaNet(300)), ['gemm_segments_rows96_bf16', 'gemm_rows96_bf16']);
 });
@@ -397,11 +399,10 @@ test('a SwiGLU whose GEMM splits K computes h in its combine; one that does not 
   assert.equal(word(decode[2]!, 1), word(combine, 22));
   // One thread per element of h: 6144 columns of one row.
   assert.deepEqual(combine.shape.grid, [6144 / 256, 1, 1]);
+  // 17 to 64 rows of this 12288-column gate|up is a wide call: unsplit on rows96 tiles, then the SwiGLU kernel.
   assert.deepEqual(
-    run(40)
-      .map(({ name }) => name)
-      .slice(0, 2),
-    ['gemm_segments_rows64_bf16', 'swiglu_segments_combine_bf16'],
+    run(40).map(({ name }) => name),
+    ['gemm_segments_rows96_bf16', 'swiglu_bf16', 'gemm_rows64_bf16', 'gemm_combine'],
   );
   assert.deepEqual(
     run(300).map(({ name }) => name),

@@ -13,6 +13,7 @@ import {
   gemmChunkTiles,
   gemmTilesFor,
   gemmWorkspaceBytes,
+  WIDE_CALL_COLUMNS,
 } from '../../src/backend/cuda/ops/gemm.ts';
 import {
   type GemmSegmentsArguments,
@@ -161,6 +162,27 @@ test('every row count launches the tile kernel its configuration needs, and a sp
   }
 });
 
+test('a call of 17 to 64 rows at least WIDE_CALL_COLUMNS wide runs unsplit on rows96 tiles, a narrower one split', () => {
+  for (const [rows, outFeatures, kernel] of [
+    [17, WIDE_CALL_COLUMNS - 1, 'gemm_rows64_bf16'],
+    [17, WIDE_CALL_COLUMNS, 'gemm_rows96_bf16'],
+    [64, 12352, 'gemm_rows96_bf16'],
+    [64, 2048, 'gemm_rows64_bf16'],
+    [16, 12352, 'gemm_rows16k128_bf16'],
+  ] as const) {
+    assert.equal(gemmTilesFor(rows, outFeatures), kernel.slice(5, -5));
+    const { cuda, launches } = standIn();
+    gemm(cuda, { ...base, rows, outFeatures, inFeatures: 2048 });
+    const split = kernel !== 'gemm_rows96_bf16';
+    assert.deepEqual(
+      launches.map((launch) => launch.name),
+      split ? [kernel, 'gemm_combine'] : [kernel],
+      `${rows} rows × ${outFeatures} columns`,
+    );
+    assert.equal(gemmWorkspaceBytes(rows, outFeatures, 2048) > 0, split);
+  }
+});
+
 test('a replacement kernel runs on rows16 geometry with the split the row count would pick', () => {
   const { cuda, launches } = standIn();
   const kernel = { family: 'gemm_controls', name: 'control_gemm_k_reversed_with_rows' };
@@ -237,16 +259,20 @@ const int32At = (table: BigUint64Array, index: number) => koffi.decode(table[ind
 const wordAt = (table: BigUint64Array, index: number) => BigInt(koffi.decode(table[index]!, 'int64_t'));
 
 test('one segmented launch carries every segment with the K chunking and tiles its own GEMM would get', () => {
-  for (const [rows, tiles, blockColumns, split] of [
-    [1, 'rows16', 64, true],
-    [16, 'rows16', 64, true],
-    [17, 'rows64', 64, true],
-    [64, 'rows64', 64, true],
-    [65, 'rows96', 128, false],
-    [257, 'rows96', 128, false],
+  // The four segments' 16993 columns make 17 to 64 rows a wide call (rows96); without the 12352-column one, rows64.
+  const narrow = { ...segmented, segments: segmented.segments.slice(1) };
+  for (const [rows, tiles, blockColumns, split, call] of [
+    [1, 'rows16', 64, true, segmented],
+    [16, 'rows16', 64, true, segmented],
+    [17, 'rows64', 64, true, narrow],
+    [64, 'rows64', 64, true, narrow],
+    [17, 'rows96', 128, false, segmented],
+    [64, 'rows96', 128, false, segmented],
+    [65, 'rows96', 128, false, segmented],
+    [257, 'rows96', 128, false, segmented],
   ] as const) {
     const { cuda, launches, parameters } = standIn();
-    const args = { ...segmented, rows };
+    const args: GemmSegmentsArguments = { ...call, rows };
     gemmSegments(cuda, args);
     // The same launch alone, per segment: its kernel, block, shared memory and chunk count.
     // The 4097-column segment's chunks are not whole 128-element tiles, so decode rows stage 64 (rows16) throughout.
@@ -275,7 +301,8 @@ test('one segmented launch carries every segment with the K chunking and tiles i
     );
     const table = parameters[0]!;
     assert.deepEqual([int32At(table, 2), int32At(table, 3), int32At(table, 4)], [rows, 2048, split ? 1 : 0]);
-    assert.equal(int32At(table, 5), 0b10, 'segment 1 writes fp32');
+    const fp32Mask = args.segments.reduce((mask, s, index) => mask | ((s.output === 'f32' ? 1 : 0) << index), 0);
+    assert.equal(int32At(table, 5), fp32Mask, 'the 4097-column segment writes fp32');
     args.segments.forEach((segment, index) => {
       const at = 6 + 4 * index;
       assert.deepEqual([wordAt(table, at), wordAt(table, at + 1)], [segment.y, segment.w]);

@@ -83,9 +83,9 @@ export function fusedLinear(
 
 /**
  * A SwiGLU's projections in one segmented GEMM: segments 0 and 1 its gate and up, then up to two more of the same x.
- * Where gate and up split K (decode, at most 64 rows), the combine writes h = bf16(silu(gate) · up) into `h` with the
- * bits of fusedLinear then swiglu, gate and up left unstored, and this returns true; else every output is written as
- * fusedLinear writes it and the caller runs swiglu.
+ * Where gate and up split K (at most 64 rows, in calls narrower than gemm.ts WIDE_CALL_COLUMNS), the combine writes
+ * h = bf16(silu(gate) · up) into `h` with the bits of fusedLinear then swiglu, gate and up left unstored, and this
+ * returns true; else every output is written as fusedLinear writes it and the caller runs swiglu.
  */
 export function fusedSwiGluLinear(
   cuda: CudaContext,

@@ -99,10 +99,21 @@ export function gemmChunks(outFeatures: number, inFeatures: number): number {
   return Math.ceil(Math.ceil(inFeatures / K_TILE) / gemmChunkTiles(outFeatures, inFeatures));
 }
 
-/** The configuration the launcher picks for `rows` (bench and tests may force another: the bits are the same). */
-export function gemmTilesFor(rows: number): GemmTiles {
+/**
+ * Output columns (of all a call's segments together) from which a call of 17 to 64 rows runs unsplit on rows96 tiles:
+ * its 96 or more blocks of 128 columns each stream their weights once, with no partials written and read back by a
+ * combine. bench/gpu-gemm-decode.ts on the H200 at 64 rows: the DeltaNet inputs (12352 columns) 36.5 µs against 48.9
+ * split on rows64, the tower's gate|up (12288) 35.9 against 46.9; narrower calls were faster split.
+ */
+export const WIDE_CALL_COLUMNS = 12288;
+
+/**
+ * The configuration the launcher picks for `rows` and the call's output columns (bench and tests may force another:
+ * the bits are the same).
+ */
+export function gemmTilesFor(rows: number, columns = 0): GemmTiles {
   if (rows <= 16) return 'rows16k128';
-  if (rows <= 64) return 'rows64';
+  if (rows <= 64 && columns < WIDE_CALL_COLUMNS) return 'rows64';
   return 'rows96';
 }
 
@@ -124,7 +135,7 @@ export function gemmWorkspaceBytes(
   rows: number,
   outFeatures: number,
   inFeatures: number,
-  tiles: GemmTiles = gemmTilesFor(rows),
+  tiles: GemmTiles = gemmTilesFor(rows, outFeatures),
 ): number {
   const chunks = gemmSplits(tiles, outFeatures, inFeatures);
   if (chunks === 1) return 0;
@@ -184,7 +195,7 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
   requireAligned(a.x, 16, 'x');
   requireAligned(a.w, 16, 'w');
   requireAligned(a.y, 8, 'y');
-  const tiles = options.tiles ?? gemmTilesFor(a.rows);
+  const tiles = options.tiles ?? gemmTilesFor(a.rows, a.outFeatures);
   if (!(tiles in GEMM_CONFIGURATIONS))
     throw invalid('tiles', `tiles must be rows16, rows16k128, rows64 or rows96, got ${String(tiles)}`);
   // A replacement kernel keeps the split the picked configuration would make (so the workspace fits) on rows16's geometry.

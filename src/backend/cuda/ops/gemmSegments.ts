@@ -59,12 +59,17 @@ function partialFloats(rows: number, outFeatures: number, splits: number): numbe
   return splits > 1 ? Math.ceil((splits * rows * outFeatures) / 4) * 4 : 0;
 }
 
+/** The output columns of all of a launch's segments: what picks its tiles, as a GEMM's own columns pick its. */
+function columnsOf(outFeatures: readonly number[]): number {
+  return outFeatures.reduce((sum, n) => sum + n, 0);
+}
+
 /** Bytes the segmented launch needs in `workspace`: every split segment's fp32 partials, one after another. */
 export function gemmSegmentsWorkspaceBytes(
   rows: number,
   inFeatures: number,
   outFeatures: readonly number[],
-  tiles: GemmTiles = gemmTilesFor(rows),
+  tiles: GemmTiles = gemmTilesFor(rows, columnsOf(outFeatures)),
 ): number {
   let floats = 0;
   for (const n of outFeatures) floats += partialFloats(rows, n, gemmSplits(tiles, n, inFeatures));
@@ -116,7 +121,7 @@ export function gemmSegments(
   }
   for (const [index, segment] of a.segments.entries()) checkSegment(segment, index, a.rows);
   requireAligned(a.x, 16, 'x');
-  const tiles = options.tiles ?? gemmTilesFor(a.rows);
+  const tiles = options.tiles ?? gemmTilesFor(a.rows, columnsOf(a.segments.map((segment) => segment.outFeatures)));
   if (!(tiles in GEMM_CONFIGURATIONS)) {
     throw invalid('tiles', `tiles must be rows16, rows16k128, rows64 or rows96, got ${String(tiles)}`);
   }
