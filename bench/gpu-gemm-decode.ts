@@ -32,7 +32,7 @@ function listed(name: string, fallback: string): string[] {
     .map((item) => item.trim())
     .filter((item) => item !== '');
 }
-/** A tile configuration, or 'auto': the launcher's own choice for the call (gemmTilesFor, gemmSegmentsTilesFor). */
+/** A tile configuration, or 'auto': the launcher's own choice by rows and the call's output columns (gemmTilesFor). */
 type Configuration = GemmTiles | 'auto';
 const CONFIGURATIONS = listed('DRAMA3_GEMM_TILES', 'rows16,rows16k128') as Configuration[];
 for (const tiles of CONFIGURATIONS) {
