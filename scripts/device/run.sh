@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs GPU tests and benchmarks from a folder made by scripts/device/prepare.ts, on a machine with a GPU and no
 # Node.js. Each entry is a source path: test/kernels/<name>.test.ts runs under node --test, bench/<name>.ts runs as a
-# program given the output directory. Each entry's log is written to <output dir>/<entry name>.log as it runs.
+# program given the output directory, then any arguments that follow its path in the same word (quote the entry:
+# "bench/gpu-serve.ts --preset full"). Each entry's log is written to <output dir>/<entry name>.log as it runs.
 # Usage: scripts/device/run.sh <prepared folder> <output dir> <entry>...
 set -uo pipefail
 if [ "$#" -lt 3 ]; then
@@ -21,7 +22,10 @@ export DRAMA3_WORKER_BUNDLES="$prepared/app/workers"
 export PATH="$(dirname "$node_binary"):$PATH"
 echo "node $("$node_binary" --version); kernels from $DRAMA3_KERNEL_DIR"
 status=0
-for entry in "$@"; do
+for word in "$@"; do
+  read -r -a parts <<<"$word"
+  entry="${parts[0]}"
+  arguments=("${parts[@]:1}")
   bundle="$prepared/app/${entry%.ts}.mjs"
   log="$output/$(basename "${entry%.ts}").log"
   if [ ! -f "$bundle" ]; then
@@ -32,7 +36,7 @@ for entry in "$@"; do
   echo "== $entry" | tee "$log"
   case "$entry" in
     *.test.ts) "$node_binary" --test --test-reporter=spec "$bundle" 2>&1 | tee -a "$log" ;;
-    *) "$node_binary" "$bundle" "$output" 2>&1 | tee -a "$log" ;;
+    *) "$node_binary" "$bundle" "$output" "${arguments[@]}" 2>&1 | tee -a "$log" ;;
   esac
   entry_status="${PIPESTATUS[0]}"
   [ "$entry_status" -ne 0 ] && status="$entry_status"
