@@ -86,7 +86,7 @@ function timeLaunch(launch: Launch, rows: number) {
   const ys = outFeatures.map((n) => buffers.allocate(aligned(rows * n * elementBytes), 'decode y'));
   const workspaceBytes = Math.max(
     16,
-    ...(['rows16', 'rows64', 'rows96'] as const).flatMap((tiles) => [
+    ...(Object.keys(GEMM_CONFIGURATIONS) as GemmTiles[]).flatMap((tiles) => [
       gemmSegmentsWorkspaceBytes(rows, inFeatures, outFeatures, tiles),
       ...outFeatures.map((n) => gemmWorkspaceBytes(rows, n, inFeatures, tiles)),
     ]),

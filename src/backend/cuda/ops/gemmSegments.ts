@@ -121,7 +121,8 @@ export function gemmSegments(
   }
   for (const [index, segment] of a.segments.entries()) checkSegment(segment, index, a.rows);
   requireAligned(a.x, 16, 'x');
-  const tiles = options.tiles ?? gemmTilesFor(a.rows, columnsOf(a.segments.map((segment) => segment.outFeatures)));
+  const outFeatures = a.segments.map((segment) => segment.outFeatures);
+  const tiles = options.tiles ?? gemmTilesFor(a.rows, columnsOf(outFeatures));
   if (!(tiles in GEMM_CONFIGURATIONS)) {
     throw invalid('tiles', `tiles must be rows16, rows16k128, rows64 or rows96, got ${String(tiles)}`);
   }
@@ -129,11 +130,10 @@ export function gemmSegments(
   const staged = stagedTiles(
     tiles,
     a.inFeatures,
-    a.segments.map((segment) => gemmChunkTiles(segment.outFeatures, a.inFeatures)),
+    outFeatures.map((n) => gemmChunkTiles(n, a.inFeatures)),
   );
   const configuration = GEMM_CONFIGURATIONS[options.kernel ? 'rows16' : staged];
   const splitK = GEMM_CONFIGURATIONS[tiles].splitK;
-  const outFeatures = a.segments.map((segment) => segment.outFeatures);
   const chunks = outFeatures.map((n) => gemmSplits(tiles, n, a.inFeatures));
   const mostChunks = Math.max(...chunks);
   const workspace = a.workspace ?? 0n;
