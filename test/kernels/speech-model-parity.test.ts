@@ -1,7 +1,8 @@
 // The `small` synthetic checkpoint (the real head dimensions) on the CUDA backend against the cpu backend in bf16:
 // (a) teacher-forced picks — over a prompt of 204 rows (text, then reference code rows, then text) the argmax of
 // every row's candidate logits and of every per-codebook head under the true next codes must agree on ≥ 99% of the
-// columns, every differing pick listed with both margins; (b) the residual stream after every backbone layer at
+// columns, every differing pick listed with both margins; (a′) and at least as often as the cpu's own bf16 arithmetic
+// with fp32 linear sums (a GPU's rounding of sums, nothing else changed) agrees with it: the floor; (b) the residual stream after every backbone layer at
 // cosine ≥ 0.999 on every row, every exception listed; (c) 32 seeded frames on both, the first differing frame
 // printed (informational: one different pick changes every later frame). The `tiny` preset cannot run here: its
 // head dims (16) are below what the attention (64, 128, 256) and DeltaNet (128) kernels serve. The cpu controls
@@ -18,7 +19,7 @@ import type { SlotSpeechModel } from '../../src/model/speech-model.ts';
 import { DEFAULT_SAMPLING, type PromptRows } from '../../src/model/types.ts';
 import { loadCpuModel, speechCheckpointDir, speechPrompt } from './support/speech-model-checkpoint.ts';
 import { firstDrawnMismatch, framesAlone } from './support/speech-model-frames.ts';
-import { mirrorVerdict, pickVerdict, residualVerdict } from './support/speech-model-parity.ts';
+import { mirrorVerdict, pickFloorVerdict, pickVerdict, residualVerdict } from './support/speech-model-parity.ts';
 import { PlantedCpuBackend } from './support/speech-model-planted.ts';
 import { type TeacherForced, teacherForce } from './support/speech-model-teacher.ts';
 
@@ -43,8 +44,10 @@ test('control: the verdicts pass a cpu model against itself and fail planted att
   const prompt = speechPrompt(reference.candidates.semanticBegin, { textRows: 20, codeRows: 50, tailRows: 4 });
   const expected = teacherForce(reference, prompt);
   const same = teacherForce(planted, prompt);
+  const floor = teacherForce(await loadCpuModel(dir, 'bf16', CAPACITY, 'f32'), prompt, false);
   assert.deepEqual(mirrorVerdict(expected, 'cpu').failures, []);
   assert.deepEqual(pickVerdict(same, expected, ['planted', 'cpu']).failures, []);
+  assert.deepEqual(pickFloorVerdict(same, expected, floor).failures, []);
   assert.deepEqual(residualVerdict(same, expected).failures, []);
   const layer = planted.backbone.layers.findIndex((candidate) => candidate.attention !== undefined);
   backend.attentionTarget = planted.backbone.layers[layer]!.attention;
@@ -55,9 +58,13 @@ test('control: the verdicts pass a cpu model against itself and fail planted att
   assert.match(oneRow.lines.join('\n'), new RegExp(`below: layer ${layer} row 30 `));
   assert.doesNotMatch(oneRow.lines.join('\n'), /below: layer [0-2] /, 'layers before the fault were flagged');
   backend.attentionRows = 'all';
-  const allRows = pickVerdict(teacherForce(planted, prompt), expected, ['planted', 'cpu']);
+  const negated = teacherForce(planted, prompt);
+  const allRows = pickVerdict(negated, expected, ['planted', 'cpu']);
   print(allRows.lines.slice(0, 4));
   assert.notDeepEqual(allRows.failures, [], 'negating an attention layer on every row passed the pick verdict');
+  const floorFault = pickFloorVerdict(negated, expected, floor);
+  print(floorFault.lines);
+  assert.notDeepEqual(floorFault.failures, [], 'negating an attention layer on every row passed the floor verdict');
   backend.attentionTarget = planted.tower.layers[1]!.attention;
   const towerFault = teacherForce(planted, prompt);
   const mirror = mirrorVerdict({ ...expected, towerRunKeyValues: towerFault.towerRunKeyValues }, 'planted');
@@ -71,6 +78,7 @@ let cpuModel: SlotSpeechModel<CpuBuffer>;
 let prompt: PromptRows;
 let cudaPass: TeacherForced;
 let cpuPass: TeacherForced;
+let floorPass: TeacherForced;
 
 before(async () => {
   if (skip) return;
@@ -90,6 +98,11 @@ before(async () => {
   // would double the cpu's share of the run).
   cpuPass = teacherForce(cpuModel, prompt, false);
   console.log(`teacher-forced ${cpuPass.rows} rows on cpu in ${(performance.now() - started).toFixed(0)} ms`);
+  started = performance.now();
+  floorPass = teacherForce(await loadCpuModel(dir, 'bf16', CAPACITY, 'f32'), prompt, false);
+  console.log(
+    `teacher-forced ${floorPass.rows} rows on cpu with fp32 linear sums in ${(performance.now() - started).toFixed(0)} ms`,
+  );
 });
 
 after(() => cuda?.close());
@@ -102,6 +115,12 @@ test('small on cuda: the teacher-forced tower mirror writes Tower.run K/V bits',
 
 test('small on cuda: (a) teacher-forced picks agree with cpu bf16 on ≥ 99% of columns', { skip }, () => {
   const verdict = pickVerdict(cudaPass, cpuPass, NAMES);
+  print(verdict.lines);
+  assert.deepEqual(verdict.failures, []);
+});
+
+test('small on cuda: (a′) picks agree with cpu bf16 at least as often as its own fp32-sums run does', { skip }, () => {
+  const verdict = pickFloorVerdict(cudaPass, cpuPass, floorPass);
   print(verdict.lines);
   assert.deepEqual(verdict.failures, []);
 });

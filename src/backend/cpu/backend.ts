@@ -28,7 +28,7 @@ import { runLinear } from './linear-layer.ts';
 import { runMoe, runSwiGlu } from './moe-block.ts';
 import { embedRecords, gatherCodeRows } from './ops/embedding.ts';
 import { SUM_LANES } from './ops/sampling.ts';
-import { PRECISION_POLICIES, type PrecisionName, type PrecisionPolicy } from './precision.ts';
+import { type LinearSums, type PrecisionName, type PrecisionPolicy, precisionPolicy } from './precision.ts';
 import { BatchSampler } from './sample-block.ts';
 import { ScratchPool } from './scratch.ts';
 import { type CpuBuffer, type CpuTensor, readFloats } from './tensors.ts';
@@ -37,6 +37,8 @@ import { DEFAULT_WIDENED_CACHE_BYTES, WidenedCache } from './widened-cache.ts';
 
 export interface CpuBackendOptions {
   readonly precision?: PrecisionName;
+  /** Linear layers' sums: exact (the default) or fp32 as a GPU's GEMM rounds them (the parity floor). */
+  readonly linearSums?: LinearSums;
   /** The delta rule's form; recurrent (the default) makes every prefill chunking bit-identical. */
   readonly deltaRule?: DeltaRuleForm;
   /** Bytes of weight matrices widened to fp32 at load (widened-cache.ts); 0 widens every row per use. */
@@ -70,7 +72,7 @@ export class CpuBackend implements Backend<CpuBuffer> {
   private readonly released = new WeakSet<CpuBuffer>();
 
   constructor(options: CpuBackendOptions = {}) {
-    this.policy = PRECISION_POLICIES[options.precision ?? 'bf16'];
+    this.policy = precisionPolicy(options.precision ?? 'bf16', options.linearSums);
     this.deltaRule = options.deltaRule ?? 'recurrent';
     this.widened = new WidenedCache(options.widenedCacheBytes ?? DEFAULT_WIDENED_CACHE_BYTES);
     this.scratch = new ScratchPool(this.policy, this.widened);

@@ -1,11 +1,13 @@
 // Runs a linear weight on the cpu: bf16/f16/f32 weights directly (from the widened cache, or each row widened per use),
 // e4m3 block weights after quantising the activations per row per 128 columns (MODEL.md §2). The result is rounded as
-// the policy says, or kept as fp32 sums for an f32 output (the logits heads).
+// the policy says, or kept as fp32 sums for an f32 output (the logits heads). The sums are exact (double) unless the
+// policy asks for fp32 sums as a GPU rounds them (linear-f32-sums.ts).
 
 import type { FloatArray } from '../../numeric/float-array.ts';
 import type { LinearWeight } from '../types.ts';
 import { linearFp8Block, linearFp8BlockTensor, quantizeActivationsE4m3 } from './ops/fp8.ts';
 import { linear, linearTensor } from './ops/linear.ts';
+import { linearF32Sums, linearFp8BlockF32Sums } from './ops/linear-f32-sums.ts';
 import type { PrecisionPolicy } from './precision.ts';
 import type { ScratchPool } from './scratch.ts';
 import type { CpuBuffer } from './tensors.ts';
@@ -23,14 +25,20 @@ export function runLinear(
   const row = scratch.rowFor('linear.row', inFeatures);
   const data = weight.data;
   const values = data instanceof Float32Array || data instanceof Float64Array ? data : scratch.widened.get(weight);
+  const f32Sums = policy.linearSums === 'f32';
   if (weight.dtype === 'e4m3') {
     const quantized = scratch.floatsFor('fp8.quantized', rows * inFeatures);
     const scales = scratch.floatsFor('fp8.scales', rows * Math.ceil(inFeatures / 128));
     quantizeActivationsE4m3(x, rows, inFeatures, quantized, scales);
     const weightScales = weight.scales!.data as Float32Array;
-    if (values !== undefined)
+    if (f32Sums) {
+      const source = values ?? weight;
+      linearFp8BlockF32Sums(quantized, scales, source, weightScales, out, rows, inFeatures, outFeatures, row);
+    } else if (values !== undefined)
       linearFp8Block(quantized, scales, values, weightScales, out, rows, inFeatures, outFeatures);
     else linearFp8BlockTensor(quantized, scales, weight, weightScales, out, rows, inFeatures, outFeatures, row);
+  } else if (f32Sums) {
+    linearF32Sums(x, values ?? weight, out, rows, inFeatures, outFeatures, row);
   } else if (values !== undefined) {
     linear(x, values, out, rows, inFeatures, outFeatures);
   } else {

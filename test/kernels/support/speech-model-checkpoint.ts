@@ -6,7 +6,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CpuBackend } from '../../../src/backend/cpu/backend.ts';
-import type { PrecisionName } from '../../../src/backend/cpu/precision.ts';
+import type { LinearSums, PrecisionName } from '../../../src/backend/cpu/precision.ts';
 import type { CpuBuffer } from '../../../src/backend/cpu/tensors.ts';
 import { loadSpeechModel } from '../../../src/model/load-model.ts';
 import type { SlotSpeechModel } from '../../../src/model/speech-model.ts';
@@ -48,8 +48,9 @@ export async function loadCpuModel(
   dir: string,
   precision: PrecisionName,
   capacity: LaneCapacity,
+  linearSums: LinearSums = 'exact',
 ): Promise<SlotSpeechModel<CpuBuffer>> {
-  return loadSpeechModel(dir, new CpuBackend({ precision, widenedCacheBytes: WIDENED_BYTES }), {
+  return loadSpeechModel(dir, new CpuBackend({ precision, linearSums, widenedCacheBytes: WIDENED_BYTES }), {
     capacity,
     prefillChunk: 64,
   });

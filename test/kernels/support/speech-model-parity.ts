@@ -1,5 +1,6 @@
 // The parity verdicts of two teacher-forced passes: picks equal on at least PICK_AGREEMENT of the columns (every
-// differing pick listed with both margins), every row's residual stream at cosine ≥ RESIDUAL_COSINE after every
+// differing pick listed with both margins), and at least as often as a second valid bf16 implementation's picks (the
+// cpu with fp32 linear sums: the floor that the rounding of sums alone sets), every row's residual stream at cosine ≥ RESIDUAL_COSINE after every
 // backbone layer (every exception listed), and each pass's tower mirror writing Tower.run's own K/V bits.
 import {
   comparePicks,
@@ -28,6 +29,24 @@ export function pickVerdict(a: TeacherForced, b: TeacherForced, names: readonly 
   ];
   const failures = share >= PICK_AGREEMENT ? [] : [lines[0]!];
   return { lines, failures };
+}
+
+/**
+ * The candidate's picks agree with the reference's at least as often as the floor's do: the floor is the reference's
+ * own arithmetic with its linear layers' sums rounded to fp32 as a GPU's GEMM rounds them.
+ */
+export function pickFloorVerdict(candidate: TeacherForced, reference: TeacherForced, floor: TeacherForced): Verdict {
+  const measured = comparePicks(candidate, reference);
+  const floored = comparePicks(floor, reference);
+  const share = measured.equal / measured.columns;
+  const floorShare = floored.equal / floored.columns;
+  const widest = floored.differences.reduce((most, d) => Math.max(most, d.marginA, d.marginB), 0);
+  const lines = [
+    `picks against the floor: ${measured.equal} of ${measured.columns} columns equal (${(100 * share).toFixed(2)}%); ` +
+      `the reference's own arithmetic with fp32 linear sums: ${floored.equal} of ${floored.columns} ` +
+      `(${(100 * floorShare).toFixed(2)}%, its differing picks' margins at most ${widest.toFixed(1)} ulp)`,
+  ];
+  return { lines, failures: share >= floorShare ? [] : [lines[0]!] };
 }
 
 export function residualVerdict(a: TeacherForced, b: TeacherForced): Verdict {
