@@ -112,26 +112,6 @@ interface MmaTiling {
   readonly gridZ: number;
 }
 
-/**
- * At most this many tensor-core conv blocks a launch (DRAMA3_CODEC_RESIDENT_BLOCKS; unset: a block per row tile),
- * each walking its row tiles in turn, staged calls tiled flat so that the cap holds over many lanes: where the codec
- * decodes beside the frame step, its blocks then leave room on every SM for the step's. The same bits either way.
- */
-export const CODEC_RESIDENT_BLOCKS = residentBlocks(process.env.DRAMA3_CODEC_RESIDENT_BLOCKS);
-
-export function residentBlocks(value: string | undefined): number | undefined {
-  if (value === undefined || value === '') return undefined;
-  const blocks = Number(value);
-  if (!Number.isInteger(blocks) || blocks < 1) {
-    throw new DramaError(
-      'SETTING_INVALID',
-      `DRAMA3_CODEC_RESIDENT_BLOCKS must be a positive integer, got ${JSON.stringify(value)}`,
-      { param: 'DRAMA3_CODEC_RESIDENT_BLOCKS' },
-    );
-  }
-  return blocks;
-}
-
 function mmaTiling(a: CodecConvArguments, rows: number): MmaTiling {
   const blockRows = mmaBlockShape(a.outputs).rows;
   const historyRows = (a.kernel - 1) * a.dilation;
@@ -141,18 +121,19 @@ function mmaTiling(a: CodecConvArguments, rows: number): MmaTiling {
   if (mmaStagedBytes(staged.rows, a.sequenceCount, a.inputs, historyRows) > staged.bytes) return perSequence;
   const paddedRows = staged.rows + a.sequenceCount * historyRows;
   const flatTiles = Math.ceil(paddedRows / blockRows);
-  const flat = CODEC_RESIDENT_BLOCKS !== undefined || flatTiles < perSequence.rowTiles * a.sequenceCount;
+  const flat = flatTiles < perSequence.rowTiles * a.sequenceCount;
   return flat ? { staged, paddedRows, flat, rowTiles: flatTiles, gridZ: 1 } : { ...perSequence, staged, paddedRows };
 }
 
 /** The tensor-core conv's blocks along outputs (× each group, split) and rows (the tiling's, by grid y and z). */
 function mmaShape(outputs: number, tiling: MmaTiling, groups: number, sharedBytes: number) {
   const block = mmaBlockShape(outputs);
-  const gridX = Math.ceil(outputs / block.outputs) * groups;
-  const capped =
-    CODEC_RESIDENT_BLOCKS === undefined ? tiling.rowTiles : Math.floor(CODEC_RESIDENT_BLOCKS / (gridX * tiling.gridZ));
   return {
-    grid: [gridX, Math.max(1, Math.min(MAXIMUM_GRID_Y, tiling.rowTiles, capped)), tiling.gridZ] as const,
+    grid: [
+      Math.ceil(outputs / block.outputs) * groups,
+      Math.min(MAXIMUM_GRID_Y, tiling.rowTiles),
+      tiling.gridZ,
+    ] as const,
     block: [MMA_THREADS, 1, 1] as const,
     sharedBytes,
   };
