@@ -19,37 +19,27 @@ function seeded(count: number, seed: number): Float32Array {
   });
 }
 
-test('f32 sums: each mma group of 16 rounded to fp32 as it joins its chunk (by hand)', () => {
-  // 1 + half an ulp in group 0 and half an ulp alone in group 1: exactly 1 + 1 ulp. Rounded per group, each half
-  // ulp is a tie that rounds to even as it joins the chunk: 1.
-  const inFeatures = 32;
+/** 1 at element 0 and half an ulp of 1 (2^-12 · 2^-12) at each of `halves`: the exact and the fp32-sums results. */
+function onePlusHalves(inFeatures: number, halves: readonly number[]): [number, number] {
   const x = new Float32Array(inFeatures);
   const weight = new Float32Array(inFeatures);
   x[0] = weight[0] = 1;
-  x[1] = weight[1] = 2 ** -12;
-  x[16] = weight[16] = 2 ** -12;
+  for (const index of halves) x[index] = weight[index] = 2 ** -12;
   const exact = new Float32Array(1);
   const rounded = new Float32Array(1);
   linear(x, weight, exact, 1, inFeatures, 1);
   linearF32Sums(x, weight, rounded, 1, inFeatures, 1, wideRow(inFeatures));
-  assert.equal(exact[0], 1 + ULP_OF_ONE);
-  assert.equal(rounded[0], 1);
+  return [exact[0]!, rounded[0]!];
+}
+
+test('f32 sums: each mma group of 16 rounded to fp32 as it joins its chunk (by hand)', () => {
+  // Half an ulp in group 0 beside the 1, half alone in group 1: exactly 1 + 1 ulp; each half a tie to even: 1.
+  assert.deepEqual(onePlusHalves(32, [1, 16]), [1 + ULP_OF_ONE, 1]);
 });
 
 test('f32 sums: each 128-element chunk rounded to fp32 as it joins the total (by hand)', () => {
-  // 1 in chunk 0 and half an ulp alone in chunks 1 and 2: exactly 1 + 1 ulp; each half ulp a tie as it joins: 1.
-  const inFeatures = 384;
-  const x = new Float32Array(inFeatures);
-  const weight = new Float32Array(inFeatures);
-  x[0] = weight[0] = 1;
-  x[128] = weight[128] = 2 ** -12;
-  x[256] = weight[256] = 2 ** -12;
-  const exact = new Float32Array(1);
-  const rounded = new Float32Array(1);
-  linear(x, weight, exact, 1, inFeatures, 1);
-  linearF32Sums(x, weight, rounded, 1, inFeatures, 1, wideRow(inFeatures));
-  assert.equal(exact[0], 1 + ULP_OF_ONE);
-  assert.equal(rounded[0], 1);
+  // Half an ulp alone in chunks 1 and 2: exactly 1 + 1 ulp; each half a tie to even as it joins the total: 1.
+  assert.deepEqual(onePlusHalves(384, [128, 256]), [1 + ULP_OF_ONE, 1]);
 });
 
 test('f32 sums: a row gives the same bits alone and in a call of 7 rows; within fp32 error of the exact sums', () => {
