@@ -32,8 +32,7 @@ export function runLinear(
     quantizeActivationsE4m3(x, rows, inFeatures, quantized, scales);
     const weightScales = weight.scales!.data as Float32Array;
     if (f32Sums) {
-      const source = values ?? weight;
-      linearFp8BlockF32Sums(quantized, scales, source, weightScales, out, rows, inFeatures, outFeatures, row);
+      linearFp8BlockF32Sums(quantized, scales, values ?? weight, weightScales, out, rows, inFeatures, outFeatures, row);
     } else if (values !== undefined)
       linearFp8Block(quantized, scales, values, weightScales, out, rows, inFeatures, outFeatures);
     else linearFp8BlockTensor(quantized, scales, weight, weightScales, out, rows, inFeatures, outFeatures, row);

@@ -32,10 +32,23 @@ function chunkedDot(x: FloatArray, xStart: number, weightRow: FloatArray, inFeat
   return total;
 }
 
-/** The weight row `o` as fp32 values: a view of the widened matrix, or widened now into `row`. */
-function weightRowOf(weight: FloatArray | CpuTensor, o: number, inFeatures: number, row: WideRow): FloatArray {
-  if (!('dtype' in weight)) return weight.subarray(o * inFeatures, (o + 1) * inFeatures);
-  return widenToRow(weight, o * inFeatures, inFeatures, row);
+/** out[t, o] = dot(weight row o as fp32 values, t) for every output and row; rows widened one at a time if needed. */
+function eachOutput(
+  weight: FloatArray | CpuTensor,
+  out: FloatArray,
+  rows: number,
+  inFeatures: number,
+  outFeatures: number,
+  row: WideRow,
+  dot: (weightRow: FloatArray, t: number, o: number) => number,
+): void {
+  for (let o = 0; o < outFeatures; o++) {
+    const weightRow =
+      'dtype' in weight
+        ? widenToRow(weight, o * inFeatures, inFeatures, row)
+        : weight.subarray(o * inFeatures, (o + 1) * inFeatures);
+    for (let t = 0; t < rows; t++) out[t * outFeatures + o] = dot(weightRow, t, o);
+  }
 }
 
 export function linearF32Sums(
@@ -47,10 +60,9 @@ export function linearF32Sums(
   outFeatures: number,
   row: WideRow,
 ): void {
-  for (let o = 0; o < outFeatures; o++) {
-    const weightRow = weightRowOf(weight, o, inFeatures, row);
-    for (let t = 0; t < rows; t++) out[t * outFeatures + o] = chunkedDot(x, t * inFeatures, weightRow, inFeatures);
-  }
+  eachOutput(weight, out, rows, inFeatures, outFeatures, row, (weightRow, t) =>
+    chunkedDot(x, t * inFeatures, weightRow, inFeatures),
+  );
 }
 
 export function linearFp8BlockF32Sums(
@@ -65,20 +77,17 @@ export function linearFp8BlockF32Sums(
   row: WideRow,
 ): void {
   const blocks = Math.ceil(inFeatures / FP8_BLOCK);
-  for (let o = 0; o < outFeatures; o++) {
-    const weightRow = weightRowOf(weight, o, inFeatures, row);
+  eachOutput(weight, out, rows, inFeatures, outFeatures, row, (weightRow, t, o) => {
     const scaleRow = Math.floor(o / FP8_BLOCK) * blocks;
-    for (let t = 0; t < rows; t++) {
-      let total = 0;
-      for (let b = 0; b < blocks; b++) {
-        let exact = 0;
-        for (let i = b * FP8_BLOCK; i < Math.min(inFeatures, (b + 1) * FP8_BLOCK); i++) {
-          exact += quantized[t * inFeatures + i]! * weightRow[i]!;
-        }
-        const scaled = fround(fround(fround(exact) * activationScales[t * blocks + b]!) * weightScales[scaleRow + b]!);
-        total = fround(total + scaled);
+    let total = 0;
+    for (let b = 0; b < blocks; b++) {
+      let exact = 0;
+      for (let i = b * FP8_BLOCK; i < Math.min(inFeatures, (b + 1) * FP8_BLOCK); i++) {
+        exact += quantized[t * inFeatures + i]! * weightRow[i]!;
       }
-      out[t * outFeatures + o] = total;
+      const scaled = fround(fround(fround(exact) * activationScales[t * blocks + b]!) * weightScales[scaleRow + b]!);
+      total = fround(total + scaled);
     }
-  }
+    return total;
+  });
 }
