@@ -4,9 +4,9 @@
 // columns, every differing pick listed with both margins; (a′) and at least as often as the cpu's own bf16 arithmetic
 // with fp32 linear sums (a GPU's rounding of sums, nothing else changed) agrees with it: the floor; (b) the residual
 // stream after every backbone layer at cosine ≥ 0.999 on every row, every exception listed; (c) 32 seeded frames
-// on both, the first differing frame printed (informational: one different pick changes every later frame). The `tiny` preset cannot run here: its
-// head dims (16) are below what the attention (64, 128, 256) and DeltaNet (128) kernels serve. The cpu controls
-// (tiny, no GPU needed) show each verdict fails on a planted fault. Skips the GPU tests, saying why, without CUDA.
+// on both, the first differing frame printed (informational: one different pick changes every later frame). The
+// `tiny` preset cannot run here: its head dims (16) are below what the attention (64, 128, 256) and DeltaNet (128)
+// kernels serve. The cpu controls (tiny, no GPU needed) show each verdict fails on a planted fault. Skips the GPU tests, saying why, without CUDA.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { CpuBuffer } from '../../src/backend/cpu/tensors.ts';
