@@ -6,7 +6,8 @@
 // stream after every backbone layer at cosine ≥ 0.999 on every row, every exception listed; (c) 32 seeded frames
 // on both, the first differing frame printed (informational: one different pick changes every later frame). The
 // `tiny` preset cannot run here: its head dims (16) are below what the attention (64, 128, 256) and DeltaNet (128)
-// kernels serve. The cpu controls (tiny, no GPU needed) show each verdict fails on a planted fault. Skips the GPU tests, saying why, without CUDA.
+// kernels serve. The cpu controls (tiny, no GPU needed) show each verdict fails on a planted fault. Skips the GPU
+// tests, saying why, without CUDA.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { CpuBuffer } from '../../src/backend/cpu/tensors.ts';
