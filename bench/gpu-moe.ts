@@ -1,6 +1,7 @@
 // GPU bench of the MoE experts at the real geometry (H 2048, I 512, 256 FP8 experts, top-8): the grouping (as a
 // launch of its own; the backend groups in the router's launch), the grouped gate|up + SwiGLU, the grouped down
-// projection (quantising h itself), the combine and the four together, at 1, 8, 64 and 4096 rows, and the bf16 experts' gate|up and down. Each is timed
+// projection (quantising h itself), each on narrow and on wide tiles, the combine and the four together (the launcher's
+// tiles), at 1 to 4096 rows, and the bf16 experts' gate|up and down. Each is timed
 // inside a captured graph that walks several routings in turn (at one row, 32 routings over disjoint experts, so the
 // 768 MB of weights stream from memory rather than L2), median of 21 replays. Prints the time, the bytes each step
 // moves (the routed experts' weights and scales, activations read, outputs written) and their rate beside the
@@ -11,6 +12,7 @@ import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
 import {
   type MoeGrouping,
+  type MoeTiling,
   moeCombine,
   moeDownBf16,
   moeDownFp8,
@@ -114,8 +116,10 @@ function measureRows(rows: number, routingsCount: number) {
   const sizes = { rows, topK: TOP_K, experts: EXPERTS, hidden: HIDDEN, intermediate: INTERMEDIATE };
   const steps = {
     group: (r: Routing) => moeGroupPairs(cuda, { ...r.grouping, expertIds: r.ids, ...sizes }),
-    gateUp: (r: Routing) => moeGateUpFp8(cuda, { ...r.grouping, ...sizes, h, quantized, scales, weights }),
-    down: (r: Routing) => moeDownFp8(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights }),
+    gateUp: (r: Routing, tiling?: MoeTiling) =>
+      moeGateUpFp8(cuda, { ...r.grouping, ...sizes, h, quantized, scales, weights, tiling }),
+    down: (r: Routing, tiling?: MoeTiling) =>
+      moeDownFp8(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights, tiling }),
     gateUpBf16: (r: Routing) => moeGateUpBf16(cuda, { ...r.grouping, ...sizes, h, x, weights: bf16Weights }),
     downBf16: (r: Routing) => moeDownBf16(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights: bf16Weights }),
     combine: (r: Routing) =>
@@ -139,14 +143,22 @@ function measureRows(rows: number, routingsCount: number) {
     steps.down(r);
     steps.combine(r);
   };
+  const gateUp = (tiling: MoeTiling) => ({
+    microseconds: timeSteps((r) => steps.gateUp(r, tiling)),
+    bytes: gateUpBytes + hBytes,
+    weightBytes: gateUpBytes,
+  });
+  const down = (tiling: MoeTiling) => ({
+    microseconds: timeSteps((r) => steps.down(r, tiling)),
+    bytes: downBytes + distinct * DOWN_SCALE_BYTES + hBytes + expertOutBytes,
+    weightBytes: downBytes,
+  });
   const results = {
     group: { microseconds: timeSteps(steps.group), bytes: 0, weightBytes: 0 },
-    gateUp: { microseconds: timeSteps(steps.gateUp), bytes: gateUpBytes + hBytes, weightBytes: gateUpBytes },
-    down: {
-      microseconds: timeSteps(steps.down),
-      bytes: downBytes + distinct * DOWN_SCALE_BYTES + hBytes + expertOutBytes,
-      weightBytes: downBytes,
-    },
+    'gate|up, narrow tiles': gateUp('narrow'),
+    'gate|up, wide tiles': gateUp('wide'),
+    'down, narrow tiles': down('narrow'),
+    'down, wide tiles': down('wide'),
     combine: { microseconds: timeSteps(steps.combine), bytes: 0, weightBytes: 0 },
     block: {
       microseconds: timeSteps(block),
@@ -160,7 +172,15 @@ function measureRows(rows: number, routingsCount: number) {
   return { rows, pairs, distinctExperts: distinct, flops, results };
 }
 
-const measured = [measureRows(1, 32), measureRows(8, 16), measureRows(64, 8), measureRows(4096, 2)];
+const measured = [
+  measureRows(1, 32),
+  measureRows(8, 16),
+  measureRows(64, 8),
+  measureRows(128, 4),
+  measureRows(256, 4),
+  measureRows(1024, 2),
+  measureRows(4096, 2),
+];
 buffers.release();
 
 const p = cuda.properties;

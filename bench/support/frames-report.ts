@@ -4,6 +4,7 @@
 import type { DeviceProperties } from '../../src/backend/cuda/context.ts';
 import { laneSlabBytes, type StepBytes, stepBytes, weightMapBytes } from './frame-bytes.ts';
 import type { FramesMeasurements } from './frames-run.ts';
+import type { LaunchProfile } from './launch-profile.ts';
 import { markdownTable } from './output.ts';
 
 /** transformers + flash-linear-attention on the H200, backbone only (no tower, no codec). */
@@ -132,17 +133,10 @@ export function framesReport(
     ...memoryLines(measured),
   ];
   for (const { batch, profile } of measured.profiles) {
-    lines.push(
-      '',
-      `Kernels by share of one profiled step at batch ${batch}: ${profile.launches} launches, ` +
-        `${profile.milliseconds.toFixed(2)} ms with an event between launches (${profile.beforeFirstLaunch.toFixed(3)} ms before the first)`,
-      ...markdownTable(
-        ['kernel', 'launches', 'ms', 'share'],
-        profile.kernels
-          .slice(0, 20)
-          .map((k) => [k.kernel, `${k.launches}`, k.milliseconds.toFixed(3), percent(k.share)]),
-      ),
-    );
+    lines.push('', ...profileTable(`one profiled step at batch ${batch}`, profile));
+  }
+  for (const { rows, profile } of measured.prefill) {
+    lines.push('', ...profileTable(`one profiled prefill of ${rows} rows`, profile));
   }
   const json = {
     device,
@@ -163,6 +157,17 @@ export function framesReport(
     targets: TARGETS,
   };
   return { lines, json };
+}
+
+function profileTable(what: string, profile: LaunchProfile): string[] {
+  return [
+    `Kernels by share of ${what}: ${profile.launches} launches, ${profile.milliseconds.toFixed(2)} ms with an event ` +
+      `between launches (${profile.beforeFirstLaunch.toFixed(3)} ms before the first)`,
+    ...markdownTable(
+      ['kernel', 'launches', 'ms', 'share'],
+      profile.kernels.slice(0, 20).map((k) => [k.kernel, `${k.launches}`, k.milliseconds.toFixed(3), percent(k.share)]),
+    ),
+  ];
 }
 
 function bytesTable(all: readonly StepBytes[], towerLayers: number, heads: number): string[] {

@@ -94,6 +94,8 @@ export interface PrefillResult {
   readonly rows: number;
   readonly milliseconds: number;
   readonly rowsPerSecond: number;
+  /** One more prefill of these rows with an event between launches: where its time goes (shares, not the sum). */
+  readonly profile: LaunchProfile;
 }
 
 export interface MemoryPoint {
@@ -317,7 +319,12 @@ export async function measureFrames(
       model.release(lane);
     }
     const milliseconds = median(times);
-    prefill.push({ rows, milliseconds, rowsPerSecond: rows / (milliseconds / 1000) });
+    const lane = model.newLane(sampling(0));
+    const prompt = textPrompt(rows + 1, codebooks, 1000, vocabularyTop);
+    cuda.synchronize();
+    const profile = profileLaunches(cuda, () => model.prefill(lane, prompt, 0, rows + 1));
+    model.release(lane);
+    prefill.push({ rows, milliseconds, rowsPerSecond: rows / (milliseconds / 1000), profile });
     log(`prefill ${rows} rows: ${milliseconds.toFixed(1)} ms, ${(rows / (milliseconds / 1000)).toFixed(0)} rows/s`);
   }
   return {

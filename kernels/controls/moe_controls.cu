@@ -6,6 +6,11 @@
 //                                      (one constant off in the shared quantiser)     (accuracy gate)
 //   control_moe_gate_up_scales_swapped gate|up GEMM that scales the gate rows by the up projection's block scales and
 //                                      the up rows by the gate's                      (accuracy gate)
+//   control_moe_gate_up_wide_blocks_descending  wide-tile gate|up GEMM that adds the K blocks' scaled sums from the
+//                                      last block to the first: close, but not the narrow tiles' bits
+//                                                                                     (equivalence gate)
+//   control_moe_down_wide_skips_last_pair  wide-tile down GEMM that never writes a wide tile's last pair
+//                                                                                     (poisoned-output gate)
 //   control_moe_combine_batched_order  combine that, when the call has more than one row, sums the ranks in rank
 //                                      order with a bf16 accumulator (a batched fast path): close, but a row's bits
 //                                      then depend on the call it is in                (batch-invariance gate)
@@ -13,6 +18,7 @@
 //                                      their sums nearly always are, so its bits would rarely change)
 #include "common.cuh"
 #include "moe_fp8.cuh"
+#include "moe_fp8_wide.cuh"
 
 extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
     control_moe_down_skips_last_pair(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
@@ -36,6 +42,25 @@ extern "C" __global__ void __launch_bounds__(THREADS)
                                        const int* tile_count, int hidden, int intermediate, int top_k) {
   KERNEL_PROLOGUE();
   gate_up_fp8(h, q_x, s_x, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, top_k, true);
+}
+
+extern "C" __global__ void __launch_bounds__(WIDE_THREADS)
+    control_moe_gate_up_wide_blocks_descending(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w,
+                                               const float* w_scales, const int* pair_slots,
+                                               const int* expert_offsets, const int* tiles, const int* tile_count,
+                                               int hidden, int intermediate, int top_k) {
+  KERNEL_PROLOGUE();
+  gate_up_fp8_wide(h, q_x, s_x, w, w_scales, pair_slots, expert_offsets, tiles, tile_count, hidden, intermediate,
+                   top_k, true);
+}
+
+extern "C" __global__ void __launch_bounds__(WIDE_DOWN_THREADS, 1)
+    control_moe_down_wide_skips_last_pair(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
+                                          const int* pair_slots, const int* expert_offsets, const int* tiles,
+                                          const int* tile_count, int hidden, int intermediate) {
+  KERNEL_PROLOGUE();
+  down_fp8_wide(y, h, w, w_scales, pair_slots, expert_offsets, tiles, tile_count, hidden, intermediate,
+                WIDE_PAIRS - 1);
 }
 
 extern "C" __global__ void control_moe_combine_batched_order(bf16* out, const bf16* y, const int* expert_ids,

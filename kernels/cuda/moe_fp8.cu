@@ -23,6 +23,7 @@
 // dimension, tile-major, DOWN_WARPS weight groups per block (moe_fp8.cuh). Either way a pair's result depends only on
 // its own row and the expert's weights, never on the tile's other pairs (padding is zero).
 #include "moe_fp8.cuh"
+#include "moe_fp8_wide.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     moe_gate_up_fp8(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w, const float* w_scales,
@@ -37,4 +38,22 @@ extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
                  const int* tiles, const int* tile_count, int hidden, int intermediate) {
   KERNEL_PROLOGUE();
   down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS, E4M3_MAXIMUM);
+}
+
+// The same GEMMs on wide tiles of up to 64 pairs (moe_fp8_wide.cuh): the same bits, for calls of many rows.
+extern "C" __global__ void __launch_bounds__(WIDE_THREADS)
+    moe_gate_up_fp8_wide(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w, const float* w_scales,
+                         const int* pair_slots, const int* expert_offsets, const int* tiles, const int* tile_count,
+                         int hidden, int intermediate, int top_k) {
+  KERNEL_PROLOGUE();
+  gate_up_fp8_wide(h, q_x, s_x, w, w_scales, pair_slots, expert_offsets, tiles, tile_count, hidden, intermediate,
+                   top_k, false);
+}
+
+extern "C" __global__ void __launch_bounds__(WIDE_DOWN_THREADS, 1)
+    moe_down_fp8_wide(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales, const int* pair_slots,
+                      const int* expert_offsets, const int* tiles, const int* tile_count, int hidden,
+                      int intermediate) {
+  KERNEL_PROLOGUE();
+  down_fp8_wide(y, h, w, w_scales, pair_slots, expert_offsets, tiles, tile_count, hidden, intermediate, WIDE_PAIRS);
 }

@@ -29,7 +29,13 @@ import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmBf16Case, gemmSegmentsCase } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
-import { moeDownFp8Case, moeGateUpFp8Case, moeGroupingCase } from './moeCases.ts';
+import {
+  moeDownFp8Case,
+  moeDownFp8WideCase,
+  moeGateUpFp8Case,
+  moeGateUpFp8WideCase,
+  moeGroupingCase,
+} from './moeCases.ts';
 import { moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
@@ -321,6 +327,17 @@ function deltaNetAndMoeControls(): Control[] {
       description: 'skipped rounding: the DeltaNet gates leave beta in fp32 instead of rounding it to bf16',
       kernelCase: deltaNetGatesCase,
       kernel: { family: 'delta_net_controls', name: 'control_delta_net_gates_beta_unrounded' },
+    },
+    {
+      description:
+        "wrong block order: the wide-tile gate|up GEMM adds the K blocks' sums from the last block to the first",
+      kernelCase: moeGateUpFp8WideCase,
+      kernel: { family: 'moe_controls', name: 'control_moe_gate_up_wide_blocks_descending' },
+    },
+    {
+      description: "skipped pair: the wide-tile down GEMM never writes a wide tile's last pair",
+      kernelCase: moeDownFp8WideCase,
+      kernel: { family: 'moe_controls', name: 'control_moe_down_wide_skips_last_pair' },
     },
     {
       description: "off-by-one count: the MoE grouping's last tile of each expert holds one pair fewer",

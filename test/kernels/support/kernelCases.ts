@@ -40,7 +40,15 @@ import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmBf16Case, gemmFp32Case, gemmSegmentsCase } from './gemmCases.ts';
 import { gemmCase, gemvCase, gemvOtherTuningsCase, routerCase, swigluCase } from './mathCases.ts';
 import { moeBlockBf16Case } from './moeBf16Cases.ts';
-import { moeBlockFp8Case, moeCombineCase, moeDownFp8Case, moeGateUpFp8Case, moeGroupingCase } from './moeCases.ts';
+import {
+  moeBlockFp8Case,
+  moeCombineCase,
+  moeDownFp8Case,
+  moeDownFp8WideCase,
+  moeGateUpFp8Case,
+  moeGateUpFp8WideCase,
+  moeGroupingCase,
+} from './moeCases.ts';
 import { moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
@@ -86,6 +94,8 @@ export const kernelCases: readonly KernelCase[] = [
   moeGroupingCase,
   moeGateUpFp8Case,
   moeDownFp8Case,
+  moeGateUpFp8WideCase,
+  moeDownFp8WideCase,
   moeCombineCase,
   moeBlockFp8Case,
   moeBlockBf16Case,

@@ -9,16 +9,39 @@ import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
+import { allowShared } from './sharedLimit.ts';
 
 export const MOE_GROUP_KERNEL: KernelName = { family: 'moe_route', name: 'moe_group_pairs' };
 export const MOE_COMBINE_KERNEL: KernelName = { family: 'moe_route', name: 'moe_combine' };
 export const MOE_GATE_UP_FP8_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_gate_up_fp8' };
 export const MOE_DOWN_FP8_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_down_fp8' };
+export const MOE_GATE_UP_FP8_WIDE_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_gate_up_fp8_wide' };
+export const MOE_DOWN_FP8_WIDE_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_down_fp8_wide' };
 export const MOE_GATE_UP_BF16_KERNEL: KernelName = { family: 'moe_bf16', name: 'moe_gate_up_bf16' };
 export const MOE_DOWN_BF16_KERNEL: KernelName = { family: 'moe_bf16', name: 'moe_down_bf16' };
 
 /** Pairs per tile of the grouped GEMMs (the mma's n = 8). */
 export const MOE_TILE_PAIRS = 8;
+/**
+ * The FP8 GEMMs' tiles: `narrow` (8 pairs, one mma's n) or `wide` (up to 64 pairs of one expert, moe_fp8_wide.cuh),
+ * which load and widen each weight once for 64 pairs. Both give the same bits; the launcher picks by row count.
+ */
+export type MoeTiling = 'narrow' | 'wide';
+/** Calls of at least this many rows run on wide tiles (about eight pairs an expert at 256 experts, top-8): measured
+ * on the H200, wide tiles are 30% slower at 128 rows, about even at 256 and twice as fast at 1024 (bench/gpu-moe.ts). */
+export const MOE_WIDE_ROWS = 256;
+const WIDE_PAIRS = 64;
+const WIDE_ROW_BYTES = 72 * 4;
+const WIDE_THREADS = 128;
+const WIDE_WARPS = 4;
+const WIDE_DOWN_THREADS = 256;
+/** Parts of the output rows a wide tile's down projection is split into (moe_fp8_wide.cuh WIDE_DOWN_SPLIT). */
+const WIDE_DOWN_SPLIT = 2;
+
+function tilingFor(rows: number, tiling: MoeTiling | undefined): MoeTiling {
+  return tiling ?? (rows >= MOE_WIDE_ROWS ? 'wide' : 'narrow');
+}
+
 /** moe_route.cu's shared-memory tables and the combine's per-row order. */
 export const MOE_MAX_EXPERTS = 256;
 export const MOE_MAX_TOP_K = 16;
@@ -121,12 +144,17 @@ export function moeGateUpFp8(
     experts: number;
     hidden: number;
     intermediate: number;
+    tiling?: MoeTiling;
   },
   options: LaunchOptions = {},
 ): void {
   requireRouting(a.rows, a.topK, a.experts);
   requireFp8Dimension(a.hidden, 'hidden');
   requireFp8Dimension(a.intermediate, 'intermediate');
+  if (tilingFor(a.rows, a.tiling) === 'wide') {
+    moeGateUpFp8Wide(cuda, a, options);
+    return;
+  }
   const blocks = a.hidden / 128;
   const sharedBytes = MOE_TILE_PAIRS * (a.hidden + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4 + blocks * 128 * 4;
   const args = new KernelArguments()
@@ -156,12 +184,17 @@ export function moeDownFp8(
     experts: number;
     hidden: number;
     intermediate: number;
+    tiling?: MoeTiling;
   },
   options: LaunchOptions = {},
 ): void {
   requireRouting(a.rows, a.topK, a.experts);
   requireFp8Dimension(a.hidden, 'hidden');
   requireFp8Dimension(a.intermediate, 'intermediate');
+  if (tilingFor(a.rows, a.tiling) === 'wide') {
+    moeDownFp8Wide(cuda, a, options);
+    return;
+  }
   // The tile's rows of h, quantised in the kernel: e4m3 bytes (rows padded) and a scale per 128 columns.
   const blocks = a.intermediate / 128;
   const sharedBytes = MOE_TILE_PAIRS * (a.intermediate + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4;
@@ -178,6 +211,53 @@ export function moeDownFp8(
   // One dimension, tile-major: a tile's blocks stream its expert's weights in order.
   const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / DOWN_WARPS), 1, 1] as const;
   launch(cuda, MOE_DOWN_FP8_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
+}
+
+type GateUpArguments = Parameters<typeof moeGateUpFp8>[1];
+type DownArguments = Parameters<typeof moeDownFp8>[1];
+
+function moeGateUpFp8Wide(cuda: CudaContext, a: GateUpArguments, options: LaunchOptions): void {
+  const blocks = a.hidden / 128;
+  // Two buffers of one K block's rows widened to f16, then the rows' scales.
+  const sharedBytes = 2 * WIDE_PAIRS * WIDE_ROW_BYTES + WIDE_PAIRS * blocks * 4;
+  const args = new KernelArguments()
+    .pointer(a.h)
+    .pointer(a.quantized)
+    .pointer(a.scales)
+    .pointer(a.weights.gateUp)
+    .pointer(a.weights.gateUpScales)
+    .pointer(a.pairSlots)
+    .pointer(a.expertOffsets)
+    .pointer(a.tiles)
+    .pointer(a.tileCount)
+    .int32(a.hidden)
+    .int32(a.intermediate)
+    .int32(a.topK);
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), (2 * a.intermediate) / 16 / WIDE_WARPS, 1] as const;
+  allowShared(cuda, MOE_GATE_UP_FP8_WIDE_KERNEL, options, sharedBytes);
+  launch(cuda, MOE_GATE_UP_FP8_WIDE_KERNEL, { grid, block: [WIDE_THREADS, 1, 1], sharedBytes }, args, options);
+}
+
+function moeDownFp8Wide(cuda: CudaContext, a: DownArguments, options: LaunchOptions): void {
+  const blocks = a.intermediate / 128;
+  // Every K block's rows widened to f16, the rows quantised to e4m3 (padded), their scales.
+  const sharedBytes =
+    blocks * WIDE_PAIRS * WIDE_ROW_BYTES + WIDE_PAIRS * (a.intermediate + ROW_PAD) + WIDE_PAIRS * blocks * 4;
+  const args = new KernelArguments()
+    .pointer(a.y)
+    .pointer(a.h)
+    .pointer(a.weights.down)
+    .pointer(a.weights.downScales)
+    .pointer(a.pairSlots)
+    .pointer(a.expertOffsets)
+    .pointer(a.tiles)
+    .pointer(a.tileCount)
+    .int32(a.hidden)
+    .int32(a.intermediate);
+  // A block per narrow tile (those leading no wide tile return) and part of the output rows.
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), WIDE_DOWN_SPLIT, 1] as const;
+  allowShared(cuda, MOE_DOWN_FP8_WIDE_KERNEL, options, sharedBytes);
+  launch(cuda, MOE_DOWN_FP8_WIDE_KERNEL, { grid, block: [WIDE_DOWN_THREADS, 1, 1], sharedBytes }, args, options);
 }
 
 export function moeCombine(
