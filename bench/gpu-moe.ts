@@ -1,7 +1,8 @@
 // GPU bench of the MoE experts at the real geometry (H 2048, I 512, 256 FP8 experts, top-8): the grouping (as a
 // launch of its own; the backend groups in the router's launch), the grouped gate|up + SwiGLU, the grouped down
-// projection (quantising h itself), each on narrow and on wide tiles, the combine and the four together (the launcher's
-// tiles), at 1 to 4096 rows, and the bf16 experts' gate|up and down. Each is timed
+// projection (quantising h itself), each on narrow tiles walking 1 and 4 weight groups and on wide tiles (their output
+// bytes compared), the combine and the four together (the launcher's choices), at 1 to 4096 rows, and the bf16
+// experts' gate|up and down. Each is timed
 // inside a captured graph that walks several routings in turn (at one row, 32 routings over disjoint experts, so the
 // 768 MB of weights stream from memory rather than L2), median of 21 replays. Prints the time, the bytes each step
 // moves (the routed experts' weights and scales, activations read, outputs written) and their rate beside the
@@ -12,6 +13,7 @@ import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
 import {
   type MoeGrouping,
+  type MoeGroupsWalked,
   type MoeTiling,
   moeCombine,
   moeDownBf16,
@@ -116,10 +118,10 @@ function measureRows(rows: number, routingsCount: number) {
   const sizes = { rows, topK: TOP_K, experts: EXPERTS, hidden: HIDDEN, intermediate: INTERMEDIATE };
   const steps = {
     group: (r: Routing) => moeGroupPairs(cuda, { ...r.grouping, expertIds: r.ids, ...sizes }),
-    gateUp: (r: Routing, tiling?: MoeTiling) =>
-      moeGateUpFp8(cuda, { ...r.grouping, ...sizes, h, quantized, scales, weights, tiling }),
-    down: (r: Routing, tiling?: MoeTiling) =>
-      moeDownFp8(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights, tiling }),
+    gateUp: (r: Routing, tiling?: MoeTiling, walked?: MoeGroupsWalked) =>
+      moeGateUpFp8(cuda, { ...r.grouping, ...sizes, h, quantized, scales, weights, tiling, groupsWalked: walked }),
+    down: (r: Routing, tiling?: MoeTiling, walked?: MoeGroupsWalked) =>
+      moeDownFp8(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights, tiling, groupsWalked: walked }),
     gateUpBf16: (r: Routing) => moeGateUpBf16(cuda, { ...r.grouping, ...sizes, h, x, weights: bf16Weights }),
     downBf16: (r: Routing) => moeDownBf16(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights: bf16Weights }),
     combine: (r: Routing) =>
@@ -143,22 +145,24 @@ function measureRows(rows: number, routingsCount: number) {
     steps.down(r);
     steps.combine(r);
   };
-  const gateUp = (tiling: MoeTiling) => ({
-    microseconds: timeSteps((r) => steps.gateUp(r, tiling)),
+  const gateUp = (tiling: MoeTiling, walked?: MoeGroupsWalked) => ({
+    microseconds: timeSteps((r) => steps.gateUp(r, tiling, walked)),
     bytes: gateUpBytes + hBytes,
     weightBytes: gateUpBytes,
   });
-  const down = (tiling: MoeTiling) => ({
-    microseconds: timeSteps((r) => steps.down(r, tiling)),
+  const down = (tiling: MoeTiling, walked?: MoeGroupsWalked) => ({
+    microseconds: timeSteps((r) => steps.down(r, tiling, walked)),
     bytes: downBytes + distinct * DOWN_SCALE_BYTES + hBytes + expertOutBytes,
     weightBytes: downBytes,
   });
   const results = {
     group: { microseconds: timeSteps(steps.group), bytes: 0, weightBytes: 0 },
-    'gate|up, narrow tiles': gateUp('narrow'),
-    'gate|up, wide tiles': gateUp('wide'),
-    'down, narrow tiles': down('narrow'),
-    'down, wide tiles': down('wide'),
+    'gate|up, narrow, 1 group': gateUp('narrow', 1),
+    'gate|up, narrow, 4 groups': gateUp('narrow', 4),
+    'gate|up, wide': gateUp('wide'),
+    'down, narrow, 1 group': down('narrow', 1),
+    'down, narrow, 4 groups': down('narrow', 4),
+    'down, wide': down('wide'),
     combine: { microseconds: timeSteps(steps.combine), bytes: 0, weightBytes: 0 },
     block: {
       microseconds: timeSteps(block),
@@ -168,8 +172,30 @@ function measureRows(rows: number, routingsCount: number) {
     gateUpBf16: { microseconds: timeSteps(steps.gateUpBf16), bytes: 2 * gateUpBytes, weightBytes: 2 * gateUpBytes },
     downBf16: { microseconds: timeSteps(steps.downBf16), bytes: 2 * downBytes, weightBytes: 2 * downBytes },
   };
+  // Every configuration's output bytes against narrow tiles walking one group, on routing 0 (NaN-filled first).
+  const outputBytes = (enqueue: () => void, pointer: bigint, bytes: number) => {
+    cuda.driver.fillWords(pointer, 0x7fc07fc0, bytes / 4, cuda.stream);
+    enqueue();
+    const host = new Uint8Array(bytes);
+    cuda.driver.copyDeviceToHost(host, pointer, bytes, cuda.stream);
+    cuda.synchronize();
+    return Buffer.from(host);
+  };
+  const r0 = routings[0]!;
+  const hOne = outputBytes(() => steps.gateUp(r0, 'narrow', 1), h, hBytes);
+  const yOne = outputBytes(() => steps.down(r0, 'narrow', 1), expertOut, expertOutBytes);
+  const configurations: [MoeTiling, MoeGroupsWalked | undefined][] = [
+    ['narrow', 4],
+    ['wide', undefined],
+  ];
+  const sameBytes = configurations.every(([tiling, walked]) => {
+    const hOther = outputBytes(() => steps.gateUp(r0, tiling, walked), h, hBytes);
+    const yOther = outputBytes(() => steps.down(r0, tiling, walked), expertOut, expertOutBytes);
+    return hOne.equals(hOther) && yOne.equals(yOther);
+  });
+  console.log(`${rows} rows: 4 groups walked and wide tiles write the bytes of 1 group walked: ${sameBytes}`);
   const flops = 2 * pairs * (2 * INTERMEDIATE * HIDDEN + HIDDEN * INTERMEDIATE);
-  return { rows, pairs, distinctExperts: distinct, flops, results };
+  return { rows, pairs, distinctExperts: distinct, flops, results, sameBytes };
 }
 
 const measured = [

@@ -23,25 +23,28 @@
 extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
     control_moe_down_skips_last_pair(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
                                      const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
-                                     int intermediate) {
+                                     int intermediate, int groups_walked) {
   KERNEL_PROLOGUE();
-  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS - 1, E4M3_MAXIMUM);
+  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, groups_walked, TILE_PAIRS - 1,
+           E4M3_MAXIMUM);
 }
 
 extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
     control_moe_down_h_scale_447(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
                                  const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
-                                 int intermediate) {
+                                 int intermediate, int groups_walked) {
   KERNEL_PROLOGUE();
-  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS, 447.0f);
+  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, groups_walked, TILE_PAIRS, 447.0f);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     control_moe_gate_up_scales_swapped(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w,
                                        const float* w_scales, const int* pair_slots, const int* tiles,
-                                       const int* tile_count, int hidden, int intermediate, int top_k) {
+                                       const int* tile_count, int hidden, int intermediate, int top_k,
+                                       int groups_walked) {
   KERNEL_PROLOGUE();
-  gate_up_fp8(h, q_x, s_x, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, top_k, true);
+  gate_up_fp8(h, q_x, s_x, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, top_k, groups_walked,
+              true);
 }
 
 extern "C" __global__ void __launch_bounds__(WIDE_THREADS)

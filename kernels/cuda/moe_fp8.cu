@@ -18,26 +18,31 @@
 //   w: [experts, hidden/16 row groups, I/128 blocks, 2048 bytes] fragment order (rows 16r..16r+15)
 //   w_scales: [experts, hidden/128, I/128] fp32; y: [rows · top_k, hidden] bf16 by slot (bf16: the cpu rounds every
 //   expert's output to bf16 before the combine, and half the bytes of fp32)
-// gate|up grid: x = tile (the worst-case count; tiles past tile_count exit), y = 16-row weight group; 4 warps split
-// the K blocks (each warp a fixed range); partials meet in shared memory and are summed in block order. down grid: one
-// dimension, tile-major, DOWN_WARPS weight groups per block (moe_fp8.cuh). Either way a pair's result depends only on
-// its own row and the expert's weights, never on the tile's other pairs (padding is zero).
+// gate|up grid: x = tile (the worst-case count; tiles past tile_count exit), y = a run of `groups_walked` 16-row
+// weight groups walked in turn; 4 warps split each group's K blocks (each warp a fixed range); partials meet in shared
+// memory and are summed in block order. down grid: one dimension, tile-major, DOWN_WARPS warps a block, each walking
+// `groups_walked` weight groups (moe_fp8.cuh). The launcher walks 1 group at a few rows (more blocks for little work)
+// and 4 from MOE_WALK_ROWS rows on (the tile's rows staged or quantised once for 4 groups, the weights streamed through
+// a ring). Either way a pair's result depends only on its own row and the expert's weights, never on the tile's other
+// pairs (padding is zero) or on how many groups a block walks.
 #include "moe_fp8.cuh"
 #include "moe_fp8_wide.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     moe_gate_up_fp8(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w, const float* w_scales,
                     const int* pair_slots, const int* tiles, const int* tile_count, int hidden, int intermediate,
-                    int top_k) {
+                    int top_k, int groups_walked) {
   KERNEL_PROLOGUE();
-  gate_up_fp8(h, q_x, s_x, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, top_k, false);
+  gate_up_fp8(h, q_x, s_x, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, top_k, groups_walked,
+              false);
 }
 
 extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
     moe_down_fp8(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales, const int* pair_slots,
-                 const int* tiles, const int* tile_count, int hidden, int intermediate) {
+                 const int* tiles, const int* tile_count, int hidden, int intermediate, int groups_walked) {
   KERNEL_PROLOGUE();
-  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, TILE_PAIRS, E4M3_MAXIMUM);
+  down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, groups_walked, TILE_PAIRS,
+           E4M3_MAXIMUM);
 }
 
 // The same GEMMs on wide tiles of up to 64 pairs (moe_fp8_wide.cuh): the same bits, for calls of many rows.

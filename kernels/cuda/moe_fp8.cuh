@@ -53,6 +53,13 @@ __device__ __forceinline__ void load_weights(uint4 (&w)[MAX_BLOCKS_PER_WARP][4],
   }
 }
 
+// One K block's weights (16 B × 4 per lane) into one slot of a warp's ring.
+__device__ __forceinline__ void load_weights_block(uint4 (&w)[4], const uint8_t* group, int block, int lane) {
+  const uint4* source = reinterpret_cast<const uint4*>(group + (long long)block * BLOCK_BYTES);
+#pragma unroll
+  for (int c = 0; c < 4; c++) w[c] = __ldg(source + c * 32 + lane);
+}
+
 // One block's 16×8 sum S_b by mma from zero, scaled: d[0], d[1] weight row `group` for pairs 2t, 2t+1 (t: the lane's
 // thread in group), d[2], d[3] row `group + 8`; each scaled as (S_b · s_x[pair, b]) · s_w.
 //   x: the tile's quantised rows in shared memory (row stride x_stride bytes); x_scales: [TILE_PAIRS][blocks]
@@ -103,12 +110,14 @@ __device__ __forceinline__ float sum_blocks(const float* partials, int blocks, i
   return total;
 }
 
-// `swap_scales` applies the gate's block scales to the up rows and the up's to the gate rows: only the contract's
-// control asks for that.
+// gate|up grid: x = tile, y = runs of `groups_walked` consecutive 16-row weight groups, walked in turn; 4 warps split
+// each group's K blocks (each warp a fixed range) and meet in shared memory, summed in block order. The tile's rows are
+// staged once for the run; a warp's next group's weights load as soon as this group's are summed. `swap_scales` applies the
+// gate's block scales to the up rows and the up's to the gate rows: only the contract's control asks for that.
 __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w,
                                             const float* w_scales, const int* pair_slots, const int* tiles,
                                             const int* tile_count, int hidden, int intermediate, int top_k,
-                                            bool swap_scales) {
+                                            int groups_walked, bool swap_scales) {
   if ((int)blockIdx.x >= *tile_count) return;
   extern __shared__ uint4 shared_words[];
   const Tile tile = read_tile(tiles, blockIdx.x);
@@ -116,11 +125,12 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
   const int warp = threadIdx.x >> 5;
   const int blocks = hidden / 128;
   const int per_warp = blocks / WARPS;
-  const int group_index = blockIdx.y;
+  const int first_group = blockIdx.y * groups_walked;
   const int groups = 2 * intermediate / 16;
-  const uint8_t* group = w + ((long long)tile.expert * groups + group_index) * blocks * BLOCK_BYTES;
+  const uint8_t* expert_weights = w + (long long)tile.expert * groups * blocks * BLOCK_BYTES;
   uint4 weights[MAX_BLOCKS_PER_WARP][4];
-  load_weights(weights, group, warp * per_warp, per_warp, lane);
+  load_weights(weights, expert_weights + (long long)first_group * blocks * BLOCK_BYTES, warp * per_warp, per_warp,
+               lane);
   const int x_stride = hidden + ROW_PAD;
   uint8_t* x = reinterpret_cast<uint8_t*>(shared_words);
   float* x_scales = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
@@ -145,43 +155,53 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
     x_scales[index] = slot >= 0 ? s_x[(long long)(slot / top_k) * blocks + index - pair * blocks] : 0.0f;
   }
   __syncthreads();
-  // Gate rows 8r.. lie in scale row r/16 of the gate's scales, up rows in the same row of the up's.
-  const float* gate_scales = w_scales + ((long long)tile.expert * (2 * intermediate / 128) + group_index / 16) * blocks;
-  const float* up_scales = gate_scales + (intermediate / 128) * blocks;
+#pragma unroll 1
+  for (int k = 0; k < groups_walked; k++) {
+    const int group_index = first_group + k;
+    // Gate rows 8r.. lie in scale row r/16 of the gate's scales, up rows in the same row of the up's.
+    const float* gate_scales =
+        w_scales + ((long long)tile.expert * (2 * intermediate / 128) + group_index / 16) * blocks;
+    const float* up_scales = gate_scales + (intermediate / 128) * blocks;
+    const uint8_t* next_group = expert_weights + (long long)(group_index + 1) * blocks * BLOCK_BYTES;
 #pragma unroll
-  for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
-    if (i < per_warp) {
-      const int b = warp * per_warp + i;
-      const float gate_scale = swap_scales ? up_scales[b] : gate_scales[b];
-      const float up_scale = swap_scales ? gate_scales[b] : up_scales[b];
-      block_partials(partials, weights[i], x, x_stride, x_scales, blocks, b, gate_scale, up_scale, lane);
+    for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
+      if (i < per_warp) {
+        const int b = warp * per_warp + i;
+        const float gate_scale = swap_scales ? up_scales[b] : gate_scales[b];
+        const float up_scale = swap_scales ? gate_scales[b] : up_scales[b];
+        block_partials(partials, weights[i], x, x_stride, x_scales, blocks, b, gate_scale, up_scale, lane);
+        if (k + 1 < groups_walked) load_weights_block(weights[i], next_group, b, lane);
+      }
     }
-  }
-  __syncthreads();
-  if (threadIdx.x < 64) {
-    const int column = threadIdx.x >> 3;
-    const int pair = threadIdx.x & 7;
-    const int slot = slots[pair];
-    if (slot >= 0) {
-      const float gate = to_float(to_bf16(sum_blocks(partials, blocks, column, pair)));
-      const float up = to_float(to_bf16(sum_blocks(partials, blocks, column + 8, pair)));
-      h[(long long)slot * intermediate + group_index * 8 + column] = to_bf16(silu(gate) * up);
+    __syncthreads();
+    if (threadIdx.x < 64) {
+      const int column = threadIdx.x >> 3;
+      const int pair = threadIdx.x & 7;
+      const int slot = slots[pair];
+      if (slot >= 0) {
+        const float gate = to_float(to_bf16(sum_blocks(partials, blocks, column, pair)));
+        const float up = to_float(to_bf16(sum_blocks(partials, blocks, column + 8, pair)));
+        h[(long long)slot * intermediate + group_index * 8 + column] = to_bf16(silu(gate) * up);
+      }
     }
+    if (k + 1 < groups_walked) __syncthreads();  // the partials are written again
   }
 }
 
-// The down projection: one block is DOWN_WARPS consecutive 16-row weight groups of one tile, one group per warp (at
-// I = 512, 8 KB of weights per warp and 64 KB per block). The tile's rows of h are quantised into shared memory once
-// per block by quantize_fp8.cuh's quantize_block, per row per 128 columns (a warp per (pair, block)): the bytes and
-// scales quantize_e4m3_rows would have written for those rows. Each warp sums its group's K blocks in ascending order
-// in registers, each block's S_b from zero by the same k-steps as the gate|up GEMM, so the bits are those of a
-// partials-then-sum pass. `written_pairs` below TILE_PAIRS leaves a tile's last pairs unwritten and `h_maximum` other
-// than E4M3_MAXIMUM scales h wrongly: only the contract's controls ask for those.
+// The down projection: one block is DOWN_WARPS warps of one tile, each walking `groups_walked` 16-row weight groups
+// (every DOWN_WARPS-th from its first) (at I = 512, 8 KB of weights a group), the tile's rows of h quantised into shared memory once per block by
+// quantize_fp8.cuh's quantize_block, per row per 128 columns (a warp per (pair, block)): the bytes and scales
+// quantize_e4m3_rows would have written for those rows. A warp's weights stream through a ring of
+// MAX_BLOCKS_PER_WARP K blocks in registers: the block after next group's same block loads as soon as this one is
+// summed. Each group's K blocks are summed in ascending order in registers, each block's S_b from zero by the same
+// k-steps as the gate|up GEMM, so the bits are those of a partials-then-sum pass however many groups a warp walks.
+// `written_pairs` below TILE_PAIRS leaves a tile's last pairs unwritten and `h_maximum` other than E4M3_MAXIMUM
+// scales h wrongly: only the contract's controls ask for those.
 __device__ __forceinline__ void down_fp8(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
                                          const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
-                                         int intermediate, int written_pairs, float h_maximum) {
+                                         int intermediate, int groups_walked, int written_pairs, float h_maximum) {
   const int groups = hidden / 16;
-  const int chunks = groups / DOWN_WARPS;
+  const int chunks = groups / (DOWN_WARPS * groups_walked);
   const int tile_index = blockIdx.x / chunks;
   if (tile_index >= *tile_count) return;
   extern __shared__ uint4 shared_words[];
@@ -189,11 +209,13 @@ __device__ __forceinline__ void down_fp8(bf16* y, const bf16* h, const uint8_t* 
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int blocks = intermediate / 128;
-  const int group_index = (blockIdx.x - tile_index * chunks) * DOWN_WARPS + warp;
-  const uint8_t* group = w + ((long long)tile.expert * groups + group_index) * blocks * BLOCK_BYTES;
+  // This warp's groups: first_group, then every DOWN_WARPS-th after it.
+  const int first_group = (blockIdx.x - tile_index * chunks) * DOWN_WARPS * groups_walked + warp;
+  const uint8_t* first_weights = w + ((long long)tile.expert * groups + first_group) * blocks * BLOCK_BYTES;
+  const long long group_stride = (long long)DOWN_WARPS * blocks * BLOCK_BYTES;
   // The first K blocks' weights are in flight while the tile's rows are quantised.
   uint4 weights[MAX_BLOCKS_PER_WARP][4];
-  load_weights(weights, group, 0, min(blocks, MAX_BLOCKS_PER_WARP), lane);
+  load_weights(weights, first_weights, 0, min(blocks, MAX_BLOCKS_PER_WARP), lane);
   const int x_stride = intermediate + ROW_PAD;
   uint8_t* x = reinterpret_cast<uint8_t*>(shared_words);
   float* x_scales = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
@@ -216,32 +238,42 @@ __device__ __forceinline__ void down_fp8(bf16* y, const bf16* h, const uint8_t* 
     }
   }
   __syncthreads();
-  // Rows 16r..16r+15 share one 128-row scale block (r/8).
-  const float* scales = w_scales + ((long long)tile.expert * (hidden / 128) + group_index / 8) * blocks;
-  float total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int first = 0; first < blocks; first += MAX_BLOCKS_PER_WARP) {
-    if (first > 0) load_weights(weights, group, first, min(blocks - first, MAX_BLOCKS_PER_WARP), lane);
-#pragma unroll
-    for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
-      const int b = first + i;
-      if (b < blocks) {
-        float d[4];
-        scaled_block_sums(d, weights[i], x, x_stride, x_scales, blocks, b, scales[b], scales[b], lane);
-#pragma unroll
-        for (int j = 0; j < 4; j++) total[j] = __fadd_rn(total[j], d[j]);
-      }
-    }
-  }
   const int row = lane >> 2;
   const int last = tile.pairs - TILE_PAIRS + written_pairs;
-  bf16* out = y + group_index * 16 + row;
+#pragma unroll 1
+  for (int k = 0; k < groups_walked; k++) {
+    const uint8_t* group = first_weights + k * group_stride;
+    const int group_index = first_group + k * DOWN_WARPS;
+    // Rows 16r..16r+15 share one 128-row scale block (r/8).
+    const float* scales = w_scales + ((long long)tile.expert * (hidden / 128) + group_index / 8) * blocks;
+    float total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int first = 0; first < blocks; first += MAX_BLOCKS_PER_WARP) {
 #pragma unroll
-  for (int j = 0; j < 2; j++) {
-    const int pair = (lane & 3) * 2 + j;
-    const int slot = slots[pair];
-    if (slot >= 0 && pair < last) {
-      out[(long long)slot * hidden] = to_bf16(total[j]);
-      out[(long long)slot * hidden + 8] = to_bf16(total[2 + j]);
+      for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
+        const int b = first + i;
+        if (b < blocks) {
+          float d[4];
+          scaled_block_sums(d, weights[i], x, x_stride, x_scales, blocks, b, scales[b], scales[b], lane);
+          // The ring: this slot's next block, of this group or (after its last round) of the next one.
+          if (first + MAX_BLOCKS_PER_WARP < blocks) {
+            load_weights_block(weights[i], group, b + MAX_BLOCKS_PER_WARP, lane);
+          } else if (k + 1 < groups_walked) {
+            load_weights_block(weights[i], group + group_stride, i, lane);
+          }
+#pragma unroll
+          for (int j = 0; j < 4; j++) total[j] = __fadd_rn(total[j], d[j]);
+        }
+      }
+    }
+    bf16* out = y + group_index * 16 + row;
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      const int pair = (lane & 3) * 2 + j;
+      const int slot = slots[pair];
+      if (slot >= 0 && pair < last) {
+        out[(long long)slot * hidden] = to_bf16(total[j]);
+        out[(long long)slot * hidden + 8] = to_bf16(total[2 + j]);
+      }
     }
   }
 }

@@ -132,11 +132,6 @@ struct WideStaging {
   }
 };
 
-__device__ __forceinline__ void load_block_weights(uint4 (&w)[4], const uint8_t* group, int b, int lane) {
-  const uint4* block = reinterpret_cast<const uint4*>(group + (long long)b * BLOCK_BYTES);
-#pragma unroll
-  for (int c = 0; c < 4; c++) w[c] = __ldg(block + c * 32 + lane);
-}
 
 // gate|up + SwiGLU on a wide tile: grid x = narrow tile (the worst-case count), y = WIDE_WARPS weight groups, one per
 // warp. The K blocks stream through two f16 buffers (the next block's rows and weights loaded while this one is
@@ -161,7 +156,7 @@ __device__ __forceinline__ void gate_up_fp8_wide(bf16* h, const uint8_t* q_x, co
   const auto block_at = [&](int i) { return blocks_descending ? blocks - 1 - i : i; };
   const int slabs = (tile.pairs + TILE_PAIRS - 1) / TILE_PAIRS;
   uint4 weights[2][4];
-  load_block_weights(weights[0], group, block_at(0), lane);
+  load_weights_block(weights[0], group, block_at(0), lane);
   for (int p = threadIdx.x; p < WIDE_PAIRS; p += WIDE_THREADS) {
     const int slot = p < tile.pairs ? pair_slots[tile.first + p] : -1;
     slots[p] = slot;
@@ -188,7 +183,7 @@ __device__ __forceinline__ void gate_up_fp8_wide(bf16* h, const uint8_t* q_x, co
       const int index = i + half;
       const bool more = index + 1 < blocks;
       if (more) {
-        load_block_weights(weights[half ^ 1], group, block_at(index + 1), lane);
+        load_weights_block(weights[half ^ 1], group, block_at(index + 1), lane);
         staging.load(q_x, rows, hidden, block_at(index + 1));
       }
       float d[WIDE_TILES][4];
@@ -246,7 +241,7 @@ __device__ __forceinline__ void down_fp8_wide(bf16* y, const bf16* h, const uint
     return expert_weights + ((long long)unit_group(u) * blocks + u % blocks) * BLOCK_BYTES;
   };
   uint4 weights[2][4];
-  load_block_weights(weights[0], unit_weights(0), 0, lane);
+  load_weights_block(weights[0], unit_weights(0), 0, lane);
   for (int p = threadIdx.x; p < WIDE_PAIRS; p += WIDE_DOWN_THREADS) {
     slots[p] = p < tile.pairs ? pair_slots[tile.first + p] : -1;
   }
@@ -284,7 +279,7 @@ __device__ __forceinline__ void down_fp8_wide(bf16* y, const bf16* h, const uint
 #pragma unroll
     for (int half = 0; half < 2; half++) {
       const int unit = u + half;
-      if (unit + 1 < units) load_block_weights(weights[half ^ 1], unit_weights(unit + 1), 0, lane);
+      if (unit + 1 < units) load_weights_block(weights[half ^ 1], unit_weights(unit + 1), 0, lane);
       const int b = unit % blocks;
       const int group_index = unit_group(unit);
       // Rows 16r..16r+15 share one 128-row scale block (r/8).

@@ -10,6 +10,7 @@
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import {
+  type MoeGroupsWalked,
   type MoeTiling,
   moeCombine,
   moeDownFp8,
@@ -290,33 +291,35 @@ export const moeDownFp8Case: KernelCase = {
 const wide = (o: ShapeOptions): ShapeOptions => ({ ...o, tiling: 'wide' });
 
 /**
- * The wide tiles against the narrow ones on the same grouped inputs, byte for byte: gate|up (h) and down (y), a
- * kernel override (a control) given to the wide launch of `stage` only.
+ * Narrow tiles walking 4 weight groups and wide tiles against narrow tiles walking one, on the same grouped inputs,
+ * byte for byte: gate|up (h) and down (y), a kernel override (a control) given to the wide launch of `stage` only.
  */
 function tilingsAgree(o: ShapeOptions, stage: 'gate|up' | 'down'): EquivalenceCase {
   const g = o.geometry;
   return {
-    label: `${label('wide tiles = narrow tiles', g, o.rows, o.skewed ?? false)}, ${stage}`,
+    label: `${label('tilings agree', g, o.rows, o.skewed ?? false)}, ${stage}`,
     prepare(random) {
       const { experts, s } = scenarioFor(random, o, false);
       const pairs = s.rows * g.topK;
       const h = randomBf16(random, pairs * g.intermediate, 0.3);
-      const run = (tiling: MoeTiling) => (cuda: CudaContext, p: Pointers, kernel: KernelName | undefined) => {
-        const grouping = groupingPointers(p);
-        const sizes = { rows: s.rows, topK: g.topK, experts: g.experts };
-        moeGroupPairs(cuda, { ...grouping, expertIds: p.ids!, ...sizes });
-        const a = { ...grouping, ...sizes, hidden: g.hidden, intermediate: g.intermediate, tiling };
-        const override = (which: typeof stage) => (tiling === 'wide' && which === stage ? kernel : undefined);
-        const gateUp = {
-          ...a,
-          h: p.gateUpOut!,
-          quantized: p.quantized!,
-          scales: p.scales!,
-          weights: weightPointers(p),
+      const run =
+        (tiling: MoeTiling, groupsWalked?: MoeGroupsWalked) =>
+        (cuda: CudaContext, p: Pointers, kernel: KernelName | undefined) => {
+          const grouping = groupingPointers(p);
+          const sizes = { rows: s.rows, topK: g.topK, experts: g.experts };
+          moeGroupPairs(cuda, { ...grouping, expertIds: p.ids!, ...sizes });
+          const a = { ...grouping, ...sizes, hidden: g.hidden, intermediate: g.intermediate, tiling, groupsWalked };
+          const override = (which: typeof stage) => (tiling === 'wide' && which === stage ? kernel : undefined);
+          const gateUp = {
+            ...a,
+            h: p.gateUpOut!,
+            quantized: p.quantized!,
+            scales: p.scales!,
+            weights: weightPointers(p),
+          };
+          moeGateUpFp8(cuda, gateUp, { kernel: override('gate|up') });
+          moeDownFp8(cuda, { ...a, h: p.h!, y: p.y!, weights: weightPointers(p) }, { kernel: override('down') });
         };
-        moeGateUpFp8(cuda, gateUp, { kernel: override('gate|up') });
-        moeDownFp8(cuda, { ...a, h: p.h!, y: p.y!, weights: weightPointers(p) }, { kernel: override('down') });
-      };
       return {
         inputs: { ids: s.ids, quantized: words(s.x.bits), scales: s.x.scales, h, ...weightInputs(experts) },
         outputs: [
@@ -324,7 +327,11 @@ function tilingsAgree(o: ShapeOptions, stage: 'gate|up' | 'down'): EquivalenceCa
           { name: 'gateUpOut', kind: 'bf16', count: pairs * g.intermediate },
           { name: 'y', kind: 'bf16', count: pairs * g.hidden },
         ],
-        runs: { 'narrow tiles': run('narrow'), 'wide tiles': run('wide') },
+        runs: {
+          'narrow tiles, 1 group walked': run('narrow', 1),
+          'narrow tiles, 4 groups walked': run('narrow', 4),
+          'wide tiles': run('wide'),
+        },
       };
     },
   };

@@ -27,9 +27,10 @@ export const MOE_TILE_PAIRS = 8;
  * which load and widen each weight once for 64 pairs. Both give the same bits; the launcher picks by row count.
  */
 export type MoeTiling = 'narrow' | 'wide';
-/** Calls of at least this many rows run on wide tiles (about eight pairs an expert at 256 experts, top-8): measured
- * on the H200, wide tiles are 30% slower at 128 rows, about even at 256 and twice as fast at 1024 (bench/gpu-moe.ts). */
-export const MOE_WIDE_ROWS = 256;
+/** Calls of at least this many rows run on wide tiles (16 pairs an expert at 256 experts, top-8): measured on the
+ * H200 (bench/gpu-moe.ts) against narrow tiles walking 4 groups, wide tiles are 40% and 52% slower at 256 rows (gate|up,
+ * down), 36% faster and even at 1024. */
+export const MOE_WIDE_ROWS = 512;
 const WIDE_PAIRS = 64;
 const WIDE_ROW_BYTES = 72 * 4;
 const WIDE_THREADS = 128;
@@ -37,6 +38,17 @@ const WIDE_WARPS = 4;
 const WIDE_DOWN_THREADS = 256;
 /** Parts of the output rows a wide tile's down projection is split into (moe_fp8_wide.cuh WIDE_DOWN_SPLIT). */
 const WIDE_DOWN_SPLIT = 2;
+
+/** Weight groups a narrow tile's gate|up block or down warp walks: more blocks for little work, or fewer that stage
+ * the tile's rows once for 4 groups and stream the weights through a ring (moe_fp8.cuh). The same bits either way. */
+export type MoeGroupsWalked = 1 | 4;
+/** Calls of at least this many rows walk 4 groups: measured on the H200 (bench/gpu-moe.ts), even at 8 rows for
+ * gate|up and 18% faster for down there, 11% and 15% faster at 64 rows, 52% and 78% slower at one row. */
+export const MOE_WALK_ROWS = 8;
+
+function groupsWalked(rows: number, walked: MoeGroupsWalked | undefined): MoeGroupsWalked {
+  return walked ?? (rows >= MOE_WALK_ROWS ? 4 : 1);
+}
 
 function tilingFor(rows: number, tiling: MoeTiling | undefined): MoeTiling {
   return tiling ?? (rows >= MOE_WIDE_ROWS ? 'wide' : 'narrow');
@@ -145,6 +157,8 @@ export function moeGateUpFp8(
     hidden: number;
     intermediate: number;
     tiling?: MoeTiling;
+    /** Narrow tiles: weight groups a gate|up block or a down warp walks (1 or 4); absent: by row count. */
+    groupsWalked?: MoeGroupsWalked;
   },
   options: LaunchOptions = {},
 ): void {
@@ -169,7 +183,9 @@ export function moeGateUpFp8(
     .int32(a.hidden)
     .int32(a.intermediate)
     .int32(a.topK);
-  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), (2 * a.intermediate) / 16, 1] as const;
+  const walked = groupsWalked(a.rows, a.groupsWalked);
+  args.int32(walked);
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts), (2 * a.intermediate) / 16 / walked, 1] as const;
   launch(cuda, MOE_GATE_UP_FP8_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
 }
 
@@ -185,6 +201,8 @@ export function moeDownFp8(
     hidden: number;
     intermediate: number;
     tiling?: MoeTiling;
+    /** Narrow tiles: weight groups a gate|up block or a down warp walks (1 or 4); absent: by row count. */
+    groupsWalked?: MoeGroupsWalked;
   },
   options: LaunchOptions = {},
 ): void {
@@ -209,7 +227,9 @@ export function moeDownFp8(
     .int32(a.hidden)
     .int32(a.intermediate);
   // One dimension, tile-major: a tile's blocks stream its expert's weights in order.
-  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / DOWN_WARPS), 1, 1] as const;
+  const walked = groupsWalked(a.rows, a.groupsWalked);
+  args.int32(walked);
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / DOWN_WARPS / walked), 1, 1] as const;
   launch(cuda, MOE_DOWN_FP8_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
 }
 
