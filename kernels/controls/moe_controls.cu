@@ -49,9 +49,9 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 
 extern "C" __global__ void __launch_bounds__(WIDE_THREADS)
     control_moe_gate_up_wide_blocks_descending(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w,
-                                               const float* w_scales, const int* pair_slots,
-                                               const int* expert_offsets, const int* tiles, const int* tile_count,
-                                               int hidden, int intermediate, int top_k) {
+                                               const float* w_scales, const int* pair_slots, const int* tiles,
+                                               const int* tile_count, int hidden, int intermediate, int top_k,
+                                               const int* expert_offsets) {
   KERNEL_PROLOGUE();
   gate_up_fp8_wide(h, q_x, s_x, w, w_scales, pair_slots, expert_offsets, tiles, tile_count, hidden, intermediate,
                    top_k, true);
@@ -59,8 +59,8 @@ extern "C" __global__ void __launch_bounds__(WIDE_THREADS)
 
 extern "C" __global__ void __launch_bounds__(WIDE_DOWN_THREADS, 1)
     control_moe_down_wide_skips_last_pair(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
-                                          const int* pair_slots, const int* expert_offsets, const int* tiles,
-                                          const int* tile_count, int hidden, int intermediate) {
+                                          const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
+                                          int intermediate, const int* expert_offsets) {
   KERNEL_PROLOGUE();
   down_fp8_wide(y, h, w, w_scales, pair_slots, expert_offsets, tiles, tile_count, hidden, intermediate,
                 WIDE_PAIRS - 1);

@@ -98,16 +98,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
   warp_quarter_bf16(d, group, x, x_stride, warp * per_warp, per_warp, weights, lane);
   store_quarter(partials, d, warp, lane);
   __syncthreads();
-  if (threadIdx.x < 64) {
-    const int column = threadIdx.x >> 3;
-    const int pair = threadIdx.x & 7;
-    const int slot = slots[pair];
-    if (slot >= 0) {
-      const float gate = to_float(to_bf16(sum_blocks(partials, WARPS, column, pair)));
-      const float up = to_float(to_bf16(sum_blocks(partials, WARPS, column + 8, pair)));
-      h[(long long)slot * intermediate + blockIdx.y * 8 + column] = to_bf16(silu(gate) * up);
-    }
-  }
+  store_swiglu_group(h, partials, WARPS, slots, intermediate, blockIdx.y);
 }
 
 // One block is DOWN_WARPS consecutive 16-row weight groups of one tile (moe_fp8.cuh's down grid), one group per

@@ -110,6 +110,41 @@ __device__ __forceinline__ float sum_blocks(const float* partials, int blocks, i
   return total;
 }
 
+// h for one weight group's 8 columns and a tile's 8 pairs from the parts' sums (partials[part][m][n], summed in
+// ascending part order): gate and up rounded to bf16 as the cpu does, then SiLU. Threads 0..63 of the block.
+__device__ __forceinline__ void store_swiglu_group(bf16* h, const float* partials, int parts, const int* slots,
+                                                   int intermediate, int group_index) {
+  if (threadIdx.x >= 64) return;
+  const int column = threadIdx.x >> 3;
+  const int pair = threadIdx.x & 7;
+  const int slot = slots[pair];
+  if (slot < 0) return;
+  const float gate = to_float(to_bf16(sum_blocks(partials, parts, column, pair)));
+  const float up = to_float(to_bf16(sum_blocks(partials, parts, column + 8, pair)));
+  h[(long long)slot * intermediate + group_index * 8 + column] = to_bf16(silu(gate) * up);
+}
+
+// The first `pairs` rows of a tile's h (slots[pair] < 0: zero bytes, scale 0) quantised into shared memory per 128
+// columns by quantize_block, one warp per (pair, block): x [pairs][x_stride] e4m3, x_scales [pairs][blocks].
+__device__ __forceinline__ void quantize_tile_rows(uint8_t* x, float* x_scales, int x_stride, const bf16* h,
+                                                   const int* slots, int pairs, int intermediate, int warps,
+                                                   float h_maximum) {
+  const int lane = threadIdx.x & 31;
+  const int blocks = intermediate / 128;
+  for (int unit = threadIdx.x >> 5; unit < pairs * blocks; unit += warps) {
+    const int pair = unit / blocks;
+    const int block = unit - pair * blocks;
+    const int slot = slots[pair];
+    uint8_t* target = x + pair * x_stride;
+    if (slot >= 0) {
+      quantize_block(target, x_scales + unit, h + (long long)slot * intermediate, block, intermediate, h_maximum);
+    } else {
+      reinterpret_cast<uint32_t*>(target + block * QUANTIZE_BLOCK)[lane] = 0u;
+      if (lane == 0) x_scales[unit] = 0.0f;
+    }
+  }
+}
+
 // gate|up grid: x = tile, y = runs of `groups_walked` consecutive 16-row weight groups, walked in turn; 4 warps split
 // each group's K blocks (each warp a fixed range) and meet in shared memory, summed in block order. The tile's rows are
 // staged once for the run; a warp's next group's weights load as soon as this group's are summed. `swap_scales` applies the
@@ -174,16 +209,7 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
       }
     }
     __syncthreads();
-    if (threadIdx.x < 64) {
-      const int column = threadIdx.x >> 3;
-      const int pair = threadIdx.x & 7;
-      const int slot = slots[pair];
-      if (slot >= 0) {
-        const float gate = to_float(to_bf16(sum_blocks(partials, blocks, column, pair)));
-        const float up = to_float(to_bf16(sum_blocks(partials, blocks, column + 8, pair)));
-        h[(long long)slot * intermediate + group_index * 8 + column] = to_bf16(silu(gate) * up);
-      }
-    }
+    store_swiglu_group(h, partials, blocks, slots, intermediate, group_index);
     if (k + 1 < groups_walked) __syncthreads();  // the partials are written again
   }
 }
@@ -224,19 +250,8 @@ __device__ __forceinline__ void down_fp8(bf16* y, const bf16* h, const uint8_t* 
     slots[threadIdx.x] = threadIdx.x < tile.pairs ? pair_slots[tile.first + threadIdx.x] : -1;
   }
   __syncthreads();
-  // One warp per (pair, 128-column block); a tile's empty pairs are zero bytes with scale 0 (zero products).
-  for (int unit = warp; unit < TILE_PAIRS * blocks; unit += DOWN_WARPS) {
-    const int pair = unit / blocks;
-    const int block = unit - pair * blocks;
-    const int slot = slots[pair];
-    uint8_t* target = x + pair * x_stride;
-    if (slot >= 0) {
-      quantize_block(target, x_scales + unit, h + (long long)slot * intermediate, block, intermediate, h_maximum);
-    } else {
-      reinterpret_cast<uint32_t*>(target + block * QUANTIZE_BLOCK)[lane] = 0u;
-      if (lane == 0) x_scales[unit] = 0.0f;
-    }
-  }
+  // A tile's empty pairs are zero bytes with scale 0 (zero products).
+  quantize_tile_rows(x, x_scales, x_stride, h, slots, TILE_PAIRS, intermediate, DOWN_WARPS, h_maximum);
   __syncthreads();
   const int row = lane >> 2;
   const int last = tile.pairs - TILE_PAIRS + written_pairs;

@@ -246,19 +246,8 @@ __device__ __forceinline__ void down_fp8_wide(bf16* y, const bf16* h, const uint
     slots[p] = p < tile.pairs ? pair_slots[tile.first + p] : -1;
   }
   __syncthreads();
-  // One warp per (pair, 128-column block), as moe_down_fp8; pairs past the tile are zero bytes with scale 0.
-  for (int unit = warp; unit < slabs * TILE_PAIRS * blocks; unit += WIDE_DOWN_WARPS) {
-    const int pair = unit / blocks;
-    const int block = unit - pair * blocks;
-    const int slot = slots[pair];
-    uint8_t* target = x + pair * x_stride;
-    if (slot >= 0) {
-      quantize_block(target, x_scales + unit, h + (long long)slot * intermediate, block, intermediate, E4M3_MAXIMUM);
-    } else {
-      reinterpret_cast<uint32_t*>(target + block * QUANTIZE_BLOCK)[lane] = 0u;
-      if (lane == 0) x_scales[unit] = 0.0f;
-    }
-  }
+  // As moe_down_fp8 does; pairs past the tile are zero bytes with scale 0.
+  quantize_tile_rows(x, x_scales, x_stride, h, slots, slabs * TILE_PAIRS, intermediate, WIDE_DOWN_WARPS, E4M3_MAXIMUM);
   __syncthreads();
   for (int segment = threadIdx.x; segment < blocks * slabs * TILE_PAIRS * 4; segment += WIDE_DOWN_THREADS) {
     const int block = segment / (slabs * TILE_PAIRS * 4);

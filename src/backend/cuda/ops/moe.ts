@@ -171,20 +171,8 @@ export function moeGateUpFp8(
   }
   const blocks = a.hidden / 128;
   const sharedBytes = MOE_TILE_PAIRS * (a.hidden + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4 + blocks * 128 * 4;
-  const args = new KernelArguments()
-    .pointer(a.h)
-    .pointer(a.quantized)
-    .pointer(a.scales)
-    .pointer(a.weights.gateUp)
-    .pointer(a.weights.gateUpScales)
-    .pointer(a.pairSlots)
-    .pointer(a.tiles)
-    .pointer(a.tileCount)
-    .int32(a.hidden)
-    .int32(a.intermediate)
-    .int32(a.topK);
   const walked = groupsWalked(a.rows, a.groupsWalked);
-  args.int32(walked);
+  const args = gateUpArguments(a).int32(walked);
   const grid = [moeMaxTiles(a.rows * a.topK, a.experts), (2 * a.intermediate) / 16 / walked, 1] as const;
   launch(cuda, MOE_GATE_UP_FP8_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
 }
@@ -216,7 +204,35 @@ export function moeDownFp8(
   // The tile's rows of h, quantised in the kernel: e4m3 bytes (rows padded) and a scale per 128 columns.
   const blocks = a.intermediate / 128;
   const sharedBytes = MOE_TILE_PAIRS * (a.intermediate + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4;
-  const args = new KernelArguments()
+  const walked = groupsWalked(a.rows, a.groupsWalked);
+  const args = downArguments(a).int32(walked);
+  // One dimension, tile-major: a tile's blocks stream its expert's weights in order.
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / DOWN_WARPS / walked), 1, 1] as const;
+  launch(cuda, MOE_DOWN_FP8_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
+}
+
+type GateUpArguments = Parameters<typeof moeGateUpFp8>[1];
+type DownArguments = Parameters<typeof moeDownFp8>[1];
+
+/** The arguments every FP8 gate|up kernel takes first (moe_fp8.cu); each variant appends its own. */
+function gateUpArguments(a: GateUpArguments): KernelArguments {
+  return new KernelArguments()
+    .pointer(a.h)
+    .pointer(a.quantized)
+    .pointer(a.scales)
+    .pointer(a.weights.gateUp)
+    .pointer(a.weights.gateUpScales)
+    .pointer(a.pairSlots)
+    .pointer(a.tiles)
+    .pointer(a.tileCount)
+    .int32(a.hidden)
+    .int32(a.intermediate)
+    .int32(a.topK);
+}
+
+/** The arguments every FP8 down kernel takes first (moe_fp8.cu); each variant appends its own. */
+function downArguments(a: DownArguments): KernelArguments {
+  return new KernelArguments()
     .pointer(a.y)
     .pointer(a.h)
     .pointer(a.weights.down)
@@ -226,33 +242,13 @@ export function moeDownFp8(
     .pointer(a.tileCount)
     .int32(a.hidden)
     .int32(a.intermediate);
-  // One dimension, tile-major: a tile's blocks stream its expert's weights in order.
-  const walked = groupsWalked(a.rows, a.groupsWalked);
-  args.int32(walked);
-  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / DOWN_WARPS / walked), 1, 1] as const;
-  launch(cuda, MOE_DOWN_FP8_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
 }
-
-type GateUpArguments = Parameters<typeof moeGateUpFp8>[1];
-type DownArguments = Parameters<typeof moeDownFp8>[1];
 
 function moeGateUpFp8Wide(cuda: CudaContext, a: GateUpArguments, options: LaunchOptions): void {
   const blocks = a.hidden / 128;
   // Two buffers of one K block's rows widened to f16, then the rows' scales.
   const sharedBytes = 2 * WIDE_PAIRS * WIDE_ROW_BYTES + WIDE_PAIRS * blocks * 4;
-  const args = new KernelArguments()
-    .pointer(a.h)
-    .pointer(a.quantized)
-    .pointer(a.scales)
-    .pointer(a.weights.gateUp)
-    .pointer(a.weights.gateUpScales)
-    .pointer(a.pairSlots)
-    .pointer(a.expertOffsets)
-    .pointer(a.tiles)
-    .pointer(a.tileCount)
-    .int32(a.hidden)
-    .int32(a.intermediate)
-    .int32(a.topK);
+  const args = gateUpArguments(a).pointer(a.expertOffsets);
   const grid = [moeMaxTiles(a.rows * a.topK, a.experts), (2 * a.intermediate) / 16 / WIDE_WARPS, 1] as const;
   allowShared(cuda, MOE_GATE_UP_FP8_WIDE_KERNEL, options, sharedBytes);
   launch(cuda, MOE_GATE_UP_FP8_WIDE_KERNEL, { grid, block: [WIDE_THREADS, 1, 1], sharedBytes }, args, options);
@@ -263,17 +259,7 @@ function moeDownFp8Wide(cuda: CudaContext, a: DownArguments, options: LaunchOpti
   // Every K block's rows widened to f16, the rows quantised to e4m3 (padded), their scales.
   const sharedBytes =
     blocks * WIDE_PAIRS * WIDE_ROW_BYTES + WIDE_PAIRS * (a.intermediate + ROW_PAD) + WIDE_PAIRS * blocks * 4;
-  const args = new KernelArguments()
-    .pointer(a.y)
-    .pointer(a.h)
-    .pointer(a.weights.down)
-    .pointer(a.weights.downScales)
-    .pointer(a.pairSlots)
-    .pointer(a.expertOffsets)
-    .pointer(a.tiles)
-    .pointer(a.tileCount)
-    .int32(a.hidden)
-    .int32(a.intermediate);
+  const args = downArguments(a).pointer(a.expertOffsets);
   // A block per narrow tile (those leading no wide tile return) and part of the output rows.
   const grid = [moeMaxTiles(a.rows * a.topK, a.experts), WIDE_DOWN_SPLIT, 1] as const;
   allowShared(cuda, MOE_DOWN_FP8_WIDE_KERNEL, options, sharedBytes);
