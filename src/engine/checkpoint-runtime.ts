@@ -17,25 +17,36 @@ export type SpeechModelLoader = (
   options: { prefillChunk?: number },
 ) => Promise<SpeechModel & { readonly unknownKeys?: readonly string[]; readonly defaulted?: readonly string[] }>;
 
-/** How the runtime's codec decodes, given the loaded cpu codec (default: the cpu codec itself, checked). */
-export type EngineCodecMaker = (codec: Codec) => EngineCodec;
+/** The loaded cpu codec as the engine decodes with it: its streams' frames checked first. */
+export function cpuEngineCodec(codec: Codec): EngineCodec {
+  return {
+    sampleRate: codec.config.sampleRate,
+    frameLength: codec.config.frameLength,
+    openStream: () => checkedStream(codec.openStream(), codec.config),
+  };
+}
 
-export const cpuEngineCodec: EngineCodecMaker = (codec) => ({
-  sampleRate: codec.config.sampleRate,
-  frameLength: codec.config.frameLength,
-  openStream: () => checkedStream(codec.openStream(), codec.config),
-});
+/** Loads the codec of a checkpoint folder as the runtime's engine uses it. */
+export type EngineCodecLoader = (dir: string) => Promise<EngineCodec>;
+
+export const loadCpuEngineCodec: EngineCodecLoader = async (dir) => cpuEngineCodec(await loadCheckpointCodec(dir));
+
+export interface CheckpointRuntimeOptions {
+  /** Default: the folder's codec, decoding on the cpu. */
+  readonly loadCodec?: EngineCodecLoader;
+}
 
 export async function loadCheckpointRuntime(
   dir: string,
   prefillChunk: number | undefined,
   loadModel: SpeechModelLoader,
-  engineCodec: EngineCodecMaker = cpuEngineCodec,
+  options: CheckpointRuntimeOptions = {},
 ): Promise<SpeechRuntime> {
   const started = performance.now();
+  const loadCodec = options.loadCodec ?? loadCpuEngineCodec;
   const [[model, modelSeconds], [codec, codecSeconds], [tokenizer, tokenizerSeconds]] = await Promise.all([
     timed(started, loadModel(dir, prefillChunk === undefined ? {} : { prefillChunk })),
-    timed(started, loadCheckpointCodec(dir)),
+    timed(started, loadCodec(dir)),
     timed(started, Tokenizer.load(dir)),
   ]);
   return {
@@ -49,7 +60,7 @@ export async function loadCheckpointRuntime(
         ? [`config.json sections absent, real values assumed: ${model.defaulted.join(', ')}`]
         : []),
     ],
-    codec: engineCodec(codec),
+    codec,
     text: {
       split: (text, budget) => withSpeakerTags(splitLongText(text, { maxCodePoints: budget })),
       prompt(request) {

@@ -4,7 +4,6 @@
 import { CpuBackend } from '../backend/cpu/backend.ts';
 import { CudaBackend } from '../backend/cuda/backend.ts';
 import type { CodecPrecision } from '../backend/cuda/ops/codecConv.ts';
-import type { Codec } from '../codec/codec.ts';
 import { loadCheckpointCodec } from '../codec/reference.ts';
 import { DramaError } from '../errors.ts';
 import { type Drama3Config, loadConfig } from '../model/config.ts';
@@ -12,7 +11,7 @@ import { loadSpeechModel, type SpeechModelOptions } from '../model/load-model.ts
 import type { StreamedLoadReport } from '../model/streamed-source.ts';
 import { createProgress, formatBytes } from '../shared/progress.ts';
 import { type BackendName, type BackendProbes, chooseBackend, REAL_PROBES } from './backend-choice.ts';
-import { cpuEngineCodec, loadCheckpointRuntime } from './checkpoint-runtime.ts';
+import { cpuEngineCodec, loadCheckpointRuntime, loadCpuEngineCodec } from './checkpoint-runtime.ts';
 import { chooseCodecBackend } from './codec-choice.ts';
 import {
   cudaCodecDeviceBytes,
@@ -142,14 +141,15 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
       return model;
     };
     let codecDeviceBytes = 0;
-    const engineCodec =
+    const loadCodec =
       codec.backend === 'cuda'
-        ? (made: Codec) => {
+        ? async (dir: string) => {
+            const made = await loadCheckpointCodec(dir);
             codecDeviceBytes = cudaCodecDeviceBytes(made, settings);
             return lazyCudaEngineCodec(made, settings);
           }
-        : cpuEngineCodec;
-    const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load, engineCodec);
+        : loadCpuEngineCodec;
+    const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load, { loadCodec });
     const notices = [choice.reason, codec.reason, ...loadNotices, ...(runtime.notices ?? [])];
     const held = memory === undefined ? {} : { memory: { ...memory, codecDeviceBytes } };
     return { ...runtime, backend: choice.backend, notices, ...held };
