@@ -34,6 +34,8 @@ export const loadCpuEngineCodec: EngineCodecLoader = async (dir) => cpuEngineCod
 export interface CheckpointRuntimeOptions {
   /** Default: the folder's codec, decoding on the cpu. */
   readonly loadCodec?: EngineCodecLoader;
+  /** Told the model as soon as it is loaded, while the codec and the tokenizer may still load; not after a failure. */
+  readonly onModel?: (model: SpeechModel) => void;
 }
 
 export async function loadCheckpointRuntime(
@@ -44,10 +46,24 @@ export async function loadCheckpointRuntime(
 ): Promise<SpeechRuntime> {
   const started = performance.now();
   const loadCodec = options.loadCodec ?? loadCpuEngineCodec;
-  const [[model, modelSeconds], [codec, codecSeconds], [tokenizer, tokenizerSeconds]] = await Promise.all([
+  const loads = [
     timed(started, loadModel(dir, prefillChunk === undefined ? {} : { prefillChunk })),
     timed(started, loadCodec(dir)),
     timed(started, Tokenizer.load(dir)),
+  ] as const;
+  // Once a load has failed, start-up fails with its error: a model that arrives later is not handed on.
+  let failed = false;
+  for (const loading of loads) {
+    loading.catch(() => {
+      failed = true;
+    });
+  }
+  const handed = loads[0].then(([loaded]) => {
+    if (!failed) options.onModel?.(loaded);
+  });
+  const [[model, modelSeconds], [codec, codecSeconds], [tokenizer, tokenizerSeconds]] = await Promise.all([
+    ...loads,
+    handed,
   ]);
   return {
     modelId: basename(resolve(dir)),

@@ -3,6 +3,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { serializeError } from '../threads/serialize-error.ts';
 import { EngineCore, type EngineSettings } from './engine-core.ts';
+import { EarlyLanePlan } from './lane-plan.ts';
 import { loadRuntime, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineCommand, EngineEvent } from './protocol.ts';
 import { ThreadFrameDecoder } from './thread-decoder.ts';
@@ -18,8 +19,13 @@ function send(event: EngineEvent): void {
 try {
   // Without its decode thread the engine cannot speak: it ends too, and the host starts both again.
   const decoderDied = () => setImmediate(() => process.exit(70));
-  const [runtime, decoder] = await Promise.all([loadRuntime(spec), ThreadFrameDecoder.start(spec, send, decoderDied)]);
-  const core = new EngineCore(runtime, settings, send, decoder);
+  // The lanes are planned as soon as the model is loaded, beside the codec's and the tokenizer's loads.
+  const lanes = new EarlyLanePlan(settings);
+  const [runtime, decoder] = await Promise.all([
+    loadRuntime(spec, { onModel: lanes.onModel }),
+    ThreadFrameDecoder.start(spec, send, decoderDied),
+  ]);
+  const core = new EngineCore(runtime, settings, send, decoder, lanes.take());
   port.on('message', (command: EngineCommand) => {
     core.handle(command);
     if (command.type === 'shutdown') port.close();

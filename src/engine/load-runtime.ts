@@ -9,12 +9,13 @@ import { DramaError } from '../errors.ts';
 import { type Drama3Config, loadConfig } from '../model/config.ts';
 import { loadSpeechModel, type SpeechModelOptions } from '../model/load-model.ts';
 import type { StreamedLoadReport } from '../model/streamed-source.ts';
+import type { SpeechModel } from '../model/types.ts';
 import { createProgress, formatBytes } from '../shared/progress.ts';
 import { type BackendName, type BackendProbes, chooseBackend, REAL_PROBES } from './backend-choice.ts';
 import { cpuEngineCodec, loadCheckpointRuntime, loadCpuEngineCodec } from './checkpoint-runtime.ts';
 import { chooseCodecBackend } from './codec-choice.ts';
 import {
-  cudaCodecDeviceBytes,
+  checkpointCodecDeviceBytes,
   cudaEngineCodec,
   DEFAULT_CUDA_CODEC_SETTINGS,
   lazyCudaEngineCodec,
@@ -97,7 +98,15 @@ function deviceLedger(backend: CudaBackend): DeviceMemory {
   return { limitBytes: usage.limitBytes, usedBytes: usage.usedBytes + usage.pendingBytes };
 }
 
-export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
+export interface RuntimeLoadOptions {
+  /**
+   * Told a checkpoint's speech model and where its lane state lives as soon as the model is loaded, while the codec
+   * and the tokenizer may still load (the engine plans its lanes then); not told for the null runtime.
+   */
+  readonly onModel?: (model: SpeechModel, memory: RuntimeMemory | undefined) => void;
+}
+
+export async function loadRuntime(spec: RuntimeSpec, options: RuntimeLoadOptions = {}): Promise<SpeechRuntime> {
   if (spec.kind === 'null') {
     const device = spec.device;
     return {
@@ -130,29 +139,28 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
       const backend = new CudaBackend({
         streamPriority: process.env.DRAMA3_STEP_PRIORITY === 'normal' ? 'normal' : 'high',
       });
-      const model = await loadSpeechModel(dir, backend, streamed);
-      const codecStreams = codec.backend === 'cuda' ? settings.lanes : 0;
+      // The codec's device bytes are counted from its index, so the lane budget is whole when the model is loaded.
+      const [model, codecDeviceBytes] = await Promise.all([
+        loadSpeechModel(dir, backend, streamed),
+        codec.backend === 'cuda' ? checkpointCodecDeviceBytes(dir, settings) : 0,
+      ]);
       memory = {
         config: model.config,
         prefillChunk: model.prefillChunk,
-        codecStreams,
+        codecStreams: codec.backend === 'cuda' ? settings.lanes : 0,
+        codecDeviceBytes,
         device: () => deviceLedger(backend),
       };
       return model;
     };
-    let codecDeviceBytes = 0;
     const loadCodec =
       codec.backend === 'cuda'
-        ? async (dir: string) => {
-            const made = await loadCheckpointCodec(dir);
-            codecDeviceBytes = cudaCodecDeviceBytes(made, settings);
-            return lazyCudaEngineCodec(made, settings);
-          }
+        ? async (dir: string) => lazyCudaEngineCodec(await loadCheckpointCodec(dir), settings)
         : loadCpuEngineCodec;
-    const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load, { loadCodec });
+    const onModel = (model: SpeechModel) => options.onModel?.(model, memory);
+    const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load, { loadCodec, onModel });
     const notices = [choice.reason, codec.reason, ...loadNotices, ...(runtime.notices ?? [])];
-    const held = memory === undefined ? {} : { memory: { ...memory, codecDeviceBytes } };
-    return { ...runtime, backend: choice.backend, notices, ...held };
+    return { ...runtime, backend: choice.backend, notices, ...(memory === undefined ? {} : { memory }) };
   } catch (error) {
     if (error instanceof DramaError) throw error;
     throw new DramaError('CHECKPOINT_LOAD_FAILED', `could not load the checkpoint in ${spec.dir}: ${String(error)}`, {
