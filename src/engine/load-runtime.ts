@@ -20,6 +20,7 @@ import {
   DEFAULT_CUDA_CODEC_SETTINGS,
   lazyCudaEngineCodec,
 } from './cuda-codec.ts';
+import { decodeThreadCodec } from './decode-thread-codec.ts';
 import type { DeviceMemory, RuntimeMemory } from './lane-budget.ts';
 import { NullCodec, type NullCodecOptions } from './null-codec.ts';
 import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
@@ -104,6 +105,11 @@ export interface RuntimeLoadOptions {
    * and the tokenizer may still load (the engine plans its lanes then); not told for the null runtime.
    */
   readonly onModel?: (model: SpeechModel, memory: RuntimeMemory | undefined) => void;
+  /**
+   * Settles once the decode thread's codec is loaded, where that thread decodes: the runtime then holds only the
+   * codec's rate and frame (decode-thread-codec.ts), its load timed to this. Absent: the runtime loads the codec.
+   */
+  readonly decodeThread?: Promise<unknown>;
 }
 
 export async function loadRuntime(spec: RuntimeSpec, options: RuntimeLoadOptions = {}): Promise<SpeechRuntime> {
@@ -154,9 +160,11 @@ export async function loadRuntime(spec: RuntimeSpec, options: RuntimeLoadOptions
       return model;
     };
     const loadCodec =
-      codec.backend === 'cuda'
-        ? async (dir: string) => lazyCudaEngineCodec(await loadCheckpointCodec(dir), settings)
-        : loadCpuEngineCodec;
+      options.decodeThread !== undefined
+        ? decodeThreadCodec(options.decodeThread)
+        : codec.backend === 'cuda'
+          ? async (dir: string) => lazyCudaEngineCodec(await loadCheckpointCodec(dir), settings)
+          : loadCpuEngineCodec;
     const onModel = (model: SpeechModel) => options.onModel?.(model, memory);
     const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load, { loadCodec, onModel });
     const notices = [choice.reason, codec.reason, ...loadNotices, ...(runtime.notices ?? [])];
