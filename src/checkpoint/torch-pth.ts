@@ -1,7 +1,7 @@
 // torch.save checkpoints (`.pth`, the zip format): `<archive>/data.pkl` (the pickled state dict), `byteorder`,
 // `version` (plus `.format_version`, `.storage_alignment`), and one stored entry `data/<key>` per storage.
 // Reading unpickles under the restricted reader, then range-reads each tensor's bytes from its storage entry in
-// place; a strided view becomes a contiguous copy.
+// place; a strided view becomes a contiguous copy. Reading the shapes alone stops after the pickle.
 // Nested dicts are flattened with '.'; non-tensor leaves (version numbers, hyper-parameters) are skipped.
 import { DramaError } from '../errors.ts';
 import { PickleDict, readPickle } from './pickle-reader.ts';
@@ -129,21 +129,38 @@ async function refuseLegacyFormat(path: string): Promise<void> {
   }
 }
 
+/** The archive's entry folder and its state dict's tensor views (names, dtypes, shapes, where their bytes are). */
+async function readViews(zip: ZipReader, path: string): Promise<{ prefix: string; views: Map<string, TensorView> }> {
+  const prefix = archivePrefix(zip);
+  if (zip.info(`${prefix}byteorder`) !== undefined) {
+    const order = new TextDecoder().decode(await zip.readWhole(`${prefix}byteorder`, 16)).trim();
+    if (order !== 'little') refuse('TORCH_BIG_ENDIAN', path, `byte order is "${order}", only little-endian is read`);
+  }
+  const pickle = await zip.readWhole(`${prefix}data.pkl`, MAX_PICKLE_BYTES);
+  const { globals, persistentLoad } = torchUnpickling(path);
+  return { prefix, views: flattenStateDict(readPickle(pickle, { globals, persistentLoad, source: path }), path) };
+}
+
 export async function readTorchCheckpoint(path: string): Promise<Map<string, HostTensor>> {
   await refuseLegacyFormat(path);
   const zip = await ZipReader.open(path);
   try {
-    const prefix = archivePrefix(zip);
-    if (zip.info(`${prefix}byteorder`) !== undefined) {
-      const order = new TextDecoder().decode(await zip.readWhole(`${prefix}byteorder`, 16)).trim();
-      if (order !== 'little') refuse('TORCH_BIG_ENDIAN', path, `byte order is "${order}", only little-endian is read`);
-    }
-    const pickle = await zip.readWhole(`${prefix}data.pkl`, MAX_PICKLE_BYTES);
-    const { globals, persistentLoad } = torchUnpickling(path);
-    const views = flattenStateDict(readPickle(pickle, { globals, persistentLoad, source: path }), path);
+    const { prefix, views } = await readViews(zip, path);
     const tensors = new Map<string, HostTensor>();
     for (const [name, view] of views) tensors.set(name, await materialize(zip, prefix, name, view));
     return tensors;
+  } finally {
+    await zip.close();
+  }
+}
+
+/** Each tensor's shape by name, from the pickle alone: no tensor's bytes are read. */
+export async function readTorchShapes(path: string): Promise<Map<string, readonly number[]>> {
+  await refuseLegacyFormat(path);
+  const zip = await ZipReader.open(path);
+  try {
+    const { views } = await readViews(zip, path);
+    return new Map([...views].map(([name, view]) => [name, view.size]));
   } finally {
     await zip.close();
   }

@@ -36,6 +36,18 @@ export interface CodecEncodeOptions {
   readonly margins?: (values: Float64Array) => void;
 }
 
+/** The codec file of a checkpoint folder or a file path; refuses a path that does not exist by name. */
+export async function codecFile(path: string): Promise<string> {
+  try {
+    return (await stat(path)).isDirectory() ? join(path, CODEC_FILE_NAME) : path;
+  } catch (error) {
+    throw new DramaError('CODEC_NOT_FOUND', `codec checkpoint ${path} does not exist`, {
+      kind: 'not_found',
+      cause: error,
+    });
+  }
+}
+
 export class Codec {
   private readonly quantizer: Quantizer;
 
@@ -49,15 +61,7 @@ export class Codec {
 
   /** Loads `codec.pth` from a checkpoint folder or a file path. */
   static async load(path: string, config: CodecConfig): Promise<Codec> {
-    let file = path;
-    try {
-      if ((await stat(path)).isDirectory()) file = join(path, CODEC_FILE_NAME);
-    } catch (error) {
-      throw new DramaError('CODEC_NOT_FOUND', `codec checkpoint ${path} does not exist`, {
-        kind: 'not_found',
-        cause: error,
-      });
-    }
+    const file = await codecFile(path);
     return Codec.fromWeights(config, await readTorchCheckpoint(file), file);
   }
 

@@ -1,14 +1,13 @@
 // Reference audio → frames, as the model's prompt expects them: downmix to mono (channel mean, src/audio/decode.ts),
 // resample to the codec rate with torchaudio's sinc resampler (src/audio/resample.ts), then encode. Input channels are
 // float32 in [-1, 1].
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { downmix } from '../audio/decode.ts';
 import { resample } from '../audio/resample.ts';
 import { DramaError } from '../errors.ts';
 import type { Frame } from '../model/types.ts';
+import { loadCheckpointCodecConfig } from './checkpoint-codec.ts';
 import { CODEC_FILE_NAME, Codec } from './codec.ts';
-import { parseCodecConfig } from './config.ts';
 
 /** Audio at any rate and channel count → mono at the codec's rate, as every encoder (cpu or CUDA) takes it. */
 export function referencePcm(channels: readonly Float32Array[], sampleRate: number, codecRate: number): Float32Array {
@@ -25,17 +24,5 @@ export function encodeReferenceAudio(codec: Codec, channels: readonly Float32Arr
 
 /** The codec of a checkpoint folder: `codec_config` from its config.json (absent → the real codec), then codec.pth. */
 export async function loadCheckpointCodec(dir: string): Promise<Codec> {
-  const configPath = join(dir, 'config.json');
-  let json: unknown;
-  try {
-    json = JSON.parse(await readFile(configPath, 'utf8'));
-  } catch (error) {
-    throw new DramaError('CODEC_CONFIG_UNREADABLE', `cannot read ${configPath}: ${(error as Error).message}`, {
-      kind: 'bad_checkpoint',
-      cause: error,
-    });
-  }
-  const codecConfig =
-    typeof json === 'object' && json !== null ? (json as Record<string, unknown>).codec_config : undefined;
-  return Codec.load(join(dir, CODEC_FILE_NAME), parseCodecConfig(codecConfig, configPath));
+  return Codec.load(join(dir, CODEC_FILE_NAME), await loadCheckpointCodecConfig(dir));
 }

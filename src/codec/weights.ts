@@ -152,9 +152,30 @@ function takeRopeTables(
     const name = `${prefix}.freqs_cis`;
     const table = tensors.get(name);
     if (table === undefined) continue;
-    const positions = table.shape[0] ?? 0;
-    weights.set(name, take(tensors, used, name, [Math.max(positions, 1), transformer.headDim / 2, 2]));
+    weights.set(name, take(tensors, used, name, ropeTableShape(table.shape, transformer)));
   }
+}
+
+/** The shape a stored RoPE table must have: the positions it covers (at least one), headDim/2 (cos, sin) pairs. */
+function ropeTableShape(stored: readonly number[], transformer: CodecTransformerConfig): number[] {
+  return [Math.max(stored[0] ?? 0, 1), transformer.headDim / 2, 2];
+}
+
+/**
+ * The shapes of the folded weights `loadCodecWeights` returns for a state dict with these tensor shapes, when it
+ * accepts it: every declared tensor, and the RoPE tables the state dict carries.
+ */
+export function codecWeightShapes(
+  config: CodecConfig,
+  stored: ReadonlyMap<string, readonly number[]>,
+): Map<string, readonly number[]> {
+  const shapes = new Map<string, readonly number[]>(codecTensorSpecs(config).map((spec) => [spec.name, spec.shape]));
+  const unwrapped = stripWrapperPrefix(stored);
+  for (const [prefix, transformer] of codecTransformerPrefixes(config)) {
+    const table = unwrapped.get(`${prefix}.freqs_cis`);
+    if (table !== undefined) shapes.set(`${prefix}.freqs_cis`, ropeTableShape(table, transformer));
+  }
+  return shapes;
 }
 
 /** Folded fp32 weights by name (weight-normed tensors under their `.weight` name). */
@@ -214,10 +235,10 @@ function takeWeightNormed(tensors: Map<string, HostTensor>, used: Set<string>, s
 }
 
 /** Drops a `generator.` prefix (training checkpoints wrap the codec in a GAN module). */
-function stripWrapperPrefix(tensors: ReadonlyMap<string, HostTensor>): Map<string, HostTensor> {
+function stripWrapperPrefix<T>(tensors: ReadonlyMap<string, T>): Map<string, T> {
   const wrapped = [...tensors.keys()].some((name) => name.startsWith('generator.'));
   if (!wrapped) return new Map(tensors);
-  const out = new Map<string, HostTensor>();
+  const out = new Map<string, T>();
   for (const [name, tensor] of tensors) {
     if (name.startsWith('generator.')) out.set(name.slice('generator.'.length), tensor);
   }

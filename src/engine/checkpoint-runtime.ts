@@ -17,26 +17,53 @@ export type SpeechModelLoader = (
   options: { prefillChunk?: number },
 ) => Promise<SpeechModel & { readonly unknownKeys?: readonly string[]; readonly defaulted?: readonly string[] }>;
 
-/** How the runtime's codec decodes, given the loaded cpu codec (default: the cpu codec itself, checked). */
-export type EngineCodecMaker = (codec: Codec) => EngineCodec;
+/** The loaded cpu codec as the engine decodes with it: its streams' frames checked first. */
+export function cpuEngineCodec(codec: Codec): EngineCodec {
+  return {
+    sampleRate: codec.config.sampleRate,
+    frameLength: codec.config.frameLength,
+    openStream: () => checkedStream(codec.openStream(), codec.config),
+  };
+}
 
-export const cpuEngineCodec: EngineCodecMaker = (codec) => ({
-  sampleRate: codec.config.sampleRate,
-  frameLength: codec.config.frameLength,
-  openStream: () => checkedStream(codec.openStream(), codec.config),
-});
+/** Loads the codec of a checkpoint folder as the runtime's engine uses it. */
+export type EngineCodecLoader = (dir: string) => Promise<EngineCodec>;
+
+export const loadCpuEngineCodec: EngineCodecLoader = async (dir) => cpuEngineCodec(await loadCheckpointCodec(dir));
+
+export interface CheckpointRuntimeOptions {
+  /** Default: the folder's codec, decoding on the cpu. */
+  readonly loadCodec?: EngineCodecLoader;
+  /** Told the model as soon as it is loaded, while the codec and the tokenizer may still load; not after a failure. */
+  readonly onModel?: (model: SpeechModel) => void;
+}
 
 export async function loadCheckpointRuntime(
   dir: string,
   prefillChunk: number | undefined,
   loadModel: SpeechModelLoader,
-  engineCodec: EngineCodecMaker = cpuEngineCodec,
+  options: CheckpointRuntimeOptions = {},
 ): Promise<SpeechRuntime> {
   const started = performance.now();
-  const [[model, modelSeconds], [codec, codecSeconds], [tokenizer, tokenizerSeconds]] = await Promise.all([
+  const loadCodec = options.loadCodec ?? loadCpuEngineCodec;
+  const loads = [
     timed(started, loadModel(dir, prefillChunk === undefined ? {} : { prefillChunk })),
-    timed(started, loadCheckpointCodec(dir)),
+    timed(started, loadCodec(dir)),
     timed(started, Tokenizer.load(dir)),
+  ] as const;
+  // Once a load has failed, start-up fails with its error: a model that arrives later is not handed on.
+  let failed = false;
+  for (const loading of loads) {
+    loading.catch(() => {
+      failed = true;
+    });
+  }
+  const handed = loads[0].then(([loaded]) => {
+    if (!failed) options.onModel?.(loaded);
+  });
+  const [[model, modelSeconds], [codec, codecSeconds], [tokenizer, tokenizerSeconds]] = await Promise.all([
+    ...loads,
+    handed,
   ]);
   return {
     modelId: basename(resolve(dir)),
@@ -49,7 +76,7 @@ export async function loadCheckpointRuntime(
         ? [`config.json sections absent, real values assumed: ${model.defaulted.join(', ')}`]
         : []),
     ],
-    codec: engineCodec(codec),
+    codec,
     text: {
       split: (text, budget) => withSpeakerTags(splitLongText(text, { maxCodePoints: budget })),
       prompt(request) {

@@ -3,9 +3,10 @@
 // (engine-codes.ts): a code outside its codebook refuses that request alone.
 import { CudaContext } from '../backend/cuda/context.ts';
 import type { CodecPrecision } from '../backend/cuda/ops/codecConv.ts';
+import { loadCheckpointCodecShapes } from '../codec/checkpoint-codec.ts';
 import type { Codec } from '../codec/codec.ts';
 import { CudaCodecDecoder } from '../codec/cuda/decoder.ts';
-import { decoderDeviceBytes, encoderDeviceBytes } from '../codec/cuda/device-bytes.ts';
+import { decoderDeviceBytes, encoderDeviceBytes, zeroWeights } from '../codec/cuda/device-bytes.ts';
 import { REFERENCE_FRAMES_PER_PASS } from '../codec/cuda/encoder.ts';
 import { DramaError } from '../errors.ts';
 import type { CodecStream } from '../model/types.ts';
@@ -32,7 +33,7 @@ export const DEFAULT_CUDA_CODEC_SETTINGS: CudaCodecSettings = {
  * thread's decoder (weights and call scratch) and the voice encoder's (weights, state and pass scratch), which
  * encodes references where the codec decodes. Sized by the same uploads against a counting context (device-bytes.ts).
  */
-export function cudaCodecDeviceBytes(codec: Codec, settings: CudaCodecSettings): number {
+export function cudaCodecDeviceBytes(codec: Pick<Codec, 'config' | 'weights'>, settings: CudaCodecSettings): number {
   const { config, weights } = codec;
   const decoder = decoderDeviceBytes(config, weights, {
     slots: settings.lanes,
@@ -44,6 +45,12 @@ export function cudaCodecDeviceBytes(codec: Codec, settings: CudaCodecSettings):
     precision: settings.precision,
   });
   return decoder.weights + decoder.scratch + encoder.weights + encoder.scratch;
+}
+
+/** The same bytes for a checkpoint folder's codec, from its config and codec.pth's index, before its weights load. */
+export async function checkpointCodecDeviceBytes(dir: string, settings: CudaCodecSettings): Promise<number> {
+  const { config, shapes } = await loadCheckpointCodecShapes(dir);
+  return cudaCodecDeviceBytes({ config, weights: zeroWeights(shapes) }, settings);
 }
 
 export interface CudaEngineCodec extends EngineCodec {

@@ -6,7 +6,8 @@ import { pieceTextLimits, type TextLimits } from '../text/limits.ts';
 import { serializeError } from '../threads/serialize-error.ts';
 import { type AdmissionLimits, checkInputLength, frameBudget } from './admission.ts';
 import { type FrameDecoder, InlineFrameDecoder } from './frame-decoder.ts';
-import { type DeviceMemory, deviceBudget, type LaneBudget, poolCost, rowBudget } from './lane-budget.ts';
+import { type DeviceMemory, type LaneBudget, poolCost } from './lane-budget.ts';
+import { type LanePlan, planLanes } from './lane-plan.ts';
 import type { EngineCommand, EngineEvent, EngineInfo, MemoryInfo, SpeechJob } from './protocol.ts';
 import { DEFAULT_REFERENCE_CACHE_BYTES, ReferenceCache } from './reference-cache.ts';
 import type { SpeechRuntime } from './runtime.ts';
@@ -62,32 +63,35 @@ export class EngineCore {
   private looping = false;
   private closed = false;
 
+  /** `lanes`: the model's lanes planned for these settings while the runtime loaded; absent: they are planned here. */
   constructor(
     private readonly runtime: SpeechRuntime,
     private readonly settings: EngineSettings,
     private readonly emit: (event: EngineEvent) => void,
     private readonly decoder: FrameDecoder = new InlineFrameDecoder(runtime.codec, emit),
+    lanes: LanePlan = planLanes(runtime.model, runtime.memory, settings),
   ) {
     this.pieceLimits = pieceTextLimits(settings.maxInputCodePoints);
     const cacheBytes = settings.referenceCacheBytes ?? DEFAULT_REFERENCE_CACHE_BYTES;
     const referenceCache = cacheBytes > 0 ? new ReferenceCache(cacheBytes) : undefined;
     const contextRows = runtime.model.contextRows;
-    const { lanes, memoryRows } = settings;
     const memory = runtime.memory;
-    this.budget =
-      memory === undefined
-        ? rowBudget(lanes, contextRows, memoryRows)
-        : deviceBudget({ lanes, contextRows, memoryRows, referenceCacheBytes: cacheBytes, memory });
+    this.budget = lanes.budget;
     const deviceMemory = memory === undefined ? undefined : () => memory.device();
-    // The scheduler plans the lanes' state and sizes every scratch buffer: part of the time to ready, said once.
-    const planStarted = performance.now();
     this.scheduler = new Scheduler(
       runtime,
-      { lanes, prefillChunk: settings.prefillChunk, referenceCache, decoder, budget: this.budget, deviceMemory },
+      {
+        lanes: settings.lanes,
+        prefillChunk: settings.prefillChunk,
+        referenceCache,
+        decoder,
+        budget: this.budget,
+        deviceMemory,
+        lanesPlanned: true,
+      },
       emit,
     );
     const { rowsPerLane } = this.budget;
-    const planSeconds = (performance.now() - planStarted) / 1000;
     this.info = {
       modelId: runtime.modelId,
       synthetic: runtime.model.synthetic,
@@ -104,7 +108,8 @@ export class EngineCore {
       lanes: settings.lanes,
       notices: [
         ...(runtime.notices ?? []),
-        `lanes planned: ${lanes} of ${rowsPerLane} rows in ${planSeconds.toFixed(1)} s`,
+        // Planning the lanes is part of the time to ready, said once with its own seconds.
+        `lanes planned: ${settings.lanes} of ${rowsPerLane} rows in ${lanes.seconds.toFixed(1)} s`,
       ],
     };
   }

@@ -1,8 +1,10 @@
-// Entry of the engine's worker thread: loads the runtime named in workerData and starts the decode thread beside it,
-// then relays commands and events. Audio events transfer their PCM buffer to the main thread instead of copying it.
+// Entry of the engine's worker thread: loads the runtime named in workerData and starts the decode thread beside it
+// (which loads the codec), then relays commands and events. Audio events transfer their PCM buffer to the main thread
+// instead of copying it.
 import { parentPort, workerData } from 'node:worker_threads';
 import { serializeError } from '../threads/serialize-error.ts';
 import { EngineCore, type EngineSettings } from './engine-core.ts';
+import { EarlyLanePlan } from './lane-plan.ts';
 import { loadRuntime, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineCommand, EngineEvent } from './protocol.ts';
 import { ThreadFrameDecoder } from './thread-decoder.ts';
@@ -18,8 +20,15 @@ function send(event: EngineEvent): void {
 try {
   // Without its decode thread the engine cannot speak: it ends too, and the host starts both again.
   const decoderDied = () => setImmediate(() => process.exit(70));
-  const [runtime, decoder] = await Promise.all([loadRuntime(spec), ThreadFrameDecoder.start(spec, send, decoderDied)]);
-  const core = new EngineCore(runtime, settings, send, decoder);
+  // The lanes are planned as soon as the model is loaded, beside the codec's and the tokenizer's loads; the codec is
+  // loaded by the decode thread alone.
+  const lanes = new EarlyLanePlan(settings);
+  const decoderReady = ThreadFrameDecoder.start(spec, send, decoderDied);
+  const [runtime, decoder] = await Promise.all([
+    loadRuntime(spec, { onModel: lanes.onModel, decodeThread: decoderReady }),
+    decoderReady,
+  ]);
+  const core = new EngineCore(runtime, settings, send, decoder, lanes.take());
   port.on('message', (command: EngineCommand) => {
     core.handle(command);
     if (command.type === 'shutdown') port.close();

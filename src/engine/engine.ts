@@ -8,6 +8,7 @@ import { deserializeError } from '../threads/serialize-error.ts';
 import { startTypeScriptWorker } from '../threads/start-worker.ts';
 import { EngineCore, type EngineSettings } from './engine-core.ts';
 import type { DeviceMemory } from './lane-budget.ts';
+import { EarlyLanePlan } from './lane-plan.ts';
 import { loadRuntime, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineCommand, EngineEvent, EngineInfo, EngineStats, RoundTime, SpeechJob } from './protocol.ts';
 
@@ -123,8 +124,9 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     let engine: Engine | undefined;
     const onEvent = (event: EngineEvent) => engine?.receive(event);
     if (options.thread === 'inline') {
-      const runtime = await loadRuntime(options.runtime);
-      const core = new EngineCore(runtime, options.settings, onEvent);
+      const lanes = new EarlyLanePlan(options.settings);
+      const runtime = await loadRuntime(options.runtime, { onModel: lanes.onModel });
+      const core = new EngineCore(runtime, options.settings, onEvent, undefined, lanes.take());
       // Commands run in order after the caller's turn, as they do across the worker boundary.
       const link = {
         send: (command: EngineCommand) => queueMicrotask(() => core.handle(command)),

@@ -4,22 +4,23 @@
 import { CpuBackend } from '../backend/cpu/backend.ts';
 import { CudaBackend } from '../backend/cuda/backend.ts';
 import type { CodecPrecision } from '../backend/cuda/ops/codecConv.ts';
-import type { Codec } from '../codec/codec.ts';
 import { loadCheckpointCodec } from '../codec/reference.ts';
 import { DramaError } from '../errors.ts';
 import { type Drama3Config, loadConfig } from '../model/config.ts';
 import { loadSpeechModel, type SpeechModelOptions } from '../model/load-model.ts';
 import type { StreamedLoadReport } from '../model/streamed-source.ts';
+import type { SpeechModel } from '../model/types.ts';
 import { createProgress, formatBytes } from '../shared/progress.ts';
 import { type BackendName, type BackendProbes, chooseBackend, REAL_PROBES } from './backend-choice.ts';
-import { cpuEngineCodec, loadCheckpointRuntime } from './checkpoint-runtime.ts';
+import { cpuEngineCodec, loadCheckpointRuntime, loadCpuEngineCodec } from './checkpoint-runtime.ts';
 import { chooseCodecBackend } from './codec-choice.ts';
 import {
-  cudaCodecDeviceBytes,
+  checkpointCodecDeviceBytes,
   cudaEngineCodec,
   DEFAULT_CUDA_CODEC_SETTINGS,
   lazyCudaEngineCodec,
 } from './cuda-codec.ts';
+import { decodeThreadCodec } from './decode-thread-codec.ts';
 import type { DeviceMemory, RuntimeMemory } from './lane-budget.ts';
 import { NullCodec, type NullCodecOptions } from './null-codec.ts';
 import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
@@ -98,7 +99,20 @@ function deviceLedger(backend: CudaBackend): DeviceMemory {
   return { limitBytes: usage.limitBytes, usedBytes: usage.usedBytes + usage.pendingBytes };
 }
 
-export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
+export interface RuntimeLoadOptions {
+  /**
+   * Told a checkpoint's speech model and where its lane state lives as soon as the model is loaded, while the codec
+   * and the tokenizer may still load (the engine plans its lanes then); not told for the null runtime.
+   */
+  readonly onModel?: (model: SpeechModel, memory: RuntimeMemory | undefined) => void;
+  /**
+   * Settles once the decode thread's codec is loaded, where that thread decodes: the runtime then holds only the
+   * codec's rate and frame (decode-thread-codec.ts), its load timed to this. Absent: the runtime loads the codec.
+   */
+  readonly decodeThread?: Promise<unknown>;
+}
+
+export async function loadRuntime(spec: RuntimeSpec, options: RuntimeLoadOptions = {}): Promise<SpeechRuntime> {
   if (spec.kind === 'null') {
     const device = spec.device;
     return {
@@ -131,28 +145,30 @@ export async function loadRuntime(spec: RuntimeSpec): Promise<SpeechRuntime> {
       const backend = new CudaBackend({
         streamPriority: process.env.DRAMA3_STEP_PRIORITY === 'normal' ? 'normal' : 'high',
       });
-      const model = await loadSpeechModel(dir, backend, streamed);
-      const codecStreams = codec.backend === 'cuda' ? settings.lanes : 0;
+      // The codec's device bytes are counted from its index, so the lane budget is whole when the model is loaded.
+      const [model, codecDeviceBytes] = await Promise.all([
+        loadSpeechModel(dir, backend, streamed),
+        codec.backend === 'cuda' ? checkpointCodecDeviceBytes(dir, settings) : 0,
+      ]);
       memory = {
         config: model.config,
         prefillChunk: model.prefillChunk,
-        codecStreams,
+        codecStreams: codec.backend === 'cuda' ? settings.lanes : 0,
+        codecDeviceBytes,
         device: () => deviceLedger(backend),
       };
       return model;
     };
-    let codecDeviceBytes = 0;
-    const engineCodec =
-      codec.backend === 'cuda'
-        ? (made: Codec) => {
-            codecDeviceBytes = cudaCodecDeviceBytes(made, settings);
-            return lazyCudaEngineCodec(made, settings);
-          }
-        : cpuEngineCodec;
-    const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load, engineCodec);
+    const loadCodec =
+      options.decodeThread !== undefined
+        ? decodeThreadCodec(options.decodeThread)
+        : codec.backend === 'cuda'
+          ? async (dir: string) => lazyCudaEngineCodec(await loadCheckpointCodec(dir), settings)
+          : loadCpuEngineCodec;
+    const onModel = (model: SpeechModel) => options.onModel?.(model, memory);
+    const runtime = await loadCheckpointRuntime(spec.dir, spec.prefillChunk, load, { loadCodec, onModel });
     const notices = [choice.reason, codec.reason, ...loadNotices, ...(runtime.notices ?? [])];
-    const held = memory === undefined ? {} : { memory: { ...memory, codecDeviceBytes } };
-    return { ...runtime, backend: choice.backend, notices, ...held };
+    return { ...runtime, backend: choice.backend, notices, ...(memory === undefined ? {} : { memory }) };
   } catch (error) {
     if (error instanceof DramaError) throw error;
     throw new DramaError('CHECKPOINT_LOAD_FAILED', `could not load the checkpoint in ${spec.dir}: ${String(error)}`, {

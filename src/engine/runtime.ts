@@ -1,5 +1,5 @@
-// What the engine drives: a speech model, a codec and a text front end, loaded together in the engine's thread (the
-// decode thread loads its own codec).
+// What the engine drives: a speech model, a codec and a text front end, loaded together in the engine's thread (where
+// a decode thread decodes, it loads the codec and the runtime holds only its rate and frame).
 // Frames are [K] int32 (K = 10 codes); PCM is mono fp32 at `codec.sampleRate`, `codec.frameLength` samples a frame.
 import type { CodecStream, Frame, PromptRows, SpeechModel } from '../model/types.ts';
 import type { TextLimits } from '../text/limits.ts';

@@ -3,11 +3,11 @@
 // model packs into as few calls as it can), then one model step over every lane that is generating. Frames go to
 // the decoder in groups that grow 1 → 4 → 8 → 16 so that the first audio leaves after one frame; every request that
 // reached the decoder ends through it, so its terminal event follows its audio.
-import { DramaError } from '../errors.ts';
 import type { Frame, Lane } from '../model/types.ts';
 import { serializeError } from '../threads/serialize-error.ts';
 import { type FrameDecoder, InlineFrameDecoder, type TerminalEvent } from './frame-decoder.ts';
 import { type DeviceMemory, type LaneBudget, poolCost, requestCost } from './lane-budget.ts';
+import { checkLanes } from './lane-plan.ts';
 import { type Admission, type EngineEvent, NO_ROUND_TIME, type RoundTime } from './protocol.ts';
 import type { ReferenceCache } from './reference-cache.ts';
 import { ReferencePrefill } from './reference-prefill.ts';
@@ -28,6 +28,8 @@ export interface SchedulerOptions {
   readonly budget?: LaneBudget;
   /** The device's allocator ledger, reported with each round's stats (absent: lane state is in host memory). */
   readonly deviceMemory?: () => DeviceMemory;
+  /** The model's lanes are planned for this budget already (lane-plan.ts); absent: the scheduler plans them. */
+  readonly lanesPlanned?: boolean;
 }
 
 /** A request that passed admission: its prompt pieces and budgets. */
@@ -86,17 +88,14 @@ export class Scheduler {
     private readonly emit: (event: EngineEvent) => void,
   ) {
     this.decoder = options.decoder ?? new InlineFrameDecoder(runtime.codec, emit);
-    if (!Number.isInteger(options.lanes) || options.lanes < 1) {
-      throw new DramaError('LANES_INVALID', `lanes must be a positive integer, got ${options.lanes}`, {
-        param: 'lanes',
-      });
-    }
+    checkLanes(options.lanes);
     this.referencePrefill = new ReferencePrefill(runtime.model, options.referenceCache);
     const { budget } = options;
     this.cost = budget === undefined ? () => 0 : (rows) => requestCost(budget, rows);
     this.pool = budget === undefined ? 0 : poolCost(budget);
     // Every slot can hold any request admission lets in; the reservation below keeps the lanes within the budget.
-    runtime.model.plan?.({ lanes: options.lanes, rowsPerLane: budget?.rowsPerLane ?? runtime.model.contextRows });
+    const capacity = { lanes: options.lanes, rowsPerLane: budget?.rowsPerLane ?? runtime.model.contextRows };
+    if (options.lanesPlanned !== true) runtime.model.plan?.(capacity);
   }
 
   get lanesBusy(): number {

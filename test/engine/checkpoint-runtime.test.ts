@@ -1,6 +1,7 @@
 // The checkpoint runtime's text and codec halves, wired to the engine: a folder with the real tokenizer files and a
 // tiny synthetic codec, and the null model in place of the speech model. Prompts come from the real builder, audio
-// from the real streamed codec decode.
+// from the real streamed codec decode. The model is handed on as soon as it is loaded, so that the lanes are planned
+// while the codec still loads, and not after another load has failed.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,11 +11,14 @@ import { writeTorchCheckpoint } from '../../src/checkpoint/torch-pth.ts';
 import { codecConfigToJson, TINY_CODEC_CONFIG } from '../../src/codec/config.ts';
 import { encodeReferenceAudio, loadCheckpointCodec } from '../../src/codec/reference.ts';
 import { synthesizeCodecWeights } from '../../src/codec/synth-weights.ts';
-import { loadCheckpointRuntime } from '../../src/engine/checkpoint-runtime.ts';
+import { loadCheckpointRuntime, loadCpuEngineCodec } from '../../src/engine/checkpoint-runtime.ts';
 import { DEFAULT_ENGINE_SETTINGS, EngineCore } from '../../src/engine/engine-core.ts';
+import { type LanePlan, planLanes } from '../../src/engine/lane-plan.ts';
 import { NullSpeechModel } from '../../src/engine/null-model.ts';
 import type { EngineEvent, SpeechJob } from '../../src/engine/protocol.ts';
 import type { SpeechRuntime } from '../../src/engine/runtime.ts';
+import { DramaError, isDramaError } from '../../src/errors.ts';
+import type { LaneCapacity, SpeechModel } from '../../src/model/types.ts';
 import { buildSyntheticTokenizerFiles } from '../../src/text/vocabulary.ts';
 import { job } from './support.ts';
 
@@ -130,4 +134,101 @@ test('an engine whose input limit is raised admits one piece that long: the prom
   // The default engine refuses the same text by its input limit, naming the quantity.
   const refused = (await run(text, 3, [], 8000)).at(-1);
   assert.ok(refused?.type === 'failed' && /code points/.test(refused.error.message), JSON.stringify(refused));
+});
+
+/** The null model with a plan that records each capacity it is asked for. */
+function recordingModel(): { model: NullSpeechModel; planned: LaneCapacity[] } {
+  const planned: LaneCapacity[] = [];
+  const model = Object.assign(new NullSpeechModel({ contextRows: 8192 }), {
+    plan: (capacity: LaneCapacity) => {
+      planned.push(capacity);
+    },
+  });
+  return { model, planned };
+}
+
+/** Resolves once `done` holds, or after `limitMs` (the assertions that follow then say what did not happen). */
+async function until(done: () => boolean, limitMs = 5000): Promise<void> {
+  const started = performance.now();
+  while (!done() && performance.now() - started < limitMs) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+/** A promise the test settles when it chooses. */
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open = () => {};
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
+const codecMissing = () => new DramaError('CODEC_NOT_FOUND', 'the codec is gone', { kind: 'not_found' });
+const isCodecMissing = (error: unknown) => isDramaError(error) && error.code === 'CODEC_NOT_FOUND';
+
+test('the lanes are planned as soon as the model is loaded, while the codec is still loading', async () => {
+  const settings = { ...DEFAULT_ENGINE_SETTINGS, lanes: 3 };
+  const { model, planned } = recordingModel();
+  const codecHeld = gate();
+  let codecLoaded = false;
+  let early: LanePlan | undefined;
+  const loading = loadCheckpointRuntime(folder, 64, async () => model, {
+    loadCodec: async (dir) => {
+      const codec = await loadCpuEngineCodec(dir);
+      await codecHeld.promise;
+      codecLoaded = true;
+      return codec;
+    },
+    onModel: (loaded) => {
+      early = planLanes(loaded, undefined, settings);
+    },
+  });
+  const settled = loading.then(
+    () => true,
+    () => true,
+  );
+  await Promise.race([settled, until(() => planned.length > 0)]);
+  assert.deepEqual(planned, [{ lanes: 3, rowsPerLane: 8192 }], 'the lanes are planned while the codec loads');
+  assert.equal(codecLoaded, false);
+  codecHeld.open();
+  const loaded = await loading;
+  const core = new EngineCore(loaded, settings, () => {}, undefined, early);
+  assert.equal(planned.length, 1, 'the engine does not plan them again');
+  assert.match(core.info.notices.at(-1) ?? '', /^lanes planned: 3 of 8192 rows in \d+\.\d s$/);
+  assert.ok(core.info.notices.some((notice) => notice.startsWith('loaded together: the model in ')));
+  core.handle({ type: 'shutdown' });
+});
+
+test('a load that fails after the model was handed on fails the runtime with its own error', async () => {
+  const handed: SpeechModel[] = [];
+  const loading = loadCheckpointRuntime(folder, 64, async () => new NullSpeechModel(), {
+    loadCodec: async () => {
+      await until(() => handed.length > 0);
+      throw codecMissing();
+    },
+    onModel: (loaded) => handed.push(loaded),
+  });
+  await assert.rejects(loading, isCodecMissing);
+  assert.equal(handed.length, 1);
+});
+
+test('a model that arrives after another load failed is not handed on', async () => {
+  const codecFailed = gate();
+  const modelReturned = gate();
+  const handed: SpeechModel[] = [];
+  const loadModel = async () => {
+    await codecFailed.promise;
+    modelReturned.open();
+    return new NullSpeechModel();
+  };
+  const loading = loadCheckpointRuntime(folder, 64, loadModel, {
+    loadCodec: async () => {
+      codecFailed.open();
+      throw codecMissing();
+    },
+    onModel: (loaded) => handed.push(loaded),
+  });
+  await assert.rejects(loading, isCodecMissing);
+  await modelReturned.promise;
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(handed, []);
 });

@@ -31,6 +31,13 @@ function countingContext(): { cuda: CudaContext; bytes: () => number } {
   return { cuda, bytes: () => total };
 }
 
+/** Zero weights of these shapes, views of one buffer: the counting uploads read lengths, so the file's bytes wait. */
+export function zeroWeights(shapes: ReadonlyMap<string, readonly number[]>): CodecWeights {
+  const lengths = [...shapes].map(([name, shape]) => [name, shape.reduce((total, size) => total * size, 1)] as const);
+  const buffer = new ArrayBuffer(4 * Math.max(0, ...lengths.map(([, length]) => length)));
+  return new Map(lengths.map(([name, length]) => [name, new Float32Array(buffer, 0, length)]));
+}
+
 /** Bytes of a scratch table as its allocations ask for them (the encoder's allocate at least one word each). */
 function words(table: Record<string, number>, atLeastOne: boolean): number {
   return Object.values(table).reduce((sum, count) => sum + (atLeastOne ? Math.max(count, 1) : count) * 4, 0);
