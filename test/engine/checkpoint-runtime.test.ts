@@ -18,9 +18,9 @@ import { NullSpeechModel } from '../../src/engine/null-model.ts';
 import type { EngineEvent, SpeechJob } from '../../src/engine/protocol.ts';
 import type { SpeechRuntime } from '../../src/engine/runtime.ts';
 import { DramaError, isDramaError } from '../../src/errors.ts';
-import type { LaneCapacity, SpeechModel } from '../../src/model/types.ts';
+import type { SpeechModel } from '../../src/model/types.ts';
 import { buildSyntheticTokenizerFiles } from '../../src/text/vocabulary.ts';
-import { job } from './support.ts';
+import { job, recordingModel } from './support.ts';
 
 let folder: string;
 let runtime: SpeechRuntime;
@@ -135,17 +135,6 @@ test('an engine whose input limit is raised admits one piece that long: the prom
   const refused = (await run(text, 3, [], 8000)).at(-1);
   assert.ok(refused?.type === 'failed' && /code points/.test(refused.error.message), JSON.stringify(refused));
 });
-
-/** The null model with a plan that records each capacity it is asked for. */
-function recordingModel(): { model: NullSpeechModel; planned: LaneCapacity[] } {
-  const planned: LaneCapacity[] = [];
-  const model = Object.assign(new NullSpeechModel({ contextRows: 8192 }), {
-    plan: (capacity: LaneCapacity) => {
-      planned.push(capacity);
-    },
-  });
-  return { model, planned };
-}
 
 /** Resolves once `done` holds, or after `limitMs` (the assertions that follow then say what did not happen). */
 async function until(done: () => boolean, limitMs = 5000): Promise<void> {

@@ -6,24 +6,13 @@ import { test } from 'node:test';
 import { DEFAULT_ENGINE_SETTINGS, EngineCore } from '../../src/engine/engine-core.ts';
 import { EarlyLanePlan } from '../../src/engine/lane-plan.ts';
 import { loadRuntime } from '../../src/engine/load-runtime.ts';
-import { NullSpeechModel } from '../../src/engine/null-model.ts';
 import { isDramaError } from '../../src/errors.ts';
-import type { LaneCapacity, SpeechModel } from '../../src/model/types.ts';
+import type { SpeechModel } from '../../src/model/types.ts';
 import { tinyCheckpointDir } from '../model/tiny-checkpoint.ts';
+import { recordingModel } from './support.ts';
 
 // Made once at the top level: its folder is removed after the file's tests.
 const tiny = await tinyCheckpointDir();
-
-/** The null model with a plan that records each capacity it is asked for. */
-function recordingModel(): { model: NullSpeechModel; planned: LaneCapacity[] } {
-  const planned: LaneCapacity[] = [];
-  const model = Object.assign(new NullSpeechModel({ contextRows: 8192 }), {
-    plan: (capacity: LaneCapacity) => {
-      planned.push(capacity);
-    },
-  });
-  return { model, planned };
-}
 
 test('told the model, the early plan plans once and the engine takes that plan', async () => {
   const { model, planned } = recordingModel();

@@ -1,10 +1,11 @@
-// Shared test support: a job with defaults, and running one request on an engine to its end.
+// Shared test support: a job with defaults, running one request on an engine to its end, and a null model that
+// records the lane capacities it is planned for.
 import { concatSamples } from '../../src/audio/pcm.ts';
 import { Engine, type RequestEvent, type RequestHandle } from '../../src/engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS, type EngineSettings } from '../../src/engine/engine-core.ts';
-import type { NullModelOptions } from '../../src/engine/null-model.ts';
+import { type NullModelOptions, NullSpeechModel } from '../../src/engine/null-model.ts';
 import type { SpeechJob } from '../../src/engine/protocol.ts';
-import { DEFAULT_SAMPLING } from '../../src/model/types.ts';
+import { DEFAULT_SAMPLING, type LaneCapacity } from '../../src/model/types.ts';
 
 export function job(text: string, overrides: Partial<SpeechJob> = {}): SpeechJob {
   return {
@@ -64,4 +65,15 @@ export function submit(
 
 export function runToEnd(engine: Engine, request: SpeechJob): Promise<Outcome> {
   return submit(engine, request).done;
+}
+
+/** The null model with a plan that records each capacity it is asked for. */
+export function recordingModel(): { model: NullSpeechModel; planned: LaneCapacity[] } {
+  const planned: LaneCapacity[] = [];
+  const model = Object.assign(new NullSpeechModel({ contextRows: 8192 }), {
+    plan: (capacity: LaneCapacity) => {
+      planned.push(capacity);
+    },
+  });
+  return { model, planned };
 }
