@@ -189,6 +189,7 @@ function blockPrepared(
   experts: Fp8Experts,
   s: Scenario,
   kernel: { down?: KernelName; combine?: KernelName },
+  tiling?: MoeTiling,
 ): Prepared {
   const g = s.geometry;
   const pairs = s.rows * g.topK;
@@ -236,6 +237,7 @@ function blockPrepared(
           experts: g.experts,
           hidden: g.hidden,
           intermediate: g.intermediate,
+          tiling,
         },
         kernel,
       );
@@ -378,15 +380,16 @@ function blockInvariance(
   geometry: MoeGeometry,
   skewed: boolean,
   kernel: { down?: KernelName; combine?: KernelName } = {},
+  tiling?: MoeTiling,
 ): InvarianceCase {
   return {
-    label: label('MoE block', geometry, 257, skewed),
+    label: `${label('MoE block', geometry, 257, skewed)}${tiling === undefined ? '' : `, ${tiling} tiles`}`,
     // Experts and rows from separate streams: the experts are drawn once per geometry (cached), so a shared stream
     // would shift the rows between the first call and the next and break the "same first rows" property.
     prepare(seed, rows) {
       const experts = expertsFor(geometry, new Random(seed));
       const scenario = drawScenario(streamOf(seed, 1), geometry, rows, skewed ? 3 : undefined);
-      return blockPrepared(experts, scenario, kernel);
+      return blockPrepared(experts, scenario, kernel, tiling);
     },
     elementsPerRow: {
       h: geometry.topK * geometry.intermediate,
@@ -396,10 +399,14 @@ function blockInvariance(
   };
 }
 
+// The launcher's choices walk 1 weight group at 1, 2 and 7 rows and 4 at 64 and 257; the wide tiles, used from 512
+// rows on, are held to themselves at every row count here (and to the narrow tiles by the wide cases' equivalences).
 export const moeInvarianceCases: readonly InvarianceCase[] = [
   blockInvariance(REAL_MOE, false),
   blockInvariance(REAL_MOE, true),
   blockInvariance(SMALL_MOE, false),
+  blockInvariance(REAL_MOE, false, {}, 'wide'),
+  blockInvariance(SMALL_MOE, false, {}, 'wide'),
 ];
 
 /** The same invariance case with the combine replaced by a control (moe_controls.cu). */

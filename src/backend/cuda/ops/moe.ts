@@ -435,6 +435,8 @@ export function moeExpertsFp8(
     intermediate: number;
     /** false: leave the combine to the caller (it runs after the shared expert joins). */
     combine?: boolean;
+    /** Absent: the launchers' choice by row count (the contract asks for wide tiles at every row count). */
+    tiling?: MoeTiling;
   },
   kernels: MoeKernels = {},
   options: LaunchOptions = {},
