@@ -15,6 +15,8 @@
 //   gemm_rows64_bf16   64 × 64 block tile, 4 warps, 4 stages: small batches (M ≤ 64), K split across blocks
 //   gemm_rows96_bf16   96 × 128 block tile, 12 warps, 3 stages: prefill, K chunks summed in registers; grid.x
 //                      walks row tiles (x stays in L2, the weights stream about once)
+//   gemm_wg64x128_bf16, gemm_wg64x64_bf16  64 × 128 or 64 × 64 block tiles on wgmma (gemm_wgmma.cuh, sm_90a), one
+//                      warpgroup: calls of 17 to 64 rows on a Hopper GPU, K split across blocks
 //   gemm_combine       y = Σ_c partials[c] in ascending c, then the one rounding
 //   gemm_segments_rows{16,64,96}_bf16, gemm_segments_combine: the same for up to four GEMMs sharing x in one launch
 //                      (gemm_segments.cuh), each with the bits of its own launch
@@ -60,6 +62,34 @@ extern "C" __global__ void __launch_bounds__(128, 4)
 extern "C" __global__ void __launch_bounds__(128, 4) gemm_segments_rows16k128_bf16(GEMM_SEGMENT_PARAMETERS) {
   allow_dependent_launch();
   gemm_segments_tiles<16, 64, 1, 4, 2, false, false, 128>(x, GEMM_SEGMENT_TABLE);
+}
+
+// The wgmma tiles (gemm_wgmma.cuh) for calls of 17 to 64 rows: 64 × 128 (2 stages) or 64 × 64 (3 stages) blocks,
+// two 64-element K tiles a stage, every chunk split across blocks.
+extern "C" __global__ void __launch_bounds__(128, 2)
+    gemm_wg64x128_bf16(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M, int N, int K,
+                       int chunk_tiles, int output_fp32) {
+  allow_dependent_launch();
+  gemm_tiles_wgmma<128, 2, 2>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32,
+                              gemm_grid_block<false>(chunk_tiles));
+}
+
+extern "C" __global__ void __launch_bounds__(128, 2)
+    gemm_wg64x64_bf16(void* y, const bf16* x, const bf16* w, float* partials, int* counters, int M, int N, int K,
+                      int chunk_tiles, int output_fp32) {
+  allow_dependent_launch();
+  gemm_tiles_wgmma<64, 3, 2>(y, x, w, partials, counters, M, N, K, chunk_tiles, output_fp32,
+                             gemm_grid_block<false>(chunk_tiles));
+}
+
+extern "C" __global__ void __launch_bounds__(128, 2) gemm_segments_wg64x128_bf16(GEMM_SEGMENT_PARAMETERS) {
+  allow_dependent_launch();
+  gemm_segments_tiles_wgmma<128, 2, 2>(x, GEMM_SEGMENT_TABLE);
+}
+
+extern "C" __global__ void __launch_bounds__(128, 2) gemm_segments_wg64x64_bf16(GEMM_SEGMENT_PARAMETERS) {
+  allow_dependent_launch();
+  gemm_segments_tiles_wgmma<64, 3, 2>(x, GEMM_SEGMENT_TABLE);
 }
 
 // One thread per output element: the chunk partials in ascending order, exactly as the tile loop adds them.

@@ -8,7 +8,7 @@
 // gemm_segments_combine adds them for all segments in one launch, in ascending chunk order as gemm_combine does.
 // Unused segments have N = 0 (no tiles, no elements).
 #pragma once
-#include "gemm_tiles.cuh"
+#include "gemm_wgmma.cuh"
 
 #define GEMM_MOST_SEGMENTS 4
 
@@ -106,6 +106,24 @@ __device__ __forceinline__ void gemm_segments_tiles(const bf16* x, const GemmSeg
   gemm_tiles<BM, BN, WARPS_M, WARPS_N, STAGES, ROWS_FASTEST, false, BK>(segment.y, x, segment.w, segment.partials, nullptr,
                                                                     table.M, segment.N, table.K, segment.chunk_tiles,
                                                                     segment.output_fp32, block);
+}
+
+// The segmented launch on the wgmma tiles (gemm_wgmma.cuh): the same segment table and grid, 64 × BN tiles.
+template <int BN, int STAGES, int KT>
+__device__ __forceinline__ void gemm_segments_tiles_wgmma(const bf16* x, const GemmSegmentTable& table) {
+  const GemmSegment segment = gemm_segment_at<BN>(table, blockIdx.x);
+  if (!segment.found || (int)blockIdx.z >= segment.splits) {
+    wait_for_previous_grids();
+    return;
+  }
+  GemmBlock block;
+  block.row_tile = blockIdx.y;
+  block.column_tile = blockIdx.x - (int)segment.first;
+  block.chunk = blockIdx.z;
+  block.splits = segment.splits;
+  block.sum_tiles = segment.chunk_tiles;
+  gemm_tiles_wgmma<BN, STAGES, KT>(segment.y, x, segment.w, segment.partials, nullptr, table.M, segment.N, table.K,
+                                   segment.chunk_tiles, segment.output_fp32, block);
 }
 
 // Elements of the split segments (the combine's threads).

@@ -77,6 +77,38 @@ __device__ __forceinline__ void gemm_store_pair(void* out, bool fp32, long long 
   }
 }
 
+// The last of a tile's chunk blocks to arrive adds every chunk's partial in ascending order (as gemm_combine does)
+// and resets the tile's counter for the next launch. The counter only orders; it adds no data.
+__device__ __forceinline__ void gemm_last_block_adds(void* y, const float* partials, int* counters, int M, int N,
+                                                     int output_fp32, const GemmBlock& block, int row0, int column0,
+                                                     int BM, int BN) {
+  __shared__ int last_arrival;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* counter = counters + blockIdx.y * gridDim.x + blockIdx.x;
+    last_arrival = atomicAdd(counter, 1) == block.splits - 1;
+    if (last_arrival) *counter = 0;
+  }
+  __syncthreads();
+  if (!last_arrival) return;
+  __threadfence();
+  const long long elements = (long long)M * N;
+  for (int index = threadIdx.x; index < BM * BN; index += blockDim.x) {
+    const int r = row0 + index / BN;
+    const int column = column0 + index % BN;
+    if (r >= M || column >= N) continue;
+    const long long element = (long long)r * N + column;
+    float sum = __ldcg(partials + element);
+    for (int c = 1; c < block.splits; c++) sum = sum + __ldcg(partials + c * elements + element);
+    if (output_fp32) {
+      static_cast<float*>(y)[element] = sum;
+    } else {
+      static_cast<bf16*>(y)[element] = to_bf16(sum);
+    }
+  }
+}
+
 // The block of a single GEMM's grid: (column, row, chunk) tiles, or (row, column, chunk) when ROWS_FASTEST.
 template <bool ROWS_FASTEST>
 __device__ __forceinline__ GemmBlock gemm_grid_block(int chunk_tiles) {
@@ -242,32 +274,7 @@ __device__ __forceinline__ void gemm_tiles(void* y, const bf16* x, const bf16* w
       if (r + 8 < M) gemm_store_pair(out, fp32, r + 8, column, N, total[i][j][2], total[i][j][3]);
     }
   }
-  if (!split || counters == nullptr) return;
-  // The last of the tile's chunk blocks to arrive adds every chunk's partial in ascending order (as gemm_combine
-  // does) and resets the tile's counter for the next launch. The counter only orders; it adds no data.
-  __shared__ int last_arrival;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int* counter = counters + blockIdx.y * gridDim.x + blockIdx.x;
-    last_arrival = atomicAdd(counter, 1) == block.splits - 1;
-    if (last_arrival) *counter = 0;
-  }
-  __syncthreads();
-  if (!last_arrival) return;
-  __threadfence();
-  const long long elements = (long long)M * N;
-  for (int index = threadIdx.x; index < BM * BN; index += THREADS) {
-    const int r = row0 + index / BN;
-    const int column = column0 + index % BN;
-    if (r >= M || column >= N) continue;
-    const long long element = (long long)r * N + column;
-    float sum = __ldcg(partials + element);
-    for (int c = 1; c < block.splits; c++) sum = sum + __ldcg(partials + c * elements + element);
-    if (output_fp32) {
-      static_cast<float*>(y)[element] = sum;
-    } else {
-      static_cast<bf16*>(y)[element] = to_bf16(sum);
-    }
+  if (split && counters != nullptr) {
+    gemm_last_block_adds(y, partials, counters, M, N, output_fp32, block, row0, column0, BM, BN);
   }
 }

@@ -29,7 +29,11 @@ interface Recorded {
   readonly sharedLimit: number | undefined;
 }
 
-function standIn(): { cuda: CudaContext; launches: Recorded[]; parameters: BigUint64Array[] } {
+function standIn(computeCapability: readonly [number, number] = [8, 0]): {
+  cuda: CudaContext;
+  launches: Recorded[];
+  parameters: BigUint64Array[];
+} {
   const launches: Recorded[] = [];
   /** Each launch's parameter address table, as the driver would read it. */
   const parameters: BigUint64Array[] = [];
@@ -55,7 +59,8 @@ function standIn(): { cuda: CudaContext; launches: Recorded[]; parameters: BigUi
     kernel: (_family: string, name: string) => name,
     prepareOnce: (kernel: string, prepare: (d: unknown, k: string) => void) => prepare(driver, kernel),
   };
-  const cuda = { driver, kernels, stream: 0n, properties: { multiprocessors: 132 } } as unknown as CudaContext;
+  const properties = { multiprocessors: 132, computeCapability };
+  const cuda = { driver, kernels, stream: 0n, properties } as unknown as CudaContext;
   return { cuda, launches, parameters };
 }
 
@@ -179,7 +184,80 @@ test('a call of 17 to 64 rows at least WIDE_CALL_COLUMNS wide runs unsplit on ro
       split ? [kernel, 'gemm_combine'] : [kernel],
       `${rows} rows × ${outFeatures} columns`,
     );
-    assert.equal(gemmWorkspaceBytes(rows, outFeatures, 2048) > 0, split);
+    assert.equal(gemmWorkspaceBytes(rows, outFeatures, 2048, gemmTilesFor(rows, outFeatures)) > 0, split);
+    // Unasked, the workspace covers a split up to 64 rows: on a Hopper GPU wide calls of up to 32 rows split.
+    assert.ok(gemmWorkspaceBytes(rows, outFeatures, 2048) > 0, `${rows} rows × ${outFeatures} columns`);
+  }
+});
+
+test('on a Hopper GPU a split call of 17 to 64 rows runs on the wgmma tiles, 128 columns wide where that fills the GPU', () => {
+  const hopper: readonly [number, number] = [9, 0];
+  for (const [rows, inFeatures, outFeatures, computeCapability, kernel, sharedBytes] of [
+    // 16 column tiles × 16 chunks = 256 blocks of 128 columns.
+    [64, 4096, 2048, hopper, 'gemm_wg64x128_bf16', 2 * 2 * (64 + 128) * 128 + 1024],
+    [17, 4096, 2048, hopper, 'gemm_wg64x128_bf16', 2 * 2 * (64 + 128) * 128 + 1024],
+    // 16 column tiles × 4 chunks = 64 blocks of 128 columns: fewer than the 132 multiprocessors.
+    [64, 512, 2048, hopper, 'gemm_wg64x64_bf16', 3 * 2 * (64 + 64) * 128 + 1024],
+    [64, 2048, 12352, hopper, 'gemm_rows96_bf16', undefined],
+    [33, 2048, 12352, hopper, 'gemm_rows96_bf16', undefined],
+    // A wide call of up to WGMMA_WIDE_ROWS rows splits on the wgmma tiles too.
+    [32, 2048, 12352, hopper, 'gemm_wg64x128_bf16', 2 * 2 * (64 + 128) * 128 + 1024],
+    [17, 2048, 12288, hopper, 'gemm_wg64x128_bf16', 2 * 2 * (64 + 128) * 128 + 1024],
+    [16, 4096, 2048, hopper, 'gemm_rows16k128_bf16', undefined],
+    [64, 4096, 2048, [8, 9] as const, 'gemm_rows64_bf16', undefined],
+    [64, 4096, 2048, [10, 0] as const, 'gemm_rows64_bf16', undefined],
+  ] as const) {
+    const { cuda, launches } = standIn(computeCapability);
+    gemm(cuda, { ...base, rows, outFeatures, inFeatures });
+    const label = `${rows} rows ${inFeatures}→${outFeatures} on ${computeCapability.join('.')}`;
+    assert.equal(launches[0]!.name, kernel, label);
+    if (sharedBytes !== undefined) assert.equal(launches[0]!.sharedLimit, sharedBytes, label);
+    if (kernel.startsWith('gemm_wg')) {
+      const columns = kernel === 'gemm_wg64x128_bf16' ? 128 : 64;
+      assert.deepEqual(launches[0]!.shape.grid, [
+        Math.ceil(outFeatures / columns),
+        1,
+        gemmChunks(outFeatures, inFeatures),
+      ]);
+      assert.deepEqual(launches[0]!.shape.block, [128, 1, 1]);
+      assert.deepEqual(
+        launches.map((launch) => launch.name),
+        [kernel, 'gemm_combine'],
+        label,
+      );
+    }
+  }
+});
+
+test('DRAMA3_GEMM_WGMMA=off keeps a Hopper GPU on the mma.sync tiles, and segmented calls pick as single ones', () => {
+  const segments = (rows: number, cuda: CudaContext) =>
+    gemmSegments(cuda, {
+      x: 0x1000n,
+      rows,
+      inFeatures: 2048,
+      workspace: 0x100000n,
+      segments: [8192, 512, 512].map((outFeatures, index) => ({
+        y: BigInt(0x2000000 * (index + 1)),
+        w: BigInt(0x40000000 * (index + 1)),
+        outFeatures,
+      })),
+    });
+  const hopper = standIn([9, 0]);
+  segments(64, hopper.cuda);
+  assert.equal(hopper.launches[0]!.name, 'gemm_segments_wg64x128_bf16');
+  const previous = process.env.DRAMA3_GEMM_WGMMA;
+  process.env.DRAMA3_GEMM_WGMMA = 'off';
+  try {
+    const off = standIn([9, 0]);
+    segments(64, off.cuda);
+    gemm(off.cuda, { ...base, rows: 64, outFeatures: 2048, inFeatures: 4096 });
+    assert.deepEqual(
+      off.launches.map((launch) => launch.name),
+      ['gemm_segments_rows64_bf16', 'gemm_segments_combine', 'gemm_rows64_bf16', 'gemm_combine'],
+    );
+  } finally {
+    if (previous === undefined) delete process.env.DRAMA3_GEMM_WGMMA;
+    else process.env.DRAMA3_GEMM_WGMMA = previous;
   }
 });
 
@@ -315,7 +393,10 @@ test('one segmented launch carries every segment with the K chunking and tiles i
       0,
     );
     const widths = args.segments.map((segment) => segment.outFeatures);
-    assert.equal(gemmSegmentsWorkspaceBytes(rows, 2048, widths), partials);
+    assert.equal(gemmSegmentsWorkspaceBytes(rows, 2048, widths, tiles), partials);
+    // Unasked, the workspace covers a split up to 64 rows (the pick also depends on the GPU), and no more beyond.
+    const anyPick = rows <= 64 ? gemmSegmentsWorkspaceBytes(rows, 2048, widths, 'rows16') : partials;
+    assert.equal(gemmSegmentsWorkspaceBytes(rows, 2048, widths), anyPick);
   }
 });
 

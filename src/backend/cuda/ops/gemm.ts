@@ -15,8 +15,10 @@ const COMBINE_KERNEL: KernelName = { family: FAMILY, name: 'gemm_combine' };
 /** K elements per staged tile (GEMM_BK) and the padded shared-memory row (GEMM_ROW_ELEMENTS). */
 const K_TILE = 64;
 const SHARED_ROW_ELEMENTS = K_TILE + 8;
+/** The wgmma tiles' stages start 1024-byte aligned (GEMM_WG_ALIGN): the slack for that. */
+const SWIZZLE_ALIGNMENT = 1024;
 
-export type GemmTiles = 'rows16' | 'rows16k128' | 'rows64' | 'rows96';
+export type GemmTiles = 'rows16' | 'rows16k128' | 'rows64' | 'rows96' | 'wgmma64' | 'wgmma128';
 
 export interface TileConfiguration {
   readonly kernel: KernelName;
@@ -30,6 +32,28 @@ export interface TileConfiguration {
   readonly rowsFastest: boolean;
   /** K elements staged per tile (64 unless said); a larger tile needs K and every chunk to be whole tiles of it. */
   readonly kTile?: number;
+  /** wgmma tiles (sm_90a): unpadded 128-byte-swizzled rows, the stages aligned to 1024 bytes. */
+  readonly swizzled?: boolean;
+  /** wgmma tiles: 64-element K tiles a stage holds (any chunk size; a chunk may close inside a stage). */
+  readonly stageTiles?: number;
+}
+
+/**
+ * A wgmma configuration (sm_90a): one warpgroup holding a 64 × `columns` tile, two 64-element K tiles a stage, every
+ * chunk on its own block.
+ */
+function wgmmaTiles(columns: 64 | 128, stages: number): TileConfiguration {
+  return {
+    kernel: { family: FAMILY, name: `gemm_wg64x${columns}_bf16` },
+    blockRows: 64,
+    blockColumns: columns,
+    threads: 128,
+    stages,
+    splitK: true,
+    rowsFastest: false,
+    swizzled: true,
+    stageTiles: 2,
+  };
 }
 
 export const GEMM_CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>> = {
@@ -71,6 +95,8 @@ export const GEMM_CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>>
     splitK: false,
     rowsFastest: true,
   },
+  wgmma128: wgmmaTiles(128, 2),
+  wgmma64: wgmmaTiles(64, 3),
 };
 
 /**
@@ -117,6 +143,38 @@ export function gemmTilesFor(rows: number, columns = 0): GemmTiles {
   return 'rows96';
 }
 
+/**
+ * Whether calls of 17 to 64 rows run on the wgmma tiles: on a Hopper GPU (their kernels are sm_90a machine code), unless
+ * DRAMA3_GEMM_WGMMA=off (the mma.sync tiles, for side-by-side measurement: the bits are the same).
+ */
+export function wgmmaAvailable(cuda: CudaContext): boolean {
+  const [major, minor] = cuda.properties?.computeCapability ?? [0, 0];
+  return major === 9 && minor === 0 && process.env.DRAMA3_GEMM_WGMMA !== 'off';
+}
+
+/**
+ * Rows up to which a wide call (WIDE_CALL_COLUMNS) also runs split on the wgmma tiles rather than unsplit on rows96:
+ * bench/gpu-gemm-decode.ts on the H200, the DeltaNet inputs at 32 rows 31.7 against 36.1 µs, at 64 rows 41.4 against 36.2.
+ */
+export const WGMMA_WIDE_ROWS = 32;
+
+/**
+ * The tiles of a call: gemmTilesFor's, except that on a Hopper GPU a call of 17 to 64 rows (of 17 to WGMMA_WIDE_ROWS
+ * when wide) runs split on the wgmma tiles, 128 columns a block where that still gives every multiprocessor a block,
+ * else 64 (the same chunks, so the same bits: bench/gpu-gemm-decode.ts on the H200 timed each projection of the step
+ * at 17, 32 and 64 rows).
+ */
+export function launchTiles(cuda: CudaContext, rows: number, inFeatures: number, outFeatures: readonly number[]) {
+  const tiles = gemmTilesFor(
+    rows,
+    outFeatures.reduce((sum, n) => sum + n, 0),
+  );
+  if (rows <= 16 || rows > 64 || !wgmmaAvailable(cuda)) return tiles;
+  if (tiles === 'rows96' && rows > WGMMA_WIDE_ROWS) return tiles;
+  const wideBlocks = outFeatures.reduce((sum, n) => sum + Math.ceil(n / 128) * gemmChunks(n, inFeatures), 0);
+  return wideBlocks >= cuda.properties.multiprocessors ? 'wgmma128' : 'wgmma64';
+}
+
 /** K chunks on separate blocks for one GEMM of this shape under `tiles` (1: summed in registers, or not split). */
 export function gemmSplits(tiles: GemmTiles, outFeatures: number, inFeatures: number): number {
   return GEMM_CONFIGURATIONS[tiles].splitK ? gemmChunks(outFeatures, inFeatures) : 1;
@@ -128,14 +186,15 @@ function partialBytes(rows: number, outFeatures: number, chunks: number): number
 
 /**
  * Bytes the launch needs in `workspace` (0: none): fp32 partials [chunks, rows, outFeatures], then one int32 counter
- * per block tile (as many as rows16 makes, the most of any split configuration). Zero it once when allocated: every
- * launch leaves the counters at zero.
+ * per block tile (as many as rows16 makes, the most of any split configuration). By default as much as any
+ * configuration needs at these rows: up to 64 rows a split one, since the launcher's pick also depends on the GPU. Zero it once
+ * when allocated: every launch leaves the counters at zero.
  */
 export function gemmWorkspaceBytes(
   rows: number,
   outFeatures: number,
   inFeatures: number,
-  tiles: GemmTiles = gemmTilesFor(rows, outFeatures),
+  tiles: GemmTiles = rows <= 64 ? 'rows16' : gemmTilesFor(rows, outFeatures),
 ): number {
   const chunks = gemmSplits(tiles, outFeatures, inFeatures);
   if (chunks === 1) return 0;
@@ -195,9 +254,9 @@ export function gemm(cuda: CudaContext, a: GemmArguments, options: GemmOptions =
   requireAligned(a.x, 16, 'x');
   requireAligned(a.w, 16, 'w');
   requireAligned(a.y, 8, 'y');
-  const tiles = options.tiles ?? gemmTilesFor(a.rows, a.outFeatures);
+  const tiles = options.tiles ?? launchTiles(cuda, a.rows, a.inFeatures, [a.outFeatures]);
   if (!(tiles in GEMM_CONFIGURATIONS))
-    throw invalid('tiles', `tiles must be rows16, rows16k128, rows64 or rows96, got ${String(tiles)}`);
+    throw invalid('tiles', `tiles must be one of ${Object.keys(GEMM_CONFIGURATIONS).join(', ')}, got ${String(tiles)}`);
   // A replacement kernel keeps the split the picked configuration would make (so the workspace fits) on rows16's geometry.
   const chunkTiles = gemmChunkTiles(a.outFeatures, a.inFeatures);
   const configuration = GEMM_CONFIGURATIONS[options.kernel ? 'rows16' : stagedTiles(tiles, a.inFeatures, [chunkTiles])];
@@ -271,6 +330,10 @@ export function stagedTiles(tiles: GemmTiles, inFeatures: number, chunkTiles: re
 
 /** Dynamic shared memory of a configuration: its stages of x and weight tiles. */
 export function gemmSharedBytes(configuration: TileConfiguration): number {
+  if (configuration.swizzled) {
+    const stageBytes = (configuration.stageTiles ?? 1) * (configuration.blockRows + configuration.blockColumns) * 128;
+    return configuration.stages * stageBytes + SWIZZLE_ALIGNMENT;
+  }
   const row = (configuration.kTile ?? K_TILE) + SHARED_ROW_ELEMENTS - K_TILE;
   return configuration.stages * (configuration.blockRows + configuration.blockColumns) * row * 2;
 }

@@ -17,6 +17,7 @@ import {
   gemmSplits,
   gemmTilesFor,
   invalid,
+  launchTiles,
   raiseSharedLimit,
   requireAligned,
   stagedTiles,
@@ -34,6 +35,8 @@ const KERNELS: Readonly<Record<GemmTiles, KernelName>> = {
   rows16k128: { family: FAMILY, name: 'gemm_segments_rows16k128_bf16' },
   rows64: { family: FAMILY, name: 'gemm_segments_rows64_bf16' },
   rows96: { family: FAMILY, name: 'gemm_segments_rows96_bf16' },
+  wgmma128: { family: FAMILY, name: 'gemm_segments_wg64x128_bf16' },
+  wgmma64: { family: FAMILY, name: 'gemm_segments_wg64x64_bf16' },
 };
 const COMBINE_KERNEL: KernelName = { family: FAMILY, name: 'gemm_segments_combine' };
 
@@ -64,12 +67,15 @@ function columnsOf(outFeatures: readonly number[]): number {
   return outFeatures.reduce((sum, n) => sum + n, 0);
 }
 
-/** Bytes the segmented launch needs in `workspace`: every split segment's fp32 partials, one after another. */
+/**
+ * Bytes the segmented launch needs in `workspace`: every split segment's fp32 partials, one after another; by default
+ * as much as any configuration needs at these rows (up to 64 rows a split one, as gemmWorkspaceBytes).
+ */
 export function gemmSegmentsWorkspaceBytes(
   rows: number,
   inFeatures: number,
   outFeatures: readonly number[],
-  tiles: GemmTiles = gemmTilesFor(rows, columnsOf(outFeatures)),
+  tiles: GemmTiles = rows <= 64 ? 'rows16' : gemmTilesFor(rows, columnsOf(outFeatures)),
 ): number {
   let floats = 0;
   for (const n of outFeatures) floats += partialFloats(rows, n, gemmSplits(tiles, n, inFeatures));
@@ -122,9 +128,9 @@ export function gemmSegments(
   for (const [index, segment] of a.segments.entries()) checkSegment(segment, index, a.rows);
   requireAligned(a.x, 16, 'x');
   const outFeatures = a.segments.map((segment) => segment.outFeatures);
-  const tiles = options.tiles ?? gemmTilesFor(a.rows, columnsOf(outFeatures));
+  const tiles = options.tiles ?? launchTiles(cuda, a.rows, a.inFeatures, outFeatures);
   if (!(tiles in GEMM_CONFIGURATIONS)) {
-    throw invalid('tiles', `tiles must be rows16, rows16k128, rows64 or rows96, got ${String(tiles)}`);
+    throw invalid('tiles', `tiles must be one of ${Object.keys(GEMM_CONFIGURATIONS).join(', ')}, got ${String(tiles)}`);
   }
   // A replacement kernel keeps the split the picked configuration would make on rows16's geometry (as gemm() does).
   const staged = stagedTiles(
