@@ -2,7 +2,7 @@
 // on the synthetic checkpoint's tokenizer.json, and the load-time checks refuse broken files by name.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -63,12 +63,13 @@ for (const implementation of ['native', 'fallback'] as const) {
   });
 }
 
-test('a folder without tokenizer.json is refused by name', async () => {
+test('a folder without tokenizer.json is refused by name', async (t) => {
   const empty = mkdtempSync(join(tmpdir(), 'drama3-no-tokenizer-'));
+  t.after(() => rmSync(empty, { recursive: true, force: true }));
   await assert.rejects(Tokenizer.load(empty), { code: 'TOKENIZER_NOT_FOUND', kind: 'bad_checkpoint' });
 });
 
-test('semantic tokens out of order are refused by name', async () => {
+test('semantic tokens out of order are refused by name', async (t) => {
   const json = JSON.parse(buildSyntheticTokenizerFiles().tokenizerJson) as {
     added_tokens: { id: number; content: string }[];
   };
@@ -76,6 +77,7 @@ test('semantic tokens out of order are refused by name', async () => {
   const six = json.added_tokens.find((token) => token.content === '<|semantic:6|>')!;
   [five.id, six.id] = [six.id, five.id];
   const folder = mkdtempSync(join(tmpdir(), 'drama3-bad-tokenizer-'));
+  t.after(() => rmSync(folder, { recursive: true, force: true }));
   writeFileSync(join(folder, 'tokenizer.json'), JSON.stringify(json));
   await assert.rejects(Tokenizer.load(folder, { implementation: 'fallback' }), {
     code: 'TOKENIZER_SEMANTIC_NOT_CONTIGUOUS',
