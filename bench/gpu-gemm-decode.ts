@@ -1,8 +1,9 @@
 // The decode GEMM's tile configurations side by side (kernels/cuda/gemm.cu), at every projection of the frame step and
 // every segmented launch the blocks make: by default rows16 and rows16k128 at 1 and 8 rows; DRAMA3_GEMM_ROWS and
-// DRAMA3_GEMM_TILES (comma lists; 'auto' is the launcher's own choice) pick others, e.g. 64 rows under auto, rows64
-// and rows96. Configurations differ only in tile shape, K staging and whether chunks meet in registers or partials,
-// so each must give rows16's bits (every output is filled with NaN before each configuration writes it): the bench
+// DRAMA3_GEMM_TILES (comma lists; 'auto' is the launcher's own choice, which on a Hopper GPU takes the wgmma tiles
+// from 17 rows) pick others, e.g. 64 rows under auto, rows64, rows96 and wgmma128. Configurations differ only in tile
+// shape, K staging, the tensor-core instruction and whether chunks meet in registers or partials, so each must give
+// rows16's bits (every output is filled with NaN before each configuration writes it): the bench
 // checks that on every shape (rows16k128 falls back to rows16 where K or a chunk is not whole 128-element tiles: the
 // candidate head).
 // Each figure is the median of 21 replays of a captured graph of back-to-back launches over rotated weights (more
