@@ -79,6 +79,12 @@ __device__ __forceinline__ void gemm_wg_m64n64k16(float (&d)[32], uint64_t a, ui
 #endif
 }
 
+// A tile's row count as a type, so that one staging lambda serves the x and the weight tiles with constant bounds.
+template <int ROWS>
+struct GemmWgRows {
+  static constexpr int value = ROWS;
+};
+
 // Dynamic shared memory of the wgmma tiles: STAGES of x and w tiles, plus the slack to align the first to 1024 bytes.
 __host__ __device__ constexpr int gemm_wg_shared_bytes(int bn, int stages) {
   return stages * (GEMM_WG_ROWS + bn) * GEMM_WG_ROW_BYTES + GEMM_WG_ALIGN;
@@ -116,33 +122,28 @@ __device__ __forceinline__ void gemm_tiles_wgmma(void* y, const bf16* x, const b
   const int steps = (tile_end - tile_begin + KT - 1) / KT;
   if (!split && k_tiles > chunk_tiles) __trap();  // a block sums one chunk: the launcher always splits these tiles
 
-  auto load_w = [&](int stage, int step) {
-    char* target = stages + stage * STAGE_BYTES + KT * X_TILE;
+  // Stage `step`'s KT K tiles of ROWS rows of `source` (row `first` on, `limit` rows in all, K-major) into `target`,
+  // one swizzled tile of ROWS rows after another; zero past the rows, K and the block's chunk.
+  auto load_rows = [&](auto rows_tag, char* target, const bf16* source, int first, int limit, int step) {
+    constexpr int ROWS = decltype(rows_tag)::value;
 #pragma unroll
-    for (int index = threadIdx.x; index < BN * PIECES; index += THREADS) {
+    for (int index = threadIdx.x; index < ROWS * PIECES; index += THREADS) {
       const int r = index / PIECES;
       const int sub = (index % PIECES) >> 3;
       const int piece = index & 7;
       const int tile = tile_begin + step * KT + sub;
-      const int n = column0 + r;
+      const int row = first + r;
       const int k = tile * GEMM_BK + piece * 8;
-      const bool valid = n < N && k < K && tile < tile_end;
-      gemm_copy_16(target + sub * W_TILE + gemm_wg_swizzled(r, piece), valid ? w + (long long)n * K + k : w, valid);
+      const bool valid = row < limit && k < K && tile < tile_end;
+      const bf16* from = valid ? source + (long long)row * K + k : source;
+      gemm_copy_16(target + sub * ROWS * GEMM_WG_ROW_BYTES + gemm_wg_swizzled(r, piece), from, valid);
     }
   };
+  auto load_w = [&](int stage, int step) {
+    load_rows(GemmWgRows<BN>{}, stages + stage * STAGE_BYTES + KT * X_TILE, w, column0, N, step);
+  };
   auto load_x = [&](int stage, int step) {
-    char* target = stages + stage * STAGE_BYTES;
-#pragma unroll
-    for (int index = threadIdx.x; index < BM * PIECES; index += THREADS) {
-      const int r = index / PIECES;
-      const int sub = (index % PIECES) >> 3;
-      const int piece = index & 7;
-      const int tile = tile_begin + step * KT + sub;
-      const int m = row0 + r;
-      const int k = tile * GEMM_BK + piece * 8;
-      const bool valid = m < M && k < K && tile < tile_end;
-      gemm_copy_16(target + sub * X_TILE + gemm_wg_swizzled(r, piece), valid ? x + (long long)m * K + k : x, valid);
-    }
+    load_rows(GemmWgRows<BM>{}, stages + stage * STAGE_BYTES, x, row0, M, step);
   };
 
   // The weights do not depend on the previous kernel: request their first stages before waiting for it.
