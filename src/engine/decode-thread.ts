@@ -1,6 +1,8 @@
 // Entry of the decode thread: the codec beside the engine thread, so that decoding a request's frames overlaps the
-// next frame rounds. Commands and events keep per-request order; frames arrive as one [N, K] int32 array.
-import { parentPort, workerData } from 'node:worker_threads';
+// next frame rounds. Commands come from the engine thread, frames as one [N, K] int32 array; a request's audio and
+// its terminal event go straight to the main thread on the port it handed over (in per-request order), never through
+// the engine thread's event loop, which is told only that the request has settled here.
+import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import type { Frame } from '../model/types.ts';
 import { serializeError } from '../threads/serialize-error.ts';
 import { InlineFrameDecoder, splitFrames, type TerminalEvent } from './frame-decoder.ts';
@@ -15,16 +17,23 @@ export type DecodeCommand =
   | { readonly type: 'drop'; readonly id: number }
   | { readonly type: 'close' };
 
+/** To the engine thread: the codec's load, and each request whose terminal event this thread has sent. */
 export type DecodeReply =
-  | EngineEvent
   | { readonly type: 'decoder-ready' }
-  | { readonly type: 'decoder-failed'; readonly error: ReturnType<typeof serializeError> };
+  | { readonly type: 'decoder-failed'; readonly error: ReturnType<typeof serializeError> }
+  | { readonly type: 'settled'; readonly id: number };
 
 const port = parentPort!;
-const { spec } = workerData as { spec: RuntimeSpec };
+const { spec, audio } = workerData as { spec: RuntimeSpec; audio: MessagePort };
 
-function send(event: DecodeReply): void {
-  port.postMessage(event, transferList(event));
+function reply(message: DecodeReply): void {
+  port.postMessage(message);
+}
+
+/** Audio and terminal events to the main thread; a terminal event also settles the request with the engine thread. */
+function send(event: EngineEvent): void {
+  audio.postMessage(event, transferList(event));
+  if (event.type === 'finished' || event.type === 'failed') reply({ type: 'settled', id: event.id });
 }
 
 try {
@@ -47,10 +56,13 @@ try {
     if (command.type === 'open') decoder.open(command.id);
     else if (command.type === 'end') decoder.end(command.event);
     else if (command.type === 'drop') decoder.drop(command.id);
-    else port.close();
+    else {
+      audio.close();
+      port.close();
+    }
   });
-  send({ type: 'decoder-ready' });
+  reply({ type: 'decoder-ready' });
 } catch (error) {
-  send({ type: 'decoder-failed', error: serializeError(error) });
+  reply({ type: 'decoder-failed', error: serializeError(error) });
   port.close();
 }

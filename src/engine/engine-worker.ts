@@ -1,7 +1,7 @@
 // Entry of the engine's worker thread: loads the runtime named in workerData and starts the decode thread beside it
-// (which loads the codec), then relays commands and events. Audio events transfer their PCM buffer to the main thread
-// instead of copying it.
-import { parentPort, workerData } from 'node:worker_threads';
+// (which loads the codec), then relays commands and events. The main thread's audio port goes on to the decode
+// thread, which sends each request's audio and terminal event there itself (transferring the PCM, not copying it).
+import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { serializeError } from '../threads/serialize-error.ts';
 import { EngineCore, type EngineSettings } from './engine-core.ts';
 import { EarlyLanePlan } from './lane-plan.ts';
@@ -11,7 +11,7 @@ import { ThreadFrameDecoder } from './thread-decoder.ts';
 import { transferList } from './transfer-list.ts';
 
 const port = parentPort!;
-const { spec, settings } = workerData as { spec: RuntimeSpec; settings: EngineSettings };
+const { spec, settings, audio } = workerData as { spec: RuntimeSpec; settings: EngineSettings; audio: MessagePort };
 
 function send(event: EngineEvent): void {
   port.postMessage(event, transferList(event));
@@ -23,7 +23,7 @@ try {
   // The lanes are planned as soon as the model is loaded, beside the codec's and the tokenizer's loads; the codec is
   // loaded by the decode thread alone.
   const lanes = new EarlyLanePlan(settings);
-  const decoderReady = ThreadFrameDecoder.start(spec, send, decoderDied);
+  const decoderReady = ThreadFrameDecoder.start(spec, audio, send, decoderDied);
   const [runtime, decoder] = await Promise.all([
     loadRuntime(spec, { onModel: lanes.onModel, decodeThread: decoderReady }),
     decoderReady,

@@ -2,7 +2,7 @@
 // (lanes + queue limit requests in flight, beyond that 503 overloaded), and routes each request's events to it. A
 // worker that dies fails its open requests and is started again, up to MAX_ENGINE_RESTARTS times.
 import { EventEmitter } from 'node:events';
-import type { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { DramaError } from '../errors.ts';
 import { deserializeError } from '../threads/serialize-error.ts';
 import { startTypeScriptWorker } from '../threads/start-worker.ts';
@@ -47,9 +47,13 @@ export interface RequestHandle {
   cancel(): void;
 }
 
-/** Runs `loadRuntime` and the engine core inside a worker thread (which starts the decode thread). */
-function startWorker(spec: RuntimeSpec, settings: EngineSettings): Worker {
-  return startTypeScriptWorker(new URL('./engine-worker.ts', import.meta.url), { spec, settings });
+/**
+ * Runs `loadRuntime` and the engine core inside a worker thread (which starts the decode thread); `audio` moves on to
+ * the decode thread, which sends decoded audio and terminal events on it straight to this thread.
+ */
+function startWorker(spec: RuntimeSpec, settings: EngineSettings, audio: MessagePort): Worker {
+  const entry = new URL('./engine-worker.ts', import.meta.url);
+  return startTypeScriptWorker(entry, { spec, settings, audio }, [audio]);
 }
 
 /** How the host reaches a running engine core. */
@@ -61,13 +65,20 @@ interface EngineLink {
 /** Times a dead engine thread is started again before the engine gives up for good. */
 export const MAX_ENGINE_RESTARTS = 3;
 
-/** Starts the engine worker; resolves with its info and link once it is ready, and reports its death later. */
+/**
+ * Starts the engine worker; resolves with its info and link once it is ready, and reports its death later. Events come
+ * on two ports: the engine thread's (`onEvent`), and the decode thread's audio and terminal events (`onDecoded`).
+ */
 function spawnWorker(
   options: EngineOptions,
   onEvent: (event: EngineEvent) => void,
+  onDecoded: (event: EngineEvent) => void,
   onDeath: (reason: string) => void,
 ): Promise<{ info: EngineInfo; link: EngineLink }> {
-  const worker = startWorker(options.runtime, options.settings);
+  const audio = new MessageChannel();
+  const worker = startWorker(options.runtime, options.settings, audio.port2);
+  audio.port1.on('message', onDecoded);
+  worker.once('exit', () => audio.port1.close());
   return new Promise((resolve, reject) => {
     let ready = false;
     let lastError = '';
@@ -79,6 +90,7 @@ function spawnWorker(
           stop: async () => {
             worker.postMessage({ type: 'shutdown' });
             await worker.terminate();
+            audio.port1.close();
           },
         };
         resolve({ info: event.info, link });
@@ -102,6 +114,11 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
   private readonly requestListeners = new Map<number, (event: RequestEvent) => void>();
   /** Requests in flight that passed admission (their 'admitted' event arrived). */
   private readonly admitted = new Set<number>();
+  /**
+   * Decoded events that arrived before their request's 'admitted' (the two come on different ports, so their order
+   * across threads is not promised): passed on right after it.
+   */
+  private readonly early = new Map<number, EngineEvent[]>();
   private nextId = 1;
   private closed = false;
   /** Why new requests are refused after the engine thread stopped on its own and could not be restarted. */
@@ -123,6 +140,7 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
   static async start(options: EngineOptions): Promise<Engine> {
     let engine: Engine | undefined;
     const onEvent = (event: EngineEvent) => engine?.receive(event);
+    const onDecoded = (event: EngineEvent) => engine?.receiveDecoded(event);
     if (options.thread === 'inline') {
       const lanes = new EarlyLanePlan(options.settings);
       const runtime = await loadRuntime(options.runtime, { onModel: lanes.onModel });
@@ -136,7 +154,7 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
       return engine;
     }
     const onDeath = (reason: string) => engine?.stopped(reason);
-    const respawn = () => spawnWorker(options, onEvent, onDeath);
+    const respawn = () => spawnWorker(options, onEvent, onDecoded, onDeath);
     const { info, link } = await respawn();
     engine = new Engine(info, options.queueLimit, link, respawn);
     return engine;
@@ -228,6 +246,18 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     );
   }
 
+  /** An audio or terminal event from the decode thread: held until its request's 'admitted' has been passed on. */
+  private receiveDecoded(event: EngineEvent): void {
+    if (!('id' in event) || !this.requestListeners.has(event.id)) return;
+    if (this.admitted.has(event.id)) {
+      this.receive(event);
+      return;
+    }
+    const held = this.early.get(event.id);
+    if (held === undefined) this.early.set(event.id, [event]);
+    else held.push(event);
+  }
+
   private receive(event: EngineEvent): void {
     if (event.type === 'stats') {
       this.stats = event.stats;
@@ -242,8 +272,13 @@ export class Engine extends EventEmitter<{ stats: [EngineStats] }> {
     if (event.type === 'finished' || event.type === 'failed' || event.type === 'cancelled') {
       this.requestListeners.delete(event.id);
       this.admitted.delete(event.id);
+      this.early.delete(event.id);
     }
     listener(event);
+    if (event.type !== 'admitted') return;
+    const held = this.early.get(event.id);
+    this.early.delete(event.id);
+    for (const decoded of held ?? []) this.receive(decoded);
   }
 
   /** Every open request fails with the cause. */

@@ -1,7 +1,8 @@
-// The engine thread's handle on the decode thread: frame groups go out as one [N, K] int32 array each, audio and
-// terminal events come back in per-request order and are passed on. If the decode thread dies, its open requests
-// fail by name and later ones are failed at their end instead of hanging.
-import type { Worker } from 'node:worker_threads';
+// The engine thread's handle on the decode thread: frame groups go out as one [N, K] int32 array each; audio and
+// terminal events go from the decode thread straight to the main thread on the port handed over at start, and only
+// a request's settling comes back here. If the decode thread dies, its open requests fail by name (through `emit`)
+// and later ones are failed at their end instead of hanging.
+import type { MessagePort, Worker } from 'node:worker_threads';
 import { DramaError } from '../errors.ts';
 import type { Frame } from '../model/types.ts';
 import { startTypeScriptWorker } from '../threads/start-worker.ts';
@@ -21,9 +22,7 @@ export class ThreadFrameDecoder implements FrameDecoder {
     onDeath: (reason: string) => void,
   ) {
     worker.on('message', (reply: DecodeReply) => {
-      if (reply.type === 'decoder-ready' || reply.type === 'decoder-failed') return;
-      if (reply.type === 'finished' || reply.type === 'failed') this.openIds.delete(reply.id);
-      emit(reply);
+      if (reply.type === 'settled') this.openIds.delete(reply.id);
     });
     worker.on('exit', (code) => {
       if (this.closing) return;
@@ -33,13 +32,18 @@ export class ThreadFrameDecoder implements FrameDecoder {
     });
   }
 
-  /** `onDeath` runs after the open requests have failed, when the decode thread ends without being asked. */
+  /**
+   * `audio`: the main thread's port for decoded audio and terminal events (moved to the decode thread). `emit`: the
+   * engine thread's own events, which carry a dead decode thread's failures. `onDeath` runs after the open requests
+   * have failed, when the decode thread ends without being asked.
+   */
   static start(
     spec: RuntimeSpec,
+    audio: MessagePort,
     emit: (event: EngineEvent) => void,
     onDeath: (reason: string) => void,
   ): Promise<ThreadFrameDecoder> {
-    const worker = startTypeScriptWorker(new URL('./decode-thread.ts', import.meta.url), { spec });
+    const worker = startTypeScriptWorker(new URL('./decode-thread.ts', import.meta.url), { spec, audio }, [audio]);
     return new Promise((resolve, reject) => {
       const onReply = (reply: DecodeReply) => {
         if (reply.type === 'decoder-ready') resolve(new ThreadFrameDecoder(worker, emit, onDeath));

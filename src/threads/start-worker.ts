@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { type Transferable, Worker } from 'node:worker_threads';
 
 /** The bundle of `entry` in DRAMA3_WORKER_BUNDLES, when that folder is named and holds it. */
 function bundledEntry(entry: URL): string | undefined {
@@ -15,10 +15,11 @@ function bundledEntry(entry: URL): string | undefined {
   return existsSync(bundle) ? bundle : undefined;
 }
 
-export function startTypeScriptWorker(entry: URL, workerData: unknown): Worker {
+/** `transferList`: what `workerData` holds that moves to the thread rather than being copied (a MessagePort). */
+export function startTypeScriptWorker(entry: URL, workerData: unknown, transferList: Transferable[] = []): Worker {
   const bundle = bundledEntry(entry);
-  if (bundle !== undefined) return new Worker(bundle, { workerData });
+  if (bundle !== undefined) return new Worker(bundle, { workerData, transferList });
   const loader = import.meta.resolve('tsx/esm/api');
   const bootstrap = `import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(bootstrap, { eval: true, workerData });
+  return new Worker(bootstrap, { eval: true, workerData, transferList });
 }

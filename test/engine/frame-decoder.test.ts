@@ -1,7 +1,9 @@
-// Frame decoders: the threaded one gives the inline one's audio in the same order, terminal event last; a codec
-// failure turns the request's end into a named failure and leaves other requests alone.
+// Frame decoders: the threaded one gives the inline one's audio in the same order, terminal event last, on the port
+// it was handed (the main thread's), not through the engine thread; a codec failure turns the request's end into a
+// named failure and leaves other requests alone; a decode thread that dies fails its open requests by name.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { MessageChannel, type Worker } from 'node:worker_threads';
 import { InlineFrameDecoder } from '../../src/engine/frame-decoder.ts';
 import { NullCodec } from '../../src/engine/null-codec.ts';
 import type { EngineEvent } from '../../src/engine/protocol.ts';
@@ -14,7 +16,7 @@ const frames = Array.from({ length: 13 }, (_, index) =>
 const groups = [frames.slice(0, 1), frames.slice(1, 5), frames.slice(5, 13)];
 const finished = { type: 'finished', id: 1, reason: 'stop', usage: { inputTokens: 2, outputFrames: 13 } } as const;
 
-test('the decode thread returns the inline decoder audio, in order, with the finished event last', async () => {
+test('the decode thread sends the inline decoder audio to its port, in order, with the finished event last', async () => {
   const inline: EngineEvent[] = [];
   const local = new InlineFrameDecoder(new NullCodec(), (event) => inline.push(event));
   local.open(1);
@@ -22,24 +24,63 @@ test('the decode thread returns the inline decoder audio, in order, with the fin
   local.end(finished);
 
   const threaded: EngineEvent[] = [];
+  const relayed: EngineEvent[] = [];
+  const audio = new MessageChannel();
   const done = new Promise<void>((resolve) => {
-    const onEvent = (event: EngineEvent) => {
+    audio.port1.on('message', (event: EngineEvent) => {
       threaded.push(event);
       if (event.type === 'finished') resolve();
-    };
-    void ThreadFrameDecoder.start({ kind: 'null' }, onEvent, () => {}).then((decoder) => {
-      decoder.open(1);
-      for (const group of groups) decoder.decode(1, group);
-      decoder.end(finished);
-      void done.then(() => decoder.close());
     });
   });
+  const decoder = await ThreadFrameDecoder.start(
+    { kind: 'null' },
+    audio.port2,
+    (event) => relayed.push(event),
+    () => {},
+  );
+  decoder.open(1);
+  for (const group of groups) decoder.decode(1, group);
+  decoder.end(finished);
   await done;
+  await decoder.close();
+  audio.port1.close();
   assert.deepEqual(
     threaded.map((event) => event.type),
     ['audio', 'audio', 'audio', 'finished'],
   );
   assert.deepEqual(threaded, inline);
+  assert.deepEqual(relayed, [], 'nothing decoded passes through the engine thread');
+});
+
+test('a decode thread that dies fails its open requests by name on the engine thread, and later ends too', async () => {
+  const relayed: EngineEvent[] = [];
+  const audio = new MessageChannel();
+  const died = new Promise<string>((resolve) => {
+    void ThreadFrameDecoder.start({ kind: 'null' }, audio.port2, (event) => relayed.push(event), resolve).then(
+      (decoder) => {
+        decoder.open(1);
+        decoder.open(2);
+        decoder.end({ ...finished, id: 2 });
+        // The thread ends once request 2 has settled with the engine thread (its terminal event went to the main
+        // thread first); request 1 is still open then.
+        const inside = decoder as unknown as { worker: Worker; openIds: Set<number> };
+        const endWhenSettled = () => {
+          if (inside.openIds.has(2)) setTimeout(endWhenSettled, 5);
+          else void inside.worker.terminate();
+        };
+        audio.port1.on('message', (event: EngineEvent) => {
+          if (event.type === 'finished') endWhenSettled();
+        });
+      },
+    );
+  });
+  const reason = await died;
+  audio.port1.close();
+  assert.match(reason, /the decode thread exited with code/);
+  assert.deepEqual(
+    relayed.map((event) => `${event.type}:${'id' in event ? event.id : ''}`),
+    ['failed:1'],
+  );
 });
 
 test('a codec failure ends that request as failed, by name; another request is unaffected', () => {
