@@ -121,7 +121,6 @@ __device__ __forceinline__ void gemm_segments_tiles_wgmma(const bf16* x, const G
   block.column_tile = blockIdx.x - (int)segment.first;
   block.chunk = blockIdx.z;
   block.splits = segment.splits;
-  block.sum_tiles = segment.chunk_tiles;
   gemm_tiles_wgmma<BN, STAGES, KT>(segment.y, x, segment.w, segment.partials, nullptr, table.M, segment.N, table.K,
                                    segment.chunk_tiles, segment.output_fp32, block);
 }

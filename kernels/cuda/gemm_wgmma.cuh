@@ -31,30 +31,18 @@ __device__ __forceinline__ uint64_t gemm_wg_descriptor(uint32_t address) {
   return descriptor;
 }
 
-__device__ __forceinline__ void gemm_wg_fence() {
+// The warpgroup instructions exist only in sm_90a code; elsewhere these helpers are empty (the tile function traps).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#define GEMM_WG_ASM(text) asm volatile(text ::: "memory")
+#else
+#define GEMM_WG_ASM(text)
 #endif
-}
 
-__device__ __forceinline__ void gemm_wg_commit() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void gemm_wg_wait_all() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#endif
-}
-
+__device__ __forceinline__ void gemm_wg_fence() { GEMM_WG_ASM("wgmma.fence.sync.aligned;"); }
+__device__ __forceinline__ void gemm_wg_commit() { GEMM_WG_ASM("wgmma.commit_group.sync.aligned;"); }
+__device__ __forceinline__ void gemm_wg_wait_all() { GEMM_WG_ASM("wgmma.wait_group.sync.aligned 0;"); }
 // cp.async wrote the stage through the generic proxy; the tensor cores read it through the async proxy.
-__device__ __forceinline__ void gemm_wg_proxy_fence() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
-}
+__device__ __forceinline__ void gemm_wg_proxy_fence() { GEMM_WG_ASM("fence.proxy.async.shared::cta;"); }
 
 // Keeps the compiler from moving accumulator reads or writes across a wgmma wait or fence.
 __device__ __forceinline__ void gemm_wg_hold(float (&d)[32]) {
@@ -84,11 +72,6 @@ template <int ROWS>
 struct GemmWgRows {
   static constexpr int value = ROWS;
 };
-
-// Dynamic shared memory of the wgmma tiles: STAGES of x and w tiles, plus the slack to align the first to 1024 bytes.
-__host__ __device__ constexpr int gemm_wg_shared_bytes(int bn, int stages) {
-  return stages * (GEMM_WG_ROWS + bn) * GEMM_WG_ROW_BYTES + GEMM_WG_ALIGN;
-}
 
 // One 64 × BN tile (BN a multiple of 64: BN / 64 wgmma per k16 step) of a GEMM or of one of its K chunks, with the
 // arguments and the outputs of gemm_tiles. 128 threads: one warpgroup. Every K chunk runs on its own block (the

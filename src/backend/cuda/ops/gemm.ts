@@ -32,10 +32,11 @@ export interface TileConfiguration {
   readonly rowsFastest: boolean;
   /** K elements staged per tile (64 unless said); a larger tile needs K and every chunk to be whole tiles of it. */
   readonly kTile?: number;
-  /** wgmma tiles (sm_90a): unpadded 128-byte-swizzled rows, the stages aligned to 1024 bytes. */
-  readonly swizzled?: boolean;
-  /** wgmma tiles: 64-element K tiles a stage holds (any chunk size; a chunk may close inside a stage). */
-  readonly stageTiles?: number;
+  /**
+   * wgmma tiles (sm_90a) only: the 64-element K tiles a stage holds, in unpadded 128-byte-swizzled rows, the stages
+   * aligned to 1024 bytes.
+   */
+  readonly wgmmaStageTiles?: number;
 }
 
 /**
@@ -51,8 +52,7 @@ function wgmmaTiles(columns: 64 | 128, stages: number): TileConfiguration {
     stages,
     splitK: true,
     rowsFastest: false,
-    swizzled: true,
-    stageTiles: 2,
+    wgmmaStageTiles: 2,
   };
 }
 
@@ -143,6 +143,11 @@ export function gemmTilesFor(rows: number, columns = 0): GemmTiles {
   return 'rows96';
 }
 
+/** The output columns of all of a launch's segments (or of one GEMM): what picks its tiles. */
+export function columnsOf(outFeatures: readonly number[]): number {
+  return outFeatures.reduce((sum, n) => sum + n, 0);
+}
+
 /**
  * Whether calls of 17 to 64 rows run on the wgmma tiles: on a Hopper GPU (their kernels are sm_90a machine code), unless
  * DRAMA3_GEMM_WGMMA=off (the mma.sync tiles, for side-by-side measurement: the bits are the same).
@@ -165,10 +170,7 @@ export const WGMMA_WIDE_ROWS = 32;
  * at 17, 32 and 64 rows).
  */
 export function launchTiles(cuda: CudaContext, rows: number, inFeatures: number, outFeatures: readonly number[]) {
-  const tiles = gemmTilesFor(
-    rows,
-    outFeatures.reduce((sum, n) => sum + n, 0),
-  );
+  const tiles = gemmTilesFor(rows, columnsOf(outFeatures));
   if (rows <= 16 || rows > 64 || !wgmmaAvailable(cuda)) return tiles;
   if (tiles === 'rows96' && rows > WGMMA_WIDE_ROWS) return tiles;
   const wideBlocks = outFeatures.reduce((sum, n) => sum + Math.ceil(n / 128) * gemmChunks(n, inFeatures), 0);
@@ -187,8 +189,8 @@ function partialBytes(rows: number, outFeatures: number, chunks: number): number
 /**
  * Bytes the launch needs in `workspace` (0: none): fp32 partials [chunks, rows, outFeatures], then one int32 counter
  * per block tile (as many as rows16 makes, the most of any split configuration). By default as much as any
- * configuration needs at these rows: up to 64 rows a split one, since the launcher's pick also depends on the GPU. Zero it once
- * when allocated: every launch leaves the counters at zero.
+ * configuration needs at these rows: up to 64 rows a split one, since the launcher's pick also depends on the GPU.
+ * Zero it once when allocated: every launch leaves the counters at zero.
  */
 export function gemmWorkspaceBytes(
   rows: number,
@@ -330,8 +332,8 @@ export function stagedTiles(tiles: GemmTiles, inFeatures: number, chunkTiles: re
 
 /** Dynamic shared memory of a configuration: its stages of x and weight tiles. */
 export function gemmSharedBytes(configuration: TileConfiguration): number {
-  if (configuration.swizzled) {
-    const stageBytes = (configuration.stageTiles ?? 1) * (configuration.blockRows + configuration.blockColumns) * 128;
+  if (configuration.wgmmaStageTiles !== undefined) {
+    const stageBytes = configuration.wgmmaStageTiles * (configuration.blockRows + configuration.blockColumns) * 128;
     return configuration.stages * stageBytes + SWIZZLE_ALIGNMENT;
   }
   const row = (configuration.kTile ?? K_TILE) + SHARED_ROW_ELEMENTS - K_TILE;

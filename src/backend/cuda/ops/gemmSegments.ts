@@ -9,6 +9,7 @@ import { KernelArguments } from '../kernelArguments.ts';
 import {
   COMBINE_MAX_BLOCKS,
   COMBINE_THREADS,
+  columnsOf,
   GEMM_CONFIGURATIONS,
   type GemmOptions,
   type GemmTiles,
@@ -60,11 +61,6 @@ export interface GemmSegmentsArguments {
 /** Floats of one segment's partials, rounded up to 16 bytes as the kernel places them (0: the segment does not split). */
 function partialFloats(rows: number, outFeatures: number, splits: number): number {
   return splits > 1 ? Math.ceil((splits * rows * outFeatures) / 4) * 4 : 0;
-}
-
-/** The output columns of all of a launch's segments: what picks its tiles, as a GEMM's own columns pick its. */
-function columnsOf(outFeatures: readonly number[]): number {
-  return outFeatures.reduce((sum, n) => sum + n, 0);
 }
 
 /**
