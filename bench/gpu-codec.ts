@@ -4,8 +4,8 @@
 // median of 3 runs on fresh lanes) in audio-seconds per second, beside the FLOP count per audio second the config
 // gives (decode-flops.ts), the rate it implies as a share of a dense bf16 GEMM's measured in the same run, and
 // PyTorch's decode (codec-report.ts: bench/pytorch-codec.py's pytorch-codec.json in the same folder when it ran
-// first, else its last figures); and calls of 64 lanes × 1 frame, as a serving round decodes (the median of 20, with
-// a profile). The f16 (tensor cores, the release's precision), f16-weights and f32 modes. Writes gpu-codec.json to
+// first, else its last figures); and calls of 64 lanes × 1, 2 and 4 frames, as a serving round decodes (the median of
+// 20, with a profile of the 1-frame call). The f16 (tensor cores, the release's precision), f16-weights and f32 modes. Writes gpu-codec.json to
 // the folder in argv[2].
 // DRAMA3_CODEC_BENCH=profile-only makes one warm call and one call of 64 lanes × 16 frames, no timing: the run
 // bench/ncu-codec.sh profiles, in DRAMA3_CODEC_PROFILE_PRECISION (f16, the tensor cores, by default; f16-weights runs
@@ -110,13 +110,17 @@ function streaming(decoder: CudaCodecDecoder, precision: CodecPrecision, lanes: 
   };
 }
 
-/** Calls of one frame a lane, as a serving round decodes them: the median ms of SERVING_ROUNDS calls after one warm. */
+/**
+ * Calls of a few frames a lane, as a serving round decodes them (1 frame; 2 or 4 where `serve --codec-gather` holds
+ * frames for that many rounds): the median ms of SERVING_ROUNDS calls after one warm.
+ */
 const SERVING_ROUNDS = 20;
-function servingRoundMs(decoder: CudaCodecDecoder, lanes: number): number {
+const SERVING_FRAMES = [1, 2, 4];
+function servingRoundMs(decoder: CudaCodecDecoder, lanes: number, frames: number): number {
   const slots = Array.from({ length: lanes }, () => decoder.acquire());
   const times: number[] = [];
   for (let round = 0; round <= SERVING_ROUNDS; round++) {
-    const call = slots.map((slot) => ({ slot, frames: randomFrames(1) }));
+    const call = slots.map((slot) => ({ slot, frames: randomFrames(frames) }));
     cuda.synchronize();
     const started = performance.now();
     decoder.decode(call);
@@ -175,7 +179,7 @@ blas.destroy();
 const rows: Row[] = [];
 const profiles: Record<string, LaunchProfile> = {};
 const firstFrames: Record<string, number> = {};
-const servingRounds: Record<string, number> = {};
+const servingRounds: Record<string, Record<number, number>> = {};
 const memory: Record<string, unknown> = {};
 for (const precision of benchPrecisions('DRAMA3_DECODE_PRECISIONS')) {
   const decoder = CudaCodecDecoder.create(cuda, config, weights, {
@@ -192,7 +196,9 @@ for (const precision of benchPrecisions('DRAMA3_DECODE_PRECISIONS')) {
     profiles[`${precision}, one frame`] = profileCall(decoder, 1, 1);
     profiles[`${precision}, 64 lanes × 16 frames`] = profileCall(decoder, 64, 16);
     profiles[`${precision}, 64 lanes × 1 frame (a serving round)`] = profileCall(decoder, 64, 1);
-    servingRounds[precision] = servingRoundMs(decoder, 64);
+    servingRounds[precision] = Object.fromEntries(
+      SERVING_FRAMES.map((frames) => [frames, servingRoundMs(decoder, 64, frames)]),
+    );
     for (const lanes of LANES) {
       const row = streaming(decoder, precision, lanes);
       rows.push(row);
@@ -215,11 +221,13 @@ const baseline = fs.existsSync(baselineFile)
   ? measuredCodecBaseline(JSON.parse(fs.readFileSync(baselineFile, 'utf8')))
   : PYTORCH_CODEC_BASELINE;
 console.log(codecTable(rows, firstFrames, ceiling.teraflops, baseline).join('\n'));
-for (const [precision, ms] of Object.entries(servingRounds)) {
-  const rate = 64 / framesPerSecond / (ms / 1000);
-  console.log(
-    `${precision}, 64 lanes × 1 frame a call (a serving round): ${ms.toFixed(2)} ms (median of ${SERVING_ROUNDS}), ${rate.toFixed(1)} audio-s/s`,
-  );
+for (const [precision, byFrames] of Object.entries(servingRounds)) {
+  for (const [frames, ms] of Object.entries(byFrames)) {
+    const rate = (64 * Number(frames)) / framesPerSecond / (ms / 1000);
+    console.log(
+      `${precision}, 64 lanes × ${frames} frame(s) a call (a serving round): ${ms.toFixed(2)} ms (median of ${SERVING_ROUNDS}), ${(ms / Number(frames)).toFixed(2)} ms a frame a lane, ${rate.toFixed(1)} audio-s/s`,
+    );
+  }
 }
 for (const [label, profile] of Object.entries(profiles)) printProfile(label, profile);
 const file = writeReport('gpu-codec.json', {

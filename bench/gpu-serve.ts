@@ -97,6 +97,10 @@ function roundTimeBetween(before: RoundTime | undefined, after: RoundTime | unde
     stepRounds: to.stepRounds - from.stepRounds,
     stepRoundMs: to.stepRoundMs - from.stepRoundMs,
     laneSteps: to.laneSteps - from.laneSteps,
+    stepCallMs: to.stepCallMs - from.stepCallMs,
+    longestStepCallMs: to.longestStepCallMs,
+    stepRecordings: to.stepRecordings - from.stepRecordings,
+    directSteps: to.directSteps - from.directSteps,
   };
 }
 
@@ -288,6 +292,9 @@ try {
           'wall ms',
           'rounds with prefill: count, ms, rows',
           'step-only rounds: count, ms, ms each',
+          'of which in the step, ms each',
+          'longest step since start, ms',
+          'step graphs recorded, steps without one',
           'lanes a round',
           'ms outside rounds',
         ],
@@ -298,6 +305,9 @@ try {
             row.wallMs!.toFixed(0),
             `${row.prefillRounds}, ${row.prefillRoundMs!.toFixed(0)}, ${row.prefillRows}`,
             `${row.stepRounds}, ${row.stepRoundMs!.toFixed(0)}, ${(row.stepRoundMs! / Math.max(1, row.stepRounds!)).toFixed(2)}`,
+            (row.stepCallMs! / Math.max(1, row.stepRounds!)).toFixed(2),
+            row.longestStepCallMs!.toFixed(1),
+            `${row.stepRecordings}, ${row.directSteps}`,
             (row.laneSteps! / Math.max(1, rounds)).toFixed(1),
             row.outsideRoundsMs!.toFixed(0),
           ];

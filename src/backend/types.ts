@@ -254,6 +254,15 @@ export interface Backend<B> {
    * write tables or allocate; its host values (shapes, the batch) must be the same on every call with that key.
    */
   captureStep?(key: string, enqueue: () => void): void;
+  /** How many steps captureStep has recorded, and run directly instead (absent without captureStep). */
+  stepGraphStats?(): StepGraphStats;
+}
+
+/** Counts since the backend was made: graphs recorded (first ones and re-recordings), steps run without one. */
+export interface StepGraphStats {
+  readonly recorded: number;
+  /** Steps run directly: a key not yet called often enough to record, or a recording that failed. */
+  readonly direct: number;
 }
 
 // Where a streamed checkpoint load puts weights: storage for each tensor, reserved (under the backend's allocation

@@ -134,6 +134,13 @@ export interface RoundTime {
   readonly stepRoundMs: number;
   /** Lanes stepped, summed over every round: frames drawn plus ends of speech. */
   readonly laneSteps: number;
+  /** Of stepRoundMs, the time inside the model's step (the device's work and its read back); the rest is the host's. */
+  readonly stepCallMs: number;
+  /** The longest such step since the engine started (a step that recorded its graph, or waited on other work). */
+  readonly longestStepCallMs: number;
+  /** Step graphs the model recorded, and steps it ran without one (model.stepGraphStats), since it was made. */
+  readonly stepRecordings: number;
+  readonly directSteps: number;
 }
 
 /** Round times before any round. */
@@ -144,4 +151,8 @@ export const NO_ROUND_TIME: RoundTime = {
   stepRounds: 0,
   stepRoundMs: 0,
   laneSteps: 0,
+  stepCallMs: 0,
+  longestStepCallMs: 0,
+  stepRecordings: 0,
+  directSteps: 0,
 };

@@ -148,9 +148,12 @@ export class Scheduler {
     const prefilling = this.active.filter((candidate) => candidate.lane !== null && !candidate.generating);
     const prefillRows = prefilling.length > 0 ? this.prefillPieces(prefilling) : 0;
     const generating = this.active.filter((state) => state.generating);
+    let stepCallMs = 0;
     if (generating.length > 0) {
       this.guard(generating, () => {
+        const stepStarted = performance.now();
         const outcomes = this.runtime.model.step(generating.map((state) => state.lane!));
+        stepCallMs = performance.now() - stepStarted;
         generating.forEach((state, index) => {
           // The step's read back waited for every prefill before it: the snapshot held good state.
           state.unconfirmedSnapshot = undefined;
@@ -161,20 +164,26 @@ export class Scheduler {
       });
     }
     this.rounds += 1;
-    this.countRound(performance.now() - started, prefillRows, generating.length);
+    this.countRound(performance.now() - started, prefillRows, generating.length, stepCallMs);
     this.emitStats();
   }
 
-  private countRound(ms: number, prefillRows: number, laneSteps: number): void {
+  private countRound(ms: number, prefillRows: number, laneSteps: number, stepCallMs: number): void {
     const last = this.roundTime ?? NO_ROUND_TIME;
     const prefilled = prefillRows > 0;
+    const stepOnly = !prefilled && laneSteps > 0;
+    const graphs = this.runtime.model.stepGraphStats?.();
     this.roundTime = {
       prefillRounds: last.prefillRounds + (prefilled ? 1 : 0),
       prefillRoundMs: last.prefillRoundMs + (prefilled ? ms : 0),
       prefillRows: last.prefillRows + prefillRows,
-      stepRounds: last.stepRounds + (prefilled || laneSteps === 0 ? 0 : 1),
-      stepRoundMs: last.stepRoundMs + (prefilled || laneSteps === 0 ? 0 : ms),
+      stepRounds: last.stepRounds + (stepOnly ? 1 : 0),
+      stepRoundMs: last.stepRoundMs + (stepOnly ? ms : 0),
       laneSteps: last.laneSteps + laneSteps,
+      stepCallMs: last.stepCallMs + (stepOnly ? stepCallMs : 0),
+      longestStepCallMs: Math.max(last.longestStepCallMs, stepCallMs),
+      stepRecordings: graphs?.recorded ?? 0,
+      directSteps: graphs?.direct ?? 0,
     };
   }
 

@@ -276,6 +276,10 @@ export class SlotSpeechModel<B> implements SpeechModel {
     });
   }
 
+  stepGraphStats() {
+    return this.backend.stepGraphStats?.();
+  }
+
   release(lane: Lane): void {
     const state = this.own(lane);
     state.released = true;

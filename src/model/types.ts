@@ -75,6 +75,8 @@ export interface SpeechModel {
   prefillTogether(parts: readonly PrefillPart[]): void;
   /** One frame for each lane (a frame round). */
   step(lanes: readonly Lane[]): FrameOutcome[];
+  /** Step graphs recorded and steps run without one, since the model was made (absent where steps are not graphs). */
+  stepGraphStats?(): { readonly recorded: number; readonly direct: number } | undefined;
   /** Frees the lane's storage. */
   release(lane: Lane): void;
 }

@@ -33,6 +33,17 @@ test('the round times count prefilled rows and lane steps, rounds that prefill a
   await engine.close();
 });
 
+test("the step-only rounds' time splits off the model's step: the rest is the host's", async () => {
+  const engine = await startNullEngine({}, { stepMilliseconds: 3 });
+  await runToEnd(engine, job('a'.repeat(20)));
+  const time = engine.stats.roundTime!;
+  assert.ok(time.stepRounds >= 5);
+  assert.ok(time.stepCallMs >= 3 * time.stepRounds, `${time.stepCallMs} ms in ${time.stepRounds} steps of 3 ms`);
+  assert.ok(time.stepCallMs <= time.stepRoundMs);
+  assert.ok(time.longestStepCallMs >= 3);
+  await engine.close();
+});
+
 test('an explicit max_frames below the natural length clips with finish reason length', async () => {
   const engine = await startNullEngine();
   const outcome = await runToEnd(engine, job('a'.repeat(80), { maxFrames: 10 }));

@@ -16,6 +16,10 @@ function rounds(prefillRounds: number, prefillRows: number, stepRounds: number, 
     stepRounds,
     stepRoundMs: 5 * stepRounds,
     laneSteps,
+    stepCallMs: 4 * stepRounds,
+    longestStepCallMs: 4,
+    stepRecordings: 0,
+    directSteps: 0,
   };
 }
 

@@ -17,6 +17,7 @@ import type {
   LinearWeight,
   MoeWeights,
   SamplerState,
+  StepGraphStats,
   SwiGluWeights,
   TowerInput,
 } from '../types.ts';
@@ -94,6 +95,16 @@ function requireSlot(tensor: CudaTensor, slot: number, name: string): void {
 
 export interface CudaBackendOptions extends CudaContextOptions {}
 
+/**
+ * The call of a batch size that records its step graph: the third, so that the sizes a burst passes through once
+ * or twice as lanes join and end run directly (a step's launches) instead of recording (several steps' time).
+ * DRAMA3_STEP_GRAPH_RECORD_AFTER=1 records on the first call, as before (for side-by-side measurement).
+ */
+function stepGraphRecordAfter(): number {
+  const value = Number(process.env.DRAMA3_STEP_GRAPH_RECORD_AFTER ?? 3);
+  return Number.isInteger(value) && value >= 1 ? value : 3;
+}
+
 export class CudaBackend implements Backend<CudaBuffer> {
   readonly name = 'cuda';
   readonly cuda: CudaContext;
@@ -109,11 +120,12 @@ export class CudaBackend implements Backend<CudaBuffer> {
   private allocated = 0;
   private readonly linearWorkspace = (bytes: number) => this.scratch.bytes(LINEAR_WORKSPACE, bytes);
 
-  constructor(context: CudaContext | CudaBackendOptions = {}) {
+  /** `recordAfter`: the call of a step key that records its graph (default stepGraphRecordAfter()). */
+  constructor(context: CudaContext | CudaBackendOptions = {}, recordAfter = stepGraphRecordAfter()) {
     this.ownsContext = !(context instanceof CudaContext);
     this.cuda = context instanceof CudaContext ? context : new CudaContext(context);
     this.scratch = new DeviceScratch(this.cuda);
-    this.graphs = new StepGraphs(this.cuda, () => this.allocations);
+    this.graphs = new StepGraphs(this.cuda, () => this.allocations, recordAfter);
     const prepared = this.preparedValues;
     this.blocks = {
       cuda: this.cuda,
@@ -572,6 +584,10 @@ export class CudaBackend implements Backend<CudaBuffer> {
 
   captureStep(key: string, enqueue: () => void): void {
     this.graphs.run(key, enqueue);
+  }
+
+  stepGraphStats(): StepGraphStats {
+    return this.graphs.stats;
   }
 
   /** Frees every recording, scratch buffer and tensor of this backend (and the device context if it opened it). */
