@@ -19,8 +19,6 @@
 //        [--clients 1,8,32,64] (the client counts, in order; the first is the reference the others are compared to)
 //        [--per-client N] (each client sends N requests in turn: N > 1 measures lanes that come and go, not one burst)
 //        [--checkpoint DIR] (written there when DIR holds no checkpoint yet, and kept: a second run only loads it)
-//        [--codec-gather N] (frames a lane gathers before a codec pass, at 32 or more lanes; N = 1000 holds every
-//        frame after a lane's first to its end: rounds without the codec beside them)
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -29,7 +27,6 @@ import { cudaAvailability } from '../src/backend/cuda/driver.ts';
 import { openVoices } from '../src/cli/voices.ts';
 import { Engine } from '../src/engine/engine.ts';
 import { DEFAULT_ENGINE_SETTINGS } from '../src/engine/engine-core.ts';
-import { CODEC_GATHER_MIN_LANES } from '../src/engine/frame-gather.ts';
 import type { RuntimeSpec } from '../src/engine/load-runtime.ts';
 import { NO_ROUND_TIME, type RoundTime } from '../src/engine/protocol.ts';
 import { buildApp } from '../src/server/app.ts';
@@ -52,7 +49,6 @@ const { values } = parseArgs({
     clients: { type: 'string' },
     'per-client': { type: 'string', default: '1' },
     checkpoint: { type: 'string' },
-    'codec-gather': { type: 'string', default: '1' },
   },
 });
 const backend = values.backend === 'cpu' ? 'cpu' : 'cuda';
@@ -69,11 +65,9 @@ const frames = Number(values.frames);
 const compareAll = values.compare !== 'served';
 const CLIENTS = values.clients?.split(',').map(Number) ?? (backend === 'cpu' ? [1, 2] : [1, 8, 32, 64]);
 const perClient = Number(values['per-client']);
-const codecGather = Number(values['codec-gather']);
 if (
   !CLIENTS.every((count) => Number.isInteger(count) && count > 0) ||
-  !(Number.isInteger(perClient) && perClient > 0) ||
-  !(Number.isInteger(codecGather) && codecGather > 0)
+  !(Number.isInteger(perClient) && perClient > 0)
 ) {
   console.error('--clients takes positive integers separated by commas, --per-client a positive integer');
   process.exit(2);
@@ -132,13 +126,7 @@ try {
       ? `read the ${preset} checkpoint already written in ${dir} (page cache as the previous run left it)`
       : `wrote the ${preset} checkpoint to local disk in ${writeSeconds.toFixed(1)} s, flushed in ${syncSeconds.toFixed(1)} s`,
   );
-  const runtime: RuntimeSpec = {
-    kind: 'checkpoint',
-    dir,
-    backend,
-    codecBackend: backend,
-    codecGather: { frames: codecGather, minLanes: CODEC_GATHER_MIN_LANES },
-  };
+  const runtime: RuntimeSpec = { kind: 'checkpoint', dir, backend, codecBackend: backend };
   const loadStarted = performance.now();
   const engine = await Engine.start({
     runtime,
@@ -147,9 +135,7 @@ try {
     thread: 'worker',
   });
   const loadSeconds = (performance.now() - loadStarted) / 1000;
-  console.log(
-    `engine ready in ${loadSeconds.toFixed(1)} s (codec gather ${codecGather}); ${engine.info.notices.join('; ')}`,
-  );
+  console.log(`engine ready in ${loadSeconds.toFixed(1)} s; ${engine.info.notices.join('; ')}`);
   const voicesDir = path.join(folder, 'voices');
   fs.mkdirSync(voicesDir);
   const app = await buildApp({

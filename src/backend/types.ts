@@ -261,7 +261,7 @@ export interface Backend<B> {
 /** Counts since the backend was made: graphs recorded (first ones and re-recordings), steps run without one. */
 export interface StepGraphStats {
   readonly recorded: number;
-  /** Steps run directly: a key not yet called often enough to record, or a recording that failed. */
+  /** Steps run directly because their recording failed. */
   readonly direct: number;
 }
 

@@ -3,9 +3,9 @@
 // its terminal event go straight to the main thread on the port it handed over (in per-request order), never through
 // the engine thread's event loop, which is told only that the request has settled here.
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
+import type { Frame } from '../model/types.ts';
 import { serializeError } from '../threads/serialize-error.ts';
 import { InlineFrameDecoder, splitFrames, type TerminalEvent } from './frame-decoder.ts';
-import { FrameGather, type FrameGroup, NO_FRAME_GATHER } from './frame-gather.ts';
 import { loadEngineCodec, type RuntimeSpec } from './load-runtime.ts';
 import type { EngineEvent } from './protocol.ts';
 import { transferList } from './transfer-list.ts';
@@ -25,7 +25,6 @@ export type DecodeReply =
 
 const port = parentPort!;
 const { spec, audio } = workerData as { spec: RuntimeSpec; audio: MessagePort };
-const gather = new FrameGather(spec.codecGather ?? NO_FRAME_GATHER);
 
 function reply(message: DecodeReply): void {
   port.postMessage(message);
@@ -39,32 +38,25 @@ function send(event: EngineEvent): void {
 
 try {
   const decoder = new InlineFrameDecoder(await loadEngineCodec(spec), send);
-  // Decode commands that arrive together are decoded together (one pass for every lane on a GPU codec), or held
-  // for a later pass where the gather says so (frame-gather.ts); any other command first decodes what is queued,
-  // so per-request order holds.
-  let queued: FrameGroup[] = [];
-  const flush = (all: boolean) => {
-    const groups = gather.take(queued);
+  // Decode commands that arrive together are decoded together (one pass for every lane on a GPU codec); any other
+  // command first flushes them, so per-request order holds.
+  let queued: { id: number; frames: Frame[] }[] = [];
+  const flush = () => {
+    const groups = queued;
     queued = [];
-    if (all) groups.push(...gather.takeAll());
     if (groups.length > 0) decoder.decodeMany(groups);
   };
   port.on('message', (command: DecodeCommand) => {
     if (command.type === 'decode') {
-      if (queued.length === 0) setImmediate(() => flush(false));
+      if (queued.length === 0) setImmediate(flush);
       queued.push({ id: command.id, frames: splitFrames(command.codes) });
       return;
     }
-    // A new request does not wait on the others' held frames; an end, a drop or the close takes them all first.
-    flush(command.type !== 'open');
+    flush();
     if (command.type === 'open') decoder.open(command.id);
-    else if (command.type === 'end') {
-      gather.forget(command.event.id);
-      decoder.end(command.event);
-    } else if (command.type === 'drop') {
-      gather.forget(command.id);
-      decoder.drop(command.id);
-    } else {
+    else if (command.type === 'end') decoder.end(command.event);
+    else if (command.type === 'drop') decoder.drop(command.id);
+    else {
       audio.close();
       port.close();
     }

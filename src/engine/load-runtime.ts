@@ -21,7 +21,6 @@ import {
   lazyCudaEngineCodec,
 } from './cuda-codec.ts';
 import { decodeThreadCodec } from './decode-thread-codec.ts';
-import type { FrameGatherSettings } from './frame-gather.ts';
 import type { DeviceMemory, RuntimeMemory } from './lane-budget.ts';
 import { NullCodec, type NullCodecOptions } from './null-codec.ts';
 import { type NullModelOptions, NullSpeechModel } from './null-model.ts';
@@ -43,7 +42,6 @@ export type RuntimeSpec =
       readonly model?: NullModelOptions;
       readonly codec?: NullCodecOptions;
       readonly device?: NullDeviceOptions;
-      readonly codecGather?: FrameGatherSettings;
     }
   | {
       readonly kind: 'checkpoint';
@@ -55,8 +53,6 @@ export type RuntimeSpec =
       readonly codecBackend?: BackendName;
       /** The CUDA codec's weights (default DEFAULT_CUDA_CODEC_SETTINGS.precision). */
       readonly codecPrecision?: CodecPrecision;
-      /** How the decode thread gathers frames into passes (default: every pass decodes what it got). */
-      readonly codecGather?: FrameGatherSettings;
       /** Show the weights' load as it goes, on stderr (serve); off for tests and embedded use. */
       readonly progress?: boolean;
     };

@@ -15,11 +15,11 @@ import { float32ToBf16Bits } from '../../src/numeric/dtypes.ts';
 import { samplePrompt, tinyCheckpointDir } from '../model/tiny-checkpoint.ts';
 import { FakeDriver, fakeContext, observeArguments } from './support/fake-cuda.ts';
 
-function fakeBackend(recordAfter = 1): { backend: CudaBackend; driver: FakeDriver } {
+function fakeBackend(): { backend: CudaBackend; driver: FakeDriver } {
   const driver = new FakeDriver();
   const remove = observeArguments(driver);
   after(remove);
-  return { backend: new CudaBackend(fakeContext(driver), recordAfter), driver };
+  return { backend: new CudaBackend(fakeContext(driver)), driver };
 }
 
 function lastLaunch(driver: FakeDriver) {
@@ -324,34 +324,7 @@ describe('step graphs', () => {
     backend.captureStep('step3', growing);
     assert.ok(backend.graphs.has('step3'), 'the next call records with the grown buffers');
     assert.equal(driver.events.at(-1), 'launch graph');
-  });
-
-  test('with recordAfter 3 a key runs directly twice, records on its third call, then replays', () => {
-    const { backend, driver } = fakeBackend(3);
-    const x = backend.allocate('bf16', [2, 64]).data;
-    let calls = 0;
-    const step = () => {
-      calls += 1;
-      backend.add(x, x, 128);
-    };
-    backend.captureStep('step2', step);
-    backend.captureStep('step2', step);
-    assert.equal(calls, 2);
-    assert.equal(backend.graphs.has('step2'), false);
-    assert.deepEqual(
-      driver.launches.map((launch) => launch.captured),
-      [false, false],
-      'two direct steps',
-    );
-    backend.captureStep('step5', step);
-    assert.equal(backend.graphs.has('step5'), false, 'each key counts its own calls');
-    backend.captureStep('step2', step);
-    assert.ok(backend.graphs.has('step2'));
-    assert.deepEqual(driver.events.slice(-3), ['end capture', 'instantiate', 'launch graph']);
-    backend.captureStep('step2', step);
-    assert.equal(calls, 4, 'then replayed');
-    assert.deepEqual(backend.stepGraphStats(), { recorded: 1, direct: 3 });
-    assert.throws(() => new CudaBackend(fakeContext(driver), 0), /recordAfter must be a positive integer/);
+    assert.deepEqual(backend.stepGraphStats(), { recorded: 4, direct: 1 }, 'step2 twice, step3 twice; one direct');
   });
 
   test('an op that refuses its arguments refuses the same way inside a recording', () => {

@@ -95,16 +95,6 @@ function requireSlot(tensor: CudaTensor, slot: number, name: string): void {
 
 export interface CudaBackendOptions extends CudaContextOptions {}
 
-/**
- * The call of a batch size that records its step graph: the third, so that the sizes a burst passes through once
- * or twice as lanes join and end run directly (a step's launches) instead of recording (several steps' time).
- * DRAMA3_STEP_GRAPH_RECORD_AFTER=1 records on the first call, as before (for side-by-side measurement).
- */
-function stepGraphRecordAfter(): number {
-  const value = Number(process.env.DRAMA3_STEP_GRAPH_RECORD_AFTER ?? 3);
-  return Number.isInteger(value) && value >= 1 ? value : 3;
-}
-
 export class CudaBackend implements Backend<CudaBuffer> {
   readonly name = 'cuda';
   readonly cuda: CudaContext;
@@ -120,12 +110,11 @@ export class CudaBackend implements Backend<CudaBuffer> {
   private allocated = 0;
   private readonly linearWorkspace = (bytes: number) => this.scratch.bytes(LINEAR_WORKSPACE, bytes);
 
-  /** `recordAfter`: the call of a step key that records its graph (default stepGraphRecordAfter()). */
-  constructor(context: CudaContext | CudaBackendOptions = {}, recordAfter = stepGraphRecordAfter()) {
+  constructor(context: CudaContext | CudaBackendOptions = {}) {
     this.ownsContext = !(context instanceof CudaContext);
     this.cuda = context instanceof CudaContext ? context : new CudaContext(context);
     this.scratch = new DeviceScratch(this.cuda);
-    this.graphs = new StepGraphs(this.cuda, () => this.allocations, recordAfter);
+    this.graphs = new StepGraphs(this.cuda, () => this.allocations);
     const prepared = this.preparedValues;
     this.blocks = {
       cuda: this.cuda,
