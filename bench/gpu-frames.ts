@@ -8,6 +8,8 @@
 // DRAMA3_PROFILER_RANGE=1 opens the profiler range around one recorded step at batch 1 and 64 (bench/ncu-step.sh).
 // DRAMA3_FRAMES_BATCHES=1,64 times only those batch sizes; DRAMA3_SIDE_STREAM=off runs the blocks' independent parts
 // one after the other (CudaContext.alongside) to measure what running them together gives.
+// DRAMA3_FRAMES_ROWS_PER_LANE=16384 plans each lane for that many rows, as serving plans lanes for what the device
+// holds, where the run needs a few hundred (kernels sized by the plan's capacity, such as attention's split grid).
 // DRAMA3_DEPENDENT_LAUNCH=off launches every kernel without programmatic dependent launch (to measure what it gives).
 // short: the full widths with 4 backbone layers, 64 experts and 1 shared tower layer (a quick check of the run).
 
@@ -27,7 +29,18 @@ function options(): FramesOptions {
   const preset = flag >= 0 ? process.argv[flag + 1] : process.env.DRAMA3_FRAMES_PRESET;
   const profilerRange = process.env.DRAMA3_PROFILER_RANGE === '1';
   const batches = batchesFromEnvironment() ?? DEFAULT_FRAMES_OPTIONS.batches;
-  return { ...DEFAULT_FRAMES_OPTIONS, preset: preset ?? DEFAULT_FRAMES_OPTIONS.preset, profilerRange, batches };
+  const rows = process.env.DRAMA3_FRAMES_ROWS_PER_LANE;
+  const rowsPerLane = rows === undefined || rows.trim() === '' ? undefined : Number(rows);
+  if (rowsPerLane !== undefined && !(Number.isInteger(rowsPerLane) && rowsPerLane > 0)) {
+    throw new Error(`DRAMA3_FRAMES_ROWS_PER_LANE must be a positive integer, got ${rows}`);
+  }
+  return {
+    ...DEFAULT_FRAMES_OPTIONS,
+    preset: preset ?? DEFAULT_FRAMES_OPTIONS.preset,
+    profilerRange,
+    batches,
+    ...(rowsPerLane === undefined ? {} : { rowsPerLane }),
+  };
 }
 
 /** DRAMA3_FRAMES_BATCHES=1,64: only those batch sizes (each 1 to 64), for a quicker comparison run. */

@@ -52,6 +52,11 @@ export interface FramesOptions {
    * kernel profiler run with `--profile-from-start off` (ncu's per-kernel durations inside the graph).
    */
   readonly profilerRange?: boolean;
+  /**
+   * Rows each lane is planned for, where more than the run needs (absent: what it needs). Serving plans lanes for
+   * what the device holds, tens of thousands of rows, and kernels sized by the plan's capacity then cost more.
+   */
+  readonly rowsPerLane?: number;
 }
 
 export const DEFAULT_FRAMES_OPTIONS: FramesOptions = {
@@ -214,7 +219,7 @@ export async function measureFrames(
   log(`model built in device memory in ${buildSeconds.toFixed(1)} s`);
 
   const framesPerLane = options.batches.length * (options.warmupSteps + options.runs * options.stepsPerRun + 1);
-  const rowsPerLane = options.promptRows + framesPerLane + 8;
+  const rowsPerLane = Math.max(options.rowsPerLane ?? 0, options.promptRows + framesPerLane + 8);
   const planStarted = performance.now();
   model.plan({ lanes: options.lanes, rowsPerLane });
   cuda.synchronize();

@@ -48,6 +48,7 @@ test('the frame bench runs end to end on the small preset and reports every batc
     runs: 3,
     prefillRows: [8, 16],
     prefillRuns: 1,
+    rowsPerLane: 200,
   };
   const copy = { bytes: 1, milliseconds: 1, gigabytesPerSecond: 4000 };
   const measured = await measureFrames(cuda, backend, options, copy);
@@ -59,6 +60,7 @@ test('the frame bench runs end to end on the small preset and reports every batc
     measured.prefill.map((p) => p.rows),
     [8, 16],
   );
+  assert.equal(measured.rowsPerLane, 200, 'lanes planned for the rows asked, more than the run needs');
   assert.equal(measured.profiles.length, 2);
   // The profile saw the step's launches (the frame record moves, norms, the sampler...).
   assert.ok(measured.profiles[0]!.profile.launches > 10, `${measured.profiles[0]!.profile.launches}`);
