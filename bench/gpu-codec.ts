@@ -4,9 +4,9 @@
 // median of 3 runs on fresh lanes) in audio-seconds per second, beside the FLOP count per audio second the config
 // gives (decode-flops.ts), the rate it implies as a share of a dense bf16 GEMM's measured in the same run, and
 // PyTorch's decode (codec-report.ts: bench/pytorch-codec.py's pytorch-codec.json in the same folder when it ran
-// first, else its last figures); and calls of 64 lanes × 1, 2 and 4 frames, as a serving round decodes (the median of
-// 20, with a profile of the 1-frame call). The f16 (tensor cores, the release's precision), f16-weights and f32 modes. Writes gpu-codec.json to
-// the folder in argv[2].
+// first, else its last figures); and calls of 64 lanes × 1, 2 and 4 frames, as serving rounds decode (the median of
+// 20, with a profile of the 1-frame call). The f16 (tensor cores, the release's precision), f16-weights and f32
+// modes. Writes gpu-codec.json to the folder in argv[2].
 // DRAMA3_CODEC_BENCH=profile-only makes one warm call and one call of 64 lanes × 16 frames, no timing: the run
 // bench/ncu-codec.sh profiles, in DRAMA3_CODEC_PROFILE_PRECISION (f16, the tensor cores, by default; f16-weights runs
 // the register-tiled convs).
@@ -111,8 +111,8 @@ function streaming(decoder: CudaCodecDecoder, precision: CodecPrecision, lanes: 
 }
 
 /**
- * Calls of a few frames a lane, as a serving round decodes them (1 frame; 2 or 4 where `serve --codec-gather` holds
- * frames for that many rounds): the median ms of SERVING_ROUNDS calls after one warm.
+ * Calls of a few frames a lane, as serving rounds decode them (1 frame; more where the decode thread sees several
+ * rounds' frames at once): the median ms of SERVING_ROUNDS calls after one warm.
  */
 const SERVING_ROUNDS = 20;
 const SERVING_FRAMES = [1, 2, 4];
