@@ -1,4 +1,5 @@
 // Shared value types that flow between text → model → engine → codec. Shape letters: P prompt rows, K codebooks (10).
+import type { StepGraphStats } from '../backend/types.ts';
 
 /**
  * The assembled prompt as rows (struct of arrays). Row r is either a text row (codes[r*K..] all -1) or a code row
@@ -76,7 +77,7 @@ export interface SpeechModel {
   /** One frame for each lane (a frame round). */
   step(lanes: readonly Lane[]): FrameOutcome[];
   /** Step graphs recorded and steps run without one, since the model was made (absent where steps are not graphs). */
-  stepGraphStats?(): { readonly recorded: number; readonly direct: number } | undefined;
+  stepGraphStats?(): StepGraphStats | undefined;
   /** Frees the lane's storage. */
   release(lane: Lane): void;
 }
