@@ -101,6 +101,11 @@ function roundTimeBetween(before: RoundTime | undefined, after: RoundTime | unde
     longestStepCallMs: to.longestStepCallMs,
     stepRecordings: to.stepRecordings - from.stepRecordings,
     directSteps: to.directSteps - from.directSteps,
+    stepReplays: to.stepReplays - from.stepReplays,
+    stepReplayMs: to.stepReplayMs - from.stepReplayMs,
+    stepTablesMs: to.stepTablesMs - from.stepTablesMs,
+    stepEnqueueMs: to.stepEnqueueMs - from.stepEnqueueMs,
+    stepReadBackMs: to.stepReadBackMs - from.stepReadBackMs,
   };
 }
 
@@ -293,6 +298,8 @@ try {
           'rounds with prefill: count, ms, rows',
           'step-only rounds: count, ms, ms each',
           'of which in the step, ms each',
+          'a replayed step on the device, ms each (replays)',
+          'a step (every round): tables written, work enqueued, read back, ms each',
           'longest step since start, ms',
           'step graphs recorded, steps without one',
           'lanes a round',
@@ -306,6 +313,10 @@ try {
             `${row.prefillRounds}, ${row.prefillRoundMs!.toFixed(0)}, ${row.prefillRows}`,
             `${row.stepRounds}, ${row.stepRoundMs!.toFixed(0)}, ${(row.stepRoundMs! / Math.max(1, row.stepRounds!)).toFixed(2)}`,
             (row.stepCallMs! / Math.max(1, row.stepRounds!)).toFixed(2),
+            `${(row.stepReplayMs! / Math.max(1, row.stepReplays!)).toFixed(2)} (${row.stepReplays})`,
+            [row.stepTablesMs!, row.stepEnqueueMs!, row.stepReadBackMs!]
+              .map((ms) => (ms / Math.max(1, rounds)).toFixed(2))
+              .join(', '),
             row.longestStepCallMs!.toFixed(1),
             `${row.stepRecordings}, ${row.directSteps}`,
             (row.laneSteps! / Math.max(1, rounds)).toFixed(1),

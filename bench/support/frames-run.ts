@@ -131,12 +131,12 @@ function memoryPoint(cuda: CudaContext): MemoryPoint {
 }
 
 /** A text prompt of `rows` rows (codes −1), tokens spread over the vocabulary below the candidate ids. */
-function textPrompt(rows: number, codebooks: number, seed: number, vocabularyTop: number): PromptRows {
+export function textPrompt(rows: number, codebooks: number, seed: number, vocabularyTop: number): PromptRows {
   const tokens = Int32Array.from({ length: rows }, (_, row) => (seed * 7919 + row * 104729) % vocabularyTop);
   return { tokens, codes: new Int32Array(rows * codebooks).fill(-1), referenceRows: 0 };
 }
 
-function sampling(seed: number): SamplingSettings {
+export function sampling(seed: number): SamplingSettings {
   return { seed, temperature: 0.8, topP: 0.9, topK: 30, greedy: false };
 }
 
@@ -146,7 +146,7 @@ const log = (line: string) => console.log(line);
  * The model stepping without its backend's recorded graphs, so that every launch is seen (the profile): a wrapper
  * sharing the model's state (speech-model.ts keeps it in one object for this) whose backend lacks captureStep.
  */
-function directSteps<B>(model: SlotSpeechModel<B>): SlotSpeechModel<B> {
+export function directSteps<B>(model: SlotSpeechModel<B>): SlotSpeechModel<B> {
   const backend = Object.create(model.backend, { captureStep: { value: undefined } });
   return Object.create(model, { backend: { value: backend } });
 }

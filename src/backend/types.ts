@@ -263,6 +263,9 @@ export interface StepGraphStats {
   readonly recorded: number;
   /** Steps run directly because their recording failed. */
   readonly direct: number;
+  /** Launches of a held recording, and the device's time in them (event to event on the stream, finished ones). */
+  readonly replays: number;
+  readonly replayMs: number;
 }
 
 // Where a streamed checkpoint load puts weights: storage for each tensor, reserved (under the backend's allocation

@@ -141,6 +141,13 @@ export interface RoundTime {
   /** Step graphs the model recorded, and steps it ran without one (model.stepGraphStats), since it was made. */
   readonly stepRecordings: number;
   readonly directSteps: number;
+  /** Steps replayed from a recording (in any round), and the device's time in them (model.stepGraphStats). */
+  readonly stepReplays: number;
+  readonly stepReplayMs: number;
+  /** The host's time in the model's steps (model.stepPhases, every round): tables written, work enqueued, read back. */
+  readonly stepTablesMs: number;
+  readonly stepEnqueueMs: number;
+  readonly stepReadBackMs: number;
 }
 
 /** Round times before any round. */
@@ -155,4 +162,9 @@ export const NO_ROUND_TIME: RoundTime = {
   longestStepCallMs: 0,
   stepRecordings: 0,
   directSteps: 0,
+  stepReplays: 0,
+  stepReplayMs: 0,
+  stepTablesMs: 0,
+  stepEnqueueMs: 0,
+  stepReadBackMs: 0,
 };

@@ -173,6 +173,7 @@ export class Scheduler {
     const prefilled = prefillRows > 0;
     const stepOnly = !prefilled && laneSteps > 0;
     const graphs = this.runtime.model.stepGraphStats?.();
+    const phases = this.runtime.model.stepPhases?.();
     this.roundTime = {
       prefillRounds: last.prefillRounds + (prefilled ? 1 : 0),
       prefillRoundMs: last.prefillRoundMs + (prefilled ? ms : 0),
@@ -184,6 +185,11 @@ export class Scheduler {
       longestStepCallMs: Math.max(last.longestStepCallMs, stepCallMs),
       stepRecordings: graphs?.recorded ?? 0,
       directSteps: graphs?.direct ?? 0,
+      stepReplays: graphs?.replays ?? 0,
+      stepReplayMs: graphs?.replayMs ?? 0,
+      stepTablesMs: phases?.tablesMs ?? 0,
+      stepEnqueueMs: phases?.enqueueMs ?? 0,
+      stepReadBackMs: phases?.readBackMs ?? 0,
     };
   }
 

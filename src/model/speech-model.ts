@@ -26,6 +26,7 @@ import type {
   PromptRows,
   SamplingSettings,
   SpeechModel,
+  StepPhases,
 } from './types.ts';
 
 /** Capacity planned at load when the caller plans none. */
@@ -91,6 +92,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
   readonly defaulted: readonly string[];
   readonly contextRows: number;
   readonly stageTimes: StageTimes = { prefill: 0, backbone: 0, tower: 0, sampler: 0 };
+  private readonly phases = { steps: 0, tablesMs: 0, enqueueMs: 0, readBackMs: 0 };
   readonly synthetic: boolean;
   private readonly recordWidth: number;
   private readonly pool: BufferPool<B>;
@@ -280,6 +282,10 @@ export class SlotSpeechModel<B> implements SpeechModel {
     return this.backend.stepGraphStats?.();
   }
 
+  stepPhases(): StepPhases {
+    return { ...this.phases };
+  }
+
   release(lane: Lane): void {
     const state = this.own(lane);
     state.released = true;
@@ -355,6 +361,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
     const hidden = this.config.text.hiddenSize;
     const started = performance.now();
     const tables = planned.tables.step(lanes);
+    const tablesWritten = performance.now();
     const laneTable = planned.tables.laneTable.data;
     const input = backend.viewRows(planned.stepInput, 0, batch);
     const frames = backend.viewRows(planned.stepFrames, 0, batch);
@@ -380,9 +387,15 @@ export class SlotSpeechModel<B> implements SpeechModel {
     const captured = record && backend.captureStep !== undefined;
     if (captured) backend.captureStep!(`step${batch}`, work);
     else work();
+    const enqueued = performance.now();
     const readBack = planned.readBack.subarray(0, batch * this.recordWidth);
     backend.readIntegers(planned.stepFrames, 0, readBack);
     const done = performance.now();
+    const { phases } = this;
+    phases.steps += 1;
+    phases.tablesMs += tablesWritten - started;
+    phases.enqueueMs += enqueued - tablesWritten;
+    phases.readBackMs += done - enqueued;
     if (captured) {
       stageTimes.backbone += done - started;
     } else {

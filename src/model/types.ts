@@ -78,8 +78,20 @@ export interface SpeechModel {
   step(lanes: readonly Lane[]): FrameOutcome[];
   /** Step graphs recorded and steps run without one, since the model was made (absent where steps are not graphs). */
   stepGraphStats?(): StepGraphStats | undefined;
+  /** Where the host's time in `step` went, totals since the model was made (absent where not measured). */
+  stepPhases?(): StepPhases;
   /** Frees the lane's storage. */
   release(lane: Lane): void;
+}
+
+/** Milliseconds in a frame step's parts, summed over steps: the lane tables written to the device (each write
+ * waits for its copy), the step's work enqueued (a recording launched, or every kernel when there is none), and its
+ * frames read back (waiting for the device to finish the step). */
+export interface StepPhases {
+  readonly steps: number;
+  readonly tablesMs: number;
+  readonly enqueueMs: number;
+  readonly readBackMs: number;
 }
 
 /** Frames → 44.1 kHz PCM, carried across calls so that chunked decode equals one whole decode sample for sample. */

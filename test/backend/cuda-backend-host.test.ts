@@ -83,6 +83,29 @@ describe('cuda backend storage', () => {
     assert.throws(() => backend.writeIntegers(floats, 0, new Int32Array(1)), { code: 'TENSOR_DTYPE_UNSUPPORTED' });
   });
 
+  test('readIntegers copies into one pinned buffer, kept for the next read, and gives it back on close', () => {
+    const { backend, driver } = fakeBackend();
+    const table = backend.allocate('i32', [4, 3]);
+    backend.writeIntegers(
+      table,
+      0,
+      Int32Array.from({ length: 12 }, (_, index) => index * 3 - 5),
+    );
+    const pinned = () => backend.cuda.memory.usage('pinned-host').usedBytes;
+    const first = new Int32Array(6);
+    backend.readIntegers(table, 3, first);
+    assert.deepEqual([...first], [4, 7, 10, 13, 16, 19]);
+    assert.ok(driver.events.includes('copy device to pinned host'), 'the read went through pinned memory');
+    const held = pinned();
+    assert.ok(held >= first.byteLength);
+    const second = new Int32Array(12);
+    backend.readIntegers(table, 0, second);
+    assert.deepEqual([...second], [-5, -2, 1, 4, 7, 10, 13, 16, 19, 22, 25, 28]);
+    assert.equal(pinned(), held, 'the second read reused the buffer');
+    backend.close();
+    assert.equal(pinned(), 0, 'closing gave the buffer back');
+  });
+
   test('view and viewRows share the allocation at the element offset and refuse a range outside it', () => {
     const { backend } = fakeBackend();
     const tensor = backend.allocate('bf16', [6, 4, 2]);
@@ -297,7 +320,9 @@ describe('step graphs', () => {
     ]);
     backend.captureStep('step2', step);
     assert.equal(calls, 1, 'a replay does not enqueue again');
-    assert.equal(driver.events.at(-1), 'launch graph');
+    assert.deepEqual(driver.events.slice(-3), ['record event', 'launch graph', 'record event'], 'a replay is timed');
+    assert.deepEqual(backend.stepGraphStats(), { recorded: 1, direct: 0, replays: 1, replayMs: 2.5 });
+    assert.equal(driver.events.at(-1), 'synchronize event', 'the stats wait for the replay to finish');
     backend.allocate('bf16', [4]);
     backend.captureStep('step2', step);
     assert.equal(calls, 2, 'after an allocation the step is recorded again');
@@ -324,7 +349,11 @@ describe('step graphs', () => {
     backend.captureStep('step3', growing);
     assert.ok(backend.graphs.has('step3'), 'the next call records with the grown buffers');
     assert.equal(driver.events.at(-1), 'launch graph');
-    assert.deepEqual(backend.stepGraphStats(), { recorded: 4, direct: 1 }, 'step2 twice, step3 twice; one direct');
+    assert.deepEqual(
+      backend.stepGraphStats(),
+      { recorded: 4, direct: 1, replays: 1, replayMs: 2.5 },
+      'step2 twice, step3 twice; one direct; step2 replayed once',
+    );
   });
 
   test('an op that refuses its arguments refuses the same way inside a recording', () => {

@@ -20,6 +20,11 @@ function rounds(prefillRounds: number, prefillRows: number, stepRounds: number, 
     longestStepCallMs: 4,
     stepRecordings: 0,
     directSteps: 0,
+    stepReplays: 0,
+    stepReplayMs: 0,
+    stepTablesMs: 0,
+    stepEnqueueMs: 0,
+    stepReadBackMs: 0,
   };
 }
 

@@ -41,6 +41,7 @@ import {
 } from './ops/records.ts';
 import { addRmsNorm, type NormWeightDtype, rmsNorm, towerInput } from './ops/rmsNorm.ts';
 import { sampleCode, sampleMain } from './ops/sampler.ts';
+import { PinnedReadBack } from './pinned-read-back.ts';
 import { DeviceScratch } from './scratch.ts';
 import { StepGraphs } from './step-graphs.ts';
 import { runSwiGlu } from './swiglu-block.ts';
@@ -101,6 +102,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
   readonly scratch: DeviceScratch;
   readonly blocks: BlockContext;
   readonly graphs: StepGraphs;
+  private readonly readBack: PinnedReadBack;
   private readonly ownsContext: boolean;
   /** This backend's tensor allocations by pointer (a weight given back is found without a search). */
   private readonly held = new Map<bigint, Allocation>();
@@ -115,6 +117,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
     this.cuda = context instanceof CudaContext ? context : new CudaContext(context);
     this.scratch = new DeviceScratch(this.cuda);
     this.graphs = new StepGraphs(this.cuda, () => this.allocations);
+    this.readBack = new PinnedReadBack(this.cuda);
     const prepared = this.preparedValues;
     this.blocks = {
       cuda: this.cuda,
@@ -222,7 +225,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
 
   readIntegers(source: CudaTensor, offset: number, target: Int32Array): void {
     const span = this.integerSpan(source, offset, target.length);
-    this.cuda.download(span.pointer, target);
+    this.readBack.read(span.pointer, target);
   }
 
   toHost(buffer: CudaBuffer, offset: number, count: number): Float64Array {
@@ -583,6 +586,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
   close(): void {
     this.cuda.synchronize();
     this.graphs.release();
+    this.readBack.release();
     this.scratch.release();
     for (const allocation of this.held.values()) allocation.free();
     this.held.clear();

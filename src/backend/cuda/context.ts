@@ -1,5 +1,6 @@
 // One CUDA device as the cuda backend uses it: the device's primary context (shared with cuBLASLt), a default
 // non-blocking stream, the allocator with its limits, and the kernel modules. Opened once per engine thread.
+import koffi from 'koffi';
 import { type CudaDriver, DeviceAttribute, type Handle, loadDriver } from './driver.ts';
 import { type Allocation, type AllocationBackend, type MemoryKind, MemoryPool } from './memory.ts';
 import { KernelLibrary } from './modules.ts';
@@ -96,6 +97,11 @@ export class CudaContext {
     this.driver.copyDeviceToHost(into, source, into.byteLength, this.stream);
     this.driver.synchronizeStream(this.stream);
     return into;
+  }
+
+  /** The bytes of pinned host memory this context allocated, as an array over that memory (no copy). */
+  pinnedView(pointer: bigint, bytes: number): Uint8Array {
+    return new Uint8Array(koffi.view(pointer, bytes));
   }
 
   /** Waits for the work queued on the context's stream and on the side stream. */

@@ -3,8 +3,11 @@
 // allocation count when it was made: after a growth (new scratch or buffers, so new pointers) the key records again.
 // Recording runs nothing, so a recording that fails (an op that needs to grow scratch, which synchronises) leaves the
 // device untouched: the step then runs directly, once, and the next call records with the grown buffers.
+// Each launch of a held recording sits between two timing events, read once the next call or the stats find the
+// launch finished: the device's own time in the step, apart from the host's and from work queued before it.
 import type { StepGraphStats } from '../types.ts';
 import type { CudaContext } from './context.ts';
+import type { Handle } from './driver.ts';
 import { CapturedGraph } from './graph.ts';
 
 interface Recording {
@@ -18,6 +21,9 @@ export class StepGraphs {
   recorded = 0;
   /** Steps that ran directly after a failed recording. */
   fallbacks = 0;
+  private replays = 0;
+  private replayMs = 0;
+  private timing: { readonly start: Handle; readonly end: Handle; pending: boolean } | undefined;
 
   constructor(
     private readonly cuda: CudaContext,
@@ -25,14 +31,20 @@ export class StepGraphs {
   ) {}
 
   get stats(): StepGraphStats {
-    return { recorded: this.recorded, direct: this.fallbacks };
+    this.countFinishedReplay();
+    return { recorded: this.recorded, direct: this.fallbacks, replays: this.replays, replayMs: this.replayMs };
   }
 
   run(key: string, enqueue: () => void): void {
     const { driver, stream } = this.cuda;
     const held = this.recordings.get(key);
     if (held !== undefined && held.allocations === this.allocations()) {
+      this.countFinishedReplay();
+      this.timing ??= { start: driver.createEvent(), end: driver.createEvent(), pending: false };
+      driver.recordEvent(this.timing.start, stream);
       held.graph.launch(stream);
+      driver.recordEvent(this.timing.end, stream);
+      this.timing.pending = true;
       return;
     }
     let graph: CapturedGraph;
@@ -69,5 +81,21 @@ export class StepGraphs {
   release(): void {
     for (const recording of this.recordings.values()) recording.graph.destroy();
     this.recordings.clear();
+    if (this.timing !== undefined) {
+      this.cuda.driver.synchronizeEvent(this.timing.end);
+      this.cuda.driver.destroyEvent(this.timing.start);
+      this.cuda.driver.destroyEvent(this.timing.end);
+      this.timing = undefined;
+    }
+  }
+
+  /** Adds the last replay's device time (a frame step has read its frames back by then, so this seldom waits). */
+  private countFinishedReplay(): void {
+    const timing = this.timing;
+    if (timing === undefined || !timing.pending) return;
+    this.cuda.driver.synchronizeEvent(timing.end);
+    this.replays += 1;
+    this.replayMs += this.cuda.driver.elapsedMilliseconds(timing.start, timing.end);
+    timing.pending = false;
   }
 }

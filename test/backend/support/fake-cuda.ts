@@ -64,10 +64,15 @@ export class FakeDriver {
     this.bytes(destination, bytes).set(new Uint8Array(source.buffer, source.byteOffset, bytes));
   }
 
-  copyDeviceToHost(destination: ArrayBufferView, source: DevicePointer, bytes: number): void {
-    this.stage('copy device to host');
+  /** Into a typed array, or into pinned memory (a pointer into this driver's memory). */
+  copyDeviceToHost(destination: ArrayBufferView | DevicePointer, source: DevicePointer, bytes: number): void {
+    this.stage(typeof destination === 'bigint' ? 'copy device to pinned host' : 'copy device to host');
     this.flush();
-    new Uint8Array(destination.buffer, destination.byteOffset, bytes).set(this.bytes(source, bytes));
+    const target =
+      typeof destination === 'bigint'
+        ? this.bytes(destination, bytes)
+        : new Uint8Array(destination.buffer, destination.byteOffset, bytes);
+    target.set(this.bytes(source, bytes).slice());
   }
 
   copyDeviceToDevice(destination: DevicePointer, source: DevicePointer, bytes: number): void {
@@ -101,6 +106,11 @@ export class FakeDriver {
     for (const copy of this.queued.splice(0, before)) copy();
     for (const [other, position] of this.recorded) this.recorded.set(other, Math.max(0, position - before));
     this.events.push('synchronize event');
+  }
+
+  /** Every timed pair of events spans this long. */
+  elapsedMilliseconds(): number {
+    return 2.5;
   }
 
   destroyEvent(event: Handle): void {
@@ -215,7 +225,8 @@ export function fakeContext(driver: FakeDriver): CudaContext {
   );
   // Its alongside() parts run one after the other on the one stream.
   const streams = new ContextStreams(driver as unknown as CudaDriver, false);
-  Object.assign(cuda, { driver, device: 0, context: 1n, streams, memory, kernels });
+  const pinnedView = (pointer: bigint, bytes: number) => driver.bytes(pointer, bytes);
+  Object.assign(cuda, { driver, device: 0, context: 1n, streams, memory, kernels, pinnedView });
   return cuda;
 }
 
