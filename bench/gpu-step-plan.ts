@@ -24,7 +24,7 @@ import { buildDeviceModel } from '../src/synth/device-model.ts';
 import type { SynthPreset } from '../src/synth/plan.ts';
 import { synthesizeCheckpoint } from '../src/synth/synthesize.ts';
 import { defaultSynthThreads } from '../src/synth/tensor-threads.ts';
-import { directSteps, FRAME_PRESETS, sampling, textPrompt } from './support/frames-run.ts';
+import { directSteps, FRAME_PRESETS, replayGraph, sampling, textPrompt } from './support/frames-run.ts';
 import { median } from './support/gpu-timing.ts';
 import { type LaunchProfile, profileLaunches } from './support/launch-profile.ts';
 import { writeReport } from './support/output.ts';
@@ -90,7 +90,7 @@ function runCase(cuda: CudaContext, model: SlotSpeechModel<CudaBuffer>, plan: Pl
       runs.push(performance.now() - started);
     }
     const stepMilliseconds = median(runs) / STEPS_PER_RUN;
-    const replayMilliseconds = replay(cuda, model, `step${batch}`);
+    const replayMilliseconds = replayGraph(cuda, model.backend, `step${batch}`, STEPS_PER_RUN)?.stepMilliseconds;
     steps.push({
       batch,
       stepMilliseconds,
@@ -125,29 +125,6 @@ function runCase(cuda: CudaContext, model: SlotSpeechModel<CudaBuffer>, plan: Pl
     sustained,
     profile,
   };
-}
-
-/** Thrown by a replay's enqueue: the key has no recording to replay. */
-class NotHeld extends Error {}
-
-/** The step's recorded graph replayed back to back, waited for once: the device's time a step (undefined: none). */
-function replay(cuda: CudaContext, model: SlotSpeechModel<CudaBuffer>, key: string): number | undefined {
-  const capture = model.backend.captureStep?.bind(model.backend);
-  if (capture === undefined) return undefined;
-  const refuse = () => {
-    throw new NotHeld();
-  };
-  try {
-    capture(key, refuse);
-  } catch (error) {
-    if (error instanceof NotHeld) return undefined;
-    throw error;
-  }
-  cuda.synchronize();
-  const started = performance.now();
-  for (let index = 0; index < STEPS_PER_RUN; index++) capture(key, refuse);
-  cuda.synchronize();
-  return (performance.now() - started) / STEPS_PER_RUN;
 }
 
 /** Kernels side by side: each case's milliseconds in one profiled step at batch 64, the largest first. */

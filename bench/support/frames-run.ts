@@ -156,7 +156,7 @@ export function directSteps<B>(model: SlotSpeechModel<B>): SlotSpeechModel<B> {
  * when the host's part (the lane table upload, the read back, JavaScript) is out of the way. Replays write the same
  * positions again; the lanes' recurrent state advances, which the bench's later steps do not depend on.
  */
-function replayGraph(cuda: CudaContext, backend: Backend<CudaBuffer>, key: string, launches: number) {
+export function replayGraph(cuda: CudaContext, backend: Backend<CudaBuffer>, key: string, launches: number) {
   if (backend.captureStep === undefined) return undefined;
   const refuse = () => {
     throw new DramaError('FRAMES_GRAPH_NOT_HELD', `no recording held for ${key}`, { kind: 'internal' });

@@ -92,7 +92,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
   readonly defaulted: readonly string[];
   readonly contextRows: number;
   readonly stageTimes: StageTimes = { prefill: 0, backbone: 0, tower: 0, sampler: 0 };
-  private readonly phases = { steps: 0, tablesMs: 0, enqueueMs: 0, readBackMs: 0 };
+  private readonly phases = { tablesMs: 0, enqueueMs: 0, readBackMs: 0 };
   readonly synthetic: boolean;
   private readonly recordWidth: number;
   private readonly pool: BufferPool<B>;
@@ -392,7 +392,6 @@ export class SlotSpeechModel<B> implements SpeechModel {
     backend.readIntegers(planned.stepFrames, 0, readBack);
     const done = performance.now();
     const { phases } = this;
-    phases.steps += 1;
     phases.tablesMs += tablesWritten - started;
     phases.enqueueMs += enqueued - tablesWritten;
     phases.readBackMs += done - enqueued;

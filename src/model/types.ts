@@ -88,7 +88,6 @@ export interface SpeechModel {
  * waits for its copy), the step's work enqueued (a recording launched, or every kernel when there is none), and its
  * frames read back (waiting for the device to finish the step). */
 export interface StepPhases {
-  readonly steps: number;
   readonly tablesMs: number;
   readonly enqueueMs: number;
   readonly readBackMs: number;

@@ -2,7 +2,6 @@
 // limit), filled by async copies from two pinned host slots; a fence is an event after the copies, so a slot is
 // refilled only once the device has read it. Tensors handed out are pieces of their allocation: the backend gives
 // them back (releaseWeights) one by one, and the allocation is freed with its last piece.
-import koffi from 'koffi';
 import type { DType, StreamSlots, WeightBlock, WeightStore } from '../types.ts';
 import type { CudaContext } from './context.ts';
 import type { Allocation } from './memory.ts';
@@ -22,12 +21,13 @@ export class CudaWeightStore implements WeightStore<CudaBuffer> {
 
   /**
    * `addWeightOwner`: how the backend learns to give tensors of this store back here (CudaBackend.addWeightOwner).
-   * `hostBytes`: the bytes of pinned memory as a typed array (koffi.view; a test's driver has its own).
+   * `hostBytes`: the bytes of pinned memory as a typed array (the context's pinnedView; a test's driver has its own).
    */
   constructor(
     private readonly cuda: CudaContext,
     addWeightOwner: (giveBack: (pointer: bigint) => boolean) => void,
-    private readonly hostBytes: (pointer: bigint, bytes: number) => Uint8Array = pinnedView,
+    private readonly hostBytes: (pointer: bigint, bytes: number) => Uint8Array = (pointer, bytes) =>
+      cuda.pinnedView(pointer, bytes),
   ) {
     addWeightOwner((pointer) => this.giveBack(pointer));
   }
@@ -129,8 +129,4 @@ export class CudaWeightStore implements WeightStore<CudaBuffer> {
     }
     return undefined;
   }
-}
-
-function pinnedView(pointer: bigint, bytes: number): Uint8Array {
-  return new Uint8Array(koffi.view(pointer, bytes));
 }
