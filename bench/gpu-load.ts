@@ -6,6 +6,8 @@
 //   per-tensor         each tensor read whole into host memory in the loaders' order, then copied (stream: false)
 //   streamed, 16 I/O threads   the default load with 16 libuv threads (UV_THREADPOOL_SIZE; Node's default is 4,
 //                      which bounds the reads in flight)
+//   streamed, S slots, R reads   the default load with other slot and read lengths (a window is read as
+//                      reads of R at once; R = S: one read a window)
 //   disk only          every shard read with O_DIRECT in 16 MiB reads, 8 in flight, nothing copied: the file
 //                      system's rate for these bytes, the roofline of the loads above
 // Each load runs in a fresh process (so no memory freed by an earlier step is reused unseen). Each row: checkpoint
@@ -14,6 +16,8 @@
 // resident memory in all, and its pinned peak. The full checkpoint's load time is projected from the streamed rate.
 // Writes gpu-load.json to the output directory.
 // Usage: tsx bench/gpu-load.ts [output directory] [checkpoint parent folder, default: the working directory]
+//        [--checkpoint DIR: load this checkpoint (written before, e.g. the full one the serve bench writes) instead
+//        of writing the small one] [--loads 'NAME;NAME': only these rows, by the names above]
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -40,11 +44,15 @@ if (!availability.available) {
 const PRESET: SynthPreset = 'small';
 const POSIX_FADV_DONTNEED = 4;
 const CHILD_FLAG = '--load-child';
+const MIB = 2 ** 20;
 const LOADS: Record<string, SpeechModelOptions> = {
   streamed: { stream: {} },
   'streamed-buffered': { stream: { direct: false } },
   'per-tensor': { stream: false },
   'streamed, 16 I/O threads': { stream: {} },
+  'streamed, 64 MiB slots, 64 MiB reads': { stream: { slotBytes: 64 * MIB, readPieceBytes: 64 * MIB } },
+  'streamed, 128 MiB slots, 128 MiB reads': { stream: { slotBytes: 128 * MIB, readPieceBytes: 128 * MIB } },
+  'streamed, 256 MiB slots, 64 MiB reads': { stream: { slotBytes: 256 * MIB, readPieceBytes: 64 * MIB } },
 };
 /** Loads whose child process runs with more libuv threads. */
 const THREADS: Record<string, string> = { 'streamed, 16 I/O threads': '16' };
@@ -217,20 +225,36 @@ if (process.argv[2] === CHILD_FLAG) {
   process.exit(0);
 }
 
-const parent = path.resolve(process.argv[3] ?? '.');
-const folder = fs.mkdtempSync(path.join(parent, '.gpu-load-'));
-const dir = path.join(folder, 'checkpoint');
+const positional = process.argv
+  .slice(2)
+  .filter((word, index, all) => !word.startsWith('--') && !all[index - 1]?.startsWith('--'));
+const flag = (name: string) => {
+  const at = process.argv.indexOf(name);
+  return at < 0 ? undefined : process.argv[at + 1];
+};
+const given = flag('--checkpoint');
+const chosen = flag('--loads')?.split(';') ?? [...Object.keys(LOADS), DISK_ONLY];
+const unknown = chosen.filter((name) => name !== DISK_ONLY && LOADS[name] === undefined);
+if (unknown.length > 0)
+  throw new Error(`unknown loads: ${unknown.join(', ')} (known: ${Object.keys(LOADS).join(', ')}, ${DISK_ONLY})`);
+const parent = path.resolve(positional[1] ?? '.');
+const folder = given === undefined ? fs.mkdtempSync(path.join(parent, '.gpu-load-')) : undefined;
+const dir = given === undefined ? path.join(folder!, 'checkpoint') : path.resolve(given);
 
 try {
   const tokenizer = tokenizerFacts(buildSyntheticTokenizerFiles().tokenizerJson);
-  const bytes = planCheckpoint(PRESET, 'fp8', tokenizer).totalBytes;
   const full = planCheckpoint('full', 'fp8', tokenizer);
   const fullBytes = full.totalBytes;
+  const bytes = given === undefined ? planCheckpoint(PRESET, 'fp8', tokenizer).totalBytes : 0;
   const writeStarted = performance.now();
-  await synthesizeCheckpoint(dir, { preset: PRESET, seed: 11, experts: 'fp8', threads: defaultSynthThreads() });
+  if (given === undefined) {
+    await synthesizeCheckpoint(dir, { preset: PRESET, seed: 11, experts: 'fp8', threads: defaultSynthThreads() });
+    console.log(`wrote the ${PRESET} checkpoint (${formatBytes(bytes)}) to ${dir}`);
+  } else {
+    console.log(`loading the checkpoint at ${dir}`);
+  }
   const writeSeconds = (performance.now() - writeStarted) / 1000;
-  console.log(`wrote the ${PRESET} checkpoint (${formatBytes(bytes)}) to ${dir} in ${writeSeconds.toFixed(1)} s`);
-  const rows = [...Object.keys(LOADS), DISK_ONLY].map((name) => measureApart(dir, name, bytes));
+  const rows = chosen.map((name) => measureApart(dir, name, bytes));
   for (const notice of rows.flatMap((row) => row.notices)) console.log(notice);
   const table = markdownTable(
     [
@@ -272,13 +296,13 @@ try {
   );
   const file = writeReport('gpu-load.json', {
     device: rows[0]!.device,
-    preset: PRESET,
-    checkpointBytes: bytes,
+    preset: given === undefined ? PRESET : 'given',
+    checkpointBytes: rows[0]!.bytes,
     writeSeconds,
     rows,
     projectedFull: { bytes: fullBytes, tensors: fullTensors, projectedSeconds, reserveSeconds },
   });
   console.log(`wrote ${file}`);
 } finally {
-  fs.rmSync(folder, { recursive: true, force: true });
+  if (folder !== undefined) fs.rmSync(folder, { recursive: true, force: true });
 }

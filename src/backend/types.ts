@@ -166,8 +166,17 @@ export interface Backend<B> {
   readonly allocations: number;
   /** Host int32 values → elements [offset, offset + values.length) of an i32 tensor (tables, prompt records). */
   writeIntegers(target: Tensor<B>, offset: number, values: Int32Array): void;
-  /** Elements [offset, offset + target.length) of an i32 tensor → host (the step's one read back). */
+  /** Elements [offset, offset + target.length) of an i32 tensor → host, after the work queued so far. */
   readIntegers(source: Tensor<B>, offset: number, target: Int32Array): void;
+  /**
+   * `writeIntegers` queued behind the work so far without waiting for it (a frame step's tables): work queued before
+   * still reads the old values, work queued after the new. The cpu, which queues nothing, writes at once.
+   */
+  queueIntegers(target: Tensor<B>, offset: number, values: Int32Array): void;
+  /** Starts reading `count` elements of an i32 tensor behind the work queued so far (the step's read back). */
+  readIntegersLater(source: Tensor<B>, offset: number, count: number): PendingIntegers;
+  /** Whether work returns before the device has done it (cuda): a step can be queued while the one before runs. */
+  readonly queuesWork: boolean;
   /** A host copy of `count` elements from `offset`, as doubles (tests and debugging). */
   toHost(buffer: B, offset: number, count: number): Float64Array;
   /** Elements [offset, offset + count) as a buffer sharing storage. */
@@ -256,6 +265,11 @@ export interface Backend<B> {
   captureStep?(key: string, enqueue: () => void): void;
   /** How many steps captureStep has recorded, and run directly instead (absent without captureStep). */
   stepGraphStats?(): StepGraphStats;
+}
+
+/** A read started by readIntegersLater: `wait` waits for it and returns the elements (once). */
+export interface PendingIntegers {
+  wait(): Int32Array;
 }
 
 /** Counts since the backend was made: graphs recorded (first ones and re-recordings), steps run without one. */

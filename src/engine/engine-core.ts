@@ -88,6 +88,8 @@ export class EngineCore {
         budget: this.budget,
         deviceMemory,
         lanesPlanned: true,
+        // DRAMA3_STEP_LOOKAHEAD=off reads each step back before queueing the next (to measure what look-ahead gives).
+        ...(process.env.DRAMA3_STEP_LOOKAHEAD === 'off' ? { lookAhead: false } : {}),
       },
       emit,
     );

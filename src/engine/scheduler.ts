@@ -3,7 +3,11 @@
 // model packs into as few calls as it can), then one model step over every lane that is generating. Frames go to
 // the decoder in groups that grow 1 → 4 → 8 → 16 so that the first audio leaves after one frame; every request that
 // reached the decoder ends through it, so its terminal event follows its audio.
-import type { Frame, Lane } from '../model/types.ts';
+// Look-ahead (where the model's steps run ahead of the host, as on cuda): while every active lane is generating and
+// no request waits, the next round's step is queued before this round's is read back, so the device goes from one
+// step to the next without waiting for the host's work between them. A lane's frames do not change: each step is
+// the one it would run anyway, and a lane's step reads only its own slot (docs/exactness.md).
+import type { Frame, FrameOutcome, Lane, QueuedStep } from '../model/types.ts';
 import { serializeError } from '../threads/serialize-error.ts';
 import { type FrameDecoder, InlineFrameDecoder, type TerminalEvent } from './frame-decoder.ts';
 import { type DeviceMemory, type LaneBudget, poolCost, requestCost } from './lane-budget.ts';
@@ -30,6 +34,15 @@ export interface SchedulerOptions {
   readonly deviceMemory?: () => DeviceMemory;
   /** The model's lanes are planned for this budget already (lane-plan.ts); absent: the scheduler plans them. */
   readonly lanesPlanned?: boolean;
+  /** Queue the next round's step before reading this one back (default: where the model's steps run ahead). */
+  readonly lookAhead?: boolean;
+}
+
+/** A step for these requests' lanes (the lane each request held then): queued, or run with its outcomes. */
+interface RoundStep {
+  readonly entries: readonly { readonly state: RequestState; readonly lane: Lane }[];
+  readonly queued?: QueuedStep;
+  readonly outcomes?: readonly FrameOutcome[];
 }
 
 /** A request that passed admission: its prompt pieces and budgets. */
@@ -81,6 +94,9 @@ export class Scheduler {
   rounds = 0;
   frames = 0;
   private roundTime: RoundTime | undefined;
+  /** The step queued by the last round's look-ahead, read back in this round. */
+  private inFlight: RoundStep | undefined;
+  private readonly lookAhead: boolean;
 
   constructor(
     private readonly runtime: SpeechRuntime,
@@ -96,6 +112,9 @@ export class Scheduler {
     // Every slot can hold any request admission lets in; the reservation below keeps the lanes within the budget.
     const capacity = { lanes: options.lanes, rowsPerLane: budget?.rowsPerLane ?? runtime.model.contextRows };
     if (options.lanesPlanned !== true) runtime.model.plan?.(capacity);
+    const { model } = runtime;
+    const canQueue = model.enqueueStep !== undefined && model.collectStep !== undefined;
+    this.lookAhead = canQueue && (options.lookAhead ?? model.stepsRunAhead === true);
   }
 
   get lanesBusy(): number {
@@ -148,24 +167,63 @@ export class Scheduler {
     const prefilling = this.active.filter((candidate) => candidate.lane !== null && !candidate.generating);
     const prefillRows = prefilling.length > 0 ? this.prefillPieces(prefilling) : 0;
     const generating = this.active.filter((state) => state.generating);
-    let stepCallMs = 0;
-    if (generating.length > 0) {
-      this.guard(generating, () => {
-        const stepStarted = performance.now();
-        const outcomes = this.runtime.model.step(generating.map((state) => state.lane!));
-        stepCallMs = performance.now() - stepStarted;
-        generating.forEach((state, index) => {
-          // The step's read back waited for every prefill before it: the snapshot held good state.
-          state.unconfirmedSnapshot = undefined;
-          const outcome = outcomes[index]!;
-          if (outcome.end) this.endPiece(state);
-          else this.addFrame(state, outcome.frame);
-        });
-      });
-    }
+    const stepStarted = performance.now();
+    const stepped = this.stepRound(generating);
+    const stepCallMs = stepped > 0 ? performance.now() - stepStarted : 0;
     this.rounds += 1;
-    this.countRound(performance.now() - started, prefillRows, generating.length, stepCallMs);
+    this.countRound(performance.now() - started, prefillRows, stepped, stepCallMs);
     this.emitStats();
+  }
+
+  /**
+   * This round's step: the one queued last round (lanes that joined since wait for the next), or one queued now; the
+   * next round's queued first where look-ahead holds. Returns the lanes stepped.
+   */
+  private stepRound(generating: readonly RequestState[]): number {
+    let current = this.inFlight;
+    this.inFlight = undefined;
+    if (current === undefined && generating.length > 0) current = this.queueStep(generating);
+    if (current === undefined) return 0;
+    if (this.lookAhead && this.waiting.length === 0 && this.active.every((state) => state.generating)) {
+      // A lane that reaches its frame budget in the current step has no next step; one that ends its speech there
+      // runs one step more, on its own slot, before its lane is released: nothing another lane reads.
+      const inCurrent = new Set(current.entries.map((entry) => entry.state));
+      const next = generating.filter(
+        (state) => state.frames + (inCurrent.has(state) ? 1 : 0) < state.request.admission.frameBudget,
+      );
+      if (next.length > 0) this.inFlight = this.queueStep(next);
+    }
+    this.collect(current);
+    return current.entries.length;
+  }
+
+  /** Queues a step over the requests' lanes; a failure fails them (undefined then). */
+  private queueStep(states: readonly RequestState[]): RoundStep | undefined {
+    let step: RoundStep | undefined;
+    this.guard(states, () => {
+      const lanes = states.map((state) => state.lane!);
+      const entries = states.map((state, index) => ({ state, lane: lanes[index]! }));
+      const { model } = this.runtime;
+      step = this.lookAhead ? { entries, queued: model.enqueueStep!(lanes) } : { entries, outcomes: model.step(lanes) };
+    });
+    return step;
+  }
+
+  /** Reads a step back and gives each request still holding the lane it was queued for its outcome. */
+  private collect(step: RoundStep): void {
+    const states = step.entries.map((entry) => entry.state);
+    this.guard(states, () => {
+      const outcomes = step.outcomes ?? this.runtime.model.collectStep!(step.queued!);
+      step.entries.forEach(({ state, lane }, index) => {
+        // Cancelled, failed or on its next piece since the step was queued: the outcome is nobody's.
+        if (state.lane !== lane || !this.active.includes(state)) return;
+        // The step's read back waited for every prefill queued before it: the snapshot held good state.
+        state.unconfirmedSnapshot = undefined;
+        const outcome = outcomes[index]!;
+        if (outcome.end) this.endPiece(state);
+        else this.addFrame(state, outcome.frame);
+      });
+    });
   }
 
   private countRound(ms: number, prefillRows: number, laneSteps: number, stepCallMs: number): void {
@@ -217,6 +275,8 @@ export class Scheduler {
 
   /** Releases every lane (engine shutdown). */
   releaseAll(): void {
+    // A step still queued writes only its lanes' slots; the backend's close waits for it.
+    this.inFlight = undefined;
     for (const state of [...this.active, ...this.waiting]) {
       this.retire(state);
       this.decoder.drop(state.request.id);

@@ -1,5 +1,6 @@
-// The call tables of a prefill chunk or a frame step (docs/exactness.md): host mirrors written here, then copied to
-// the backend's i32 buffers before the call, outside the step's arithmetic.
+// The call tables of a prefill chunk or a frame step (docs/exactness.md): host mirrors written here, then queued to
+// the backend's i32 buffers before the call, outside the step's arithmetic (queued: calls already enqueued read the
+// values they were enqueued with, so a step's tables may be written while the step before it runs).
 //   row table [T, 2] (slot, position); sequence table [Q, 4] (slot, firstRow, rowCount, startPosition);
 //   lane table [B, 9] (slot, position, frame, seed low, seed high, temperature f32 bits, top-p f32 bits, top-k, greedy)
 import {
@@ -22,11 +23,11 @@ import {
 import { float32Bits } from '../numeric/dtypes.ts';
 import type { SamplingSettings } from './types.ts';
 
-/** One lane of a step: its slot, the position of the row it runs, the frames it has drawn and its settings. */
+/** One lane of a step: its slot, the position of the row it runs, the index of the frame it draws, its settings. */
 export interface StepLane {
   readonly slot: number;
   readonly stepPosition: number;
-  readonly framesGenerated: number;
+  readonly stepFrame: number;
   readonly sampling: SamplingSettings;
 }
 
@@ -82,7 +83,7 @@ export class CallTableSet<B> {
       const entry = b * LANE_ENTRY;
       this.lanes[entry + LANE_SLOT] = lane.slot;
       this.lanes[entry + LANE_POSITION] = lane.stepPosition;
-      this.lanes[entry + LANE_FRAME] = lane.framesGenerated;
+      this.lanes[entry + LANE_FRAME] = lane.stepFrame;
       this.lanes[entry + LANE_SEED_LOW] = seed >>> 0;
       this.lanes[entry + LANE_SEED_HIGH] = Math.floor(seed / 2 ** 32) >>> 0;
       this.lanes[entry + LANE_TEMPERATURE] = float32Bits(temperature);
@@ -97,14 +98,14 @@ export class CallTableSet<B> {
       this.sequences[sequence + 2] = 1;
       this.sequences[sequence + 3] = lane.stepPosition;
     });
-    this.backend.writeIntegers(this.laneTable, 0, this.lanes.subarray(0, lanes.length * LANE_ENTRY));
+    this.backend.queueIntegers(this.laneTable, 0, this.lanes.subarray(0, lanes.length * LANE_ENTRY));
     this.write(lanes.length, lanes.length);
     return this.tables;
   }
 
   private write(rows: number, sequences: number): void {
-    this.backend.writeIntegers(this.rowTable, 0, this.rows.subarray(0, rows * ROW_ENTRY));
-    this.backend.writeIntegers(this.sequenceTable, 0, this.sequences.subarray(0, sequences * SEQUENCE_ENTRY));
+    this.backend.queueIntegers(this.rowTable, 0, this.rows.subarray(0, rows * ROW_ENTRY));
+    this.backend.queueIntegers(this.sequenceTable, 0, this.sequences.subarray(0, sequences * SEQUENCE_ENTRY));
     this.tables.sequenceCount = sequences;
   }
 }

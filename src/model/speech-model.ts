@@ -8,7 +8,7 @@
 // t + 1); the last prompt row is the first step's pending record, so every step runs the same ops at position
 // P − 1 + frames. Each lane draws with its own settings keyed by (seed, frame, column): a lane gives the same frames
 // alone or in a batch, and in any prefill chunking (docs/exactness.md).
-import type { Backend, Tensor } from '../backend/types.ts';
+import type { Backend, PendingIntegers, Tensor } from '../backend/types.ts';
 import { DramaError } from '../errors.ts';
 import type { Backbone } from './backbone.ts';
 import { BufferPool } from './buffer-pool.ts';
@@ -24,10 +24,18 @@ import type {
   LaneCapacity,
   PrefillPart,
   PromptRows,
+  QueuedStep,
   SamplingSettings,
   SpeechModel,
   StepPhases,
 } from './types.ts';
+
+/** A step queued by enqueueStep: its lanes' states and its read back, until collectStep takes them. */
+interface StepTicket extends QueuedStep {
+  readonly states: readonly SlotLane[];
+  readonly pending: PendingIntegers;
+  collected: boolean;
+}
 
 /** Capacity planned at load when the caller plans none. */
 export const DEFAULT_LANE_CAPACITY: LaneCapacity = { lanes: 8, rowsPerLane: 4096 };
@@ -37,7 +45,9 @@ export type { LaneSnapshot } from './lane-slabs.ts';
 class SlotLane implements Lane {
   promptRows = 0;
   promptComplete = false;
+  /** Frames read back; a step queued and not yet read back is counted in stepsQueued only. */
   framesGenerated = 0;
+  stepsQueued = 0;
   released = false;
 
   constructor(
@@ -49,9 +59,14 @@ class SlotLane implements Lane {
     return this.promptRows + this.framesGenerated;
   }
 
-  /** The row the next step runs: the last prompt row, then one per frame. */
+  /** The row the next step runs: the last prompt row, then one per step queued before it. */
   get stepPosition(): number {
-    return this.promptRows - 1 + this.framesGenerated;
+    return this.promptRows - 1 + this.stepsQueued;
+  }
+
+  /** The index of the frame the next step draws. */
+  get stepFrame(): number {
+    return this.stepsQueued;
   }
 }
 
@@ -80,7 +95,6 @@ interface Planned<B> {
   readonly stepFrames: Tensor<B>;
   readonly hostPrompt: Int32Array;
   readonly hostTower: Int32Array;
-  readonly readBack: Int32Array;
   readonly freeSlots: number[];
 }
 
@@ -152,7 +166,6 @@ export class SlotSpeechModel<B> implements SpeechModel {
       stepFrames: backend.allocate('i32', [lanes, recordWidth]),
       hostPrompt: new Int32Array(this.prefillChunk * recordWidth),
       hostTower: new Int32Array(this.prefillChunk * recordWidth),
-      readBack: new Int32Array(lanes * recordWidth),
       freeSlots: Array.from({ length: lanes }, (_, slot) => lanes - 1 - slot),
     };
     this.sizeScratch(lanes);
@@ -168,7 +181,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
     const probe = new SlotLane(slot, { seed: 0, temperature: 1, topP: 0.9, topK: 30, greedy: false });
     this.prefillCall([{ lane: probe, rows: { tokens, codes, referenceRows: 0 }, from: 0, to: rows, count: rows - 1 }]);
     const batch = Array.from({ length: lanes }, () => probe);
-    this.runStep(batch, false);
+    this.runStep(batch, false).wait();
     planned.slabs.reset(slot);
   }
 
@@ -206,7 +219,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
   private checkPrefill({ lane, rows, from, to }: PrefillPart): SlotLane {
     const state = this.own(lane);
     const total = rows.tokens.length;
-    if (from !== state.promptRows || state.framesGenerated > 0 || to < from || to > total) {
+    if (from !== state.promptRows || state.stepsQueued > 0 || to < from || to > total) {
       throw new DramaError(
         'PREFILL_OUT_OF_ORDER',
         `prefill [${from}, ${to}) of ${total} rows does not continue the lane at row ${state.promptRows}`,
@@ -224,7 +237,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
   /** Copies the state of a lane that has been prefilled and has drawn no frame yet. */
   snapshot(lane: Lane): LaneSnapshot<B> {
     const state = this.own(lane);
-    if (state.framesGenerated > 0) {
+    if (state.stepsQueued > 0) {
       throw new DramaError('SNAPSHOT_AFTER_FRAMES', 'a lane can be snapshot only before its first frame', {
         kind: 'internal',
       });
@@ -258,6 +271,19 @@ export class SlotSpeechModel<B> implements SpeechModel {
   }
 
   step(lanes: readonly Lane[]): FrameOutcome[] {
+    return this.collectStep(this.enqueueStep(lanes));
+  }
+
+  /** Whether enqueueStep returns while the device still works on the step (the backend queues work). */
+  get stepsRunAhead(): boolean {
+    return this.backend.queuesWork;
+  }
+
+  /**
+   * Queues one frame step over `lanes`, each continuing from the steps queued for it before (whose frames need not
+   * have been read back), and starts its read back; collectStep gives its frames.
+   */
+  enqueueStep(lanes: readonly Lane[]): QueuedStep {
     const states = lanes.map((lane) => this.own(lane));
     for (const state of states) {
       if (!state.promptComplete) {
@@ -268,9 +294,29 @@ export class SlotSpeechModel<B> implements SpeechModel {
         );
       }
     }
+    if (new Set(states).size !== states.length) {
+      throw new DramaError('STEP_LANE_REPEATED', 'a lane appears twice in one step', { kind: 'internal' });
+    }
+    const pending = this.runStep(states);
+    for (const state of states) state.stepsQueued += 1;
+    const queued: StepTicket = { lanes, states, pending, collected: false };
+    return queued;
+  }
+
+  /** Waits for a queued step and returns each lane's outcome, in the order of its lanes (once per step). */
+  collectStep(queued: QueuedStep): FrameOutcome[] {
+    const ticket = queued as StepTicket;
+    if (ticket.collected || ticket.pending === undefined) {
+      throw new DramaError('STEP_COLLECTED', 'a queued step was collected twice', { kind: 'internal' });
+    }
+    ticket.collected = true;
+    const waited = performance.now();
+    const readBack = ticket.pending.wait();
+    const done = performance.now();
+    this.phases.readBackMs += done - waited;
+    this.stageTimes.backbone += done - waited;
     const codes = this.recordWidth - 1;
-    const readBack = this.runStep(states);
-    return states.map((state, b): FrameOutcome => {
+    return ticket.states.map((state, b): FrameOutcome => {
       const start = b * this.recordWidth + 1;
       if (readBack[start]! < 0) return { end: true };
       state.framesGenerated += 1;
@@ -338,14 +384,14 @@ export class SlotSpeechModel<B> implements SpeechModel {
   }
 
   /**
-   * One frame step over `lanes` (each at its slot): returns the read-back records [B, 1 + K]. The call tables are
-   * written first, the device work (pending records → backbone → sampler → tower → pending records) then goes
+   * One frame step over `lanes` (each at its slot), its read back started: the records [B, 1 + K]. The call tables
+   * are queued first, the device work (pending records → backbone → sampler → tower → pending records) then goes
    * through the backend's captureStep when it has one (one recorded graph per batch size; `record` false runs it
-   * directly, as planning must: it grows scratch), and the records are read back last. Stage times split the step
-   * into backbone, sampler and tower only where the work runs directly on a host backend; with captureStep the
+   * directly, as planning must: it grows scratch), and the records' read back is queued last. Stage times split the
+   * step into backbone, sampler and tower only where the work runs directly on a host backend; with captureStep the
    * device work is queued, so the whole step counts as backbone.
    */
-  private runStep(lanes: readonly SlotLane[], record = true): Int32Array {
+  private runStep(lanes: readonly SlotLane[], record = true): PendingIntegers {
     const planned = this.lanes.planned!;
     const { backend, stageTimes } = this;
     const batch = lanes.length;
@@ -387,22 +433,19 @@ export class SlotSpeechModel<B> implements SpeechModel {
     const captured = record && backend.captureStep !== undefined;
     if (captured) backend.captureStep!(`step${batch}`, work);
     else work();
+    const pending = backend.readIntegersLater(planned.stepFrames, 0, batch * this.recordWidth);
     const enqueued = performance.now();
-    const readBack = planned.readBack.subarray(0, batch * this.recordWidth);
-    backend.readIntegers(planned.stepFrames, 0, readBack);
-    const done = performance.now();
     const { phases } = this;
     phases.tablesMs += tablesWritten - started;
     phases.enqueueMs += enqueued - tablesWritten;
-    phases.readBackMs += done - enqueued;
     if (captured) {
-      stageTimes.backbone += done - started;
+      stageTimes.backbone += enqueued - started;
     } else {
       stageTimes.backbone += backboneDone - started;
       stageTimes.sampler += mainDrawn - backboneDone;
-      stageTimes.tower += done - mainDrawn;
+      stageTimes.tower += enqueued - mainDrawn;
     }
-    return readBack;
+    return pending;
   }
 
   private embed(records: Tensor<B>, out: B, rows: number): void {

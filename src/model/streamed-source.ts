@@ -25,6 +25,8 @@ export const DEFAULT_SLOT_BYTES = 64 * 1024 * 1024;
 
 export interface StreamedLoadOptions {
   readonly slotBytes?: number;
+  /** Most bytes one read asks for (slot-stream.ts: a window's reads run together). */
+  readonly readPieceBytes?: number;
   /** Try O_DIRECT first (default true). */
   readonly direct?: boolean;
   readonly access?: FileAccess;

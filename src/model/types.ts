@@ -34,6 +34,11 @@ export const DEFAULT_SAMPLING: SamplingSettings = { seed: 0, temperature: 1.0, t
 /** What one lane's next frame came out as: a frame, or end of speech. */
 export type FrameOutcome = { readonly end: true } | { readonly end: false; readonly frame: Frame };
 
+/** A frame step queued and not yet collected, over these lanes in this order. */
+export interface QueuedStep {
+  readonly lanes: readonly Lane[];
+}
+
 /** A lane: one request's backbone, tower and sampler state, owned by the model that made it. */
 export interface Lane {
   /** Rows consumed so far (prompt rows prefilled plus frames generated). */
@@ -76,6 +81,15 @@ export interface SpeechModel {
   prefillTogether(parts: readonly PrefillPart[]): void;
   /** One frame for each lane (a frame round). */
   step(lanes: readonly Lane[]): FrameOutcome[];
+  /**
+   * `step` in two halves: queue the step (each lane continuing from the steps queued for it before, read back or
+   * not) and later collect its outcomes, so that a scheduler can queue step t + 1 before it reads step t back.
+   * Absent where the model has only `step`.
+   */
+  enqueueStep?(lanes: readonly Lane[]): QueuedStep;
+  collectStep?(queued: QueuedStep): FrameOutcome[];
+  /** Whether enqueueStep returns while the device still works on the step (where queueing ahead pays). */
+  readonly stepsRunAhead?: boolean;
   /** Step graphs recorded and steps run without one, since the model was made (absent where steps are not graphs). */
   stepGraphStats?(): StepGraphStats | undefined;
   /** Where the host's time in `step` went, totals since the model was made (absent where not measured). */

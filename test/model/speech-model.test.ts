@@ -136,3 +136,29 @@ test('the loaded model carries the config keys nothing read and the sections fil
   assert.deepEqual([...noted.unknownKeys].sort(), ['release_notes', 'text_config.future_knob']);
   assert.deepEqual(noted.defaulted, ['codec_config']);
 });
+
+test('steps queued ahead of their read back give the frames of steps read one by one; a step is collected once', () => {
+  const sampling = { ...DEFAULT_SAMPLING, seed: 41 };
+  const oneByOne = asLists(frames(sampling, 64, 6));
+  const lane = model.newLane(sampling);
+  const neighbour = model.newLane({ ...DEFAULT_SAMPLING, seed: 42 });
+  model.prefill(lane, prompt, 0, prompt.tokens.length);
+  model.prefill(neighbour, prompt, 0, prompt.tokens.length);
+  // Two steps queued before either is read back, the neighbour only in the second, then two more.
+  const first = model.enqueueStep([lane]);
+  const second = model.enqueueStep([neighbour, lane]);
+  const drawn = [model.collectStep(first)[0]!, model.collectStep(second)[1]!];
+  assert.throws(() => model.collectStep(first), { code: 'STEP_COLLECTED' });
+  assert.throws(() => model.snapshot(lane), { code: 'SNAPSHOT_AFTER_FRAMES' });
+  assert.throws(() => model.enqueueStep([lane, lane]), { code: 'STEP_LANE_REPEATED' });
+  const third = model.enqueueStep([lane]);
+  const fourth = model.enqueueStep([lane]);
+  drawn.push(model.collectStep(third)[0]!, model.collectStep(fourth)[0]!);
+  drawn.push(...model.step([lane]), ...model.step([lane]));
+  model.release(lane);
+  model.release(neighbour);
+  assert.deepEqual(
+    drawn.map((outcome) => (outcome.end ? 'end' : Array.from(outcome.frame))),
+    oneByOne,
+  );
+});

@@ -15,6 +15,7 @@ import type {
   KeyValueSlab,
   LinearWeight,
   MoeWeights,
+  PendingIntegers,
   SamplerState,
   SwiGluWeights,
   Tensor,
@@ -60,6 +61,7 @@ function slotGeometry(tensor: CpuTensor): { slotWidth: number; rowWidth: number 
 
 export class CpuBackend implements Backend<CpuBuffer> {
   readonly name = 'cpu';
+  readonly queuesWork = false;
   readonly policy: PrecisionPolicy;
   readonly deltaRule: DeltaRuleForm;
   /** Widened copies of weight matrices, within a stated budget (never part of the weights' resident bytes). */
@@ -137,6 +139,24 @@ export class CpuBackend implements Backend<CpuBuffer> {
 
   readIntegers(source: CpuTensor, offset: number, target: Int32Array): void {
     target.set((source.data as Int32Array).subarray(offset, offset + target.length));
+  }
+
+  queueIntegers(target: CpuTensor, offset: number, values: Int32Array): void {
+    this.writeIntegers(target, offset, values);
+  }
+
+  /** The cpu has done the work already: the elements are copied now. */
+  readIntegersLater(source: CpuTensor, offset: number, count: number): PendingIntegers {
+    const values = (source.data as Int32Array).slice(offset, offset + count);
+    let taken = false;
+    return {
+      wait: () => {
+        if (taken)
+          throw new DramaError('STAGED_READ_TAKEN', 'a pending read was waited for twice', { kind: 'internal' });
+        taken = true;
+        return values;
+      },
+    };
   }
 
   toHost(buffer: CpuBuffer, offset: number, count: number): Float64Array {

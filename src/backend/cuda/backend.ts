@@ -16,6 +16,7 @@ import type {
   KeyValueSlab,
   LinearWeight,
   MoeWeights,
+  PendingIntegers,
   SamplerState,
   StepGraphStats,
   SwiGluWeights,
@@ -41,8 +42,8 @@ import {
 } from './ops/records.ts';
 import { addRmsNorm, type NormWeightDtype, rmsNorm, towerInput } from './ops/rmsNorm.ts';
 import { sampleCode, sampleMain } from './ops/sampler.ts';
-import { PinnedReadBack } from './pinned-read-back.ts';
 import { DeviceScratch } from './scratch.ts';
+import { LARGEST_STAGED_BYTES, StagingRing } from './staging-ring.ts';
 import { StepGraphs } from './step-graphs.ts';
 import { runSwiGlu } from './swiglu-block.ts';
 import { type CudaBuffer, type CudaTensor, elementBytes, requireDtype, shapeElements, viewBuffer } from './tensors.ts';
@@ -98,11 +99,13 @@ export interface CudaBackendOptions extends CudaContextOptions {}
 
 export class CudaBackend implements Backend<CudaBuffer> {
   readonly name = 'cuda';
+  readonly queuesWork = true;
   readonly cuda: CudaContext;
   readonly scratch: DeviceScratch;
   readonly blocks: BlockContext;
   readonly graphs: StepGraphs;
-  private readonly readBack: PinnedReadBack;
+  /** Pinned host memory for the step's tables and read back, queued without waiting. */
+  private readonly staging: StagingRing;
   private readonly ownsContext: boolean;
   /** This backend's tensor allocations by pointer (a weight given back is found without a search). */
   private readonly held = new Map<bigint, Allocation>();
@@ -117,7 +120,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
     this.cuda = context instanceof CudaContext ? context : new CudaContext(context);
     this.scratch = new DeviceScratch(this.cuda);
     this.graphs = new StepGraphs(this.cuda, () => this.allocations);
-    this.readBack = new PinnedReadBack(this.cuda);
+    this.staging = new StagingRing(this.cuda);
     const prepared = this.preparedValues;
     this.blocks = {
       cuda: this.cuda,
@@ -224,8 +227,31 @@ export class CudaBackend implements Backend<CudaBuffer> {
   }
 
   readIntegers(source: CudaTensor, offset: number, target: Int32Array): void {
-    const span = this.integerSpan(source, offset, target.length);
-    this.readBack.read(span.pointer, target);
+    if (target.byteLength > LARGEST_STAGED_BYTES) {
+      this.cuda.download(this.integerSpan(source, offset, target.length).pointer, target);
+      return;
+    }
+    target.set(this.readIntegersLater(source, offset, target.length).wait());
+  }
+
+  queueIntegers(target: CudaTensor, offset: number, values: Int32Array): void {
+    const span = this.integerSpan(target, offset, values.length);
+    if (values.byteLength > LARGEST_STAGED_BYTES) {
+      this.writeIntegers(target, offset, values);
+      return;
+    }
+    this.staging.write(span.pointer, new Uint8Array(values.buffer, values.byteOffset, values.byteLength));
+  }
+
+  readIntegersLater(source: CudaTensor, offset: number, count: number): PendingIntegers {
+    const span = this.integerSpan(source, offset, count);
+    const read = this.staging.read(span.pointer, count * 4);
+    return {
+      wait: () => {
+        const bytes = read.wait();
+        return new Int32Array(bytes.buffer, bytes.byteOffset, count);
+      },
+    };
   }
 
   toHost(buffer: CudaBuffer, offset: number, count: number): Float64Array {
@@ -586,7 +612,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
   close(): void {
     this.cuda.synchronize();
     this.graphs.release();
-    this.readBack.release();
+    this.staging.release();
     this.scratch.release();
     for (const allocation of this.held.values()) allocation.free();
     this.held.clear();

@@ -44,6 +44,8 @@ const FUNCTION_ATTRIBUTE_MAX_DYNAMIC_SHARED_BYTES = 8;
 const FUNCTION_ATTRIBUTE_PREFERRED_SHARED_CARVEOUT = 9;
 const STREAM_NON_BLOCKING = 1;
 const EVENT_DISABLE_TIMING = 2;
+/** cuEventQuery: the event's work is still running. */
+const CUDA_ERROR_NOT_READY = 600;
 const LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
 const LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
 // CUlaunchConfig: 7 uint32 dims/shared, pad, CUstream at 32, attrs pointer at 40, numAttrs at 48; 56 bytes.
@@ -87,6 +89,7 @@ const SIGNATURES: Signatures = {
   cuEventDestroy_v2: ['int', ['void*']],
   cuEventRecord: ['int', ['void*', 'void*']],
   cuEventSynchronize: ['int', ['void*']],
+  cuEventQuery: ['int', ['void*']],
   cuEventElapsedTime_v2: ['int', ['_Out_ float*', 'void*', 'void*']],
   cuModuleLoadData: ['int', ['_Out_ void**', 'void*']],
   cuModuleUnload: ['int', ['void*']],
@@ -317,6 +320,14 @@ export class CudaDriver {
 
   synchronizeEvent(event: Handle): void {
     this.call('cuEventSynchronize', 'cuEventSynchronize', event);
+  }
+
+  /** Whether the work before the event's record has finished (never waits). */
+  eventDone(event: Handle): boolean {
+    const result = this.native.cuEventQuery!(event) as number;
+    if (result === CUDA_ERROR_NOT_READY) return false;
+    this.check(result, 'cuEventQuery');
+    return true;
   }
 
   elapsedMilliseconds(start: Handle, end: Handle): number {

@@ -3,8 +3,10 @@
 // allocation count when it was made: after a growth (new scratch or buffers, so new pointers) the key records again.
 // Recording runs nothing, so a recording that fails (an op that needs to grow scratch, which synchronises) leaves the
 // device untouched: the step then runs directly, once, and the next call records with the grown buffers.
-// Each launch of a held recording sits between two timing events, read once the next call or the stats find the
-// launch finished: the device's own time in the step, apart from the host's and from work queued before it.
+// Each launch of a held recording sits between two timing events: the device's own time in the step, apart from the
+// host's and from work queued before it. Two pairs take turns, so that launching a step never waits for the one
+// before it (the scheduler queues step t + 1 while step t runs); a pair is read when its turn comes round again, and
+// the stats add the pairs whose replay has finished without waiting for one still running.
 import type { StepGraphStats } from '../types.ts';
 import type { CudaContext } from './context.ts';
 import type { Handle } from './driver.ts';
@@ -15,6 +17,9 @@ interface Recording {
   readonly allocations: number;
 }
 
+/** Timing pairs taking turns: one for the step running, one for the step queued behind it. */
+const TIMING_PAIRS = 2;
+
 export class StepGraphs {
   private readonly recordings = new Map<string, Recording>();
   /** Recordings made (first ones and re-recordings). */
@@ -23,7 +28,8 @@ export class StepGraphs {
   fallbacks = 0;
   private replays = 0;
   private replayMs = 0;
-  private timing: { readonly start: Handle; readonly end: Handle; pending: boolean } | undefined;
+  private readonly timing: { readonly start: Handle; readonly end: Handle; pending: boolean }[] = [];
+  private launches = 0;
 
   constructor(
     private readonly cuda: CudaContext,
@@ -31,7 +37,7 @@ export class StepGraphs {
   ) {}
 
   get stats(): StepGraphStats {
-    this.countFinishedReplay();
+    for (const pair of this.timing) if (pair.pending && this.cuda.driver.eventDone(pair.end)) this.countReplay(pair);
     return { recorded: this.recorded, direct: this.fallbacks, replays: this.replays, replayMs: this.replayMs };
   }
 
@@ -39,12 +45,14 @@ export class StepGraphs {
     const { driver, stream } = this.cuda;
     const held = this.recordings.get(key);
     if (held !== undefined && held.allocations === this.allocations()) {
-      this.countFinishedReplay();
-      this.timing ??= { start: driver.createEvent(), end: driver.createEvent(), pending: false };
-      driver.recordEvent(this.timing.start, stream);
+      const turn = this.launches++ % TIMING_PAIRS;
+      this.timing[turn] ??= { start: driver.createEvent(), end: driver.createEvent(), pending: false };
+      const pair = this.timing[turn]!;
+      this.countReplay(pair);
+      driver.recordEvent(pair.start, stream);
       held.graph.launch(stream);
-      driver.recordEvent(this.timing.end, stream);
-      this.timing.pending = true;
+      driver.recordEvent(pair.end, stream);
+      pair.pending = true;
       return;
     }
     let graph: CapturedGraph;
@@ -81,21 +89,19 @@ export class StepGraphs {
   release(): void {
     for (const recording of this.recordings.values()) recording.graph.destroy();
     this.recordings.clear();
-    if (this.timing !== undefined) {
-      this.cuda.driver.synchronizeEvent(this.timing.end);
-      this.cuda.driver.destroyEvent(this.timing.start);
-      this.cuda.driver.destroyEvent(this.timing.end);
-      this.timing = undefined;
+    for (const pair of this.timing.splice(0)) {
+      this.cuda.driver.synchronizeEvent(pair.end);
+      this.cuda.driver.destroyEvent(pair.start);
+      this.cuda.driver.destroyEvent(pair.end);
     }
   }
 
-  /** Adds the last replay's device time (a frame step has read its frames back by then, so this seldom waits). */
-  private countFinishedReplay(): void {
-    const timing = this.timing;
-    if (timing === undefined || !timing.pending) return;
-    this.cuda.driver.synchronizeEvent(timing.end);
+  /** Adds a timed replay's device time (its step has been read back by its turn, so this seldom waits). */
+  private countReplay(pair: { readonly start: Handle; readonly end: Handle; pending: boolean }): void {
+    if (!pair.pending) return;
+    this.cuda.driver.synchronizeEvent(pair.end);
     this.replays += 1;
-    this.replayMs += this.cuda.driver.elapsedMilliseconds(timing.start, timing.end);
-    timing.pending = false;
+    this.replayMs += this.cuda.driver.elapsedMilliseconds(pair.start, pair.end);
+    pair.pending = false;
   }
 }

@@ -64,15 +64,17 @@ export class FakeDriver {
     this.bytes(destination, bytes).set(new Uint8Array(source.buffer, source.byteOffset, bytes));
   }
 
-  /** Into a typed array, or into pinned memory (a pointer into this driver's memory). */
+  /** Into a typed array at once, or into pinned memory (a pointer into this driver's memory) late, as the real
+   *  one may: at the next synchronisation or stream operation that depends on it. */
   copyDeviceToHost(destination: ArrayBufferView | DevicePointer, source: DevicePointer, bytes: number): void {
-    this.stage(typeof destination === 'bigint' ? 'copy device to pinned host' : 'copy device to host');
+    if (typeof destination === 'bigint') {
+      this.stage('copy device to pinned host');
+      this.queued.push(() => this.bytes(destination, bytes).set(this.bytes(source, bytes).slice()));
+      return;
+    }
+    this.stage('copy device to host');
     this.flush();
-    const target =
-      typeof destination === 'bigint'
-        ? this.bytes(destination, bytes)
-        : new Uint8Array(destination.buffer, destination.byteOffset, bytes);
-    target.set(this.bytes(source, bytes).slice());
+    new Uint8Array(destination.buffer, destination.byteOffset, bytes).set(this.bytes(source, bytes).slice());
   }
 
   copyDeviceToDevice(destination: DevicePointer, source: DevicePointer, bytes: number): void {
@@ -108,6 +110,12 @@ export class FakeDriver {
     this.events.push('synchronize event');
   }
 
+  /** An event is done once the late copies queued before it have run (launches run at once). */
+  eventDone(event: Handle): boolean {
+    this.events.push('query event');
+    return (this.recorded.get(event) ?? 0) === 0;
+  }
+
   /** Every timed pair of events spans this long. */
   elapsedMilliseconds(): number {
     return 2.5;
@@ -136,6 +144,7 @@ export class FakeDriver {
 
   fillWords(destination: DevicePointer, value: number, count: number): void {
     this.stage('fill words');
+    this.flush();
     const target = this.bytes(destination, count * 4);
     new Uint32Array(target.buffer, target.byteOffset, count).fill(value >>> 0);
   }
