@@ -4,9 +4,9 @@
 // which prints its frames as JSON), gives equal frames; (2) prefill in chunks of 1, 7, 64, 256 and the whole prompt
 // gives equal frames; (3) each of 16 requests alone and batched with neighbours at other positions in batches of
 // 1, 2, 4 and 8 lanes, then of 16 after re-planning for 16 lanes, and 8 of them prefilled together (several lanes
-// a prefill call), gives equal frames. A failure prints the first mismatch (frame, column, both values). The
-// cpu controls (tiny, no GPU needed) show each check fails on a planted fault. Skips the GPU tests, saying why,
-// without CUDA.
+// a prefill call), and 8 stepped with each step queued before the one before it is read back, gives equal frames.
+// A failure prints the first mismatch (frame, column, both values). The cpu controls (tiny, no GPU needed) show each
+// check fails on a planted fault. Skips the GPU tests, saying why, without CUDA.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, test } from 'node:test';
@@ -25,7 +25,13 @@ import {
   jointPrefillMismatches,
   repeatMismatches,
 } from './support/speech-model-contracts.ts';
-import { contractRequests, type Drawn, firstDrawnMismatch, framesAlone } from './support/speech-model-frames.ts';
+import {
+  contractRequests,
+  type Drawn,
+  firstDrawnMismatch,
+  framesAlone,
+  framesQueuedAhead,
+} from './support/speech-model-frames.ts';
 import { PlantedCpuBackend } from './support/speech-model-planted.ts';
 
 const CHILD_ENVIRONMENT = 'DRAMA3_SPEECH_FRAMES_CHILD';
@@ -171,6 +177,14 @@ function registerTests(): void {
     const joint = jointPrefillMismatches(model, requests.slice(0, LANES), expected.slice(0, LANES), FRAMES);
     console.log(`contract 3: ${LANES} requests prefilled together, ${joint.length} differ from alone`);
     assert.deepEqual(joint, []);
+    // The same lanes stepped with each step queued before the one before it is read back (look-ahead).
+    const ahead = framesQueuedAhead(model, requests.slice(0, LANES), FRAMES, CHUNK);
+    const queued = ahead.flatMap((drawn, index) => {
+      const mismatch = firstDrawnMismatch(expected[index]!, drawn);
+      return mismatch === undefined ? [] : [`request ${index} with steps queued ahead: ${mismatch}`];
+    });
+    console.log(`contract 3: ${LANES} requests with steps queued ahead, ${queued.length} differ from alone`);
+    assert.deepEqual(queued, []);
   });
 
   test(`small on cuda: (3) re-planned for ${WIDE_LANES} lanes, requests alone and in a batch of ${WIDE_LANES}`, {

@@ -78,6 +78,41 @@ export function framesBatched(
   return drawn;
 }
 
+/**
+ * The requests prefilled one by one, then stepped together with every step queued before the one before it is read
+ * back (the scheduler's look-ahead): each step's tables are written while the step before it may still run. A lane
+ * that ends is stepped on with the others; what it draws after its end is not kept.
+ */
+export function framesQueuedAhead(
+  model: SpeechModel,
+  group: readonly FramesRequest[],
+  frames: number,
+  chunk: number,
+): Drawn[] {
+  const { enqueueStep, collectStep } = model;
+  if (enqueueStep === undefined || collectStep === undefined) throw new Error('the model cannot queue steps');
+  const lanes = group.map((request) => model.newLane(request.sampling));
+  const drawn: Drawn[] = group.map(() => []);
+  try {
+    group.forEach(({ rows }, index) => {
+      for (let from = 0; from < rows.tokens.length; from += chunk)
+        model.prefill(lanes[index]!, rows, from, Math.min(rows.tokens.length, from + chunk));
+    });
+    let queued = enqueueStep.call(model, lanes);
+    for (let step = 0; step < frames; step++) {
+      const next = step + 1 < frames ? enqueueStep.call(model, lanes) : undefined;
+      collectStep.call(model, queued).forEach((outcome, index) => {
+        const mine = drawn[index]!;
+        if (mine.length < frames && mine.at(-1)?.[0] !== -1) mine.push(outcome.end ? [-1] : Array.from(outcome.frame));
+      });
+      if (next !== undefined) queued = next;
+    }
+  } finally {
+    for (const lane of lanes) model.release(lane);
+  }
+  return drawn;
+}
+
 /** The requests prefilled together in one joint prefill (the model packs the calls), then stepped together. */
 export function framesPrefilledTogether(model: SpeechModel, group: readonly FramesRequest[], frames: number): Drawn[] {
   const lanes = group.map((request) => model.newLane(request.sampling));
