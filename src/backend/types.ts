@@ -150,8 +150,11 @@ export interface SamplerState<B> {
 
 export interface Backend<B> {
   readonly name: string;
-  /** A zeroed tensor (i32 zeros, floats +0). Allocation belongs in load and plan, never in a step. */
-  allocate(dtype: DType, shape: readonly number[]): Tensor<B>;
+  /**
+   * A zeroed tensor (i32 zeros, floats +0). Allocation belongs in load and plan, never in a step. `outsideSteps`:
+   * storage no step reads (a reference snapshot), so it is not counted in `allocations` and keeps recorded steps.
+   */
+  allocate(dtype: DType, shape: readonly number[], outsideSteps?: boolean): Tensor<B>;
   /**
    * Gives back tensors made by `allocate` outside every step (the reference cache's snapshots), once the work queued
    * before the call is done with them; releasing one twice, or one this backend did not allocate, is refused.
@@ -162,7 +165,8 @@ export interface Backend<B> {
   fromHost(dtype: DType, shape: readonly number[], elements: HostElements): Tensor<B>;
   /** A store a streamed checkpoint load fills in place (backends without one load tensor by tensor via fromHost). */
   weightStore?(): WeightStore<B>;
-  /** Buffers allocated so far (allocate calls and scratch growth): a step after plan must not change it. */
+  /** Buffers a step may read allocated so far (allocate calls and scratch growth): a step after plan must not change
+   *  it, and a recorded step is recorded again when it has changed (its buffers may have moved). */
   readonly allocations: number;
   /** Host int32 values → elements [offset, offset + values.length) of an i32 tensor (tables, prompt records). */
   writeIntegers(target: Tensor<B>, offset: number, values: Int32Array): void;

@@ -92,7 +92,8 @@ export class LaneSlabs<B> {
     let bytes = 0;
     try {
       for (const { slab, count, shape, bytes: partBytes } of this.snapshotParts(rows)) {
-        const part = this.backend.allocate(slab.dtype, shape);
+        // No step reads a snapshot: its allocation leaves the recorded steps as they are.
+        const part = this.backend.allocate(slab.dtype, shape, true);
         parts.push(part);
         this.backend.copySlot(slab, slot, part, 0, count);
         bytes += partBytes;

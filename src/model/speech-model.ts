@@ -18,16 +18,17 @@ import { codebookEmbeddingRow, type Drama3Config, type LoadedConfig } from './co
 import { LaneSlabs, type LaneSnapshot } from './lane-slabs.ts';
 import { type PrefillSegment, prefillCalls, refuseRepeatedLanes } from './prefill-calls.ts';
 import type { Tower } from './tower.ts';
-import type {
-  FrameOutcome,
-  Lane,
-  LaneCapacity,
-  PrefillPart,
-  PromptRows,
-  QueuedStep,
-  SamplingSettings,
-  SpeechModel,
-  StepPhases,
+import {
+  DEFAULT_SAMPLING,
+  type FrameOutcome,
+  type Lane,
+  type LaneCapacity,
+  type PrefillPart,
+  type PromptRows,
+  type QueuedStep,
+  type SamplingSettings,
+  type SpeechModel,
+  type StepPhases,
 } from './types.ts';
 
 /** A step queued by enqueueStep: its lanes' states and its read back, until collectStep takes them. */
@@ -70,6 +71,14 @@ class SlotLane implements Lane {
   }
 }
 
+/** The lane that fills a recorded step's rows past its batch: the planning slot (one past the lanes), at row 0. */
+function paddingLane(lanes: number): SlotLane {
+  const lane = new SlotLane(lanes, DEFAULT_SAMPLING);
+  lane.promptRows = 1;
+  lane.promptComplete = true;
+  return lane;
+}
+
 /** Rows of K/V a lane holds: every prompt row but the last one of a complete prompt (its first step runs it). */
 function keyValueRows(lane: SlotLane): number {
   return lane.promptComplete ? lane.promptRows - 1 : lane.promptRows;
@@ -96,6 +105,17 @@ interface Planned<B> {
   readonly hostPrompt: Int32Array;
   readonly hostTower: Int32Array;
   readonly freeSlots: number[];
+  /** Batch sizes a recorded step runs at (stepBuckets), and the lane that fills a bucket's rows past the batch. */
+  readonly buckets: readonly number[];
+  readonly padding: SlotLane;
+}
+
+/** The batch sizes of recorded steps: the powers of two below the planned lanes, then the planned lanes. */
+export function stepBuckets(lanes: number): number[] {
+  const buckets: number[] = [];
+  for (let size = 1; size < lanes; size *= 2) buckets.push(size);
+  buckets.push(lanes);
+  return buckets;
 }
 
 export class SlotSpeechModel<B> implements SpeechModel {
@@ -167,11 +187,16 @@ export class SlotSpeechModel<B> implements SpeechModel {
       hostPrompt: new Int32Array(this.prefillChunk * recordWidth),
       hostTower: new Int32Array(this.prefillChunk * recordWidth),
       freeSlots: Array.from({ length: lanes }, (_, slot) => lanes - 1 - slot),
+      buckets: stepBuckets(lanes),
+      padding: paddingLane(lanes),
     };
     this.sizeScratch(lanes);
   }
 
-  /** Runs a prefill chunk and a full step on the planning slot, so that every scratch buffer reaches its size. */
+  /**
+   * Runs a prefill chunk and a full step on the planning slot, so that every scratch buffer reaches its size; where
+   * steps are recorded, then records each bucket's step there, so that serving records none.
+   */
   private sizeScratch(lanes: number): void {
     const planned = this.lanes.planned!;
     const slot = planned.slabs.slots - 1;
@@ -182,6 +207,9 @@ export class SlotSpeechModel<B> implements SpeechModel {
     this.prefillCall([{ lane: probe, rows: { tokens, codes, referenceRows: 0 }, from: 0, to: rows, count: rows - 1 }]);
     const batch = Array.from({ length: lanes }, () => probe);
     this.runStep(batch, false).wait();
+    if (this.backend.captureStep !== undefined) {
+      for (const size of planned.buckets) this.runStep(batch.slice(0, size)).wait();
+    }
     planned.slabs.reset(slot);
   }
 
@@ -406,32 +434,35 @@ export class SlotSpeechModel<B> implements SpeechModel {
     }
     const hidden = this.config.text.hiddenSize;
     const started = performance.now();
-    const tables = planned.tables.step(lanes);
+    const captured = record && backend.captureStep !== undefined;
+    // A recorded step runs at its bucket: rows past the batch are the padding lane's, on the planning slot.
+    const rows = captured ? planned.buckets.find((size) => size >= batch)! : batch;
+    const stepLanes = rows > batch ? [...lanes, ...new Array<SlotLane>(rows - batch).fill(planned.padding)] : lanes;
+    const tables = planned.tables.step(stepLanes);
     const tablesWritten = performance.now();
     const laneTable = planned.tables.laneTable.data;
-    const input = backend.viewRows(planned.stepInput, 0, batch);
-    const frames = backend.viewRows(planned.stepFrames, 0, batch);
+    const input = backend.viewRows(planned.stepInput, 0, rows);
+    const frames = backend.viewRows(planned.stepFrames, 0, rows);
     let backboneDone = started;
     let mainDrawn = started;
     const work = (): void => {
-      backend.gatherSlotRecords(planned.slabs.pending, laneTable, input, batch);
-      const x = this.pool.get('x', batch * hidden);
-      const normed = this.pool.get('normed', batch * hidden);
-      this.embed(input, x, batch);
-      this.backbone.forward(planned.slabs.backbone, tables, x, batch, normed);
+      backend.gatherSlotRecords(planned.slabs.pending, laneTable, input, rows);
+      const x = this.pool.get('x', rows * hidden);
+      const normed = this.pool.get('normed', rows * hidden);
+      this.embed(input, x, rows);
+      this.backbone.forward(planned.slabs.backbone, tables, x, rows, normed);
       const count = this.candidates.ids.length;
-      const logits = this.pool.get('logits', batch * count, 'f32');
-      this.backbone.candidateLogits(normed, batch, logits);
+      const logits = this.pool.get('logits', rows * count, 'f32');
+      this.backbone.candidateLogits(normed, rows, logits);
       backboneDone = performance.now();
       const sampler = { lanes: laneTable, rasWindow: planned.slabs.rasWindow };
       const semanticCount = this.config.audio.semanticCodebookSize;
-      backend.sampleMain(logits, count, semanticCount, this.candidateTable, sampler, frames, batch);
+      backend.sampleMain(logits, count, semanticCount, this.candidateTable, sampler, frames, rows);
       mainDrawn = performance.now();
-      this.tower.run(planned.slabs.tower, tables, normed, frames, batch, { sampler, batch });
-      backend.scatterSlotRecords(frames, laneTable, planned.slabs.pending, batch);
+      this.tower.run(planned.slabs.tower, tables, normed, frames, rows, { sampler, batch: rows });
+      backend.scatterSlotRecords(frames, laneTable, planned.slabs.pending, rows);
     };
-    const captured = record && backend.captureStep !== undefined;
-    if (captured) backend.captureStep!(`step${batch}`, work);
+    if (captured) backend.captureStep!(`step${rows}`, work);
     else work();
     const pending = backend.readIntegersLater(planned.stepFrames, 0, batch * this.recordWidth);
     const enqueued = performance.now();

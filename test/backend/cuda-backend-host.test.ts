@@ -48,6 +48,17 @@ describe('cuda backend storage', () => {
     assert.throws(() => backend.allocate('bf16', [2, -1]), { code: 'TENSOR_SHAPE_INVALID' });
   });
 
+  test('storage no step reads (a snapshot) is not counted, so recorded steps stay valid', () => {
+    const { backend } = fakeBackend();
+    const before = backend.allocations;
+    const snapshot = backend.allocate('bf16', [2, 3], true);
+    assert.equal(backend.allocations, before);
+    assert.deepEqual([...backend.toHost(snapshot.data, 0, 6)], new Array(6).fill(0), 'zeroed all the same');
+    backend.release([snapshot]);
+    backend.allocate('bf16', [2, 3]);
+    assert.equal(backend.allocations, before + 1);
+  });
+
   test('release frees allocated tensors once the queued work is done, once each; a second release or a view is refused', () => {
     const { backend, driver } = fakeBackend();
     const used = () => backend.cuda.memory.usage('device').usedBytes;
@@ -400,24 +411,23 @@ describe('the model step through captureStep (cpu)', () => {
     assert.equal(cpu.captureStep, undefined);
   });
 
-  test('tables are written before the work, records read after it; plan runs uncaptured; frames unchanged', async () => {
+  test('tables are written before the work, records read after it; plan records each bucket; frames unchanged', async () => {
     const dir = await tinyCheckpointDir();
-    const options = { prefillChunk: 16, capacity: { lanes: 2, rowsPerLane: 128 } };
+    const options = { prefillChunk: 16, capacity: { lanes: 4, rowsPerLane: 128 } };
     const plain = await loadSpeechModel(dir, new CpuBackend(), options);
     const hooked = new CpuBackend();
     const keys: string[] = [];
     let inside = false;
     const hostTransfers: string[] = [];
-    const write = hooked.writeIntegers.bind(hooked);
-    const read = hooked.readIntegers.bind(hooked);
-    hooked.writeIntegers = (...args) => {
-      if (inside) hostTransfers.push('write');
-      write(...args);
-    };
-    hooked.readIntegers = (...args) => {
-      if (inside) hostTransfers.push('read');
-      read(...args);
-    };
+    for (const name of ['writeIntegers', 'queueIntegers', 'readIntegers', 'readIntegersLater'] as const) {
+      const original = (hooked[name] as (...args: unknown[]) => unknown).bind(hooked);
+      Object.assign(hooked, {
+        [name]: (...args: unknown[]) => {
+          if (inside) hostTransfers.push(name);
+          return original(...args);
+        },
+      });
+    }
     Object.assign(hooked, {
       captureStep(key: string, enqueue: () => void) {
         keys.push(key);
@@ -427,18 +437,18 @@ describe('the model step through captureStep (cpu)', () => {
       },
     });
     const model = await loadSpeechModel<CpuBuffer>(dir, hooked, options);
-    assert.deepEqual(keys, [], 'planning ran its step directly');
+    assert.deepEqual(keys.splice(0), ['step1', 'step2', 'step4'], 'planning sized the scratch, then recorded buckets');
     const samplerAfterPlan = model.stageTimes.sampler;
     const frames = (target: typeof plain) => {
       const prompt = samplePrompt(target.candidates.semanticBegin);
-      const lanes = [3, 4].map((seed) => target.newLane({ ...DEFAULT_SAMPLING, seed }));
+      const lanes = [3, 4, 5].map((seed) => target.newLane({ ...DEFAULT_SAMPLING, seed }));
       for (const lane of lanes) target.prefill(lane, prompt, 0, prompt.tokens.length);
-      const drawn = [target.step(lanes), target.step(lanes.slice(0, 1)), target.step(lanes)];
+      const drawn = [target.step(lanes), target.step(lanes.slice(0, 1)), target.step(lanes.slice(0, 2))];
       for (const lane of lanes) target.release(lane);
       return drawn;
     };
-    assert.deepEqual(frames(model), frames(plain));
-    assert.deepEqual(keys, ['step2', 'step1', 'step2']);
+    assert.deepEqual(frames(model), frames(plain), 'three lanes stepped as a bucket of four draw their own frames');
+    assert.deepEqual(keys, ['step4', 'step1', 'step2']);
     assert.deepEqual(hostTransfers, [], 'no table write or read-back inside the step work');
     assert.ok(model.stageTimes.backbone > 0);
     assert.equal(model.stageTimes.sampler, samplerAfterPlan, 'with captureStep the whole step counts as backbone');

@@ -103,7 +103,9 @@ test('a lane restored from a snapshot of a prefix gives the frames of an uncache
   const uncached = asLists(frames(sampling, 64, 8));
   const prefix = model.newLane(DEFAULT_SAMPLING);
   model.prefill(prefix, prompt, 0, 70);
+  const allocations = model.backend.allocations;
   const snapshot = model.snapshot(prefix);
+  assert.equal(model.backend.allocations, allocations, 'a snapshot leaves the recorded steps valid');
   model.release(prefix);
   for (let attempt = 0; attempt < 2; attempt++) {
     const lane = model.restore(snapshot, sampling);

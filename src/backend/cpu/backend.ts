@@ -92,8 +92,8 @@ export class CpuBackend implements Backend<CpuBuffer> {
     return this.allocated + this.scratch.growths;
   }
 
-  allocate(dtype: DType, shape: readonly number[]): CpuTensor {
-    this.allocated += 1;
+  allocate(dtype: DType, shape: readonly number[], outsideSteps = false): CpuTensor {
+    if (!outsideSteps) this.allocated += 1;
     const count = elements(shape);
     const data = dtype === 'i32' ? new Int32Array(count) : this.policy.allocate(count);
     this.live.add(data);

@@ -176,14 +176,14 @@ export class CudaBackend implements Backend<CudaBuffer> {
     return this.allocated + this.scratch.growths;
   }
 
-  allocate(dtype: DType, shape: readonly number[]): CudaTensor {
+  allocate(dtype: DType, shape: readonly number[], outsideSteps = false): CudaTensor {
     requireShape(shape);
     const count = shapeElements(shape);
     const bytes = Math.max(count * elementBytes(dtype), 1);
     const allocation = this.cuda.allocate(bytes, `${dtype} [${shape.join(', ')}]`);
     this.held.set(allocation.pointer, allocation);
     this.cuda.driver.fillBytes(allocation.pointer, 0, bytes, this.cuda.stream);
-    this.allocated += 1;
+    if (!outsideSteps) this.allocated += 1;
     return { dtype, shape: [...shape], data: { pointer: allocation.pointer, dtype, elements: count } };
   }
 
