@@ -21,11 +21,30 @@ export interface CudaCodecSettings {
   readonly maxFramesPerCall: number;
 }
 
+/**
+ * Frames one decode launch sequence takes: 64 lanes' 16-frame groups together (the scheduler's last decode group),
+ * since the codec's launches use the device better the more rows they hold (2411.6 frames/s at 64 clients against
+ * 2336.9 and 2346.5 at 256, bench/gpu-serve-codec-calls.sh), for 2.1 GiB more scratch than 256 would take.
+ * DRAMA3_CODEC_FRAMES_PER_CALL overrides it (the serve benches compare).
+ */
+function framesPerCall(): number {
+  const given = process.env.DRAMA3_CODEC_FRAMES_PER_CALL;
+  if (given === undefined || given === '') return 1024;
+  const frames = Number(given);
+  if (!Number.isInteger(frames) || frames < 1) {
+    throw new DramaError('CODEC_CALL_FRAMES_INVALID', `DRAMA3_CODEC_FRAMES_PER_CALL must be a positive integer`, {
+      kind: 'invalid_input',
+      param: 'DRAMA3_CODEC_FRAMES_PER_CALL',
+    });
+  }
+  return frames;
+}
+
 /** f16 by default: the release's precision, on tensor cores; f32 is the checking mode. */
 export const DEFAULT_CUDA_CODEC_SETTINGS: CudaCodecSettings = {
   lanes: 64,
   precision: 'f16',
-  maxFramesPerCall: 256,
+  maxFramesPerCall: framesPerCall(),
 };
 
 /**
