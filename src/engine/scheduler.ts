@@ -4,9 +4,9 @@
 // the decoder in groups that grow 1 → 4 → 8 → 16 so that the first audio leaves after one frame; every request that
 // reached the decoder ends through it, so its terminal event follows its audio.
 // Look-ahead (where the model's steps run ahead of the host, as on cuda): while every active lane is generating and
-// no request waits, the next round's step is queued before this round's is read back, so the device goes from one
-// step to the next without waiting for the host's work between them. A lane's frames do not change: each step is
-// the one it would run anyway, and a lane's step reads only its own slot (docs/exactness.md).
+// no waiting request could take a lane, the next round's step is queued before this round's is read back, so the
+// device goes from one step to the next without waiting for the host's work between them. A lane's frames do not
+// change: each step is the one it would run anyway, and a lane's step reads only its own slot (docs/exactness.md).
 import type { Frame, FrameOutcome, Lane, QueuedStep } from '../model/types.ts';
 import { serializeError } from '../threads/serialize-error.ts';
 import { type FrameDecoder, InlineFrameDecoder, type TerminalEvent } from './frame-decoder.ts';
@@ -154,11 +154,7 @@ export class Scheduler {
       this.decoder.drop(state.request.id);
       this.emit({ type: 'cancelled', id: state.request.id, round: this.rounds });
     }
-    while (
-      this.active.length < this.options.lanes &&
-      this.waiting.length > 0 &&
-      this.reserved + this.cost(this.waiting[0]!.rows) <= this.pool
-    ) {
+    while (this.canAdmit()) {
       const state = this.waiting.shift()!;
       this.active.push(state);
       this.reserved += this.cost(state.rows);
@@ -175,6 +171,14 @@ export class Scheduler {
     this.emitStats();
   }
 
+  /** Whether the first waiting request fits beside the active ones (a lane and its rows under the budget). */
+  private canAdmit(): boolean {
+    const next = this.waiting[0];
+    return (
+      next !== undefined && this.active.length < this.options.lanes && this.reserved + this.cost(next.rows) <= this.pool
+    );
+  }
+
   /**
    * This round's step: the one queued last round (lanes that joined since wait for the next), or one queued now; the
    * next round's queued first where look-ahead holds. Returns the lanes stepped.
@@ -184,7 +188,9 @@ export class Scheduler {
     this.inFlight = undefined;
     if (current === undefined && generating.length > 0) current = this.queueStep(generating);
     if (current === undefined) return 0;
-    if (this.lookAhead && this.waiting.length === 0 && this.active.every((state) => state.generating)) {
+    // Not while a lane reads its prompt or a waiting request could take a lane now: their prefill would queue behind
+    // the step queued ahead. A request waiting for a lane to end gets one a step later than it would without.
+    if (this.lookAhead && !this.canAdmit() && this.active.every((state) => state.generating)) {
       // A lane that reaches its frame budget in the current step has no next step; one that ends its speech there
       // runs one step more, on its own slot, before its lane is released: nothing another lane reads.
       const inCurrent = new Set(current.entries.map((entry) => entry.state));

@@ -202,3 +202,27 @@ test('a step that fails when read back fails the requests it held; the next requ
   assert.equal(after[0]!.end?.type, 'finished');
   assert.ok(after[0]!.pcm.length > 0);
 });
+
+test('look-ahead holds while requests wait for a lane to end; each gets the frames it gets without', () => {
+  const jobs = Array.from({ length: 6 }, (_, index) => ({
+    text: `request ${index}, ${'of some length '.repeat(1 + (index % 3))}`,
+    frameBudget: 200,
+    seed: 10 + index,
+  }));
+  const model = new QueueingModel();
+  let queuedWhileWaiting = 0;
+  const served = serve(model, jobs, {
+    lanes: 2,
+    lookAhead: true,
+    during: (_round, scheduler) => {
+      if (scheduler.waitingCount > 0 && model.outstanding > 0) queuedWhileWaiting += 1;
+    },
+  });
+  const plain = serve(new QueueingModel(), jobs, { lanes: 2, lookAhead: false });
+  served.forEach((reply, index) => {
+    assert.equal(reply.end?.type, 'finished');
+    assert.ok(reply.pcm.equals(plain[index]!.pcm), `request ${index}`);
+  });
+  assert.ok(queuedWhileWaiting > 0, 'a step was queued ahead while requests waited for a lane');
+  assert.equal(model.liveLanes, 0);
+});
