@@ -23,9 +23,8 @@ export interface CudaCodecSettings {
 
 /**
  * Frames one decode launch sequence takes: 64 lanes' 16-frame groups together (the scheduler's last decode group),
- * since the codec's launches use the device better the more rows they hold (2411.6 frames/s at 64 clients against
- * 2336.9 and 2346.5 at 256, bench/gpu-serve-codec-calls.sh), for 2.1 GiB more scratch than 256 would take.
- * DRAMA3_CODEC_FRAMES_PER_CALL overrides it (the serve benches compare).
+ * since the codec's launches use the device better the more rows they hold (docs/gpu.md has the serve figures).
+ * DRAMA3_CODEC_FRAMES_PER_CALL overrides it (bench/gpu-serve-codec-calls.sh compares).
  */
 function framesPerCall(): number {
   const given = process.env.DRAMA3_CODEC_FRAMES_PER_CALL;

@@ -2,7 +2,7 @@
 // back. Each copy goes through a region of one pinned host ring, and an event recorded after the copy says when the
 // region may be written again, so the tables of step t + 1 can be written while step t still runs and the frames of
 // step t read back after step t + 1 is queued (the scheduler's look-ahead). A copy from pinned memory is one transfer
-// the stream orders; a pageable one is staged by the driver (a read back waited ~3.9 ms past its graph in serving).
+// the stream orders; a pageable one is staged by the driver, which delayed the step's read back in serving.
 import { DramaError } from '../../errors.ts';
 import type { CudaContext } from './context.ts';
 import type { DevicePointer, Handle } from './driver.ts';
