@@ -259,32 +259,70 @@ __device__ __forceinline__ void mma_copy_staged_inputs(__half* target, const Mma
 }
 
 // codec_conv_stage_f16: every value a staged conv of this call reads, once: rows −H .. rowCount − 1 of each sequence
-// (block z) through conv_input (Snake on x, the carried rows as they are) rounded to fp16 into its region, a thread
-// per channel pair, the pairs past Cin written as zeros.
+// (block z) through conv_input (Snake on x, the carried rows as they are) rounded to fp16 into its region, the
+// channels past Cin written as zeros. A block covers MMA_STAGE_ROWS padded rows; each thread keeps four adjacent
+// channels on every row it takes, so it reads their α and computes 1/(α + 1e-9) once, loads them as one 16-byte
+// piece where the rows align and stores them as one 8-byte piece: the values of conv_input, so the same bits.
+constexpr int MMA_STAGE_ROWS = 32;
+
 template <int FAULT>
 __device__ __forceinline__ void mma_stage_rows(__half* staged, int staged_stride, const float* x, long long x_stride,
                                                const float* alpha, const float* history, const int* sequences,
                                                int row_scale, int inputs, int history_rows) {
   const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
   const long long region = mma_region_start(sequences, blockIdx.z, row_scale, history_rows);
-  const int pairs = staged_stride / 2;
-  const long long values = (long long)(history_rows + sequence.row_count) * pairs;
-  for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < values;
-       index += (long long)gridDim.x * blockDim.x) {
-    const int c = (int)(index % pairs) * 2;
-    const long long row = index / pairs - history_rows;
-    const float low =
-        c < inputs ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row, c) : 0.0f;
-    const float high = c + 1 < inputs
-                           ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row, c + 1)
-                           : 0.0f;
-    __half* target = staged + (region + history_rows + row) * staged_stride + c;
-    *reinterpret_cast<__half2*>(target) = __floats2half2_rn(low, high);
+  const long long padded = (long long)history_rows + sequence.row_count;
+  const int quads = staged_stride / 4;  // staged_stride is a multiple of 8
+  const int per_row = min(quads, (int)blockDim.x);
+  const int rows_a_pass = blockDim.x / per_row;
+  const int sub = threadIdx.x / per_row;
+  if (sub >= rows_a_pass) return;
+  const float* slab = history + (long long)sequence.slot * history_rows * inputs;
+  const bool aligned = reinterpret_cast<unsigned long long>(x) % 16 == 0 && x_stride % 4 == 0 && inputs % 4 == 0 &&
+                       (history_rows == 0 || reinterpret_cast<unsigned long long>(slab) % 16 == 0);
+  for (int quad = threadIdx.x % per_row; quad < quads; quad += per_row) {
+    const int c = 4 * quad;
+    float alphas[4], inverses[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      alphas[e] = alpha != nullptr && c + e < inputs ? __ldg(alpha + c + e) : 0.0f;
+      inverses[e] = snake_inverse(alphas[e]);
+    }
+    for (long long first = (long long)blockIdx.x * MMA_STAGE_ROWS; first < padded;
+         first += (long long)gridDim.x * MMA_STAGE_ROWS) {
+      const int rows = (int)min((long long)MMA_STAGE_ROWS, padded - first);
+      for (int r = sub; r < rows; r += rows_a_pass) {
+        const long long row = first + r - history_rows;
+        // conv_input's source: this call's x for row ≥ 0, the carried rows (after Snake already) before it.
+        const float* source = row >= 0 ? x + (sequence.first_row + row) * x_stride + c
+                                       : slab + (history_rows + row) * inputs + c;
+        float values[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (aligned && c < inputs) {
+          const float4 piece = __ldg(reinterpret_cast<const float4*>(source));
+          values[0] = piece.x, values[1] = piece.y, values[2] = piece.z, values[3] = piece.w;
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; e++) values[e] = c + e < inputs ? __ldg(source + e) : 0.0f;
+        }
+        if (alpha != nullptr && row >= 0) {
+#pragma unroll
+          for (int e = 0; e < 4; e++) {
+            if (c + e < inputs) values[e] = snake_with<FAULT>(values[e], alphas[e], inverses[e]);
+          }
+        }
+        const __half2 low = __floats2half2_rn(values[0], values[1]);
+        const __half2 high = __floats2half2_rn(values[2], values[3]);
+        uint2 bits;
+        bits.x = *reinterpret_cast<const unsigned*>(&low);
+        bits.y = *reinterpret_cast<const unsigned*>(&high);
+        *reinterpret_cast<uint2*>(staged + (region + history_rows + row) * staged_stride + c) = bits;
+      }
+    }
   }
 }
 
 #define CODEC_STAGE_ENTRY(name, FAULT)                                                                              \
-  extern "C" __global__ void __launch_bounds__(CODEC_THREADS)                                                       \
+  extern "C" __global__ void __launch_bounds__(MMA_THREADS)                                                         \
       name(__half* staged, int staged_stride, const float* x, long long x_stride, const float* alpha,               \
            const float* history, const int* sequences, int row_scale, int inputs, int history_rows) {               \
     KERNEL_PROLOGUE();                                                                                              \

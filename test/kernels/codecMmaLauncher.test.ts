@@ -176,10 +176,10 @@ test('an f16 conv with room for its staged inputs stages them once, then the sta
     launched.map((launch) => launch.name),
     ['codec_conv_stage_f16', 'codec_conv_mma_staged_f16'],
   );
-  // The staging: a thread per channel pair of a lane's 512 rows and 18 carried rows, 128 a block, a lane per z.
+  // The staging: a block per 32 of a lane's 512 rows and 18 carried rows, 256 threads, a lane per z.
   assert.deepEqual(launched[0]!.shape, {
-    grid: [Math.ceil(((512 + 18) * 192) / 128), 1, 3],
-    block: [128, 1, 1],
+    grid: [Math.ceil((512 + 18) / 32), 1, 3],
+    block: [256, 1, 1],
     sharedBytes: 0,
   });
   // The rows table, two weight stages and two fp16 input tiles, no raw fp32 tile.

@@ -26,8 +26,9 @@ const COMBINE_KERNEL: KernelName = { family: FAMILY, name: 'codec_conv_combine' 
 const MMA_ARGUMENTS = 25;
 const COMBINE_ARGUMENTS = 13;
 const STAGE_ARGUMENTS = 10;
-/** The staging kernel's block: a thread per channel pair of a row (codec_conv_mma_staging.cuh mma_stage_rows). */
-const STAGE_THREADS = 128;
+/** The staging kernel's block: threads on four channels each, over 32 padded rows (codec_conv_mma_staging.cuh). */
+const STAGE_THREADS = 256;
+const STAGE_ROWS = 32;
 const MAXIMUM_GRID_X = 2 ** 31 - 1;
 /** The combine's block: a thread per output of 128, 8 rows a block (codec_conv_mma.cuh mma_combine). */
 const COMBINE_THREADS = 128;
@@ -246,10 +247,9 @@ function stageInputs(
     .int32(a.rowScale)
     .int32(a.inputs)
     .int32(historyRows);
-  // A thread per channel pair of the longest sequence's rows and carried rows; longer sequences loop.
-  const values = (rows + historyRows) * (stride / 2);
+  // A block per 32 of the longest sequence's rows and carried rows; shorter sequences leave blocks idle.
   const shape = {
-    grid: [Math.min(MAXIMUM_GRID_X, Math.ceil(values / STAGE_THREADS)), 1, a.sequenceCount],
+    grid: [Math.min(MAXIMUM_GRID_X, Math.ceil((rows + historyRows) / STAGE_ROWS)), 1, a.sequenceCount],
     block: [STAGE_THREADS, 1, 1],
     sharedBytes: 0,
   } as const;
