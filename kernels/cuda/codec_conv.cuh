@@ -21,6 +21,9 @@ constexpr int CODEC_THREADS = 128;
 constexpr int CODEC_ROWS = 8;
 constexpr int CODEC_CHUNK = 32;
 constexpr int CODEC_NARROW_THREADS = 128;
+// Floats between the narrow conv's staged rows: one past the chunk, so that a warp's threads, each on its own row,
+// read 32 distinct banks rather than one.
+constexpr int CODEC_NARROW_STRIDE = CODEC_CHUNK + 1;
 
 // Sequence table entries (LAYOUT.md): (slot, firstRow, rowCount, startPosition); rows are counted in the table's
 // unit (frames) and scaled by the layer's rows per unit.
@@ -198,9 +201,9 @@ __device__ __forceinline__ void narrow_conv(float* out, long long out_stride, co
         const int c = index % CODEC_CHUNK;
         long long row = first - history_rows + r;
         if (row < 0) row -= reach;
-        tile[index] = c < width ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row,
-                                                    base + c)
-                                : 0.0f;
+        tile[r * CODEC_NARROW_STRIDE + c] =
+            c < width ? conv_input<FAULT>(x, x_stride, alpha, history, sequence, history_rows, inputs, row, base + c)
+                      : 0.0f;
       }
       __syncthreads();
       float partial = 0.0f;
@@ -210,7 +213,7 @@ __device__ __forceinline__ void narrow_conv(float* out, long long out_stride, co
           for (int tap = 0; tap < kernel; tap++) {
             const int weight_tap = FAULT == CODEC_FAULT_TAPS_REVERSED ? kernel - 1 - tap : tap;
             const float w = weight_value(taps[(long long)weight_tap * outputs]);
-            partial = __fmaf_rn(w, tile[(own_row + tap * dilation) * CODEC_CHUNK + c], partial);
+            partial = __fmaf_rn(w, tile[(own_row + tap * dilation) * CODEC_NARROW_STRIDE + c], partial);
           }
         }
       }
@@ -303,16 +306,28 @@ __device__ __forceinline__ void history_update(float* history, const float* x, l
   const CodecSequence sequence = codec_sequence(sequences, blockIdx.z, row_scale);
   float* slab = history + (long long)sequence.slot * history_rows * channels + channel;
   const int shift = FAULT == CODEC_FAULT_UPDATE_OFF_BY_ONE ? 1 : 0;
-  for (int j = 0; j < history_rows; j++) {
-    const long long source = (long long)sequence.row_count + j - shift;
-    float value;
-    if (source < history_rows) {
-      value = source >= 0 ? slab[source * channels] : 0.0f;
-    } else {
-      const float input = x[(sequence.first_row + source - history_rows) * x_stride + channel];
-      value = alpha != nullptr ? snake<FAULT>(input, alpha[channel]) : input;
+  const float inverse = alpha != nullptr ? snake_inverse(alpha[channel]) : 0.0f;
+  // Rows in batches whose loads are all issued before their stores: a row's source is never an earlier row (the
+  // slab's later rows, or x), so no batch reads what it or a batch before it wrote, and the loads overlap.
+  constexpr int BATCH = 8;
+  for (int batch = 0; batch < history_rows; batch += BATCH) {
+    float values[BATCH];
+#pragma unroll
+    for (int b = 0; b < BATCH; b++) {
+      const long long source = (long long)sequence.row_count + batch + b - shift;
+      if (batch + b >= history_rows) {
+        values[b] = 0.0f;
+      } else if (source < history_rows) {
+        values[b] = source >= 0 ? slab[source * channels] : 0.0f;
+      } else {
+        const float input = x[(sequence.first_row + source - history_rows) * x_stride + channel];
+        values[b] = alpha != nullptr ? snake_with<FAULT>(input, alpha[channel], inverse) : input;
+      }
     }
-    slab[(long long)j * channels] = value;
+#pragma unroll
+    for (int b = 0; b < BATCH; b++) {
+      if (batch + b < history_rows) slab[(long long)(batch + b) * channels] = values[b];
+    }
   }
 }
 

@@ -30,7 +30,7 @@ test('a conv of at most 8 outputs runs the narrow kernel: 128 rows a block for o
   const { cuda, launched } = recordingDevice();
   codecConv(cuda, lastConv);
   assert.equal(launched[0]!.name, 'codec_conv_narrow_f32');
-  assert.deepEqual(launched[0]!.shape, { grid: [32, 1, 3], block: [128, 1, 1], sharedBytes: (128 + 6) * 32 * 4 });
+  assert.deepEqual(launched[0]!.shape, { grid: [32, 1, 3], block: [128, 1, 1], sharedBytes: (128 + 6) * 33 * 4 });
   codecConv(cuda, { ...lastConv, outputs: 3, outStride: 3, precision: 'f16-weights' });
   assert.equal(launched[1]!.name, 'codec_conv_narrow_f16w');
   assert.deepEqual(launched[1]!.shape.grid, [Math.ceil(4096 / 42), 1, 3], '⌊128 / 3⌋ = 42 rows a block');

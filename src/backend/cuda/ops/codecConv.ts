@@ -77,6 +77,8 @@ const ROWS_PER_TILE = 8;
 const CHUNK_CHANNELS = 32;
 /** Threads of the narrow conv's block: one per (row, output), ⌊128 / outputs⌋ rows. */
 const NARROW_THREADS = 128;
+/** Floats between the narrow conv's staged rows: one past the chunk, so that its rows fall in distinct banks. */
+const NARROW_STRIDE = CHUNK_CHANNELS + 1;
 /** Up to this many outputs the narrow conv runs (the chunked kernel would leave most of its 128 threads idle). */
 export const CODEC_NARROW_MAXIMUM_OUTPUTS = 8;
 const HISTORY_THREADS = 128;
@@ -182,7 +184,7 @@ function narrowShape(outputs: number, rows: number, sequenceCount: number, histo
   return {
     grid: [Math.min(MAXIMUM_GRID_Y, Math.ceil(rows / blockRows)), 1, sequenceCount] as const,
     block: [NARROW_THREADS, 1, 1] as const,
-    sharedBytes: (blockRows + historyRows) * CHUNK_CHANNELS * 4,
+    sharedBytes: (blockRows + historyRows) * NARROW_STRIDE * 4,
   };
 }
 
@@ -216,6 +218,7 @@ export function codecConv(cuda: CudaContext, a: CodecConvArguments, options: Lau
   const weights = coreWeights(a.precision);
   if (variant === 'narrow') {
     const shape = narrowShape(a.outputs, rows, a.sequenceCount, historyRows);
+    allowShared(cuda, NARROW_KERNELS[weights], options, shape.sharedBytes);
     launch(cuda, NARROW_KERNELS[weights], shape, args, options);
   } else if (variant === 'tiled') {
     const shared = tiledSharedBytes(a.precision, a.kernel, TILED_BLOCK_ROWS + historyRows);
