@@ -228,10 +228,34 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
       // At a group's last stage but the last, the unsplit kernel adds the group's sum to those before it, kept in
       // this thread's own elements of out (registers would hold two sets of sums), and starts the next.
       if (!SPLIT && step + 1 < stages && (tile.base + channels) % group_channels == 0) {
-        for_each_element([&](float sum, long long at, int output) {
-          float* total = out + at * out_stride + output;
-          *total = first_group ? sum : __fadd_rn(*total, sum);
-        });
+        // A thread's two adjacent outputs as one 8-byte access where out allows it (whole sectors), else one by one.
+        const bool paired = out_stride % 2 == 0 && reinterpret_cast<unsigned long long>(out) % 8 == 0;
+#pragma unroll
+        for (int m = 0; m < MMA_ROW_TILES; m++) {
+#pragma unroll
+          for (int half = 0; half < 2; half++) {
+            const long long at = rows_at[warp_row + m * 16 + lane / 4 + half * 8];
+            if (at < 0) continue;
+#pragma unroll
+            for (int n = 0; n < MMA_OUTPUT_TILES; n++) {
+              const int output = block_output + warp_output + n * 8 + 2 * (lane % 4);
+              float* total = out + at * out_stride + output;
+              const float low = sums[m][n][2 * half];
+              const float high = sums[m][n][2 * half + 1];
+              if (paired && output + 1 < outputs) {
+                float2 value = make_float2(low, high);
+                if (!first_group) {
+                  const float2 before = *reinterpret_cast<const float2*>(total);
+                  value = make_float2(__fadd_rn(before.x, low), __fadd_rn(before.y, high));
+                }
+                *reinterpret_cast<float2*>(total) = value;
+              } else {
+                if (output < outputs) total[0] = first_group ? low : __fadd_rn(total[0], low);
+                if (output + 1 < outputs) total[1] = first_group ? high : __fadd_rn(total[1], high);
+              }
+            }
+          }
+        }
         mma_zero(sums);
         first_group = false;
       }
