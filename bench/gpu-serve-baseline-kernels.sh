@@ -2,13 +2,14 @@
 # The serve bench at 1 and 64 clients on one written full checkpoint, twice: with the prepared kernels, then with the
 # kernel files of a baseline folder put in their place (for example the previous commit's codec_conv.fatbin; files
 # ending in .xz are decompressed first). The second run reads the checkpoint with the page cache as the first left
-# it, so its load time is not a disk figure.
-# Usage: bench/gpu-serve-baseline-kernels.sh <prepared folder> <output dir> <baseline kernel folder>
+# it, so its load time is not a disk figure. Arguments after the baseline folder go to both runs of the bench.
+# Usage: bench/gpu-serve-baseline-kernels.sh <prepared folder> <output dir> <baseline kernel folder> [bench argument...]
 set -uo pipefail
 baseline_files="$(cd "${3:?a baseline kernel folder}" && pwd)"
+bench_arguments=("${@:4}")
 set -- "$1" "$2"
 source "$(dirname "$0")/support/serve-setup.sh"
-serve shipped --clients 1,64 --requests 8
+serve shipped --clients 1,64 --requests 8 "${bench_arguments[@]}"
 baseline="$(mktemp -d)"
 cp "$prepared"/kernels/*.fatbin "$baseline"/
 for file in "$baseline_files"/*; do
@@ -17,5 +18,5 @@ for file in "$baseline_files"/*; do
     *) cp "$file" "$baseline"/ ;;
   esac
 done
-DRAMA3_KERNEL_DIR="$baseline" serve baseline --clients 1,64 --requests 8
+DRAMA3_KERNEL_DIR="$baseline" serve baseline --clients 1,64 --requests 8 "${bench_arguments[@]}"
 rm -rf "$checkpoint" "$baseline"
