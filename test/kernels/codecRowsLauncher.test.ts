@@ -38,6 +38,17 @@ test('a conv of at most 8 outputs runs the narrow kernel: 128 rows a block for o
   assert.equal(launched[2]!.name, 'codec_conv_narrow_f32', 'eight outputs are still narrow');
 });
 
+test('the narrow conv raises its shared-memory limit before a launch past 48 KiB (its rows 33 floats apart)', () => {
+  const { cuda, launched } = recordingDevice();
+  const limits: number[] = [];
+  Object.assign(cuda.driver, { setMaxDynamicSharedBytes: (_kernel: unknown, bytes: number) => limits.push(bytes) });
+  codecConv(cuda, lastConv);
+  // 7 taps at dilation 42: 252 carried rows, (128 + 252) × 33 floats = 50160 bytes.
+  codecConv(cuda, { ...lastConv, dilation: 42 });
+  assert.deepEqual(launched[1]!.shape.sharedBytes, (128 + 252) * 33 * 4);
+  assert.deepEqual(limits, [(128 + 252) * 33 * 4], 'raised for the second launch only');
+});
+
 test('nine outputs with a kernel past 8 taps or a named variant run the chunked conv; a control on its grid', () => {
   const { cuda, launched } = recordingDevice();
   codecConv(cuda, { ...lastConv, outputs: 9, outStride: 9, kernel: 9 });
