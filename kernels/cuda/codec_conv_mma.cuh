@@ -161,8 +161,9 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
                    : flat ? mma_padded_output_row(sequences, staged_sequences, row_scale, history_rows, row)
                           : sequence.first_row + row;
     }
-    // Each of the thread's elements that exists: f(sum, index in out, output).
-    const auto for_each_element = [&](auto f) {
+    // Each of the thread's pairs of adjacent outputs in a row that exists: f(low sum, high sum, index in out, the
+    // pair's first output), which may be past the outputs (and its second may be).
+    const auto for_each_pair = [&](auto f) {
 #pragma unroll
       for (int m = 0; m < MMA_ROW_TILES; m++) {
 #pragma unroll
@@ -171,11 +172,8 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
           if (at < 0) continue;
 #pragma unroll
           for (int n = 0; n < MMA_OUTPUT_TILES; n++) {
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-              const int output = block_output + warp_output + n * 8 + 2 * (lane % 4) + e;
-              if (output < outputs) f(sums[m][n][2 * half + e], at, output);
-            }
+            const int output = block_output + warp_output + n * 8 + 2 * (lane % 4);
+            f(sums[m][n][2 * half], sums[m][n][2 * half + 1], at, output);
           }
         }
       }
@@ -230,39 +228,29 @@ __device__ __forceinline__ void mma_conv(float* out, long long out_stride, const
       if (!SPLIT && step + 1 < stages && (tile.base + channels) % group_channels == 0) {
         // A thread's two adjacent outputs as one 8-byte access where out allows it (whole sectors), else one by one.
         const bool paired = out_stride % 2 == 0 && reinterpret_cast<unsigned long long>(out) % 8 == 0;
-#pragma unroll
-        for (int m = 0; m < MMA_ROW_TILES; m++) {
-#pragma unroll
-          for (int half = 0; half < 2; half++) {
-            const long long at = rows_at[warp_row + m * 16 + lane / 4 + half * 8];
-            if (at < 0) continue;
-#pragma unroll
-            for (int n = 0; n < MMA_OUTPUT_TILES; n++) {
-              const int output = block_output + warp_output + n * 8 + 2 * (lane % 4);
-              float* total = out + at * out_stride + output;
-              const float low = sums[m][n][2 * half];
-              const float high = sums[m][n][2 * half + 1];
-              if (paired && output + 1 < outputs) {
-                float2 value = make_float2(low, high);
-                if (!first_group) {
-                  const float2 before = *reinterpret_cast<const float2*>(total);
-                  value = make_float2(__fadd_rn(before.x, low), __fadd_rn(before.y, high));
-                }
-                *reinterpret_cast<float2*>(total) = value;
-              } else {
-                if (output < outputs) total[0] = first_group ? low : __fadd_rn(total[0], low);
-                if (output + 1 < outputs) total[1] = first_group ? high : __fadd_rn(total[1], high);
-              }
+        for_each_pair([&](float low, float high, long long at, int output) {
+          float* total = out + at * out_stride + output;
+          if (paired && output + 1 < outputs) {
+            float2 value = make_float2(low, high);
+            if (!first_group) {
+              const float2 before = *reinterpret_cast<const float2*>(total);
+              value = make_float2(__fadd_rn(before.x, low), __fadd_rn(before.y, high));
             }
+            *reinterpret_cast<float2*>(total) = value;
+          } else {
+            if (output < outputs) total[0] = first_group ? low : __fadd_rn(total[0], low);
+            if (output + 1 < outputs) total[1] = first_group ? high : __fadd_rn(total[1], high);
           }
-        }
+        });
         mma_zero(sums);
         first_group = false;
       }
     }
     if (SPLIT) {
-      for_each_element([&](float sum, long long at, int output) {
-        partials[((long long)group * partial_rows + at) * outputs + output] = sum;
+      for_each_pair([&](float low, float high, long long at, int output) {
+        float* partial = partials + ((long long)group * partial_rows + at) * outputs + output;
+        if (output < outputs) partial[0] = low;
+        if (output + 1 < outputs) partial[1] = high;
       });
     } else {
       // The epilogue through shared memory: each warp leaves its sums in the free stage buffers, then the block
