@@ -24,11 +24,24 @@ export interface CudaCodecSettings {
 /**
  * Frames one decode launch sequence takes: 64 lanes' 16-frame groups together (the scheduler's last decode group),
  * since the codec's launches use the device better the more rows they hold (docs/gpu.md has the serve figures).
- * DRAMA3_CODEC_FRAMES_PER_CALL overrides it (bench/gpu-serve-codec-calls.sh compares).
  */
-function framesPerCall(): number {
+const FRAMES_PER_CALL = 1024;
+
+/** f16 by default: the release's precision, on tensor cores; f32 is the checking mode. */
+export const DEFAULT_CUDA_CODEC_SETTINGS: CudaCodecSettings = {
+  lanes: 64,
+  precision: 'f16',
+  maxFramesPerCall: FRAMES_PER_CALL,
+};
+
+/**
+ * The settings a loaded engine's codec runs with: the defaults at `precision`, with DRAMA3_CODEC_FRAMES_PER_CALL
+ * overriding the frames a call (bench/gpu-serve-codec-calls.sh compares); read when a codec loads, not at import.
+ */
+export function cudaCodecSettings(precision: CodecPrecision): CudaCodecSettings {
   const given = process.env.DRAMA3_CODEC_FRAMES_PER_CALL;
-  if (given === undefined || given === '') return 1024;
+  const settings = { ...DEFAULT_CUDA_CODEC_SETTINGS, precision };
+  if (given === undefined || given === '') return settings;
   const frames = Number(given);
   if (!Number.isInteger(frames) || frames < 1) {
     throw new DramaError('CODEC_CALL_FRAMES_INVALID', `DRAMA3_CODEC_FRAMES_PER_CALL must be a positive integer`, {
@@ -36,15 +49,8 @@ function framesPerCall(): number {
       param: 'DRAMA3_CODEC_FRAMES_PER_CALL',
     });
   }
-  return frames;
+  return { ...settings, maxFramesPerCall: frames };
 }
-
-/** f16 by default: the release's precision, on tensor cores; f32 is the checking mode. */
-export const DEFAULT_CUDA_CODEC_SETTINGS: CudaCodecSettings = {
-  lanes: 64,
-  precision: 'f16',
-  maxFramesPerCall: framesPerCall(),
-};
 
 /**
  * Device bytes the CUDA codec's contexts hold beside their lanes' state, set aside by the lane budget: the decode

@@ -16,6 +16,7 @@ import { cpuEngineCodec, loadCheckpointRuntime, loadCpuEngineCodec } from './che
 import { chooseCodecBackend } from './codec-choice.ts';
 import {
   checkpointCodecDeviceBytes,
+  cudaCodecSettings,
   cudaEngineCodec,
   DEFAULT_CUDA_CODEC_SETTINGS,
   lazyCudaEngineCodec,
@@ -135,7 +136,7 @@ export async function loadRuntime(spec: RuntimeSpec, options: RuntimeLoadOptions
   try {
     const choice = chooseBackend(spec.backend ?? 'auto', (await loadConfig(spec.dir)).config);
     const codec = codecChoiceOf(spec);
-    const settings = { ...DEFAULT_CUDA_CODEC_SETTINGS, precision: codec.precision };
+    const settings = cudaCodecSettings(codec.precision);
     let memory: RuntimeMemory | undefined;
     const loadNotices: string[] = [];
     const load = async (dir: string, options: { prefillChunk?: number }) => {
@@ -185,7 +186,7 @@ export async function loadEngineCodec(spec: RuntimeSpec): Promise<EngineCodec> {
   const choice = codecChoiceOf(spec);
   const codec = await loadCheckpointCodec(spec.dir);
   if (choice.backend === 'cuda') {
-    return cudaEngineCodec(codec, { ...DEFAULT_CUDA_CODEC_SETTINGS, precision: choice.precision });
+    return cudaEngineCodec(codec, cudaCodecSettings(choice.precision));
   }
   return cpuEngineCodec(codec);
 }

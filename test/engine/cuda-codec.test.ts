@@ -16,6 +16,7 @@ import { CODEC_PRECISIONS } from '../../src/engine/codec-choice.ts';
 import {
   checkpointCodecDeviceBytes,
   cudaCodecDeviceBytes,
+  cudaCodecSettings,
   DEFAULT_CUDA_CODEC_SETTINGS,
 } from '../../src/engine/cuda-codec.ts';
 import { isDramaError } from '../../src/errors.ts';
@@ -77,4 +78,24 @@ test('a folder without codec.pth is refused by the same name as the codec load r
     refusals.map((error) => (isDramaError(error) ? error.code : String(error))),
     ['CODEC_NOT_FOUND', 'CODEC_NOT_FOUND'],
   );
+});
+
+test('a loaded codec takes 1024 frames a call, or DRAMA3_CODEC_FRAMES_PER_CALL, refused by name when not a count', () => {
+  const saved = process.env.DRAMA3_CODEC_FRAMES_PER_CALL;
+  try {
+    delete process.env.DRAMA3_CODEC_FRAMES_PER_CALL;
+    assert.deepEqual(cudaCodecSettings('f32'), { lanes: 64, precision: 'f32', maxFramesPerCall: 1024 });
+    process.env.DRAMA3_CODEC_FRAMES_PER_CALL = '256';
+    assert.equal(cudaCodecSettings('f16').maxFramesPerCall, 256);
+    for (const bad of ['0', '2.5', 'many']) {
+      process.env.DRAMA3_CODEC_FRAMES_PER_CALL = bad;
+      assert.throws(
+        () => cudaCodecSettings('f16'),
+        (error: unknown) => isDramaError(error) && error.code === 'CODEC_CALL_FRAMES_INVALID',
+      );
+    }
+  } finally {
+    if (saved === undefined) delete process.env.DRAMA3_CODEC_FRAMES_PER_CALL;
+    else process.env.DRAMA3_CODEC_FRAMES_PER_CALL = saved;
+  }
 });
