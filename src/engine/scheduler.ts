@@ -207,8 +207,8 @@ export class Scheduler {
   private queueStep(states: readonly RequestState[]): RoundStep | undefined {
     let step: RoundStep | undefined;
     this.guard(states, () => {
-      const lanes = states.map((state) => state.lane!);
-      const entries = states.map((state, index) => ({ state, lane: lanes[index]! }));
+      const entries = states.map((state) => ({ state, lane: state.lane! }));
+      const lanes = entries.map((entry) => entry.lane);
       const { model } = this.runtime;
       step = this.lookAhead ? { entries, queued: model.enqueueStep!(lanes) } : { entries, outcomes: model.step(lanes) };
     });

@@ -98,9 +98,9 @@ export interface SpeechModel {
   release(lane: Lane): void;
 }
 
-/** Milliseconds in a frame step's parts, summed over steps: the lane tables written to the device (each write
- * waits for its copy), the step's work enqueued (a recording launched, or every kernel when there is none), and its
- * frames read back (waiting for the device to finish the step). */
+/** Milliseconds in a frame step's parts, summed over steps: the call tables queued to the device, the step's work
+ * enqueued (a recording launched, or every kernel when there is none), and its frames read back (waiting for the
+ * device to finish the step). */
 export interface StepPhases {
   readonly tablesMs: number;
   readonly enqueueMs: number;

@@ -20,6 +20,13 @@ interface Recording {
 /** Timing pairs taking turns: one for the step running, one for the step queued behind it. */
 const TIMING_PAIRS = 2;
 
+/** Events around one launch of a recording; `pending` until its time is counted. */
+interface TimingPair {
+  readonly start: Handle;
+  readonly end: Handle;
+  pending: boolean;
+}
+
 export class StepGraphs {
   private readonly recordings = new Map<string, Recording>();
   /** Recordings made (first ones and re-recordings). */
@@ -28,7 +35,7 @@ export class StepGraphs {
   fallbacks = 0;
   private replays = 0;
   private replayMs = 0;
-  private readonly timing: { readonly start: Handle; readonly end: Handle; pending: boolean }[] = [];
+  private readonly timing: TimingPair[] = [];
   private launches = 0;
 
   constructor(
@@ -97,7 +104,7 @@ export class StepGraphs {
   }
 
   /** Adds a timed replay's device time (its step has been read back by its turn, so this seldom waits). */
-  private countReplay(pair: { readonly start: Handle; readonly end: Handle; pending: boolean }): void {
+  private countReplay(pair: TimingPair): void {
     if (!pair.pending) return;
     this.cuda.driver.synchronizeEvent(pair.end);
     this.replays += 1;
