@@ -235,11 +235,11 @@ export class CudaBackend implements Backend<CudaBuffer> {
   }
 
   queueIntegers(target: CudaTensor, offset: number, values: Int32Array): void {
-    const span = this.integerSpan(target, offset, values.length);
     if (values.byteLength > LARGEST_STAGED_BYTES) {
       this.writeIntegers(target, offset, values);
       return;
     }
+    const span = this.integerSpan(target, offset, values.length);
     this.staging.write(span.pointer, new Uint8Array(values.buffer, values.byteOffset, values.byteLength));
   }
 
