@@ -314,8 +314,8 @@ export interface WeightStore<B> {
   fence(): () => void;
   /** The tensor over `block`'s bytes from `offset` (each one handed out is one piece given back later). */
   tensor(block: WeightBlock, offset: number, dtype: DType, shape: readonly number[]): Tensor<B>;
-  /** A new block holding rows `ids` of the [rows, rowBytes] bytes of `block`, in that order. */
-  gatherRows(block: WeightBlock, rowBytes: number, ids: Int32Array, label: string): WeightBlock;
+  /** A new block holding rows `ids` of the [rows, rowBytes] bytes of `block` from byte `offset`, in that order. */
+  gatherRows(block: WeightBlock, offset: number, rowBytes: number, ids: Int32Array, label: string): WeightBlock;
   /** Frees a block none of whose tensors the model holds (or all of them, when a load fails). */
   release(block: WeightBlock): void;
 }

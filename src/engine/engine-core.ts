@@ -7,7 +7,7 @@ import { serializeError } from '../threads/serialize-error.ts';
 import { type AdmissionLimits, checkInputLength, frameBudget } from './admission.ts';
 import { type FrameDecoder, InlineFrameDecoder } from './frame-decoder.ts';
 import { type DeviceMemory, type LaneBudget, poolCost } from './lane-budget.ts';
-import { type LanePlan, planLanes } from './lane-plan.ts';
+import { type LanePlan, planLanes, planNotice } from './lane-plan.ts';
 import type { EngineCommand, EngineEvent, EngineInfo, MemoryInfo, SpeechJob } from './protocol.ts';
 import { DEFAULT_REFERENCE_CACHE_BYTES, ReferenceCache } from './reference-cache.ts';
 import type { SpeechRuntime } from './runtime.ts';
@@ -111,7 +111,7 @@ export class EngineCore {
       notices: [
         ...(runtime.notices ?? []),
         // Planning the lanes is part of the time to ready, said once with its own seconds.
-        `lanes planned: ${settings.lanes} of ${rowsPerLane} rows in ${lanes.seconds.toFixed(1)} s`,
+        planNotice(lanes, settings.lanes),
       ],
     };
   }

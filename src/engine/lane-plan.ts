@@ -3,7 +3,7 @@
 // model is loaded, while the codec and the tokenizer may still load; a refusal is held until the rest of the load
 // has settled, so that a failed load is reported first, as when the plan followed it.
 import { DramaError } from '../errors.ts';
-import type { SpeechModel } from '../model/types.ts';
+import type { PlanTimes, SpeechModel } from '../model/types.ts';
 import { deviceBudget, type LaneBudget, type RuntimeMemory, rowBudget } from './lane-budget.ts';
 import { DEFAULT_REFERENCE_CACHE_BYTES } from './reference-cache.ts';
 
@@ -18,6 +18,8 @@ export interface LanePlan {
   readonly budget: LaneBudget;
   /** How long the model's plan took. */
   readonly seconds: number;
+  /** Where that time went, where the model says. */
+  readonly times?: PlanTimes;
 }
 
 /** Refuses a lane count that is not a positive integer, by name. */
@@ -39,8 +41,20 @@ export function planLanes(model: SpeechModel, memory: RuntimeMemory | undefined,
   const started = performance.now();
   checkLanes(lanes);
   // Every slot can hold any request admission lets in; the scheduler's reservations keep the lanes within the budget.
-  model.plan?.({ lanes, rowsPerLane: budget.rowsPerLane });
-  return { budget, seconds: (performance.now() - started) / 1000 };
+  const times = model.plan?.({ lanes, rowsPerLane: budget.rowsPerLane }) ?? undefined;
+  return { budget, seconds: (performance.now() - started) / 1000, ...(times === undefined ? {} : { times }) };
+}
+
+/** The start-up notice of a plan: lanes, rows, seconds, and where the seconds went where the model says. */
+export function planNotice(plan: LanePlan, lanes: number): string {
+  const said = `lanes planned: ${lanes} of ${plan.budget.rowsPerLane} rows in ${plan.seconds.toFixed(1)} s`;
+  const times = plan.times;
+  if (times === undefined) return said;
+  const recorded =
+    times.recordings === 0
+      ? ''
+      : `, ${times.recordings} step graphs recorded in ${times.recordingSeconds.toFixed(2)} s`;
+  return `${said} (slots in ${times.slotSeconds.toFixed(2)} s, the first prefill and step in ${times.firstRunSeconds.toFixed(2)} s${recorded})`;
 }
 
 /** Plans when the runtime's load reports its model, and keeps the outcome until the engine takes it. */

@@ -70,6 +70,10 @@ function streamedLoad(show: boolean, notices: string[]): SpeechModelOptions {
       progress?.stop();
       notices.push(streamedNotice(report));
     },
+    onBuilt: ({ checkSeconds, buildSeconds }) =>
+      notices.push(
+        `model: config and weights checked in ${checkSeconds.toFixed(2)} s before the stream, built in ${buildSeconds.toFixed(2)} s after it`,
+      ),
   };
 }
 
@@ -84,7 +88,8 @@ export function streamedNotice(report: StreamedLoadReport): string {
         : `O_DIRECT for ${report.directFiles.length} files, the page cache for ${report.bufferedFiles.length}`;
   return (
     `weights streamed: ${formatBytes(report.bytes)} in ${report.seconds.toFixed(2)} s (${rate} GB/s) through two ` +
-    `${formatBytes(report.slotBytes)} slots, read ${reads}`
+    `${formatBytes(report.slotBytes)} slots, read ${reads}; storage for its ${report.tensors} tensors reserved in ` +
+    `${report.reserveSeconds.toFixed(2)} s of that`
   );
 }
 

@@ -13,7 +13,7 @@ import { type StreamedLoadOptions, type StreamedLoadReport, StreamedSource } fro
 import { TensorSource, type WeightSource } from './tensor-source.ts';
 import { Tower } from './tower.ts';
 import type { LaneCapacity } from './types.ts';
-import { backboneNames, expectedTensors } from './weights.ts';
+import { backboneNames, type TensorSpec } from './weights.ts';
 import { assertWeightsMatch, checkWeights } from './weights-check.ts';
 
 const DEFAULT_PREFILL_CHUNK = 256;
@@ -27,12 +27,20 @@ export interface SpeechModelOptions {
   readonly stream?: StreamedLoadOptions | false;
   /** Told how the streamed load went (bytes, seconds, O_DIRECT or not). */
   readonly onStreamed?: (report: StreamedLoadReport) => void;
+  /** Told, once the model is built, the seconds before the weights' load began and after it ended. */
+  readonly onBuilt?: (times: ModelLoadTimes) => void;
+}
+
+/** The parts of a model's load beside reading its weights: config, weight check and candidates; then building. */
+export interface ModelLoadTimes {
+  readonly checkSeconds: number;
+  readonly buildSeconds: number;
 }
 
 async function weightSource<B>(
   checkpoint: SafetensorsCheckpoint,
   backend: Backend<B>,
-  specs: ReturnType<typeof expectedTensors>,
+  specs: readonly TensorSpec[],
   options: SpeechModelOptions,
 ): Promise<{ source: WeightSource<B>; streamed?: StreamedSource<B> }> {
   const store = options.stream === false ? undefined : backend.weightStore?.();
@@ -47,6 +55,7 @@ export async function loadSpeechModel<B>(
   backend: Backend<B>,
   options: SpeechModelOptions = {},
 ): Promise<SlotSpeechModel<B>> {
+  const started = performance.now();
   const loaded = await loadConfig(checkpointDir);
   const config = loaded.config;
   const prefillChunk = options.prefillChunk ?? DEFAULT_PREFILL_CHUNK;
@@ -59,15 +68,21 @@ export async function loadSpeechModel<B>(
   try {
     const check = checkWeights(config, checkpoint);
     assertWeightsMatch(check, checkpointDir);
-    const specs = expectedTensors(config, { prefix: check.prefix, experts: check.experts });
+    const specs = check.specs;
     const candidates = await candidateIds(checkpointDir, config);
+    const checked = performance.now();
     const { source, streamed } = await weightSource(checkpoint, backend, specs, options);
+    const weighed = performance.now();
     try {
       const backbone = await Backbone.load(source, config.text, check.prefix, candidates.ids);
       const tower = await Tower.load(source, config.tower, config.audio, config.text);
       const codeEmbeddings = await source.tensor(backboneNames(check.prefix).codebookEmbeddings);
       streamed?.finish();
       const model = new SlotSpeechModel(loaded, backend, backbone, tower, codeEmbeddings, candidates, prefillChunk);
+      options.onBuilt?.({
+        checkSeconds: (checked - started) / 1000,
+        buildSeconds: (performance.now() - weighed) / 1000,
+      });
       if (options.capacity !== undefined) model.plan(options.capacity);
       return model;
     } catch (error) {

@@ -23,6 +23,7 @@ import {
   type FrameOutcome,
   type Lane,
   type LaneCapacity,
+  type PlanTimes,
   type PrefillPart,
   type PromptRows,
   type QueuedStep,
@@ -158,9 +159,9 @@ export class SlotSpeechModel<B> implements SpeechModel {
   }
 
   /** Sizes the slabs for `capacity` and every scratch buffer for a step of that many lanes and a prefill chunk. */
-  plan(capacity: LaneCapacity): void {
+  plan(capacity: LaneCapacity): PlanTimes | undefined {
     const current = this.lanes.planned?.capacity;
-    if (current?.lanes === capacity.lanes && current.rowsPerLane === capacity.rowsPerLane) return;
+    if (current?.lanes === capacity.lanes && current.rowsPerLane === capacity.rowsPerLane) return undefined;
     if (this.lanes.live > 0) {
       throw new DramaError('PLAN_WITH_LIVE_LANES', `cannot re-plan while ${this.lanes.live} lanes are live`, {
         kind: 'internal',
@@ -173,6 +174,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
       });
     }
     const { backend, recordWidth } = this;
+    const started = performance.now();
     this.lanes.planned = undefined;
     const rowsPerSlot = Math.max(rowsPerLane, this.prefillChunk + 1);
     const slabs = new LaneSlabs(backend, this.backbone, this.tower, lanes + 1, rowsPerSlot, recordWidth);
@@ -190,14 +192,15 @@ export class SlotSpeechModel<B> implements SpeechModel {
       buckets: stepBuckets(lanes),
       padding: paddingLane(lanes),
     };
-    this.sizeScratch(lanes);
+    return { slotSeconds: (performance.now() - started) / 1000, ...this.sizeScratch(lanes) };
   }
 
   /**
    * Runs a prefill chunk and a full step on the planning slot, so that every scratch buffer reaches its size; where
    * steps are recorded, then records each bucket's step there, so that serving records none.
    */
-  private sizeScratch(lanes: number): void {
+  private sizeScratch(lanes: number): Omit<PlanTimes, 'slotSeconds'> {
+    const started = performance.now();
     const planned = this.lanes.planned!;
     const slot = planned.slabs.slots - 1;
     const rows = this.prefillChunk + 1;
@@ -207,10 +210,16 @@ export class SlotSpeechModel<B> implements SpeechModel {
     this.prefillCall([{ lane: probe, rows: { tokens, codes, referenceRows: 0 }, from: 0, to: rows, count: rows - 1 }]);
     const batch = Array.from({ length: lanes }, () => probe);
     this.runStep(batch, false).wait();
-    if (this.backend.captureStep !== undefined) {
-      for (const size of planned.buckets) this.runStep(batch.slice(0, size)).wait();
-    }
+    const recordingStarted = performance.now();
+    const recorded = this.backend.captureStep === undefined ? [] : planned.buckets;
+    for (const size of recorded) this.runStep(batch.slice(0, size)).wait();
     planned.slabs.reset(slot);
+    const seconds = (from: number, to: number) => (to - from) / 1000;
+    return {
+      firstRunSeconds: seconds(started, recordingStarted),
+      recordings: recorded.length,
+      recordingSeconds: seconds(recordingStarted, performance.now()),
+    };
   }
 
   private ready(): Planned<B> {

@@ -2,6 +2,8 @@
 // shape) before anything is allocated, then storage for all of them is reserved through the backend's weight store,
 // then the shards are read once in file order through two host slots straight into that storage. The model loaders
 // then take the tensors where they lie: no second copy. A failure at any step frees everything reserved.
+// A layer's routed experts share one block: the MoE block packs them and gives them all back together, so one
+// reserve and one free stand for thousands (the full checkpoint's 61440 expert tensors in 40 blocks).
 import type {
   Backend,
   DType,
@@ -16,7 +18,13 @@ import { alignDown, alignUp, DIRECT_ALIGNMENT, type FileAccess } from '../checkp
 import type { SafetensorsCheckpoint } from '../checkpoint/safetensors-reader.ts';
 import { fileOrder, type StreamedTensor, type StreamReport, streamTensors } from '../checkpoint/slot-stream.ts';
 import { DramaError, isDramaError } from '../errors.ts';
-import { checkedStored, type RowBlock, requireRowShape, type WeightSource } from './tensor-source.ts';
+import {
+  type CheckedTensor,
+  checkedStored,
+  type RowBlock,
+  requireRowShape,
+  type WeightSource,
+} from './tensor-source.ts';
 import type { SwiGluNames, TensorSpec } from './weights.ts';
 
 /** Slot length when the caller names none: large enough for long sequential reads, small beside any checkpoint (a
@@ -42,12 +50,47 @@ export interface StreamedLoadReport extends StreamReport {
   readonly slotBytes: number;
 }
 
+/** Where a tensor starts within a shared block: a multiple of this (the device allocator's own alignment). */
+const MEMBER_ALIGNMENT = 256;
+
 interface Entry {
   readonly dtype: DType;
   readonly shape: readonly number[];
   readonly block: WeightBlock;
-  /** Whether the model holds a tensor over the block (an untaken block is freed by finish()). */
+  /** Where the tensor's bytes start within the block, and how many there are. */
+  readonly offset: number;
+  readonly bytes: number;
+  /** Whether the model holds a tensor over these bytes (a block none of whose tensors is taken is freed by finish()). */
   taken: boolean;
+}
+
+/** One block to reserve: its tensors, each at its offset. */
+interface BlockPlan {
+  readonly label: string;
+  readonly bytes: number;
+  readonly members: readonly { readonly spec: TensorSpec; readonly stored: CheckedTensor; readonly offset: number }[];
+}
+
+/** The blocks for `checked`, in order: a block of its own for each tensor, one for each layer's routed experts. */
+function blockPlans(checked: readonly { spec: TensorSpec; stored: CheckedTensor }[]): BlockPlan[] {
+  const plans: { label: string; bytes: number; members: BlockPlan['members'][number][] }[] = [];
+  const shared = new Map<number, (typeof plans)[number]>();
+  for (const { spec, stored } of checked) {
+    if (spec.expert === undefined || spec.layer === undefined) {
+      plans.push({ label: `tensor ${spec.name}`, bytes: stored.byteLength, members: [{ spec, stored, offset: 0 }] });
+      continue;
+    }
+    let plan = shared.get(spec.layer);
+    if (plan === undefined) {
+      plan = { label: `the routed experts of layer ${spec.layer}`, bytes: 0, members: [] };
+      shared.set(spec.layer, plan);
+      plans.push(plan);
+    }
+    const offset = Math.ceil(plan.bytes / MEMBER_ALIGNMENT) * MEMBER_ALIGNMENT;
+    plan.members.push({ spec, stored, offset });
+    plan.bytes = offset + stored.byteLength;
+  }
+  return plans;
 }
 
 /** Frees `blocks`; one that cannot be freed does not hide the load's own error, which is what the caller sees. */
@@ -82,9 +125,18 @@ export class StreamedSource<B> implements WeightSource<B> {
     const checked = present.map((spec) => ({ spec, stored: checkedStored(checkpoint.info(spec.name), spec) }));
     const entries = new Map<string, Entry>();
     try {
-      for (const { spec, stored } of checked) {
-        const block = reserveNamed(store, stored.byteLength, spec.name, entries.size, checked.length);
-        entries.set(spec.name, { dtype: stored.dtype, shape: spec.shape, block, taken: false });
+      for (const plan of blockPlans(checked)) {
+        const block = reserveNamed(store, plan, entries.size, checked.length);
+        for (const { spec, stored, offset } of plan.members) {
+          entries.set(spec.name, {
+            dtype: stored.dtype,
+            shape: spec.shape,
+            block,
+            offset,
+            bytes: stored.byteLength,
+            taken: false,
+          });
+        }
       }
       const reserveSeconds = (performance.now() - started) / 1000;
       const tensors: StreamedTensor[] = checked.map(({ spec, stored }) => ({ name: spec.name, ...stored }));
@@ -96,8 +148,10 @@ export class StreamedSource<B> implements WeightSource<B> {
           tensors,
           slots.slots,
           (pieces) => {
-            for (const piece of pieces)
-              store.write(entries.get(piece.tensor.name)!.block, piece.tensorOffset, piece.bytes);
+            for (const piece of pieces) {
+              const entry = entries.get(piece.tensor.name)!;
+              store.write(entry.block, entry.offset + piece.tensorOffset, piece.bytes);
+            }
             return store.fence();
           },
           options,
@@ -109,10 +163,7 @@ export class StreamedSource<B> implements WeightSource<B> {
       const summary = { ...report, seconds, reserveSeconds, tensors: tensors.length, slotBytes };
       return new StreamedSource(backend, store, entries, summary);
     } catch (error) {
-      releaseAll(
-        store,
-        [...entries.values()].map((entry) => entry.block),
-      );
+      releaseAll(store, blocksOf(entries.values()));
       throw error;
     }
   }
@@ -124,13 +175,13 @@ export class StreamedSource<B> implements WeightSource<B> {
   async tensor(name: string): Promise<Tensor<B>> {
     const entry = this.entry(name);
     entry.taken = true;
-    return this.store.tensor(entry.block, 0, entry.dtype, entry.shape);
+    return this.store.tensor(entry.block, entry.offset, entry.dtype, entry.shape);
   }
 
   async rows(name: string, ids: Int32Array): Promise<Tensor<B>> {
     const entry = this.entry(name);
     const [rows, ...rest] = entry.shape;
-    const rowBytes = entry.block.bytes / rows!;
+    const rowBytes = entry.bytes / rows!;
     const outside = ids.find((id) => !Number.isInteger(id) || id < 0 || id >= rows!);
     if (outside !== undefined) {
       throw new DramaError('TENSOR_ROW_OUT_OF_RANGE', `row ${outside} lies outside the ${rows} rows of ${name}`, {
@@ -138,7 +189,7 @@ export class StreamedSource<B> implements WeightSource<B> {
         param: name,
       });
     }
-    const block = this.store.gatherRows(entry.block, rowBytes, ids, `${name} rows`);
+    const block = this.store.gatherRows(entry.block, entry.offset, rowBytes, ids, `${name} rows`);
     this.gathered.push(block);
     return this.store.tensor(block, 0, entry.dtype, [ids.length, ...rest]);
   }
@@ -147,9 +198,9 @@ export class StreamedSource<B> implements WeightSource<B> {
     const entry = this.entry(name);
     requireRowShape(name, entry.shape, rowShape);
     entry.taken = true;
-    const rowBytes = entry.block.bytes / rowShape[0]!;
+    const rowBytes = entry.bytes / rowShape[0]!;
     return blocks.map(({ first, count }) =>
-      this.store.tensor(entry.block, first * rowBytes, entry.dtype, [count, ...rowShape.slice(1)]),
+      this.store.tensor(entry.block, entry.offset + first * rowBytes, entry.dtype, [count, ...rowShape.slice(1)]),
     );
   }
 
@@ -169,15 +220,17 @@ export class StreamedSource<B> implements WeightSource<B> {
 
   /** Frees the blocks no tensor of the model lies in (a head whose candidate rows were gathered apart). */
   finish(): void {
+    const entries = [...this.entries.values()];
+    const held = blocksOf(entries.filter((entry) => entry.taken));
     releaseAll(
       this.store,
-      [...this.entries.values()].filter((entry) => !entry.taken).map((entry) => entry.block),
+      blocksOf(entries).filter((block) => !held.includes(block)),
     );
   }
 
   /** Frees every block (the loaders failed: nothing of this load is kept). */
   release(): void {
-    releaseAll(this.store, [...this.entries.values()].map((entry) => entry.block).concat(this.gathered.splice(0)));
+    releaseAll(this.store, blocksOf(this.entries.values()).concat(this.gathered.splice(0)));
   }
 
   private entry(name: string): Entry {
@@ -187,6 +240,11 @@ export class StreamedSource<B> implements WeightSource<B> {
     }
     return entry;
   }
+}
+
+/** Each block `entries` lie in, once. */
+function blocksOf(entries: Iterable<Entry>): WeightBlock[] {
+  return [...new Set([...entries].map((entry) => entry.block))];
 }
 
 /** Bytes of the longest aligned span one file's tensors cover: a slot longer than that would never fill. */
@@ -199,15 +257,16 @@ function widestSpan(tensors: readonly StreamedTensor[]): number {
   return widest;
 }
 
-function reserveNamed(store: WeightStore<unknown>, bytes: number, name: string, done: number, total: number) {
+function reserveNamed(store: WeightStore<unknown>, plan: BlockPlan, done: number, total: number) {
   try {
-    return store.reserve(bytes, `weights ${name}`);
+    return store.reserve(plan.bytes, `weights ${plan.label}`);
   } catch (error) {
     const reason = isDramaError(error) ? `${error.code}: ${error.message}` : String(error);
+    const tensors = plan.members.length === 1 ? '' : `${plan.members.length} tensors, `;
     throw new DramaError(
       'WEIGHTS_ALLOCATION_FAILED',
-      `storage for tensor ${name} (${bytes} bytes, after ${done} of ${total} tensors) was refused; everything reserved was freed (${reason})`,
-      { kind: 'device', param: name, cause: error },
+      `storage for ${plan.label} (${tensors}${plan.bytes} bytes, after ${done} of ${total} tensors) was refused; everything reserved was freed (${reason})`,
+      { kind: 'device', param: plan.members[0]!.spec.name, cause: error },
     );
   }
 }

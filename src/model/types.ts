@@ -60,6 +60,16 @@ export interface LaneCapacity {
   readonly rowsPerLane: number;
 }
 
+/** Where a plan's seconds went: the lane slots, the first prefill and step (which size the scratch, and prepare each
+ *  block's weights the first time), and the step recordings made for each batch bucket (none where steps are not
+ *  recorded). */
+export interface PlanTimes {
+  readonly slotSeconds: number;
+  readonly firstRunSeconds: number;
+  readonly recordings: number;
+  readonly recordingSeconds: number;
+}
+
 /**
  * The model as the engine drives it (implemented in src/model/; the cpu and cuda backends sit underneath).
  * A frame round calls `step` once over every active lane; new requests are prefilled in chunks between rounds.
@@ -69,8 +79,11 @@ export interface SpeechModel {
   readonly contextRows: number;
   /** Whether the weights are synthetic (random): then it speaks noise, and every surface says so. */
   readonly synthetic: boolean;
-  /** Sizes every lane's state and the step's scratch once (no lane may be live); a model without one needs none. */
-  plan?(capacity: LaneCapacity): void;
+  /**
+   * Sizes every lane's state and the step's scratch once (no lane may be live); a model without one needs none.
+   * Returns where the plan's time went, where the model measures it.
+   */
+  plan?(capacity: LaneCapacity): PlanTimes | undefined;
   newLane(sampling: SamplingSettings): Lane;
   /** Prefill prompt rows [from, to) into the lane; callers cut long prompts into chunks. */
   prefill(lane: Lane, rows: PromptRows, from: number, to: number): void;

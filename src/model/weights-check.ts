@@ -41,6 +41,8 @@ export interface WeightCheck {
   /** Disagreements between config.json and the tensors that no single name shows. */
   readonly problems: readonly string[];
   readonly ok: boolean;
+  /** The weight map the tensors were checked against (for the prefix and expert format found). */
+  readonly specs: readonly TensorSpec[];
 }
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
@@ -63,27 +65,28 @@ export function checkWeights(config: Drama3Config, table: TensorTable): WeightCh
   const expectedNames = new Set<string>();
   const missing: TensorSpec[] = [];
   const mismatched: TensorMismatch[] = [];
+  // Each tensor's dtype and shape, read once (the full checkpoint has 62259).
+  const infos = new Map(names.map((name) => [name, table.info(name)]));
   for (const spec of specs) {
     expectedNames.add(spec.name);
-    if (!nameSet.has(spec.name)) {
+    const actual = infos.get(spec.name);
+    if (actual === undefined) {
       missing.push(spec);
       continue;
     }
-    const actual = table.info(spec.name);
     if (!spec.accepts.includes(actual.dtype) || !sameShape(spec.shape, actual.shape)) {
       mismatched.push({ name: spec.name, expected: { dtypes: spec.accepts, shape: spec.shape }, actual });
     }
   }
   const countsByDtype: Record<string, number> = {};
   let parameters = 0;
-  for (const name of names) {
-    const info = table.info(name);
+  for (const [name, info] of infos) {
     countsByDtype[info.dtype] = (countsByDtype[info.dtype] ?? 0) + 1;
     if (!name.endsWith('_scale_inv')) parameters += info.shape.reduce((product, size) => product * size, 1);
   }
   const unused = names.filter((name) => !expectedNames.has(name));
   const ok = missing.length === 0 && mismatched.length === 0 && unused.length === 0 && problems.length === 0;
-  return { prefix, experts, countsByDtype, parameters, missing, mismatched, unused, problems, ok };
+  return { prefix, experts, countsByDtype, parameters, missing, mismatched, unused, problems, ok, specs };
 }
 
 const describeShape = (shape: readonly number[]) => `[${shape.join(', ')}]`;

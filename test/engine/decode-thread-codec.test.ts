@@ -64,7 +64,11 @@ test('a worker engine on the tiny checkpoint plans its lanes and speaks through 
     thread: 'worker',
   });
   try {
-    assert.ok(engine.info.notices.some((notice) => /^lanes planned: 2 of \d+ rows in \d+\.\d s$/.test(notice)));
+    const planned =
+      /^lanes planned: 2 of \d+ rows in \d+\.\d s \(slots in \d+\.\d\d s, the first prefill and step in \d+\.\d\d s\)$/;
+    assert.ok(engine.info.notices.some((notice) => planned.test(notice)));
+    const built = /^model: config and weights checked in \d+\.\d\d s before the stream, built in \d+\.\d\d s after it$/;
+    assert.ok(engine.info.notices.some((notice) => built.test(notice)));
     assert.ok(engine.info.notices.some((notice) => notice.startsWith('loaded together: the model in ')));
     const outcome = await runToEnd(engine, job('Hello.', { maxFrames: 3 }));
     assert.equal(outcome.last.type, 'finished', JSON.stringify(outcome.last));

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DEFAULT_ENGINE_SETTINGS, EngineCore } from '../../src/engine/engine-core.ts';
-import { EarlyLanePlan } from '../../src/engine/lane-plan.ts';
+import { rowBudget } from '../../src/engine/lane-budget.ts';
+import { EarlyLanePlan, planNotice } from '../../src/engine/lane-plan.ts';
 import { loadRuntime } from '../../src/engine/load-runtime.ts';
 import { isDramaError } from '../../src/errors.ts';
 import type { SpeechModel } from '../../src/model/types.ts';
@@ -46,4 +47,20 @@ test("a checkpoint's runtime hands its model on during the load; the null runtim
   const lanes = new EarlyLanePlan(DEFAULT_ENGINE_SETTINGS);
   await loadRuntime({ kind: 'null' }, { onModel: lanes.onModel });
   assert.equal(lanes.take(), undefined);
+});
+
+test("a plan's notice says where its seconds went where the model measured them", () => {
+  const budget = rowBudget(4, 8192, undefined);
+  const plain = planNotice({ budget, seconds: 2.04 }, 4);
+  assert.equal(plain, `lanes planned: 4 of ${budget.rowsPerLane} rows in 2.0 s`);
+  const times = { slotSeconds: 0.25, firstRunSeconds: 0.7, recordings: 0, recordingSeconds: 0 };
+  assert.equal(
+    planNotice({ budget, seconds: 0.96, times }, 4),
+    `lanes planned: 4 of ${budget.rowsPerLane} rows in 1.0 s (slots in 0.25 s, the first prefill and step in 0.70 s)`,
+  );
+  assert.equal(
+    planNotice({ budget, seconds: 2.04, times: { ...times, recordings: 7, recordingSeconds: 1.089 } }, 4),
+    `lanes planned: 4 of ${budget.rowsPerLane} rows in 2.0 s (slots in 0.25 s, the first prefill and step in 0.70 s, ` +
+      '7 step graphs recorded in 1.09 s)',
+  );
 });

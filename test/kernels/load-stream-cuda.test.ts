@@ -1,9 +1,9 @@
 // The streamed checkpoint load on the CUDA backend against the tensor-by-tensor load, on the `small` synthetic
 // checkpoint: every weight tensor the model holds has the same device bytes (read back before plan packs the
-// experts), the planned models draw the same frames, the device ledger holds the same bytes after both loads (the
-// streamed head freed once its candidate rows were gathered), and the stream's pinned host memory peaks at its two
-// slots. A device allocation limit below the checkpoint is refused by name mid-reserve and leaves the ledger as it
-// was. Skips, saying why, without CUDA.
+// experts), the planned models draw the same frames, the device ledger holds the same bytes after both are planned
+// (the streamed head freed once its candidate rows were gathered, each layer's routed experts once packed), and the
+// stream's pinned host memory peaks at its two slots. A device allocation limit below the checkpoint is refused by
+// name mid-reserve and leaves the ledger as it was. Skips, saying why, without CUDA.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CudaBackend } from '../../src/backend/cuda/backend.ts';
@@ -69,14 +69,16 @@ test('the streamed load gives the device bytes and frames of the tensor-by-tenso
     [],
     'tensors whose device bytes differ',
   );
-  assert.equal(
-    streamed.backend.cuda.memory.usage('device').usedBytes,
-    plain.backend.cuda.memory.usage('device').usedBytes,
-    'both loads hold the same device bytes',
-  );
-
+  // A layer's routed experts share a block, each tensor at a multiple of 256 bytes in it; plan packs them and frees
+  // the block, after which both loads hold the same device bytes.
+  const held = () => [streamed, plain].map((loaded) => loaded.backend.cuda.memory.usage('device').usedBytes);
+  const [loadedBytes, plainBytes] = held();
+  const padding = loadedBytes! - plainBytes!;
+  assert.ok(padding >= 0 && padding < 256 * ours.length, `${padding} bytes more than the tensors'`);
   streamed.model.plan(CAPACITY);
   plain.model.plan(CAPACITY);
+  const [plannedBytes, plainPlannedBytes] = held();
+  assert.equal(plannedBytes, plainPlannedBytes, 'both loads hold the same device bytes once planned');
   for (const seed of [5, 9]) assert.deepEqual(frames(streamed.model, seed), frames(plain.model, seed), `seed ${seed}`);
 });
 
@@ -90,7 +92,10 @@ test('a device allocation limit below the checkpoint is refused by name mid-rese
   const before = backend.cuda.memory.usage('device').usedBytes;
   await assert.rejects(loadSpeechModel(dir, backend, { stream: { slotBytes: SLOT_BYTES } }), (error: Error) => {
     assert.equal((error as { code?: string }).code, 'WEIGHTS_ALLOCATION_FAILED');
-    assert.match(error.message, /storage for tensor \S+ \(\d+ bytes, after \d+ of \d+ tensors\) was refused/);
+    assert.match(
+      error.message,
+      /storage for (tensor \S+|the routed experts of layer \d+) \((\d+ tensors, )?\d+ bytes, after \d+ of \d+ tensors\) was refused/,
+    );
     assert.match(error.message, /ALLOCATION_LIMIT_EXCEEDED/);
     return true;
   });

@@ -26,8 +26,9 @@ import { samplePrompt, tinyCheckpointDir } from './tiny-checkpoint.ts';
 
 const SLOT_BYTES = 64 * 1024;
 
-/** A cpu backend whose weight store counts what it reserves and releases, and can refuse the `refuseAt`-th block. */
-function countingBackend(refuseAt = Number.POSITIVE_INFINITY) {
+/** A cpu backend whose weight store counts what it reserves and releases, and can refuse a block (`refuse` is told
+ *  its number, from 1, and its label). */
+function countingBackend(refuse: (index: number, label: string) => boolean = () => false) {
   const backend = new CpuBackend();
   const inner = new CpuWeightStore(backend);
   const live = new Set<WeightBlock>();
@@ -35,7 +36,7 @@ function countingBackend(refuseAt = Number.POSITIVE_INFINITY) {
   const store: WeightStore<CpuBuffer> = {
     slots: (bytes) => inner.slots(bytes),
     reserve(bytes, label) {
-      if (++reserved === refuseAt) throw new Error(`refused ${label}`);
+      if (refuse(++reserved, label)) throw new Error(`refused ${label}`);
       const block = inner.reserve(bytes, label);
       live.add(block);
       return block;
@@ -43,8 +44,8 @@ function countingBackend(refuseAt = Number.POSITIVE_INFINITY) {
     write: (block, offset, source) => inner.write(block, offset, source),
     fence: () => inner.fence(),
     tensor: (block, offset, dtype, shape) => inner.tensor(block, offset, dtype, shape),
-    gatherRows(block, rowBytes, ids, label) {
-      const gathered = inner.gatherRows(block, rowBytes, ids, label);
+    gatherRows(block, offset, rowBytes, ids, label) {
+      const gathered = inner.gatherRows(block, offset, rowBytes, ids, label);
       live.add(gathered);
       return gathered;
     },
@@ -144,12 +145,37 @@ describe('the streamed load', () => {
   });
 
   it('refuses storage refused mid-reserve by name and frees every block reserved', async () => {
-    const counted = countingBackend(40);
+    const counted = countingBackend((index) => index === 40);
     await assert.rejects(
       loadSpeechModel(tiny, counted.backend, { stream: { slotBytes: SLOT_BYTES } }),
       (error: Error) => {
         assert.equal((error as { code?: string }).code, 'WEIGHTS_ALLOCATION_FAILED');
-        assert.match(error.message, /storage for tensor \S+ \(\d+ bytes, after 39 of \d+ tensors\) was refused/);
+        assert.match(error.message, /storage for tensor \S+ \(\d+ bytes, after \d+ of \d+ tensors\) was refused/);
+        return true;
+      },
+    );
+    assert.equal(counted.live.size, 0);
+  });
+
+  it("reserves a layer's routed experts as one block, and names that block when it is refused", async () => {
+    const whole = countingBackend();
+    await loadSpeechModel(tiny, whole.backend, { stream: { slotBytes: SLOT_BYTES } });
+    const checkpoint = await SafetensorsCheckpoint.open(tiny);
+    const names = checkpoint.names();
+    await checkpoint.close();
+    const routed = names.filter((name) => /\.mlp\.experts\.\d+\./.test(name));
+    const layers = new Set(routed.map((name) => /\.layers\.(\d+)\./.exec(name)![1]));
+    assert.ok(routed.length > layers.size, `${routed.length} routed expert tensors in ${layers.size} layers`);
+    assert.equal(whole.reserved(), names.length - routed.length + layers.size, 'blocks reserved');
+    const counted = countingBackend((_index, label) => label.includes('routed experts of layer 1'));
+    await assert.rejects(
+      loadSpeechModel(tiny, counted.backend, { stream: { slotBytes: SLOT_BYTES } }),
+      (error: Error) => {
+        assert.equal((error as { code?: string }).code, 'WEIGHTS_ALLOCATION_FAILED');
+        assert.match(
+          error.message,
+          /^storage for the routed experts of layer 1 \(\d+ tensors, \d+ bytes, after \d+ of \d+ tensors\) was refused/,
+        );
         return true;
       },
     );

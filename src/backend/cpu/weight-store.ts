@@ -48,8 +48,8 @@ export class CpuWeightStore implements WeightStore<CpuBuffer> {
     return this.backend.fromHost(dtype, shape, storedElementsView((block as HostBlock).data, offset, dtype, count));
   }
 
-  gatherRows(block: WeightBlock, rowBytes: number, ids: Int32Array, label: string): HostBlock {
-    const source = (block as HostBlock).data;
+  gatherRows(block: WeightBlock, offset: number, rowBytes: number, ids: Int32Array, label: string): HostBlock {
+    const source = (block as HostBlock).data.subarray(offset);
     const gathered = this.reserve(ids.length * rowBytes, label);
     ids.forEach((id, row) => {
       gathered.data.set(source.subarray(id * rowBytes, (id + 1) * rowBytes), row * rowBytes);

@@ -1,7 +1,7 @@
-// The cuda backend's weight store for a streamed load: one device allocation per tensor (under the allocation
-// limit), filled by async copies from two pinned host slots; a fence is an event after the copies, so a slot is
-// refilled only once the device has read it. Tensors handed out are pieces of their allocation: the backend gives
-// them back (releaseWeights) one by one, and the allocation is freed with its last piece.
+// The cuda backend's weight store for a streamed load: one device allocation per block (under the allocation limit),
+// filled by async copies from two pinned host slots; a fence is an event after the copies, so a slot is refilled
+// only once the device has read it. Tensors handed out are pieces of their block: the backend gives them back
+// (releaseWeights) one by one, and the allocation is freed with its last piece.
 import type { DType, StreamSlots, WeightBlock, WeightStore } from '../types.ts';
 import type { CudaContext } from './context.ts';
 import type { Allocation } from './memory.ts';
@@ -10,12 +10,15 @@ import { shapeElements } from './tensors.ts';
 
 interface DeviceBlock extends WeightBlock {
   readonly allocation: Allocation;
-  /** Tensors over the block the model still holds. */
+  /** Tensors over the block the model still holds, and where they start. */
   live: number;
+  readonly pieces: Set<bigint>;
 }
 
 export class CudaWeightStore implements WeightStore<CudaBuffer> {
   private readonly blocks = new Map<bigint, DeviceBlock>();
+  /** The block of every tensor handed out, by its first byte (a block's tensors are given back by pointer). */
+  private readonly pieces = new Map<bigint, DeviceBlock>();
   /** Where the pinned slots lie: the host address of the first byte of `bytes` within its ArrayBuffer. */
   private readonly slotAddresses = new WeakMap<ArrayBufferLike, { pointer: bigint; byteOffset: number }>();
 
@@ -41,7 +44,7 @@ export class CudaWeightStore implements WeightStore<CudaBuffer> {
 
   reserve(bytes: number, label: string): DeviceBlock {
     const allocation = this.cuda.allocate(Math.max(bytes, 1), label);
-    const block = { bytes, label, allocation, live: 0 };
+    const block = { bytes, label, allocation, live: 0, pieces: new Set<bigint>() };
     this.blocks.set(allocation.pointer, block);
     return block;
   }
@@ -79,13 +82,15 @@ export class CudaWeightStore implements WeightStore<CudaBuffer> {
   tensor(block: WeightBlock, offset: number, dtype: DType, shape: readonly number[]): CudaTensor {
     const device = block as DeviceBlock;
     const elements = shapeElements(shape);
+    const pointer = device.allocation.pointer + BigInt(offset);
     device.live += 1;
-    const data: CudaBuffer = { pointer: device.allocation.pointer + BigInt(offset), dtype, elements };
-    return { dtype, shape: [...shape], data };
+    device.pieces.add(pointer);
+    this.pieces.set(pointer, device);
+    return { dtype, shape: [...shape], data: { pointer, dtype, elements } };
   }
 
-  gatherRows(block: WeightBlock, rowBytes: number, ids: Int32Array, label: string): DeviceBlock {
-    const source = (block as DeviceBlock).allocation.pointer;
+  gatherRows(block: WeightBlock, offset: number, rowBytes: number, ids: Int32Array, label: string): DeviceBlock {
+    const source = (block as DeviceBlock).allocation.pointer + BigInt(offset);
     const gathered = this.reserve(ids.length * rowBytes, label);
     const { driver, stream } = this.cuda;
     // One copy per run of consecutive ids (the semantic ids are one run).
@@ -100,10 +105,8 @@ export class CudaWeightStore implements WeightStore<CudaBuffer> {
   }
 
   release(block: WeightBlock): void {
-    const device = block as DeviceBlock;
-    if (!this.blocks.delete(device.allocation.pointer)) return;
     this.cuda.synchronize();
-    device.allocation.free();
+    this.free(block as DeviceBlock);
   }
 
   /** Device bytes of the blocks held now. */
@@ -113,20 +116,19 @@ export class CudaWeightStore implements WeightStore<CudaBuffer> {
     return bytes;
   }
 
-  /** Gives back one tensor over a block of this store; false when none holds `pointer`. */
+  /** Gives back one tensor over a block of this store (after the caller's wait for the device); false when none
+   *  holds `pointer`. */
   private giveBack(pointer: bigint): boolean {
-    const block = this.blocks.get(pointer) ?? this.containing(pointer);
+    const block = this.pieces.get(pointer);
     if (block === undefined) return false;
     block.live -= 1;
-    if (block.live <= 0) this.release(block);
+    if (block.live <= 0) this.free(block);
     return true;
   }
 
-  private containing(pointer: bigint): DeviceBlock | undefined {
-    for (const block of this.blocks.values()) {
-      const start = block.allocation.pointer;
-      if (pointer >= start && pointer < start + BigInt(block.allocation.bytes)) return block;
-    }
-    return undefined;
+  private free(block: DeviceBlock): void {
+    if (!this.blocks.delete(block.allocation.pointer)) return;
+    for (const pointer of block.pieces) this.pieces.delete(pointer);
+    block.allocation.free();
   }
 }
