@@ -11,7 +11,9 @@
 //   time went from the engine's round times (rounds that prefilled, rounds that only stepped, time outside rounds),
 //   and where the slowest stream's time went, from the server's trace of that request;
 //   the device ledger at the end (/v1/models: plan allocates up front, so this is its peak but for the reference
-//   cache's snapshots) and the process's peak resident memory.
+//   cache's snapshots) and the process's peak resident memory;
+//   on cuda, once the engine has closed: the copy bandwidth, and beside each client count's frames/s the roofline of
+//   the frame step alone at that many lanes and the PyTorch baseline (support/serve-roofline.ts).
 // One table per part, and gpu-serve.json in the output directory (argv[2]).
 // Usage: tsx bench/gpu-serve.ts [output directory] [--preset small|full] [--requests N] [--frames N]
 //        [--backend cuda|cpu] (cpu: a quick check of the bench itself on any machine, with the tiny preset)
@@ -23,6 +25,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeWav } from '../src/audio/wav.ts';
+import { CudaContext } from '../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../src/backend/cuda/driver.ts';
 import { openVoices } from '../src/cli/voices.ts';
 import { Engine } from '../src/engine/engine.ts';
@@ -34,7 +37,10 @@ import { audioToolkit } from '../src/server/audio-toolkit.ts';
 import type { SynthPreset } from '../src/synth/plan.ts';
 import { synthesizeCheckpoint } from '../src/synth/synthesize.ts';
 import { defaultSynthThreads } from '../src/synth/tensor-threads.ts';
+import { PYTORCH_BASELINE } from './support/frames-report.ts';
 import { markdownTable, writeReport } from './support/output.ts';
+import { copyBandwidth } from './support/roofline.ts';
+import { serveRoofline } from './support/serve-roofline.ts';
 import { FIRST_AUDIO_STAGES, type FirstAudioStages, ServerTrace } from './support/server-trace.ts';
 import { percentile, type SpeechSample, streamSpeech } from './support/speech-client.ts';
 
@@ -109,9 +115,44 @@ function roundTimeBetween(before: RoundTime | undefined, after: RoundTime | unde
   };
 }
 
+/** The frame step's roofline beside the served frames/s, measured with the engine closed (its lanes hold the memory). */
+async function printRoofline(dir: string, served: { clients: number; framesPerSecond: number }[]): Promise<void> {
+  const cuda = new CudaContext();
+  const bandwidth = copyBandwidth(cuda);
+  cuda.close();
+  // Lanes at half a request's frames: the short prompt's rows are few beside the recurrent state every lane holds.
+  const rows = await serveRoofline(dir, served, Math.round(frames / 2), bandwidth);
+  console.log(
+    `\ncopy bandwidth ${bandwidth.gigabytesPerSecond.toFixed(0)} GB/s (the roofline's denominator, this run)`,
+  );
+  console.log(
+    markdownTable(
+      [
+        'clients',
+        'served frames/s',
+        'the step alone: GB a step',
+        'its roofline frames/s',
+        'served of roofline',
+        'PyTorch step frames/s',
+      ],
+      rows.map((row) => [
+        String(row.clients),
+        row.framesPerSecond.toFixed(1),
+        (row.stepBytes / 1e9).toFixed(2),
+        row.rooflineFramesPerSecond.toFixed(0),
+        `${((100 * row.framesPerSecond) / row.rooflineFramesPerSecond).toFixed(1)}%`,
+        row.pytorchFramesPerSecond === undefined ? '—' : row.pytorchFramesPerSecond.toFixed(1),
+      ]),
+    ).join('\n'),
+  );
+  console.log(`PyTorch: ${PYTORCH_BASELINE.measured}`);
+  writeReport('gpu-serve-roofline.json', { bandwidth, position: Math.round(frames / 2), rows });
+}
+
 const serverTrace = new ServerTrace();
 const parent = path.resolve('.');
 const folder = fs.mkdtempSync(path.join(parent, '.gpu-serve-'));
+let served: { clients: number; framesPerSecond: number }[] = [];
 try {
   const dir = values.checkpoint === undefined ? path.join(folder, 'checkpoint') : path.resolve(values.checkpoint);
   const writeStarted = performance.now();
@@ -360,10 +401,12 @@ try {
       memory,
     });
     console.log(`wrote ${file}`);
+    served = throughput.map((row) => ({ clients: row.clients!, framesPerSecond: row.framesPerSecond! }));
   } finally {
     await app.close();
     await engine.close();
   }
+  if (backend === 'cuda' && served.length > 0) await printRoofline(dir, served);
 } finally {
   fs.rmSync(folder, { recursive: true, force: true });
 }
