@@ -14,7 +14,8 @@
 //                           ptxas's reports
 // and refuses when the folder plus the working tree would pass the 64 MiB that may travel. DRAMA3_CARRY_ENTRIES
 // (comma-separated source paths, e.g. test/kernels/contract.test.ts,bench/gpu-codec.ts) bundles only those; the
-// controls' fatbins travel only with the contract; DRAMA3_CARRY_TOKENIZER=no leaves the tokenizer files behind.
+// controls' fatbins travel only with the entries that launch them; DRAMA3_CARRY_TOKENIZER=no leaves the tokenizer
+// files and the binding behind.
 // Usage: tsx scripts/device/prepare.ts [output folder]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -140,6 +141,12 @@ function removeOtherPlatformAddons(folder: string): void {
   }
 }
 
+/** Whether the source at `file` launches control kernels: it names a `*_controls` family or imports the controls. */
+function launchesControls(file: string): boolean {
+  const source = fs.readFileSync(file, 'utf8');
+  return /_controls'|support\/controls\.ts'/.test(source);
+}
+
 function hasNvcc(): boolean {
   try {
     execFileSync(process.env.NVCC ?? 'nvcc', ['--version'], { stdio: 'ignore' });
@@ -193,8 +200,9 @@ async function main(): Promise<void> {
   if (hasNvcc()) execFileSync('npm', ['run', 'build:kernels', '--', '--changed'], { cwd: root, stdio: 'inherit' });
   if (!fs.existsSync(kernels)) throw new Error('no build/kernels and no nvcc here to build them');
   fs.rmSync(path.join(output, 'kernels'), { recursive: true, force: true });
-  // The contract's deliberately wrong kernels travel only with the contract.
-  const controls = entries.includes('test/kernels/contract.test.ts');
+  // The deliberately wrong kernels travel only with the entries that launch them (the contract, and the tests that
+  // name a control family themselves).
+  const controls = entries.some((entry) => launchesControls(path.join(root, entry)));
   // ptxas's reports stay here: the device needs only the fatbins.
   const leftBehind = (name: string) => name.endsWith('.ptxas.txt') || (!controls && name.endsWith('_controls.fatbin'));
   copyFolder(kernels, path.join(output, 'kernels'), leftBehind);
