@@ -74,7 +74,11 @@ async function readIndex(indexPath: string): Promise<Map<string, string>> {
   for (const [name, file] of Object.entries(weightMap as Record<string, unknown>)) {
     if (!shardNames.has(file as string)) {
       if (typeof file !== 'string' || file.includes('/') || file.includes('\\') || file.startsWith('.')) {
-        refuse('SAFETENSORS_INDEX_BAD_JSON', indexPath, `weight_map.${name} is not a shard file name in the same folder`);
+        refuse(
+          'SAFETENSORS_INDEX_BAD_JSON',
+          indexPath,
+          `weight_map.${name} is not a shard file name in the same folder`,
+        );
       }
       shardNames.add(file);
     }
