@@ -141,10 +141,15 @@ function removeOtherPlatformAddons(folder: string): void {
   }
 }
 
-/** Whether the source at `file` launches control kernels: it names a `*_controls` family or imports the controls. */
-function launchesControls(file: string): boolean {
-  const source = fs.readFileSync(file, 'utf8');
-  return /_controls'|support\/controls\.ts'/.test(source);
+/** The control kernel families (`*_controls`) the bundled code names: their fatbins are all of the controls it loads. */
+function namedControlFamilies(folder: string): Set<string> {
+  const families = new Set<string>();
+  for (const entry of fs.readdirSync(folder, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.mjs')) continue;
+    const source = fs.readFileSync(path.join(entry.parentPath, entry.name), 'utf8');
+    for (const [, family] of source.matchAll(/["'`]([a-z0-9_]+_controls)["'`]/g)) families.add(family!);
+  }
+  return families;
 }
 
 function hasNvcc(): boolean {
@@ -200,11 +205,12 @@ async function main(): Promise<void> {
   if (hasNvcc()) execFileSync('npm', ['run', 'build:kernels', '--', '--changed'], { cwd: root, stdio: 'inherit' });
   if (!fs.existsSync(kernels)) throw new Error('no build/kernels and no nvcc here to build them');
   fs.rmSync(path.join(output, 'kernels'), { recursive: true, force: true });
-  // The deliberately wrong kernels travel only with the entries that launch them (the contract, and the tests that
-  // name a control family themselves).
-  const controls = entries.some((entry) => launchesControls(path.join(root, entry)));
+  // The deliberately wrong kernels travel only where the bundled entries name their family.
+  const controls = namedControlFamilies(path.join(output, 'app'));
   // ptxas's reports stay here: the device needs only the fatbins.
-  const leftBehind = (name: string) => name.endsWith('.ptxas.txt') || (!controls && name.endsWith('_controls.fatbin'));
+  const leftBehind = (name: string) =>
+    name.endsWith('.ptxas.txt') ||
+    (name.endsWith('_controls.fatbin') && !controls.has(name.slice(0, -'.fatbin'.length)));
   copyFolder(kernels, path.join(output, 'kernels'), leftBehind);
   const carried = folderBytes(output);
   const tree = workingTreeBytes();

@@ -8,9 +8,13 @@ interface Level {
   lastKey: string;
 }
 
-const [QUOTE, BACKSLASH, OPEN_OBJECT, OPEN_ARRAY, CLOSE_OBJECT, CLOSE_ARRAY, COMMA] = [...'"\\{[}],'].map((character) =>
-  character.charCodeAt(0),
-);
+const QUOTE = '"'.charCodeAt(0);
+const BACKSLASH = '\\'.charCodeAt(0);
+const OPEN_OBJECT = '{'.charCodeAt(0);
+const OPEN_ARRAY = '['.charCodeAt(0);
+const CLOSE_OBJECT = '}'.charCodeAt(0);
+const CLOSE_ARRAY = ']'.charCodeAt(0);
+const COMMA = ','.charCodeAt(0);
 
 /** The dotted path of the first repeated key (e.g. `weight_map.a`), or undefined. `text` must be valid JSON. */
 export function firstDuplicateKey(text: string): string | undefined {

@@ -69,18 +69,9 @@ async function readIndex(indexPath: string): Promise<Map<string, string>> {
     refuse('SAFETENSORS_INDEX_EMPTY', indexPath, 'has an empty weight_map: it names no tensor');
   }
   const fileOf = new Map<string, string>();
-  // A shard's name is checked once, however many tensors it holds.
-  const shardNames = new Set<string>();
   for (const [name, file] of Object.entries(weightMap as Record<string, unknown>)) {
-    if (!shardNames.has(file as string)) {
-      if (typeof file !== 'string' || file.includes('/') || file.includes('\\') || file.startsWith('.')) {
-        refuse(
-          'SAFETENSORS_INDEX_BAD_JSON',
-          indexPath,
-          `weight_map.${name} is not a shard file name in the same folder`,
-        );
-      }
-      shardNames.add(file);
+    if (typeof file !== 'string' || file.includes('/') || file.includes('\\') || file.startsWith('.')) {
+      refuse('SAFETENSORS_INDEX_BAD_JSON', indexPath, `weight_map.${name} is not a shard file name in the same folder`);
     }
     fileOf.set(name, file as string);
   }
@@ -123,10 +114,9 @@ export class SafetensorsCheckpoint {
     const folder = dirname(indexPath);
     const files = [...new Set(fileOf.values())].map((file) => join(folder, file));
     const checkpoint = await SafetensorsCheckpoint.openFiles(files);
-    const pathOf = new Map(files.map((path) => [basename(path), path]));
     for (const [name, file] of fileOf) {
       const entry = checkpoint.entries.get(name);
-      if (entry === undefined || entry.shard.path !== pathOf.get(file)) {
+      if (entry === undefined || basename(entry.shard.path) !== file) {
         await checkpoint.close();
         refuse(
           'SAFETENSORS_INDEX_MISSING_TENSOR',
@@ -170,18 +160,11 @@ export class SafetensorsCheckpoint {
     return this.entries.has(name);
   }
 
-  info(name: string): {
-    dtype: DType;
-    shape: readonly number[];
-    file: string;
-    fileOffset: number;
-    byteLength: number;
-  } {
+  info(name: string): { dtype: DType; shape: number[]; file: string; fileOffset: number; byteLength: number } {
     const entry = this.require(name);
     return {
       dtype: entry.dtype,
-      // The header's own list, not a copy: the full checkpoint's 62259 tensors are asked for more than once at load.
-      shape: entry.shape,
+      shape: [...entry.shape],
       file: entry.shard.path,
       fileOffset: entry.fileOffset,
       byteLength: entry.byteLength,

@@ -41,7 +41,7 @@ export function planLanes(model: SpeechModel, memory: RuntimeMemory | undefined,
   const started = performance.now();
   checkLanes(lanes);
   // Every slot can hold any request admission lets in; the scheduler's reservations keep the lanes within the budget.
-  const times = model.plan?.({ lanes, rowsPerLane: budget.rowsPerLane }) ?? undefined;
+  const times = model.plan?.({ lanes, rowsPerLane: budget.rowsPerLane });
   return { budget, seconds: (performance.now() - started) / 1000, ...(times === undefined ? {} : { times }) };
 }
 

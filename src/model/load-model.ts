@@ -68,10 +68,9 @@ export async function loadSpeechModel<B>(
   try {
     const check = checkWeights(config, checkpoint);
     assertWeightsMatch(check, checkpointDir);
-    const specs = check.specs;
     const candidates = await candidateIds(checkpointDir, config);
     const checked = performance.now();
-    const { source, streamed } = await weightSource(checkpoint, backend, specs, options);
+    const { source, streamed } = await weightSource(checkpoint, backend, check.specs, options);
     const weighed = performance.now();
     try {
       const backbone = await Backbone.load(source, config.text, check.prefix, candidates.ids);

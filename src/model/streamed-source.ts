@@ -221,10 +221,10 @@ export class StreamedSource<B> implements WeightSource<B> {
   /** Frees the blocks no tensor of the model lies in (a head whose candidate rows were gathered apart). */
   finish(): void {
     const entries = [...this.entries.values()];
-    const held = blocksOf(entries.filter((entry) => entry.taken));
+    const held = new Set(entries.filter((entry) => entry.taken).map((entry) => entry.block));
     releaseAll(
       this.store,
-      blocksOf(entries).filter((block) => !held.includes(block)),
+      blocksOf(entries).filter((block) => !held.has(block)),
     );
   }
 
