@@ -3,8 +3,9 @@
 // twice in one process, and in a fresh process (this file run again as a child with DRAMA3_SPEECH_FRAMES_CHILD set,
 // which prints its frames as JSON), gives equal frames; (2) prefill in chunks of 1, 7, 64, 256 and the whole prompt
 // gives equal frames; (3) each of 16 requests alone and batched with neighbours at other positions in batches of
-// 1, 2, 4 and 8 lanes, then of 16 after re-planning for 16 lanes, and 8 of them prefilled together (several lanes
-// a prefill call), and 8 stepped with each step queued before the one before it is read back, gives equal frames.
+// 1, 2, 4 and 8 lanes, 8 of them prefilled together (several lanes a prefill call), and 8 stepped with each step
+// queued before the one before it is read back, gives equal frames; then 64 requests alone and in batches of 16, 32
+// and 64 after re-planning for 64 lanes (the buckets past 8, whose projections of 17 to 64 rows take other tiles).
 // A failure prints the first mismatch (frame, column, both values). The cpu controls (tiny, no GPU needed) show each
 // check fails on a planted fault. Skips the GPU tests, saying why, without CUDA.
 import assert from 'node:assert/strict';
@@ -37,8 +38,9 @@ import { PlantedCpuBackend } from './support/speech-model-planted.ts';
 const CHILD_ENVIRONMENT = 'DRAMA3_SPEECH_FRAMES_CHILD';
 const FRAMES_LINE = 'SPEECH_FRAMES_JSON ';
 const LANES = 8;
-/** Contract 3 again after re-planning for more lanes than the engine's default. */
-const WIDE_LANES = 16;
+/** Contract 3 again after re-planning for the largest batch bucket, in the buckets past BATCH_SIZES. */
+const WIDE_LANES = 64;
+const WIDE_BATCH_SIZES = [16, 32, 64];
 const ROWS_PER_LANE = 1024;
 /** The model's own cap on a prefill call is above the longest prompt, so that one chunk is the whole prompt. */
 const SIZES = {
@@ -132,6 +134,25 @@ function registerTests(): void {
     assert.notDeepEqual(joint, [], 'a row-count dependent norm passed the joint prefill check');
   });
 
+  test('control: a batch started together catches a fault of calls past 16 rows on cpu tiny', async () => {
+    const backend = new PlantedCpuBackend({ precision: 'bf16' });
+    const model = await loadOn(backend, 4);
+    model.plan({ lanes: 32, rowsPerLane: ROWS_PER_LANE });
+    const requests = contractRequests(model.candidates.semanticBegin, 32, 40);
+    const frames = SIZES.cpu.frames;
+    // Chunks of 8 rows: the prefill never reaches the fault, so only steps of more than 16 lanes can.
+    assert.deepEqual(batchingMismatches(model, requests, [32], frames, 8, 0).mismatches, [], 'unplanted');
+    backend.normFault = 'past-16-rows';
+    const together = batchingMismatches(model, requests, [32], frames, 8, 0).mismatches;
+    const staggered = batchingMismatches(model, requests, [32], frames, 8).mismatches;
+    backend.normFault = 'none';
+    for (const line of together.slice(0, 2)) console.log(`CAUGHT ${line}`);
+    console.log(
+      `the same 32 lanes joining 2 rounds apart (at most ${frames / 2 + 1} a step): ${staggered.length} differ`,
+    );
+    assert.notDeepEqual(together, [], 'a fault of calls past 16 rows passed a batch of 32 started together');
+  });
+
   const availability = cudaAvailability();
   const skip = availability.available ? false : `no CUDA device: ${availability.reason}`;
   const FRAMES = SIZES.cuda.frames;
@@ -187,12 +208,17 @@ function registerTests(): void {
     assert.deepEqual(queued, []);
   });
 
-  test(`small on cuda: (3) re-planned for ${WIDE_LANES} lanes, requests alone and in a batch of ${WIDE_LANES}`, {
+  test(`small on cuda: (3) re-planned for ${WIDE_LANES} lanes, ${WIDE_LANES} requests alone and in batches of ${WIDE_BATCH_SIZES.join(', ')}`, {
     skip,
   }, () => {
     model.plan({ lanes: WIDE_LANES, rowsPerLane: ROWS_PER_LANE });
-    const requests = contractRequests(model.candidates.semanticBegin, REQUESTS, LONGEST);
-    assert.deepEqual(batchingMismatches(model, requests, [WIDE_LANES], FRAMES, CHUNK).mismatches, []);
+    const requests = contractRequests(model.candidates.semanticBegin, WIDE_LANES, LONGEST);
+    // The whole group starts together, so every step of its first frames has as many rows as the batch.
+    const { mismatches } = batchingMismatches(model, requests, WIDE_BATCH_SIZES, FRAMES, CHUNK, 0);
+    console.log(
+      `contract 3: ${WIDE_LANES} requests in batches of ${WIDE_BATCH_SIZES.join(', ')}, ${mismatches.length} lanes differ from alone`,
+    );
+    assert.deepEqual(mismatches, []);
   });
 }
 

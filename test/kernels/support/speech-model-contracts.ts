@@ -35,13 +35,17 @@ export function chunkingMismatches(
   return mismatches;
 }
 
-/** Contract 3: each request batched in groups of each size (neighbours joining at other rounds) against alone. */
+/**
+ * Contract 3: each request batched in groups of each size against alone, the neighbours joining `joinSpacing` rounds
+ * apart (framesBatched: 0 steps the whole group together).
+ */
 export function batchingMismatches(
   model: SpeechModel,
   requests: readonly FramesRequest[],
   sizes: readonly number[],
   frames: number,
   chunk: number,
+  joinSpacing?: number,
 ): { expected: Drawn[]; mismatches: string[] } {
   const expected = requests.map((request) => framesAlone(model, request, frames, chunk));
   const mismatches: string[] = [];
@@ -53,6 +57,7 @@ export function batchingMismatches(
         members.map((index) => requests[index]!),
         frames,
         chunk,
+        joinSpacing,
       );
       members.forEach((index, position) => {
         const mismatch = firstDrawnMismatch(expected[index]!, results[position]!);

@@ -45,26 +45,32 @@ export function framesAlone(model: SpeechModel, request: FramesRequest, frames: 
   return result.finishReason === 'stop' ? [...drawn, [-1]] : drawn;
 }
 
-/** The requests batched: request j is prefilled and joins the step at round 2j, then leaves after `frames` frames. */
+/**
+ * The requests batched: request j is prefilled and joins the step at round j · joinSpacing, then leaves after `frames`
+ * frames. At the default spacing of 2 at most about frames / 2 + 1 lanes step together, whatever the group's size;
+ * a spacing of 0 starts the whole group together (every lane a row of every step until it ends), its positions
+ * still apart where the prompts' lengths differ.
+ */
 export function framesBatched(
   model: SpeechModel,
   group: readonly FramesRequest[],
   frames: number,
   chunk: number,
+  joinSpacing = 2,
 ): Drawn[] {
   const lanes = group.map((request) => model.newLane(request.sampling));
   const drawn: Drawn[] = group.map(() => []);
   const active: number[] = [];
   const done = (index: number) => drawn[index]!.length >= frames || drawn[index]!.at(-1)?.[0] === -1;
+  const lastJoin = joinSpacing * (group.length - 1);
   try {
-    for (let round = 0; active.length > 0 || round <= 2 * (group.length - 1); round++) {
-      if (round % 2 === 0 && round / 2 < group.length) {
-        const index = round / 2;
-        const rows = group[index]!.rows;
-        for (let from = 0; from < rows.tokens.length; from += chunk)
-          model.prefill(lanes[index]!, rows, from, Math.min(rows.tokens.length, from + chunk));
+    for (let round = 0; active.length > 0 || round <= lastJoin; round++) {
+      group.forEach((request, index) => {
+        if (index * joinSpacing !== round) return;
+        for (let from = 0; from < request.rows.tokens.length; from += chunk)
+          model.prefill(lanes[index]!, request.rows, from, Math.min(request.rows.tokens.length, from + chunk));
         active.push(index);
-      }
+      });
       if (active.length === 0) continue;
       const outcomes = model.step(active.map((index) => lanes[index]!));
       outcomes.forEach((outcome, position) => {

@@ -1,11 +1,12 @@
 // Planted faults that show the speech-model harnesses fail when they should, on the cpu backend: one attention
 // layer's output negated (one row or all: a parity fault), a norm whose output depends on the call's row count (a
-// chunking and batching fault), and a norm that flips a sign at random (a repeatability fault).
+// chunking and batching fault; or on calls of more than 16 rows only), and a norm that flips a sign at random (a repeatability fault).
 import { CpuBackend, type CpuBackendOptions } from '../../../src/backend/cpu/backend.ts';
 import type { CpuBuffer } from '../../../src/backend/cpu/tensors.ts';
 import type { AttentionWeights, CallTables, KeyValueSlab, Tensor } from '../../../src/backend/types.ts';
 
-export type NormFault = 'none' | 'row-count' | 'random';
+/** row-count: calls of more than one row; past-16-rows: calls of more than 16 (a fault of the wider buckets only). */
+export type NormFault = 'none' | 'row-count' | 'past-16-rows' | 'random';
 
 export class PlantedCpuBackend extends CpuBackend {
   /** The attention layer whose output rows `attentionRows` are negated (none until a test sets it). */
@@ -48,7 +49,8 @@ export class PlantedCpuBackend extends CpuBackend {
     const flip = (row: number) => {
       out[row * cols] = -out[row * cols]!;
     };
-    if (this.normFault === 'row-count' && rows > 1) for (let row = 0; row < rows; row++) flip(row);
+    const faultFrom = { 'row-count': 2, 'past-16-rows': 17 }[this.normFault as string];
+    if (faultFrom !== undefined && rows >= faultFrom) for (let row = 0; row < rows; row++) flip(row);
     if (this.normFault === 'random' && Math.random() < 0.5) flip(0);
   }
 }
