@@ -142,7 +142,8 @@ export class SafetensorsCheckpoint {
           if (previous !== undefined) {
             refuse('SAFETENSORS_DUPLICATE_TENSOR', path, `tensor ${name} is also in ${previous.shard.path}`);
           }
-          entries.set(name, { ...entry, shard: opened.shard });
+          // The header's entry itself gains its shard: one object a tensor, not a copy of each.
+          entries.set(name, Object.assign(entry, { shard: opened.shard }));
         }
       }
     } catch (error) {
