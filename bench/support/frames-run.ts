@@ -154,7 +154,9 @@ export function directSteps<B>(model: SlotSpeechModel<B>): SlotSpeechModel<B> {
 /**
  * The step's recorded graph launched `launches` times back to back and waited for once: what the device takes per step
  * when the host's part (the lane table upload, the read back, JavaScript) is out of the way. Replays write the same
- * positions again; the lanes' recurrent state advances, which the bench's later steps do not depend on.
+ * positions again and advance the lanes' recurrent state and the codes each lane's next step reads: a later batch's
+ * time does not depend on that, but its draws do (a batch's draw digest covers the run's whole sequence, the replays
+ * of the batches before it included).
  */
 export function replayGraph(cuda: CudaContext, backend: Backend<CudaBuffer>, key: string, launches: number) {
   if (backend.captureStep === undefined) return undefined;
