@@ -42,8 +42,8 @@ function seconds(started: number): string {
 
 const seed = contractSeed();
 const only = process.env.DRAMA3_CONTRACT_ONLY ?? '';
-const left = process.env.DRAMA3_CONTRACT_SKIP ?? '';
-const chosen = (name: string) => name.includes(only) && (left === '' || !name.includes(left));
+const leftOut = process.env.DRAMA3_CONTRACT_SKIP ?? '';
+const chosen = (name: string) => name.includes(only) && (leftOut === '' || !name.includes(leftOut));
 const chosenCases = kernelCases.filter((kernelCase) => chosen(kernelCase.name));
 const chosenControls = controls.filter((control) => chosen(control.kernelCase.name));
 let passed = 0;
@@ -92,11 +92,12 @@ for (const control of chosenControls) {
 test('summary', { skip }, () => {
   // A case that threw counts as failed, a control that threw as not caught.
   const failed = chosenCases.length - passed;
-  const subset = only === '' && left === '' ? '' : ` (of ${kernelCases.length} kernels: only "${only}", not "${left}")`;
+  const subset =
+    only === '' && leftOut === '' ? '' : ` (of ${kernelCases.length} kernels: only "${only}", not "${leftOut}")`;
   console.log(
     `SUMMARY ${chosenCases.length} kernels: ${passed} pass, ${failed} fail; ${chosenControls.length} controls: ${caught} caught${subset}`,
   );
-  assert.ok(chosenCases.length > 0, `no kernel case has "${only}" without "${left}" in its name`);
+  assert.ok(chosenCases.length > 0, `no kernel case has "${only}" without "${leftOut}" in its name`);
   assert.equal(passed, chosenCases.length, `kernels failing their contract (seed ${seed})`);
   assert.equal(caught, chosenControls.length, 'a deliberately wrong control passed the gates');
 });

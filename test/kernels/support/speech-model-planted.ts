@@ -8,6 +8,9 @@ import type { AttentionWeights, CallTables, KeyValueSlab, Tensor } from '../../.
 /** row-count: calls of more than one row; past-16-rows: calls of more than 16 (a fault of the wider buckets only). */
 export type NormFault = 'none' | 'row-count' | 'past-16-rows' | 'random';
 
+/** The fewest rows a call has for each row-count fault to act. */
+const FAULT_FROM_ROWS: Partial<Record<NormFault, number>> = { 'row-count': 2, 'past-16-rows': 17 };
+
 export class PlantedCpuBackend extends CpuBackend {
   /** The attention layer whose output rows `attentionRows` are negated (none until a test sets it). */
   attentionTarget: AttentionWeights<CpuBuffer> | undefined;
@@ -49,7 +52,7 @@ export class PlantedCpuBackend extends CpuBackend {
     const flip = (row: number) => {
       out[row * cols] = -out[row * cols]!;
     };
-    const faultFrom = { 'row-count': 2, 'past-16-rows': 17 }[this.normFault as string];
+    const faultFrom = FAULT_FROM_ROWS[this.normFault];
     if (faultFrom !== undefined && rows >= faultFrom) for (let row = 0; row < rows; row++) flip(row);
     if (this.normFault === 'random' && Math.random() < 0.5) flip(0);
   }
