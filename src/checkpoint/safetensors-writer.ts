@@ -80,7 +80,7 @@ export async function writeSafetensors(
   }
 }
 
-function shardFileName(index: number, count: number): string {
+export function shardFileName(index: number, count: number): string {
   return `model-${String(index + 1).padStart(5, '0')}-of-${String(count).padStart(5, '0')}.safetensors`;
 }
 
