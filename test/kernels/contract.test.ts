@@ -4,6 +4,8 @@
 // [0, 2³²)) or a fresh seed, printed either way; each case draws from its own stream of it, so one case repeats
 // alone. DRAMA3_CONTRACT_ONLY (a substring of case names) runs only the kernels and controls whose case name has it;
 // DRAMA3_CONTRACT_SKIP (one too) leaves out those whose name has it (e.g. `codec`: the frame step's kernels alone).
+// DRAMA3_CONTRACT_PART=i/n runs every n-th case from the i-th (support/contract-part.ts): n processes at once, one
+// seed, run the whole contract in about 1/n of the time.
 // Skips, saying why, where there is no CUDA device.
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
@@ -11,6 +13,7 @@ import { after, before, test } from 'node:test';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
 import { describeCase, runCase } from './support/contract.ts';
+import { contractPart, inPart, partLabel } from './support/contract-part.ts';
 import { controls } from './support/controls.ts';
 import { kernelCases } from './support/kernelCases.ts';
 import { releaseCublas } from './support/mathCases.ts';
@@ -44,8 +47,9 @@ const seed = contractSeed();
 const only = process.env.DRAMA3_CONTRACT_ONLY ?? '';
 const leftOut = process.env.DRAMA3_CONTRACT_SKIP ?? '';
 const chosen = (name: string) => name.includes(only) && (leftOut === '' || !name.includes(leftOut));
-const chosenCases = kernelCases.filter((kernelCase) => chosen(kernelCase.name));
-const chosenControls = controls.filter((control) => chosen(control.kernelCase.name));
+const part = contractPart(process.env.DRAMA3_CONTRACT_PART);
+const chosenCases = inPart(kernelCases, part).filter((kernelCase) => chosen(kernelCase.name));
+const chosenControls = inPart(controls, part).filter((control) => chosen(control.kernelCase.name));
 let passed = 0;
 let caught = 0;
 
@@ -92,12 +96,16 @@ for (const control of chosenControls) {
 test('summary', { skip }, () => {
   // A case that threw counts as failed, a control that threw as not caught.
   const failed = chosenCases.length - passed;
-  const subset =
-    only === '' && leftOut === '' ? '' : ` (of ${kernelCases.length} kernels: only "${only}", not "${leftOut}")`;
+  const filtered = only === '' && leftOut === '' ? '' : `only "${only}", not "${leftOut}"`;
+  const named = [partLabel(part), filtered].filter((words) => words !== '').join(', ');
+  const subset = named === '' ? '' : ` (of ${kernelCases.length} kernels: ${named})`;
   console.log(
     `SUMMARY ${chosenCases.length} kernels: ${passed} pass, ${failed} fail; ${chosenControls.length} controls: ${caught} caught${subset}`,
   );
-  assert.ok(chosenCases.length > 0, `no kernel case has "${only}" without "${leftOut}" in its name`);
+  assert.ok(
+    chosenCases.length > 0,
+    `no kernel case in ${partLabel(part) || 'the contract'} has "${only}" without "${leftOut}" in its name`,
+  );
   assert.equal(passed, chosenCases.length, `kernels failing their contract (seed ${seed})`);
   assert.equal(caught, chosenControls.length, 'a deliberately wrong control passed the gates');
 });

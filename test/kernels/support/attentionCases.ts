@@ -309,7 +309,9 @@ export const attentionBackboneCase: KernelCase = {
 export const attentionOtherCase: KernelCase = {
   name: 'attention, tower and odd geometries (D 64, 128)',
   bound: ATTENTION_BOUND,
-  ulps: 2,
+  // The backbone's kernel and roundings, so the backbone's bound: an fp32 attended value on the other side of a bf16
+  // rounding boundary from the fp64 one moves the gated output by 1 to 2 of its ulps, and its own rounding adds half.
+  ulps: 3,
   shapes: [
     ...ALL_SCENARIOS.slice(0, -3).map((scenario) => attentionShape(TOWER, scenario)),
     ...ODD_SCENARIOS.map((scenario) => attentionShape(ODD_D64, scenario)),
