@@ -50,6 +50,7 @@ const LOADS: Record<string, SpeechModelOptions> = {
   'streamed-buffered': { stream: { direct: false } },
   'per-tensor': { stream: false },
   'streamed, 16 I/O threads': { stream: {} },
+  'streamed, 64 MiB slots, 16 MiB reads': { stream: { slotBytes: 64 * MIB, readPieceBytes: 16 * MIB } },
   'streamed, 64 MiB slots, 64 MiB reads': { stream: { slotBytes: 64 * MIB, readPieceBytes: 64 * MIB } },
   'streamed, 128 MiB slots, 128 MiB reads': { stream: { slotBytes: 128 * MIB, readPieceBytes: 128 * MIB } },
   'streamed, 256 MiB slots, 64 MiB reads': { stream: { slotBytes: 256 * MIB, readPieceBytes: 64 * MIB } },
