@@ -105,9 +105,8 @@ function readFailed(file: string, window: Window, position: number, error: unkno
   );
 }
 
-/** Largest single read (a longer window is read as several of these at once): long sequential reads, one at a time,
- *  read fastest on the disks measured (docs/gpu.md). */
-const READ_PIECE_BYTES = 128 * 1024 * 1024;
+/** Largest single read: a window is read as several of these at once, so that the disk sees a deep queue. */
+const READ_PIECE_BYTES = 16 * 1024 * 1024;
 
 /** Reads file bytes [from, to) into `slot` (whose byte 0 is file byte `window.start`), needing [from, need). */
 async function readRange(

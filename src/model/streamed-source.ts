@@ -29,7 +29,7 @@ import type { SwiGluNames, TensorSpec } from './weights.ts';
 
 /** Slot length when the caller names none: large enough for long sequential reads, small beside any checkpoint (a
  *  checkpoint whose shards are shorter gets slots of its longest shard). */
-export const DEFAULT_SLOT_BYTES = 128 * 1024 * 1024;
+export const DEFAULT_SLOT_BYTES = 64 * 1024 * 1024;
 
 export interface StreamedLoadOptions {
   readonly slotBytes?: number;
