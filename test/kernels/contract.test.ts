@@ -48,8 +48,15 @@ const only = process.env.DRAMA3_CONTRACT_ONLY ?? '';
 const leftOut = process.env.DRAMA3_CONTRACT_SKIP ?? '';
 const chosen = (name: string) => name.includes(only) && (leftOut === '' || !name.includes(leftOut));
 const part = contractPart(process.env.DRAMA3_CONTRACT_PART);
-const chosenCases = inPart(kernelCases, part).filter((kernelCase) => chosen(kernelCase.name));
-const chosenControls = inPart(controls, part).filter((control) => chosen(control.kernelCase.name));
+// Filtered first, then parted: the parts of a filtered run share its cases evenly.
+const chosenCases = inPart(
+  kernelCases.filter((kernelCase) => chosen(kernelCase.name)),
+  part,
+);
+const chosenControls = inPart(
+  controls.filter((control) => chosen(control.kernelCase.name)),
+  part,
+);
 let passed = 0;
 let caught = 0;
 

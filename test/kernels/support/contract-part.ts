@@ -1,5 +1,5 @@
 // One part of the kernel contract, so that several processes on one GPU machine can share its host references:
-// DRAMA3_CONTRACT_PART=i/n keeps the cases whose index in the full list is i modulo n. The n parts are disjoint and
+// DRAMA3_CONTRACT_PART=i/n keeps the cases whose index in the chosen list is i modulo n. The n parts are disjoint and
 // together hold every case, and neighbouring cases (often of one family, and alike in cost) fall in different parts.
 
 export interface ContractPart {

@@ -1,6 +1,7 @@
 // Planted faults that show the speech-model harnesses fail when they should, on the cpu backend: one attention
 // layer's output negated (one row or all: a parity fault), a norm whose output depends on the call's row count (a
-// chunking and batching fault; or on calls of more than 16 rows only), and a norm that flips a sign at random (a repeatability fault).
+// chunking and batching fault; or on calls of more than 16 rows only), and a norm that flips a sign at random (a
+// repeatability fault).
 import { CpuBackend, type CpuBackendOptions } from '../../../src/backend/cpu/backend.ts';
 import type { CpuBuffer } from '../../../src/backend/cpu/tensors.ts';
 import type { AttentionWeights, CallTables, KeyValueSlab, Tensor } from '../../../src/backend/types.ts';
