@@ -155,6 +155,8 @@ interface Recorded {
   frees: number;
   synchronizations: number;
   packs: number;
+  /** Every host table uploaded, with the device pointer it got. */
+  readonly uploads: { pointer: bigint; values: BigInt64Array }[];
   /** Each launch's argument address table, by kernel name. */
   readonly parameters: Map<string, BigUint64Array[]>;
   /** Pointers of the weights given back after packing, in order. */
@@ -171,6 +173,7 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
     frees: 0,
     synchronizations: 0,
     packs: 0,
+    uploads: [],
     parameters: new Map(),
     released: [],
   };
@@ -178,7 +181,7 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
   const driver = {
     launch(_kernel: unknown, shape: { grid: readonly number[] }, _stream: unknown, p: BigUint64Array, name: string) {
       if (name === 'moe_pack_rows') log.packs++;
-      else log.calls.push(name);
+      else if (name !== 'moe_gather_words') log.calls.push(name);
       log.grids.set(name, [...(log.grids.get(name) ?? []), shape.grid]);
       log.parameters.set(name, [...(log.parameters.get(name) ?? []), p]);
     },
@@ -211,6 +214,11 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
         label,
         free: () => log.frees++,
       };
+    },
+    upload(values: BigInt64Array, label: string) {
+      const allocation = cuda.allocate(values.byteLength, label);
+      log.uploads.push({ pointer: allocation.pointer, values: values.slice() });
+      return allocation;
     },
     synchronize: () => log.synchronizations++,
     // The side part's calls are marked, then the main part's follow: the order one stream would see.
@@ -258,30 +266,59 @@ const SHARED_CALLS = [
   'side: linear [2048,512]',
 ];
 
+/** Argument `index` of each launch of `name`, as a device pointer. */
+function pointerArguments(log: Recorded, name: string, index: number): bigint[] {
+  return (log.parameters.get(name) ?? []).map((p) => BigInt(koffi.decode(p[index]!, 'uint64_t')));
+}
+
 test('an FP8 MoE call queues shared expert, router with quantiser and grouping, GEMMs and combine; packs once', () => {
   const { ctx, log } = recordingContext();
   const weights = moeWeights();
   const rows = 7;
   runMoe(ctx, weights, buffer('bf16', rows * 2048), buffer('bf16', rows * 2048), rows);
-  assert.equal(log.packs, 2 * 256);
-  assert.equal(log.copies.length, 3 * 256);
+  // Every expert in one launch each for gate|up and down, and one gather each for their block scales; no copies.
+  assert.equal(log.packs, 2);
+  // 256 threads a 16-byte chunk: 2 MiB of gate|up and 1 MiB of down an expert.
+  assert.deepEqual(log.grids.get('moe_pack_rows'), [
+    [512, 256, 1],
+    [256, 256, 1],
+  ]);
+  assert.deepEqual(log.grids.get('moe_gather_words'), [
+    [1, 512, 1],
+    [1, 256, 1],
+  ]);
+  assert.equal(log.copies.length, 0);
   // Once packed, every expert's gate, up and down are given back (the packed copy replaces them).
   const perExpert = weights.experts.flatMap((expert) => [expert.gate, expert.up, expert.down]);
   assert.deepEqual(
     log.released,
     perExpert.map((tensor) => tensor.data.pointer),
   );
-  // Scales as shipped, in expert order: gate then up of each expert in the gate|up scales, down in its own buffer.
-  const gateUpBase = log.copies[0]!.to;
-  const downBase = log.copies[2]!.to;
-  weights.experts.forEach((expert, e) => {
-    const at = BigInt(e) * 256n;
-    assert.deepEqual(log.copies.slice(3 * e, 3 * e + 3), [
-      { to: gateUpBase + 2n * at, from: expert.gate.scales!.data.pointer, bytes: 256 },
-      { to: gateUpBase + 2n * at + 256n, from: expert.up.scales!.data.pointer, bytes: 256 },
-      { to: downBase + at, from: expert.down.scales!.data.pointer, bytes: 256 },
-    ]);
-  });
+  // One table: gate and up rows of each expert, down rows (twice: the kernel's second source), then the scales as
+  // shipped, gate then up of each expert, and down's; each launch reads its part.
+  assert.equal(log.uploads.length, 1);
+  const { pointer: table, values } = log.uploads[0]!;
+  const e = weights.experts;
+  const expected = [
+    ...e.flatMap((x) => [x.gate.data.pointer, x.up.data.pointer]),
+    ...e.flatMap((x) => [x.down.data.pointer, x.down.data.pointer]),
+    ...e.flatMap((x) => [x.gate.scales!.data.pointer, x.up.scales!.data.pointer]),
+    ...e.map((x) => x.down.scales!.data.pointer),
+  ];
+  assert.deepEqual([...values], expected);
+  assert.deepEqual(pointerArguments(log, 'moe_pack_rows', 3), [table, table + 8n * 512n]);
+  assert.deepEqual(pointerArguments(log, 'moe_gather_words', 2), [table + 8n * 1024n, table + 8n * 1536n]);
+  // The packed places: gate|up experts 2 · 512 · 2048 bytes apart, down 2048 · 512; scales laid end to end.
+  assert.deepEqual(
+    (log.parameters.get('moe_pack_rows') ?? []).map((p) => BigInt(koffi.decode(p[1]!, 'int64_t'))),
+    [2n * 512n * 2048n, 2048n * 512n],
+  );
+  assert.deepEqual(
+    (log.parameters.get('moe_gather_words') ?? []).map((p) => koffi.decode(p[3]!, 'int32_t')),
+    [64, 64],
+  );
+  // The table is freed once the launches that read it are done.
+  assert.ok(log.synchronizations >= 1);
   assert.deepEqual(log.calls, [
     ...SHARED_CALLS,
     'router_top_k_quantize',
@@ -312,7 +349,12 @@ test('a bf16 MoE call runs the bf16 grouped GEMMs on x itself, without the quant
   const { ctx, log } = recordingContext();
   runMoe(ctx, moeWeights({ dtype: 'bf16', experts: 8, topK: 2 }), buffer('bf16', 2048), buffer('bf16', 2048), 1);
   assert.equal(log.copies.length, 0);
-  assert.equal(log.packs, 16);
+  assert.equal(log.packs, 2);
+  assert.deepEqual(log.grids.get('moe_pack_rows'), [
+    [1024, 8, 1],
+    [512, 8, 1],
+  ]);
+  assert.equal(log.grids.get('moe_gather_words'), undefined);
   assert.deepEqual(log.calls.slice(-4), ['router_top_k', 'moe_gate_up_bf16', 'moe_down_bf16', 'moe_combine']);
   assert.ok(!log.calls.includes('quantize_e4m3_rows'));
   // The router's launch groups: its counter (argument 6) is the scratch one, not null.
@@ -325,6 +367,11 @@ test('a refused packing allocation gives back what it took; bad buffers are refu
   const x = buffer('bf16', 2048);
   assert.throws(() => runMoe(ctx, weights, x, buffer('bf16', 2048), 1), /refused/);
   assert.equal(log.frees, log.allocations);
+  // The pointer table's upload (after the 4 packed buffers) refused: the buffers are given back too.
+  const tableRefused = recordingContext(4);
+  assert.throws(() => runMoe(tableRefused.ctx, weights, x, buffer('bf16', 2048), 1), /moe expert pointers refused/);
+  assert.equal(tableRefused.log.allocations, 4);
+  assert.equal(tableRefused.log.frees, 4);
   const code = (expected: string) => (error: Error & { code?: string }) => error.code === expected;
   const fresh = recordingContext().ctx;
   assert.throws(() => runMoe(fresh, weights, x, buffer('bf16', 2047), 1), code('MOE_BUFFER_TOO_SMALL'));

@@ -1,6 +1,7 @@
 // The routed experts in the grouped GEMMs' packed layout (./moeWeights.ts), made on the device from the per-expert
-// tensors the loader placed there: per expert one re-layout launch for gate|up, one for down (kernels/cuda/
-// moe_pack.cu) and plain copies of the block scales, all queued on the stream with no host round trip. The packed
+// tensors the loader placed there: one re-layout launch for every expert's gate|up, one for every down (kernels/cuda/
+// moe_pack.cu, reading a table of the experts' pointers) and, for FP8, one gather each for the gate|up and the down
+// block scales: a handful of launches a block where one per expert made the load's plan wait on the host. The packed
 // buffers live as long as the weights object; the per-expert tensors are freed once packed (BlockContext.releaseWeights),
 // so the experts are held twice only while one block is being packed.
 import type { MoeWeights } from '../types.ts';
@@ -8,7 +9,7 @@ import type { BlockContext } from './block-context.ts';
 import type { Allocation } from './memory.ts';
 import type { MoeGeometry } from './moe-geometry.ts';
 import type { MoeBf16Weights, MoeFp8Weights } from './ops/moe.ts';
-import { moePackRows } from './ops/moePack.ts';
+import { moeGatherWords, moePackRows, sourceTable } from './ops/moePack.ts';
 import type { CudaBuffer } from './tensors.ts';
 
 export type PackedExperts =
@@ -47,49 +48,86 @@ function allocateAll(ctx: BlockContext, sizes: Record<string, number>, format: s
 
 /** Packs every expert of `weights` (checked by moeGeometry) into fresh device buffers. */
 export function packExperts(ctx: BlockContext, weights: MoeWeights<CudaBuffer>, g: MoeGeometry): PackedExperts {
+  const experts = weights.experts;
+  const pointers = (pick: (expert: (typeof experts)[number]) => CudaBuffer) => experts.map((e) => pick(e).pointer);
+  // One table for every launch: gate|up rows, down rows, then (FP8) the scales as shipped: the gate's then the up's
+  // of each expert, and down's.
+  const tables = [
+    sourceTable(
+      pointers((e) => e.gate.data),
+      pointers((e) => e.up.data),
+    ),
+    sourceTable(pointers((e) => e.down.data)),
+  ];
+  if (g.format === 'fp8') {
+    tables.push(
+      BigInt64Array.from(experts.flatMap((e) => [e.gate.scales!.data.pointer, e.up.scales!.data.pointer])),
+      BigInt64Array.from(pointers((e) => e.down.scales!.data)),
+    );
+  }
+  const entries = new BigInt64Array(tables.reduce((sum, table) => sum + table.length, 0));
+  const at: bigint[] = [];
+  tables.reduce((offset, table) => {
+    entries.set(table, offset);
+    at.push(BigInt(offset * 8));
+    return offset + table.length;
+  }, 0);
   const held = allocateAll(ctx, packedExpertBytes(g), g.format);
   const pointer = (name: string) => held.get(name)!.pointer;
   const element = g.format === 'fp8' ? 1 : 2;
-  const gateUpStride = BigInt(2 * g.intermediate * g.hidden * element);
-  const downStride = BigInt(g.hidden * g.intermediate * element);
-  const scaleBlocks = (g.intermediate / 128) * (g.hidden / 128);
-  const scaleBytes = BigInt(scaleBlocks * 4);
-  const { driver, stream } = ctx.cuda;
-  const packOne = (expert: MoeWeights<CudaBuffer>['experts'][number], index: number): void => {
-    const e = BigInt(index);
+  const scaleWords = (g.intermediate / 128) * (g.hidden / 128);
+  let table: Allocation | undefined;
+  try {
+    table = ctx.cuda.upload(entries, 'moe expert pointers');
+    const base = 0n;
+    const sources = table.pointer;
     moePackRows(ctx.cuda, {
-      target: pointer('gateUp') + e * gateUpStride,
-      first: expert.gate.data.pointer,
-      second: expert.up.data.pointer,
+      target: pointer('gateUp'),
+      targetStride: 2 * g.intermediate * g.hidden * element,
+      base,
+      sources: sources + at[0]!,
+      experts: experts.length,
       rowBytes: g.hidden * element,
       groups: (2 * g.intermediate) / 16,
       interleaved: true,
     });
     moePackRows(ctx.cuda, {
-      target: pointer('down') + e * downStride,
-      first: expert.down.data.pointer,
+      target: pointer('down'),
+      targetStride: g.hidden * g.intermediate * element,
+      base,
+      sources: sources + at[1]!,
+      experts: experts.length,
       rowBytes: g.intermediate * element,
       groups: g.hidden / 16,
       interleaved: false,
     });
-    if (g.format !== 'fp8') return;
-    // Scales as shipped: the gate's rows then the up's; down's unchanged.
-    const gateUpScales = pointer('gateUpScales') + 2n * e * scaleBytes;
-    driver.copyDeviceToDevice(gateUpScales, expert.gate.scales!.data.pointer, scaleBlocks * 4, stream);
-    driver.copyDeviceToDevice(gateUpScales + scaleBytes, expert.up.scales!.data.pointer, scaleBlocks * 4, stream);
-    const downScales = pointer('downScales') + e * scaleBytes;
-    driver.copyDeviceToDevice(downScales, expert.down.scales!.data.pointer, scaleBlocks * 4, stream);
-  };
-  try {
-    weights.experts.forEach(packOne);
+    if (g.format === 'fp8') {
+      const runs = { base, words: scaleWords };
+      moeGatherWords(ctx.cuda, {
+        ...runs,
+        target: pointer('gateUpScales'),
+        offsets: sources + at[2]!,
+        runs: 2 * experts.length,
+      });
+      moeGatherWords(ctx.cuda, {
+        ...runs,
+        target: pointer('downScales'),
+        offsets: sources + at[3]!,
+        runs: experts.length,
+      });
+    }
   } catch (error) {
     // Work already queued may still write the buffers: let it finish, then give them back.
     ctx.cuda.synchronize();
+    table?.free();
     for (const allocation of held.values()) allocation.free();
     throw error;
   }
   // The packed copy replaces the per-expert tensors: free them, so the experts are not held twice.
   ctx.releaseWeights(weights.experts.flatMap((expert) => [expert.gate, expert.up, expert.down]));
+  // The launches read the table until they finish.
+  ctx.cuda.synchronize();
+  table.free();
   const allocations = [...held.values()];
   if (g.format === 'fp8') {
     const packed: MoeFp8Weights = {

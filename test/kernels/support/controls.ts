@@ -36,7 +36,7 @@ import {
   moeGateUpFp8WideCase,
   moeGroupingCase,
 } from './moeCases.ts';
-import { moePackCase } from './moePackCases.ts';
+import { moeGatherWordsCase, moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
 import { routerQuantizeCase } from './routerQuantizeCases.ts';
@@ -354,6 +354,11 @@ function deltaNetAndMoeControls(): Control[] {
       description: "swapped fragments: the expert re-layout trades each chunk's words 1 and 2",
       kernelCase: moePackCase,
       kernel: { family: 'moe_pack_controls', name: 'control_moe_pack_fragments_swapped' },
+    },
+    {
+      description: "off-by-one count: the expert scales' gather leaves each run's last word unwritten",
+      kernelCase: moeGatherWordsCase,
+      kernel: { family: 'moe_pack_controls', name: 'control_moe_gather_words_short' },
     },
   ];
 }

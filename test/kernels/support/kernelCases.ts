@@ -49,7 +49,7 @@ import {
   moeGateUpFp8WideCase,
   moeGroupingCase,
 } from './moeCases.ts';
-import { moePackCase } from './moePackCases.ts';
+import { moeGatherWordsCase, moePackCase } from './moePackCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
 import { routerQuantizeCase } from './routerQuantizeCases.ts';
@@ -100,6 +100,7 @@ export const kernelCases: readonly KernelCase[] = [
   moeBlockFp8Case,
   moeBlockBf16Case,
   moePackCase,
+  moeGatherWordsCase,
   gemmBf16Case,
   gemmFp32Case,
   gemmSegmentsCase,

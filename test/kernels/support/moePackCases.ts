@@ -1,14 +1,16 @@
 // Contract case for the device re-layout of experts into the grouped GEMMs' fragment layout (kernels/cuda/
-// moe_pack.cu via src/backend/cuda/ops/moePack.ts) against the host packers of src/backend/cuda/moeWeights.ts: two
-// experts packed side by side into one buffer, every byte exactly equal (compared as int32 words). FP8 and bf16,
-// gate|up (interleaved) and down, at the real dimensions (hidden 2048, intermediate 512) and the smallest ones.
+// moe_pack.cu via src/backend/cuda/ops/moePack.ts) against the host packers of src/backend/cuda/moeWeights.ts: three
+// experts packed side by side into one buffer by one launch, every byte exactly equal (compared as int32 words). Their
+// source rows lie in one input in another order than the experts' (the last expert's first), so only the pointer
+// table says which rows are whose. FP8 and bf16, gate|up (interleaved) and down, at the real dimensions (hidden 2048,
+// intermediate 512) and the smallest ones.
 import { packDownBf16, packDownFp8, packGateUpBf16, packGateUpFp8 } from '../../../src/backend/cuda/moeWeights.ts';
-import { moePackRows } from '../../../src/backend/cuda/ops/moePack.ts';
+import { moeGatherWords, moePackRows } from '../../../src/backend/cuda/ops/moePack.ts';
 import type { KernelCase, Prepared, ShapeCase } from './contract.ts';
 import { words } from './moeScenario.ts';
 import type { Random } from './random.ts';
 
-const EXPERTS = 2;
+const EXPERTS = 3;
 
 type Format = 'fp8' | 'bf16';
 type Part = 'gate|up' | 'down';
@@ -51,23 +53,26 @@ function packShape(format: Format, part: Part, hidden: number, inner: number): S
       const sources = Array.from({ length: EXPERTS }, () =>
         Array.from({ length: interleaved ? 2 : 1 }, () => randomBytes(random, rows * rowBytes)),
       );
-      const inputs: Record<string, Int32Array> = {};
+      // Source s of expert e sits at run (EXPERTS − 1 − e) · sourcesPerExpert + s of the input.
+      const perExpert = sources[0]!.length;
+      const runBytes = rows * rowBytes;
+      const all = new Uint8Array(EXPERTS * perExpert * runBytes);
+      const offsets = new BigInt64Array(2 * EXPERTS);
       sources.forEach((list, e) => {
         list.forEach((bytes, s) => {
-          inputs[`source${e}_${s}`] = words(bytes);
+          const offset = ((EXPERTS - 1 - e) * perExpert + s) * runBytes;
+          all.set(bytes, offset);
+          offsets[2 * e + s] = BigInt(offset);
+          if (!interleaved) offsets[2 * e + 1] = BigInt(offset);
         });
       });
       return {
-        inputs,
+        inputs: { rows: words(all), table: new Int32Array(offsets.buffer) },
         outputs: [{ name: 'packed', kind: 'i32', count: (EXPERTS * expertBytes) / 4 }],
         reference: () => ({ packed: referencePacked(format, part, hidden, inner, sources) }),
         run(cuda, p, kernel) {
-          for (let e = 0; e < EXPERTS; e++) {
-            const target = p.packed! + BigInt(e * expertBytes);
-            const first = p[`source${e}_0`]!;
-            const second = interleaved ? p[`source${e}_1`]! : undefined;
-            moePackRows(cuda, { target, first, second, rowBytes, groups, interleaved }, { kernel });
-          }
+          const shape = { rowBytes, groups, interleaved, experts: EXPERTS, targetStride: expertBytes };
+          moePackRows(cuda, { ...shape, target: p.packed!, base: p.rows!, sources: p.table! }, { kernel });
         },
       };
     },
@@ -88,4 +93,39 @@ export const moePackCase: KernelCase = {
     packShape('bf16', 'gate|up', 64, 8),
     packShape('bf16', 'down', 16, 64),
   ],
+};
+
+/** Runs of `words` random words gathered end to end by one launch; the runs lie in the input reversed, with a gap. */
+function gatherShape(runs: number, words: number): ShapeCase {
+  return {
+    label: `${runs} runs of ${words} words gathered`,
+    prepare(random): Prepared {
+      const stride = words + 3;
+      const data = new Int32Array(runs * stride);
+      for (let index = 0; index < data.length; index++) data[index] = random.integer(1 << 30) - (1 << 29);
+      const offsets = new BigInt64Array(runs);
+      const gathered = new Int32Array(runs * words);
+      for (let run = 0; run < runs; run++) {
+        const first = (runs - 1 - run) * stride + 1;
+        offsets[run] = BigInt(first * 4);
+        gathered.set(data.subarray(first, first + words), run * words);
+      }
+      return {
+        inputs: { data, table: new Int32Array(offsets.buffer) },
+        outputs: [{ name: 'gathered', kind: 'i32', count: runs * words }],
+        reference: () => ({ gathered }),
+        run(cuda, p, kernel) {
+          moeGatherWords(cuda, { target: p.gathered!, base: p.data!, offsets: p.table!, runs, words }, { kernel });
+        },
+      };
+    },
+  };
+}
+
+export const moeGatherWordsCase: KernelCase = {
+  name: 'moe expert scales gathered (on the device)',
+  bound: 0,
+  ulps: 0,
+  // The real FP8 experts' scales: 2 · 256 gate and up runs of 4 · 16 blocks; then small and single runs.
+  shapes: [gatherShape(512, 64), gatherShape(3, 5), gatherShape(1, 300)],
 };
