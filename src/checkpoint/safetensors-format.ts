@@ -16,13 +16,16 @@ export interface SafetensorsEntry {
   readonly name: string;
   readonly dtype: DType;
   readonly shape: number[];
+  /** The file the header was read from, as the parse was told it. */
+  readonly file: string;
   /** Absolute byte offset of the tensor in the file (header included). */
   readonly fileOffset: number;
   readonly byteLength: number;
 }
 
 export interface SafetensorsHeader {
-  readonly entries: Map<string, SafetensorsEntry>;
+  /** One a tensor, in the header's order (names are distinct: a repeated one is refused). */
+  readonly entries: SafetensorsEntry[];
   readonly metadata: Record<string, string>;
   /** First byte of the data region. */
   readonly dataStart: number;
@@ -68,16 +71,20 @@ export function parseHeader(json: Uint8Array, fileSize: number, file: string): S
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     refuse('SAFETENSORS_BAD_JSON', file, 'header JSON is not an object');
   }
-  const repeated = firstDuplicateKey(text);
+  const header = parsed as Record<string, unknown>;
+  const repeated = firstDuplicateKey(text, header);
   if (repeated !== undefined) {
     refuse('SAFETENSORS_DUPLICATE_TENSOR', file, `the header gives ${repeated} more than once`);
   }
+  const names = Object.keys(header);
   const dataStart = HEADER_LENGTH_BYTES + json.byteLength;
   const dataLength = fileSize - dataStart;
   const metadata: Record<string, string> = {};
   const spans: { name: string; begin: number; end: number }[] = [];
-  const entries = new Map<string, SafetensorsEntry>();
-  for (const [name, value] of Object.entries(parsed as Record<string, unknown>)) {
+  const entries: SafetensorsEntry[] = [];
+  // Keys then lookups: entries() would build a [name, value] pair for each of tens of thousands of tensors.
+  for (const name of names) {
+    const value = header[name];
     if (name === '__metadata__') {
       if (typeof value !== 'object' || value === null || Array.isArray(value)) {
         refuse('SAFETENSORS_BAD_HEADER', file, '__metadata__ is not an object');
@@ -124,10 +131,12 @@ export function parseHeader(json: Uint8Array, fileSize: number, file: string): S
       );
     }
     spans.push({ name, begin: begin as number, end: end as number });
-    entries.set(name, {
+    // The parsed shape is this entry's alone: nothing else holds the parsed header.
+    entries.push({
       name,
       dtype: dtype as DType,
-      shape: [...(shape as number[])],
+      shape: shape as number[],
+      file,
       fileOffset: dataStart + (begin as number),
       byteLength,
     });

@@ -6,7 +6,13 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { DramaError } from '../errors.ts';
 import { firstDuplicateKey } from './json-keys.ts';
 import { type MissingFile, openRegularFile, readRegularText } from './regular-file.ts';
-import { HEADER_LENGTH_BYTES, parseHeader, parseHeaderLength, type SafetensorsEntry } from './safetensors-format.ts';
+import {
+  HEADER_LENGTH_BYTES,
+  parseHeader,
+  parseHeaderLength,
+  type SafetensorsEntry,
+  type SafetensorsHeader,
+} from './safetensors-format.ts';
 import { type DType, type HostTensor, makeTensor, readFileRange } from './tensor.ts';
 
 export const INDEX_FILE_NAME = 'model.safetensors.index.json';
@@ -14,6 +20,8 @@ const SINGLE_FILE_NAME = 'model.safetensors';
 
 interface Shard {
   readonly path: string;
+  /** The path's last part, taken once: the index names every tensor's shard by it. */
+  readonly fileName: string;
   readonly handle: FileHandle;
 }
 
@@ -29,9 +37,7 @@ function refuse(
 const missingFile: MissingFile = (path, reason) =>
   new DramaError('SAFETENSORS_FILE_NOT_FOUND', `${path}: cannot open (${reason})`, { kind: 'not_found', param: path });
 
-async function openShard(
-  path: string,
-): Promise<{ shard: Shard; entries: Map<string, SafetensorsEntry>; metadata: Record<string, string> }> {
+async function openShard(path: string): Promise<{ shard: Shard; header: SafetensorsHeader }> {
   const handle = await openRegularFile(path, missingFile);
   try {
     const { size } = await handle.stat();
@@ -40,16 +46,24 @@ async function openShard(
     const headerLength = parseHeaderLength(prefix, size, path);
     const json = new Uint8Array(headerLength);
     await readFileRange(handle, json, HEADER_LENGTH_BYTES, path);
-    const { entries, metadata } = parseHeader(json, size, path);
-    return { shard: { path, handle }, entries, metadata };
+    const header = parseHeader(json, size, path);
+    return { shard: { path, fileName: basename(path), handle }, header };
   } catch (error) {
     await handle.close();
     throw error;
   }
 }
 
-/** An index's weight_map (tensor name → shard file name in the same folder), after checking its shape. */
-async function readIndex(indexPath: string): Promise<Map<string, string>> {
+/** An index's weight_map: the tensor names, the shard file (in the same folder) of each name at the same place, and
+ *  the shard files in the order the map first names them. */
+interface IndexMap {
+  readonly names: readonly string[];
+  readonly fileOf: readonly string[];
+  readonly files: readonly string[];
+}
+
+/** An index's weight_map, after checking its shape. */
+async function readIndex(indexPath: string): Promise<IndexMap> {
   const text = await readRegularText(indexPath, missingFile, (path, reason) =>
     refuse('SAFETENSORS_INDEX_BAD_JSON', path, reason),
   );
@@ -63,28 +77,39 @@ async function readIndex(indexPath: string): Promise<Map<string, string>> {
   if (typeof weightMap !== 'object' || weightMap === null || Array.isArray(weightMap)) {
     refuse('SAFETENSORS_INDEX_BAD_JSON', indexPath, 'has no weight_map object');
   }
-  const repeated = firstDuplicateKey(text);
+  const repeated = firstDuplicateKey(text, parsed);
   if (repeated !== undefined) refuse('SAFETENSORS_INDEX_BAD_JSON', indexPath, `gives ${repeated} more than once`);
-  if (Object.keys(weightMap as object).length === 0) {
-    refuse('SAFETENSORS_INDEX_EMPTY', indexPath, 'has an empty weight_map: it names no tensor');
-  }
-  const fileOf = new Map<string, string>();
-  for (const [name, file] of Object.entries(weightMap as Record<string, unknown>)) {
+  const names = Object.keys(weightMap as object);
+  if (names.length === 0) refuse('SAFETENSORS_INDEX_EMPTY', indexPath, 'has an empty weight_map: it names no tensor');
+  const fileOf: string[] = [];
+  const files = new Set<string>();
+  let previous: unknown;
+  // Keys then lookups: entries() would build a [name, file] pair for each of tens of thousands of tensors.
+  for (const name of names) {
+    const file = (weightMap as Record<string, unknown>)[name];
     if (typeof file !== 'string' || file.includes('/') || file.includes('\\') || file.startsWith('.')) {
       refuse('SAFETENSORS_INDEX_BAD_JSON', indexPath, `weight_map.${name} is not a shard file name in the same folder`);
     }
-    fileOf.set(name, file as string);
+    fileOf.push(file as string);
+    // Neighbours mostly share a shard: only a change of file is looked up.
+    if (file !== previous) files.add(file as string);
+    previous = file;
   }
-  return fileOf;
+  return { names, fileOf, files: [...files] };
 }
 
 export class SafetensorsCheckpoint {
+  /** Each open shard by its path (the file its entries name). */
+  private readonly shardByPath: ReadonlyMap<string, Shard>;
+
   private constructor(
-    private readonly entries: Map<string, SafetensorsEntry & { shard: Shard }>,
+    private readonly entries: Map<string, SafetensorsEntry>,
     private readonly shards: Shard[],
     /** The __metadata__ of the first shard. */
     readonly metadata: Record<string, string>,
-  ) {}
+  ) {
+    this.shardByPath = new Map(shards.map((shard) => [shard.path, shard]));
+  }
 
   /** A `.safetensors` file, an index JSON, or a folder holding `model.safetensors.index.json` or `model.safetensors`. */
   static async open(pathOrDir: string): Promise<SafetensorsCheckpoint> {
@@ -110,18 +135,17 @@ export class SafetensorsCheckpoint {
   }
 
   private static async openSharded(indexPath: string): Promise<SafetensorsCheckpoint> {
-    const fileOf = await readIndex(indexPath);
+    const { names, fileOf, files } = await readIndex(indexPath);
     const folder = dirname(indexPath);
-    const files = [...new Set(fileOf.values())].map((file) => join(folder, file));
-    const checkpoint = await SafetensorsCheckpoint.openFiles(files);
-    for (const [name, file] of fileOf) {
-      const entry = checkpoint.entries.get(name);
-      if (entry === undefined || basename(entry.shard.path) !== file) {
+    const checkpoint = await SafetensorsCheckpoint.openFiles(files.map((file) => join(folder, file)));
+    for (let index = 0; index < names.length; index++) {
+      const entry = checkpoint.entries.get(names[index]!);
+      if (entry === undefined || checkpoint.shardOf(entry).fileName !== fileOf[index]) {
         await checkpoint.close();
         refuse(
           'SAFETENSORS_INDEX_MISSING_TENSOR',
           indexPath,
-          `weight_map puts ${name} in ${file}, whose header lacks it`,
+          `weight_map puts ${names[index]} in ${fileOf[index]}, whose header lacks it`,
         );
       }
     }
@@ -130,20 +154,19 @@ export class SafetensorsCheckpoint {
 
   private static async openFiles(paths: readonly string[]): Promise<SafetensorsCheckpoint> {
     const shards: Shard[] = [];
-    const entries = new Map<string, SafetensorsEntry & { shard: Shard }>();
+    const entries = new Map<string, SafetensorsEntry>();
     let metadata: Record<string, string> | undefined;
     try {
       for (const path of paths) {
-        const opened = await openShard(path);
-        shards.push(opened.shard);
-        metadata ??= opened.metadata;
-        for (const [name, entry] of opened.entries) {
-          const previous = entries.get(name);
+        const { shard, header } = await openShard(path);
+        shards.push(shard);
+        metadata ??= header.metadata;
+        for (const entry of header.entries) {
+          const previous = entries.get(entry.name);
           if (previous !== undefined) {
-            refuse('SAFETENSORS_DUPLICATE_TENSOR', path, `tensor ${name} is also in ${previous.shard.path}`);
+            refuse('SAFETENSORS_DUPLICATE_TENSOR', path, `tensor ${entry.name} is also in ${previous.file}`);
           }
-          // The header's entry itself gains its shard: one object a tensor, not a copy of each.
-          entries.set(name, Object.assign(entry, { shard: opened.shard }));
+          entries.set(entry.name, entry);
         }
       }
     } catch (error) {
@@ -157,6 +180,11 @@ export class SafetensorsCheckpoint {
     return [...this.entries.keys()];
   }
 
+  /** Every tensor's dtype and shape by name, the checkpoint's own entries rather than copies: only for reading. */
+  infos(): ReadonlyMap<string, { readonly dtype: DType; readonly shape: readonly number[] }> {
+    return this.entries;
+  }
+
   has(name: string): boolean {
     return this.entries.has(name);
   }
@@ -166,7 +194,7 @@ export class SafetensorsCheckpoint {
     return {
       dtype: entry.dtype,
       shape: [...entry.shape],
-      file: entry.shard.path,
+      file: entry.file,
       fileOffset: entry.fileOffset,
       byteLength: entry.byteLength,
     };
@@ -176,7 +204,7 @@ export class SafetensorsCheckpoint {
   async read(name: string): Promise<HostTensor> {
     const entry = this.require(name);
     const data = new Uint8Array(entry.byteLength);
-    await readFileRange(entry.shard.handle, data, entry.fileOffset, entry.shard.path);
+    await readFileRange(this.shardOf(entry).handle, data, entry.fileOffset, entry.file);
     return makeTensor(entry.dtype, entry.shape, data);
   }
 
@@ -190,14 +218,18 @@ export class SafetensorsCheckpoint {
         { kind: 'internal', param: name },
       );
     }
-    await readFileRange(entry.shard.handle, target, entry.fileOffset + byteOffset, entry.shard.path);
+    await readFileRange(this.shardOf(entry).handle, target, entry.fileOffset + byteOffset, entry.file);
   }
 
   async close(): Promise<void> {
     await Promise.all(this.shards.splice(0).map((shard) => shard.handle.close()));
   }
 
-  private require(name: string): SafetensorsEntry & { shard: Shard } {
+  private shardOf(entry: SafetensorsEntry): Shard {
+    return this.shardByPath.get(entry.file)!;
+  }
+
+  private require(name: string): SafetensorsEntry {
     const entry = this.entries.get(name);
     if (entry === undefined) {
       throw new DramaError('SAFETENSORS_TENSOR_NOT_FOUND', `the checkpoint has no tensor ${name}`, {

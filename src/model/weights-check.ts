@@ -16,10 +16,12 @@ export interface TensorInfo {
   readonly shape: readonly number[];
 }
 
-/** What the check needs from an open checkpoint (SafetensorsCheckpoint has both). */
+/** What the check needs from an open checkpoint (SafetensorsCheckpoint has all three). */
 export interface TensorTable {
   names(): Iterable<string>;
   info(name: string): TensorInfo;
+  /** Every tensor's dtype and shape by name, in names() order, shared rather than copied; the check only reads it. */
+  infos?(): ReadonlyMap<string, TensorInfo>;
 }
 
 export interface TensorMismatch {
@@ -49,11 +51,18 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((value, index) => value === b[index]);
 }
 
-export function checkWeights(config: Drama3Config, table: TensorTable): WeightCheck {
+/** Each tensor's dtype and shape by name: the table's own map, or one info read a name when it keeps none. */
+function tableInfos(table: TensorTable): { names: string[]; infos: ReadonlyMap<string, TensorInfo> } {
+  const shared = table.infos?.();
+  if (shared !== undefined) return { names: [...shared.keys()], infos: shared };
   const names = [...table.names()];
-  const nameSet = new Set(names);
-  const prefix = detectBackbonePrefix(nameSet);
-  const experts = detectExpertFormat(nameSet, prefix);
+  return { names, infos: new Map(names.map((name) => [name, table.info(name)])) };
+}
+
+export function checkWeights(config: Drama3Config, table: TensorTable): WeightCheck {
+  const { names, infos } = tableInfos(table);
+  const prefix = detectBackbonePrefix(infos);
+  const experts = detectExpertFormat(infos, prefix);
   const problems: string[] = [];
   if (config.quantization !== undefined && experts !== 'fp8') {
     problems.push(`config.json has quantization_config (fp8) but the experts are stored as ${experts}`);
@@ -65,8 +74,6 @@ export function checkWeights(config: Drama3Config, table: TensorTable): WeightCh
   const expectedNames = new Set<string>();
   const missing: TensorSpec[] = [];
   const mismatched: TensorMismatch[] = [];
-  // Each tensor's dtype and shape, read once (the full checkpoint has 62259).
-  const infos = new Map(names.map((name) => [name, table.info(name)]));
   for (const spec of specs) {
     expectedNames.add(spec.name);
     const actual = infos.get(spec.name);
@@ -75,7 +82,12 @@ export function checkWeights(config: Drama3Config, table: TensorTable): WeightCh
       continue;
     }
     if (!spec.accepts.includes(actual.dtype) || !sameShape(spec.shape, actual.shape)) {
-      mismatched.push({ name: spec.name, expected: { dtypes: spec.accepts, shape: spec.shape }, actual });
+      // The table's own copy, as the report has always shown it.
+      mismatched.push({
+        name: spec.name,
+        expected: { dtypes: spec.accepts, shape: spec.shape },
+        actual: table.info(spec.name),
+      });
     }
   }
   const countsByDtype: Record<string, number> = {};

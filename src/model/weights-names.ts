@@ -143,12 +143,15 @@ export function backboneNames(prefix: string): BackboneNames {
         mlp: {
           router: weight(`${mlp}.gate`),
           expert(expert: number): ExpertNames {
-            const names = swiGlu(`${mlp}.experts.${expert}`);
+            const { gateProj, upProj, downProj } = swiGlu(`${mlp}.experts.${expert}`);
+            // Named one by one, not spread: the weight map asks for every expert of every layer.
             return {
-              ...names,
-              gateProjScale: `${names.gateProj}_scale_inv`,
-              upProjScale: `${names.upProj}_scale_inv`,
-              downProjScale: `${names.downProj}_scale_inv`,
+              gateProj,
+              upProj,
+              downProj,
+              gateProjScale: `${gateProj}_scale_inv`,
+              upProjScale: `${upProj}_scale_inv`,
+              downProjScale: `${downProj}_scale_inv`,
             };
           },
           fusedGateUpProj: `${mlp}.experts.gate_up_proj`,
@@ -183,9 +186,22 @@ export function towerNames(): TowerNames {
   };
 }
 
+/** Tensor names to look in: a list, or a lookup by name (a Set, or a Map keyed by name). */
+export type TensorNames = Iterable<string> | NameLookup;
+
+interface NameLookup {
+  has(name: string): boolean;
+}
+
+/** A lookup is asked as it is; a list is gathered into a Set once. */
+function nameLookup(names: TensorNames): NameLookup {
+  const lookup = names as Partial<NameLookup>;
+  return typeof lookup.has === 'function' ? (lookup as NameLookup) : new Set(names as Iterable<string>);
+}
+
 /** Finds the backbone prefix from a checkpoint's tensor names (by its embedding or first layer norm). */
-export function detectBackbonePrefix(names: Iterable<string>): string {
-  const set = names instanceof Set ? (names as Set<string>) : new Set(names);
+export function detectBackbonePrefix(names: TensorNames): string {
+  const set = nameLookup(names);
   for (const prefix of BACKBONE_PREFIXES) {
     if (set.has(`${prefix}embed_tokens.weight`) || set.has(`${prefix}layers.0.input_layernorm.weight`)) return prefix;
   }
@@ -200,8 +216,8 @@ export function detectBackbonePrefix(names: Iterable<string>): string {
 export type ExpertFormat = 'fp8' | 'bf16' | 'fused';
 
 /** Reads the expert format off the names of layer 0 (every layer must then use the same one). */
-export function detectExpertFormat(names: Iterable<string>, prefix: string): ExpertFormat {
-  const set = names instanceof Set ? (names as Set<string>) : new Set(names);
+export function detectExpertFormat(names: TensorNames, prefix: string): ExpertFormat {
+  const set = nameLookup(names);
   const mlp = backboneNames(prefix).layer(0).mlp;
   if (set.has(mlp.fusedGateUpProj)) return 'fused';
   return set.has(mlp.expert(0).gateProjScale) ? 'fp8' : 'bf16';

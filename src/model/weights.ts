@@ -55,25 +55,42 @@ export interface WeightMapOptions {
 }
 
 /** Small fp32-friendly tensors a converter may leave in F32. */
-const WIDE_FLOAT_ROLES: readonly TensorRole[] = ['norm', 'gated_norm', 'decay_log', 'dt_bias'];
+const WIDE_FLOAT_ROLES: ReadonlySet<TensorRole> = new Set(['norm', 'gated_norm', 'decay_log', 'dt_bias']);
 const WIDE_FLOAT: readonly DType[] = ['BF16', 'F32'];
-const BF16_ONLY: readonly DType[] = ['BF16'];
+/** One shared list a dtype: a spec accepting only its own dtype needs no array of its own. */
+const ONLY: Readonly<Record<DType, readonly DType[]>> = {
+  BF16: ['BF16'],
+  F16: ['F16'],
+  F32: ['F32'],
+  F8_E4M3: ['F8_E4M3'],
+  I64: ['I64'],
+  I32: ['I32'],
+  U8: ['U8'],
+};
+
+/** Where a spec sits: its part, then its backbone layer and expert when it has them. */
+interface Place {
+  readonly part: TensorPart;
+  readonly layer?: number;
+  readonly expert?: number;
+}
 
 /** Appends specs to one shared array, stamping each with the layer/expert it belongs to. */
 class SpecList {
   constructor(
     readonly specs: TensorSpec[] = [],
-    private readonly where: { part: TensorPart; layer?: number; expert?: number } = { part: 'backbone' },
+    private readonly where: Place = { part: 'backbone' },
   ) {}
 
   add(name: string, role: TensorRole, shape: number[], options: { residual?: boolean; dtype?: DType } = {}): void {
     const dtype = options.dtype ?? 'BF16';
-    const accepts = WIDE_FLOAT_ROLES.includes(role) ? WIDE_FLOAT : dtype === 'BF16' ? BF16_ONLY : [dtype];
+    const accepts = WIDE_FLOAT_ROLES.has(role) ? WIDE_FLOAT : ONLY[dtype];
     this.specs.push({ name, role, dtype, accepts, shape, writesResidual: options.residual ?? false, ...this.where });
   }
 
-  at(where: { layer?: number; expert?: number }): SpecList {
-    return new SpecList(this.specs, { ...this.where, ...where });
+  at(layer: number, expert?: number): SpecList {
+    const { part } = this.where;
+    return new SpecList(this.specs, expert === undefined ? { part, layer } : { part, layer, expert });
   }
 
   inPart(part: TensorPart): SpecList {
@@ -102,22 +119,28 @@ function expertSpecs(list: SpecList, text: TextConfig, prefix: string, layer: nu
   }
   for (let expert = 0; expert < experts; expert++) {
     const names = mlp.expert(expert);
-    const perExpert = list.at({ layer, expert });
-    const entries: [string, string, number, number][] = [
-      [names.gateProj, names.gateProjScale, inner, hidden],
-      [names.upProj, names.upProjScale, inner, hidden],
-      [names.downProj, names.downProjScale, hidden, inner],
-    ];
-    for (const [name, scale, rows, cols] of entries) {
-      const residual = name === names.downProj;
-      if (format === 'bf16') {
-        perExpert.add(name, 'expert', [rows, cols], { residual });
-        continue;
-      }
-      perExpert.add(name, 'expert', [rows, cols], { residual, dtype: 'F8_E4M3' });
-      perExpert.add(scale, 'expert_scale', blockScaleShape(rows, cols), { dtype: 'F32' });
-    }
+    const perExpert = list.at(layer, expert);
+    expertMatrix(perExpert, format, names.gateProj, names.gateProjScale, [inner, hidden], false);
+    expertMatrix(perExpert, format, names.upProj, names.upProjScale, [inner, hidden], false);
+    expertMatrix(perExpert, format, names.downProj, names.downProjScale, [hidden, inner], true);
   }
+}
+
+/** One routed expert's [rows, cols] matrix: bf16, or e4m3 followed by its block scales. */
+function expertMatrix(
+  list: SpecList,
+  format: ExpertFormat,
+  name: string,
+  scale: string,
+  shape: [number, number],
+  residual: boolean,
+): void {
+  if (format === 'bf16') {
+    list.add(name, 'expert', shape, { residual });
+    return;
+  }
+  list.add(name, 'expert', shape, { residual, dtype: 'F8_E4M3' });
+  list.add(scale, 'expert_scale', blockScaleShape(shape[0], shape[1]), { dtype: 'F32' });
 }
 
 function backboneLayerSpecs(list: SpecList, text: TextConfig, options: WeightMapOptions, layer: number): void {
@@ -175,7 +198,7 @@ function towerLayerSpecs(list: SpecList, config: Drama3Config, names: TowerLayer
 function backboneSpecs(root: SpecList, text: TextConfig, options: WeightMapOptions): void {
   const backbone = backboneNames(options.prefix);
   root.add(backbone.embedTokens, 'token_embedding', [text.vocabSize, text.hiddenSize]);
-  for (let layer = 0; layer < text.layers; layer++) backboneLayerSpecs(root.at({ layer }), text, options, layer);
+  for (let layer = 0; layer < text.layers; layer++) backboneLayerSpecs(root.at(layer), text, options, layer);
   root.add(backbone.norm, 'norm', [text.hiddenSize]);
   if (!text.tieWordEmbeddings) root.add(backbone.lmHead, 'output_head', [text.vocabSize, text.hiddenSize]);
 }

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { constants } from 'node:fs';
-import { mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -63,6 +63,9 @@ const tensors = (): [string, HostTensor][] => [
   ['a', float32ToTensor(Float32Array.from([1, 2]), 'F32', [2])],
   ['b', float32ToTensor(Float32Array.from([3, 4, 5]), 'F32', [3])],
 ];
+
+// Twenty tensor names: past the few keys of an object compared one by one, so a repeat is found by counting them.
+const LARGE_NAMES = Array.from({ length: 20 }, (_, i) => `t${i}`);
 
 /** A safetensors file from raw header text and data bytes. */
 async function rawFile(name: string, header: string, data: Uint8Array): Promise<string> {
@@ -128,6 +131,35 @@ describe('contents that are not what they claim', () => {
     const text = '{"weight_map":{"a":"model-00001-of-00002.safetensors","a":"model-00002-of-00002.safetensors"}}';
     await writeFile(join(dir, 'model.safetensors.index.json'), text);
     assertCode(await refusal(SafetensorsCheckpoint.open(dir)), 'SAFETENSORS_INDEX_BAD_JSON', 'weight_map.a');
+  });
+
+  it('refuses a large header that names one tensor twice, the second time escaped', async () => {
+    const record = (i: number) => `{"dtype":"F32","shape":[1],"data_offsets":[${4 * i},${4 * i + 4}]}`;
+    const members = LARGE_NAMES.map((name, i) => `"${name}":${record(i)}`);
+    // The repeat gives t17 its own bytes again: kept silently, the file would read as whole.
+    const path = await rawFile(
+      'large-twice.safetensors',
+      `{${[...members, `"t1\\u0037":${record(17)}`].join(',')}}`,
+      new Uint8Array(80),
+    );
+    assertCode(await refusal(SafetensorsCheckpoint.open(path)), 'SAFETENSORS_DUPLICATE_TENSOR', 't17');
+  });
+
+  it('refuses a large index that names one tensor twice, the second time escaped', async () => {
+    const dir = join(folder, 'large-index-twice');
+    const tensors = LARGE_NAMES.map((name, i): [string, HostTensor] => [
+      name,
+      float32ToTensor(Float32Array.of(i), 'F32', [1]),
+    ]);
+    await writeShardedSafetensors(dir, tensors, { maxShardBytes: 40 });
+    const indexPath = join(dir, 'model.safetensors.index.json');
+    const { weight_map: files } = JSON.parse(await readFile(indexPath, 'utf8')) as {
+      weight_map: Record<string, string>;
+    };
+    const members = Object.entries(files).map(([name, file]) => `"${name}":"${file}"`);
+    // The repeat puts t17 in its own shard again: kept silently, the index would read as whole.
+    await writeFile(indexPath, `{"weight_map":{${[...members, `"t1\\u0037":"${files.t17}"`].join(',')}}}`);
+    assertCode(await refusal(SafetensorsCheckpoint.open(dir)), 'SAFETENSORS_INDEX_BAD_JSON', 'weight_map.t17');
   });
 
   it('refuses an empty tensor placed inside another tensor, naming both', async () => {
