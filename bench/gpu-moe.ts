@@ -1,8 +1,8 @@
 // GPU bench of the MoE experts at the real geometry (H 2048, I 512, 256 FP8 experts, top-8): the grouping (as a
 // launch of its own; the backend groups in the router's launch), the grouped gate|up + SwiGLU, the grouped down
-// projection (quantising h itself), each on narrow tiles walking 1 and 4 weight groups, split over K and on wide
-// tiles (their output bytes compared), the combine and the four together (the launcher's choices), at 1 to 4096 rows,
-// and the bf16 experts' gate|up and down. Each is timed
+// projection (quantising h itself), each on narrow tiles walking 1 and 4 weight groups and on wide tiles (their output
+// bytes compared), the combine and the four together (the launcher's choices), at 1 to 4096 rows, and the bf16
+// experts' gate|up and down. Each is timed
 // inside a captured graph that walks several routings in turn (at one row, 32 routings over disjoint experts, so the
 // 768 MB of weights stream from memory rather than L2), median of 21 replays. Prints the time, the bytes each step
 // moves (the routed experts' weights and scales, activations read, outputs written) and their rate beside the
@@ -159,11 +159,9 @@ function measureRows(rows: number, routingsCount: number) {
     group: { microseconds: timeSteps(steps.group), bytes: 0, weightBytes: 0 },
     'gate|up, narrow, 1 group': gateUp('narrow', 1),
     'gate|up, narrow, 4 groups': gateUp('narrow', 4),
-    'gate|up, split': gateUp('split'),
     'gate|up, wide': gateUp('wide'),
     'down, narrow, 1 group': down('narrow', 1),
     'down, narrow, 4 groups': down('narrow', 4),
-    'down, split': down('split'),
     'down, wide': down('wide'),
     combine: { microseconds: timeSteps(steps.combine), bytes: 0, weightBytes: 0 },
     block: {
@@ -188,7 +186,6 @@ function measureRows(rows: number, routingsCount: number) {
   const yOne = outputBytes(() => steps.down(r0, 'narrow', 1), expertOut, expertOutBytes);
   const configurations: [MoeTiling, MoeGroupsWalked | undefined][] = [
     ['narrow', 4],
-    ['split', undefined],
     ['wide', undefined],
   ];
   const sameBytes = configurations.every(([tiling, walked]) => {
@@ -196,7 +193,7 @@ function measureRows(rows: number, routingsCount: number) {
     const yOther = outputBytes(() => steps.down(r0, tiling, walked), expertOut, expertOutBytes);
     return hOne.equals(hOther) && yOne.equals(yOther);
   });
-  console.log(`${rows} rows: 4 groups walked, split and wide tiles write the bytes of 1 group walked: ${sameBytes}`);
+  console.log(`${rows} rows: 4 groups walked and wide tiles write the bytes of 1 group walked: ${sameBytes}`);
   const flops = 2 * pairs * (2 * INTERMEDIATE * HIDDEN + HIDDEN * INTERMEDIATE);
   return { rows, pairs, distinctExperts: distinct, flops, results, sameBytes };
 }

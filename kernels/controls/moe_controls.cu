@@ -11,10 +11,6 @@
 //                                                                                     (equivalence gate)
 //   control_moe_down_wide_skips_last_pair  wide-tile down GEMM that never writes a wide tile's last pair
 //                                                                                     (poisoned-output gate)
-//   control_moe_gate_up_split_scales_swapped  the split gate|up GEMM (one warp a K block) with the gate's and the up's
-//                                      block scales traded                            (accuracy gate)
-//   control_moe_down_split_blocks_descending  the split down GEMM adding its K blocks' sums from the last to the
-//                                      first: close, but not the unsplit kernel's bits (equivalence gate)
 //   control_moe_combine_batched_order  combine that, when the call has more than one row, sums the ranks in rank
 //                                      order with a bf16 accumulator (a batched fast path): close, but a row's bits
 //                                      then depend on the call it is in                (batch-invariance gate)
@@ -49,24 +45,6 @@ extern "C" __global__ void __launch_bounds__(THREADS)
   KERNEL_PROLOGUE();
   gate_up_fp8(h, q_x, s_x, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, top_k, groups_walked,
               true);
-}
-
-extern "C" __global__ void __launch_bounds__(512)
-    control_moe_gate_up_split_scales_swapped(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w,
-                                             const float* w_scales, const int* pair_slots, const int* tiles,
-                                             const int* tile_count, int hidden, int intermediate, int top_k,
-                                             int groups_walked) {
-  KERNEL_PROLOGUE();
-  gate_up_fp8<1>(h, q_x, s_x, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, top_k, groups_walked,
-                 true);
-}
-
-extern "C" __global__ void __launch_bounds__(512)
-    control_moe_down_split_blocks_descending(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
-                                             const int* pair_slots, const int* tiles, const int* tile_count,
-                                             int hidden, int intermediate) {
-  KERNEL_PROLOGUE();
-  down_fp8_split(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, true);
 }
 
 extern "C" __global__ void __launch_bounds__(WIDE_THREADS)

@@ -45,24 +45,6 @@ extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
            E4M3_MAXIMUM);
 }
 
-// The same GEMMs split over K for calls of a few rows: gate|up with one warp a K block (blockDim 32 · hidden/128),
-// down with one warp a (weight group, K block) (moe_fp8.cuh down_fp8_split): the same bits.
-extern "C" __global__ void __launch_bounds__(512)
-    moe_gate_up_fp8_split(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w, const float* w_scales,
-                          const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
-                          int intermediate, int top_k, int groups_walked) {
-  KERNEL_PROLOGUE();
-  gate_up_fp8<1>(h, q_x, s_x, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, top_k, groups_walked,
-                 false);
-}
-
-extern "C" __global__ void __launch_bounds__(512)
-    moe_down_fp8_split(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales, const int* pair_slots,
-                       const int* tiles, const int* tile_count, int hidden, int intermediate) {
-  KERNEL_PROLOGUE();
-  down_fp8_split(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, false);
-}
-
 // The same GEMMs on wide tiles of up to 64 pairs (moe_fp8_wide.cuh): the same bits, for calls of many rows.
 extern "C" __global__ void __launch_bounds__(WIDE_THREADS)
     moe_gate_up_fp8_wide(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w, const float* w_scales,

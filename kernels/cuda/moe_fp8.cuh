@@ -41,11 +41,10 @@ __device__ __forceinline__ Tile read_tile(const int* tiles, int index) {
 }
 
 // Issues this warp's weight loads for its blocks (16 B × 4 per lane per block), before anything else waits.
-template <int PER_WARP = MAX_BLOCKS_PER_WARP>
-__device__ __forceinline__ void load_weights(uint4 (&w)[PER_WARP][4], const uint8_t* group, int first_block, int blocks,
-                                             int lane) {
+__device__ __forceinline__ void load_weights(uint4 (&w)[MAX_BLOCKS_PER_WARP][4], const uint8_t* group, int first_block,
+                                             int blocks, int lane) {
 #pragma unroll
-  for (int i = 0; i < PER_WARP; i++) {
+  for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
     if (i < blocks) {
       const uint4* block = reinterpret_cast<const uint4*>(group + (long long)(first_block + i) * BLOCK_BYTES);
 #pragma unroll
@@ -146,12 +145,10 @@ __device__ __forceinline__ void quantize_tile_rows(uint8_t* x, float* x_scales, 
   }
 }
 
-// gate|up grid: x = tile, y = runs of `groups_walked` consecutive 16-row weight groups, walked in turn; the block's
-// warps split each group's K blocks (each warp a fixed range of PER_WARP or fewer: 4 warps, or one warp a K block for
-// the split kernel) and meet in shared memory, summed in block order whoever computed them. The tile's rows are
+// gate|up grid: x = tile, y = runs of `groups_walked` consecutive 16-row weight groups, walked in turn; 4 warps split
+// each group's K blocks (each warp a fixed range) and meet in shared memory, summed in block order. The tile's rows are
 // staged once for the run; a warp's next group's weights load as soon as this group's are summed. `swap_scales` applies the
 // gate's block scales to the up rows and the up's to the gate rows: only the contract's control asks for that.
-template <int PER_WARP = MAX_BLOCKS_PER_WARP>
 __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w,
                                             const float* w_scales, const int* pair_slots, const int* tiles,
                                             const int* tile_count, int hidden, int intermediate, int top_k,
@@ -161,16 +158,14 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
   const Tile tile = read_tile(tiles, blockIdx.x);
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
-  // The 4-warp kernel keeps its thread count a constant; the split kernel's follows hidden.
-  const int threads = PER_WARP == MAX_BLOCKS_PER_WARP ? THREADS : blockDim.x;
   const int blocks = hidden / 128;
-  const int per_warp = blocks / (threads >> 5);
+  const int per_warp = blocks / WARPS;
   const int first_group = blockIdx.y * groups_walked;
   const int groups = 2 * intermediate / 16;
   const uint8_t* expert_weights = w + (long long)tile.expert * groups * blocks * BLOCK_BYTES;
-  uint4 weights[PER_WARP][4];
-  load_weights<PER_WARP>(weights, expert_weights + (long long)first_group * blocks * BLOCK_BYTES, warp * per_warp,
-                         per_warp, lane);
+  uint4 weights[MAX_BLOCKS_PER_WARP][4];
+  load_weights(weights, expert_weights + (long long)first_group * blocks * BLOCK_BYTES, warp * per_warp, per_warp,
+               lane);
   const int x_stride = hidden + ROW_PAD;
   uint8_t* x = reinterpret_cast<uint8_t*>(shared_words);
   float* x_scales = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
@@ -181,7 +176,7 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
   }
   __syncthreads();
   const int chunks = hidden / 16;
-  for (int index = threadIdx.x; index < TILE_PAIRS * chunks; index += threads) {
+  for (int index = threadIdx.x; index < TILE_PAIRS * chunks; index += THREADS) {
     const int pair = index / chunks;
     const int chunk = index - pair * chunks;
     const int slot = slots[pair];
@@ -189,7 +184,7 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
     if (slot >= 0) value = reinterpret_cast<const uint4*>(q_x + (long long)(slot / top_k) * hidden)[chunk];
     reinterpret_cast<uint4*>(x + pair * x_stride)[chunk] = value;
   }
-  for (int index = threadIdx.x; index < TILE_PAIRS * blocks; index += threads) {
+  for (int index = threadIdx.x; index < TILE_PAIRS * blocks; index += THREADS) {
     const int pair = index / blocks;
     const int slot = slots[pair];
     x_scales[index] = slot >= 0 ? s_x[(long long)(slot / top_k) * blocks + index - pair * blocks] : 0.0f;
@@ -204,7 +199,7 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
     const float* up_scales = gate_scales + (intermediate / 128) * blocks;
     const uint8_t* next_group = expert_weights + (long long)(group_index + 1) * blocks * BLOCK_BYTES;
 #pragma unroll
-    for (int i = 0; i < PER_WARP; i++) {
+    for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
       if (i < per_warp) {
         const int b = warp * per_warp + i;
         const float gate_scale = swap_scales ? up_scales[b] : gate_scales[b];
@@ -294,68 +289,6 @@ __device__ __forceinline__ void down_fp8(bf16* y, const bf16* h, const uint8_t* 
         out[(long long)slot * hidden] = to_bf16(total[j]);
         out[(long long)slot * hidden + 8] = to_bf16(total[2 + j]);
       }
-    }
-  }
-}
-
-// The down projection split over K for calls of a few rows: a block is `groups_per_block` 16-row weight groups of one
-// tile, one warp per (group, K block) (warps = groups_per_block · I/128), each warp's scaled block sum S_b by the same
-// k-steps as down_fp8's and left in shared memory; then the first warp of each group adds its blocks' sums in
-// ascending b from zero, as down_fp8 adds them in registers: the same bits, with many short warps in flight where
-// down_fp8 has one long walk per warp. `descending` adds the blocks from the last to the first: only the contract's
-// control asks for that.
-__device__ __forceinline__ void down_fp8_split(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
-                                               const int* pair_slots, const int* tiles, const int* tile_count,
-                                               int hidden, int intermediate, bool descending) {
-  const int blocks = intermediate / 128;
-  const int warps = blockDim.x >> 5;
-  const int groups_per_block = warps / blocks;
-  const int chunks = hidden / 16 / groups_per_block;
-  const int tile_index = blockIdx.x / chunks;
-  if (tile_index >= *tile_count) return;
-  extern __shared__ uint4 shared_words[];
-  const Tile tile = read_tile(tiles, tile_index);
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int b = warp % blocks;
-  const int local_group = warp / blocks;
-  const int group_index = (blockIdx.x - tile_index * chunks) * groups_per_block + local_group;
-  // This warp's K block is in flight while the tile's rows are quantised.
-  uint4 weights[4];
-  load_weights_block(weights, w + ((long long)tile.expert * (hidden / 16) + group_index) * blocks * BLOCK_BYTES, b,
-                     lane);
-  const int x_stride = intermediate + ROW_PAD;
-  uint8_t* x = reinterpret_cast<uint8_t*>(shared_words);
-  float* x_scales = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
-  float* sums = x_scales + TILE_PAIRS * blocks;  // [warps][4][32]
-  __shared__ int slots[TILE_PAIRS];
-  if (threadIdx.x < TILE_PAIRS) {
-    slots[threadIdx.x] = threadIdx.x < tile.pairs ? pair_slots[tile.first + threadIdx.x] : -1;
-  }
-  __syncthreads();
-  quantize_tile_rows(x, x_scales, x_stride, h, slots, TILE_PAIRS, intermediate, warps, E4M3_MAXIMUM);
-  __syncthreads();
-  const float* scales = w_scales + ((long long)tile.expert * (hidden / 128) + group_index / 8) * blocks;
-  float d[4];
-  scaled_block_sums(d, weights, x, x_stride, x_scales, blocks, b, scales[b], scales[b], lane);
-#pragma unroll
-  for (int j = 0; j < 4; j++) sums[(warp * 4 + j) * 32 + lane] = d[j];
-  __syncthreads();
-  if (b != 0) return;
-  float total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int k = 0; k < blocks; k++) {
-    const int source = local_group * blocks + (descending ? blocks - 1 - k : k);
-#pragma unroll
-    for (int j = 0; j < 4; j++) total[j] = __fadd_rn(total[j], sums[(source * 4 + j) * 32 + lane]);
-  }
-  bf16* out = y + group_index * 16 + (lane >> 2);
-#pragma unroll
-  for (int j = 0; j < 2; j++) {
-    const int pair = (lane & 3) * 2 + j;
-    const int slot = slots[pair];
-    if (slot >= 0 && pair < tile.pairs) {
-      out[(long long)slot * hidden] = to_bf16(total[j]);
-      out[(long long)slot * hidden + 8] = to_bf16(total[2 + j]);
     }
   }
 }

@@ -322,14 +322,13 @@ test('an FP8 MoE call queues shared expert, router with quantiser and grouping, 
   assert.deepEqual(log.calls, [
     ...SHARED_CALLS,
     'router_top_k_quantize',
-    'moe_gate_up_fp8_split',
-    'moe_down_fp8_split',
+    'moe_gate_up_fp8',
+    'moe_down_fp8',
     'moe_combine',
   ]);
-  // Seven rows run split over K: a block per (tile, weight group), one warp a K block.
-  assert.deepEqual(log.grids.get('moe_gate_up_fp8_split'), [[moeMaxTiles(rows * 8, 256), 64, 1]]);
-  // One block per tile and 2 of the 128 sixteen-row weight groups (4 K blocks each), in one dimension.
-  assert.deepEqual(log.grids.get('moe_down_fp8_split'), [[moeMaxTiles(rows * 8, 256) * 64, 1, 1]]);
+  assert.deepEqual(log.grids.get('moe_gate_up_fp8'), [[moeMaxTiles(rows * 8, 256), 64, 1]]);
+  // One block per tile and 8 of the 128 sixteen-row weight groups, in one dimension.
+  assert.deepEqual(log.grids.get('moe_down_fp8'), [[moeMaxTiles(rows * 8, 256) * 16, 1, 1]]);
   assert.deepEqual(log.grids.get('moe_combine'), [[rows, 1, 1]]);
   // x [rows, 2048] for gate|up quantised and the choices grouped by the router's launch, one block a row; h quantised
   // inside the down GEMM.

@@ -1,25 +1,16 @@
 // The FP8 expert launchers' choices, without a GPU: calls of MOE_WIDE_ROWS rows or more run the wide-tile kernels
-// (moe_fp8_wide.cuh), fewer than MOE_SPLIT_ROWS the split ones (one warp a K block), the rest the narrow ones, which
-// walk 4 weight groups a block (gate|up) or a warp (down) from MOE_WALK_ROWS rows on; any can be asked for, and each
-// asks for the grid, block and shared memory its kernel assumes.
+// (moe_fp8_wide.cuh), fewer the narrow ones, which walk 4 weight groups a block (gate|up) or a warp (down) from
+// MOE_WALK_ROWS rows on; either can be asked for, and each asks for the grid and shared memory its kernel assumes.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  MOE_SPLIT_ROWS,
-  MOE_WALK_ROWS,
-  MOE_WIDE_ROWS,
-  type MoeTiling,
-  moeDownFp8,
-  moeGateUpFp8,
-  moeMaxTiles,
-} from '../../src/backend/cuda/ops/moe.ts';
+import { MOE_WALK_ROWS, MOE_WIDE_ROWS, moeDownFp8, moeGateUpFp8, moeMaxTiles } from '../../src/backend/cuda/ops/moe.ts';
 import { recordingDevice } from '../backend/support/recording-blocks.ts';
 
 const GEOMETRY = { topK: 8, experts: 256, hidden: 2048, intermediate: 512 };
 const POINTERS = { pairSlots: 1n, expertOffsets: 2n, tiles: 3n, tileCount: 4n };
 const WEIGHTS = { gateUp: 5n, gateUpScales: 6n, down: 7n, downScales: 8n };
 
-function launches(rows: number, tiling?: MoeTiling) {
+function launches(rows: number, tiling?: 'narrow' | 'wide') {
   const { cuda, launched } = recordingDevice();
   const sizes = { ...GEOMETRY, ...POINTERS, rows, weights: WEIGHTS, tiling };
   moeGateUpFp8(cuda, { ...sizes, h: 9n, quantized: 10n, scales: 11n });
@@ -29,7 +20,7 @@ function launches(rows: number, tiling?: MoeTiling) {
 
 test('the narrow kernels walk 4 weight groups from MOE_WALK_ROWS rows on: a quarter of the blocks', () => {
   const tiles = (rows: number) => moeMaxTiles(rows * GEOMETRY.topK, GEOMETRY.experts);
-  const [gateUpOne, downOne] = launches(MOE_WALK_ROWS - 1, 'narrow');
+  const [gateUpOne, downOne] = launches(MOE_WALK_ROWS - 1);
   assert.deepEqual(gateUpOne!.shape.grid, [tiles(MOE_WALK_ROWS - 1), 64, 1]);
   assert.deepEqual(downOne!.shape.grid, [tiles(MOE_WALK_ROWS - 1) * 16, 1, 1]);
   const [gateUpFour, downFour] = launches(MOE_WALK_ROWS);
@@ -38,19 +29,7 @@ test('the narrow kernels walk 4 weight groups from MOE_WALK_ROWS rows on: a quar
   assert.deepEqual(downFour!.shape.grid, [tiles(MOE_WALK_ROWS) * 4, 1, 1]);
 });
 
-test('the launcher picks split tiles below MOE_SPLIT_ROWS rows, wide from MOE_WIDE_ROWS rows on, narrow between', () => {
-  assert.deepEqual(
-    launches(MOE_SPLIT_ROWS - 1).map((l) => l.name),
-    ['moe_gate_up_fp8_split', 'moe_down_fp8_split'],
-  );
-  assert.deepEqual(
-    launches(MOE_SPLIT_ROWS).map((l) => l.name),
-    ['moe_gate_up_fp8', 'moe_down_fp8'],
-  );
-  assert.deepEqual(
-    launches(300, 'split').map((l) => l.name),
-    ['moe_gate_up_fp8_split', 'moe_down_fp8_split'],
-  );
+test('the launcher picks wide tiles from MOE_WIDE_ROWS rows on, narrow below', () => {
   assert.deepEqual(
     launches(MOE_WIDE_ROWS - 1).map((l) => l.name),
     ['moe_gate_up_fp8', 'moe_down_fp8'],
@@ -81,18 +60,4 @@ test('the wide kernels get a block per narrow tile, their weight groups and thei
   assert.deepEqual(down!.shape.grid, [tiles, 2, 1]);
   assert.deepEqual(down!.shape.block, [256, 1, 1]);
   assert.equal(down!.shape.sharedBytes, 4 * 64 * 288 + 64 * (512 + 16) + 64 * 4 * 4);
-});
-
-test("the split kernels get one warp a K block and room for the warps' block sums", () => {
-  const rows = 1;
-  const tiles = moeMaxTiles(rows * GEOMETRY.topK, GEOMETRY.experts);
-  const [gateUp, down] = launches(rows);
-  // gate|up: a block per (tile, 16-row group), 16 warps for hidden 2048; the tile's rows, scales and block partials.
-  assert.deepEqual(gateUp!.shape.grid, [tiles, 64, 1]);
-  assert.deepEqual(gateUp!.shape.block, [512, 1, 1]);
-  assert.equal(gateUp!.shape.sharedBytes, 8 * (2048 + 16) + 8 * 16 * 4 + 16 * 128 * 4);
-  // down: 2 groups of 4 K blocks a block (8 warps), 64 blocks a tile; the e4m3 rows, their scales, 8 warps' sums.
-  assert.deepEqual(down!.shape.grid, [tiles * 64, 1, 1]);
-  assert.deepEqual(down!.shape.block, [256, 1, 1]);
-  assert.equal(down!.shape.sharedBytes, 8 * (512 + 16) + 8 * 4 * 4 + 8 * 4 * 32 * 4);
 });

@@ -31,10 +31,8 @@ import { gemmFp32Case, gemmSegmentsCase } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import {
   moeDownFp8Case,
-  moeDownFp8SplitCase,
   moeDownFp8WideCase,
   moeGateUpFp8Case,
-  moeGateUpFp8SplitCase,
   moeGateUpFp8WideCase,
   moeGroupingCase,
 } from './moeCases.ts';
@@ -336,16 +334,6 @@ function deltaNetAndMoeControls(): Control[] {
         "wrong block order: the wide-tile gate|up GEMM adds the K blocks' sums from the last block to the first",
       kernelCase: moeGateUpFp8WideCase,
       kernel: { family: 'moe_controls', name: 'control_moe_gate_up_wide_blocks_descending' },
-    },
-    {
-      description: "swapped scales: the split gate|up GEMM scales the gate rows by the up projection's block scales",
-      kernelCase: moeGateUpFp8SplitCase,
-      kernel: { family: 'moe_controls', name: 'control_moe_gate_up_split_scales_swapped' },
-    },
-    {
-      description: "wrong block order: the split down GEMM adds the K blocks' sums from the last block to the first",
-      kernelCase: moeDownFp8SplitCase,
-      kernel: { family: 'moe_controls', name: 'control_moe_down_split_blocks_descending' },
     },
     {
       description: "skipped pair: the wide-tile down GEMM never writes a wide tile's last pair",

@@ -292,14 +292,11 @@ export const moeDownFp8Case: KernelCase = {
 
 const wide = (o: ShapeOptions): ShapeOptions => ({ ...o, tiling: 'wide' });
 
-const split = (o: ShapeOptions): ShapeOptions => ({ ...o, tiling: 'split' });
-
 /**
- * Narrow tiles walking 4 weight groups, split tiles and wide tiles against narrow tiles walking one, on the same
- * grouped inputs, byte for byte: gate|up (h) and down (y), a kernel override (a control) given to the `controlled`
- * tiling's launch of `stage` only.
+ * Narrow tiles walking 4 weight groups and wide tiles against narrow tiles walking one, on the same grouped inputs,
+ * byte for byte: gate|up (h) and down (y), a kernel override (a control) given to the wide launch of `stage` only.
  */
-function tilingsAgree(o: ShapeOptions, stage: 'gate|up' | 'down', controlled: MoeTiling = 'wide'): EquivalenceCase {
+function tilingsAgree(o: ShapeOptions, stage: 'gate|up' | 'down'): EquivalenceCase {
   const g = o.geometry;
   return {
     label: `${label('tilings agree', g, o.rows, o.skewed ?? false)}, ${stage}`,
@@ -314,7 +311,7 @@ function tilingsAgree(o: ShapeOptions, stage: 'gate|up' | 'down', controlled: Mo
           const sizes = { rows: s.rows, topK: g.topK, experts: g.experts };
           moeGroupPairs(cuda, { ...grouping, expertIds: p.ids!, ...sizes });
           const a = { ...grouping, ...sizes, hidden: g.hidden, intermediate: g.intermediate, tiling, groupsWalked };
-          const override = (which: typeof stage) => (tiling === controlled && which === stage ? kernel : undefined);
+          const override = (which: typeof stage) => (tiling === 'wide' && which === stage ? kernel : undefined);
           const gateUp = {
             ...a,
             h: p.gateUpOut!,
@@ -335,7 +332,6 @@ function tilingsAgree(o: ShapeOptions, stage: 'gate|up' | 'down', controlled: Mo
         runs: {
           'narrow tiles, 1 group walked': run('narrow', 1),
           'narrow tiles, 4 groups walked': run('narrow', 4),
-          'split tiles': run('split'),
           'wide tiles': run('wide'),
         },
       };
@@ -360,24 +356,6 @@ export const moeDownFp8WideCase: KernelCase = {
   ulps: 2,
   shapes: [real(1), real(16), real(24, true), small(64), small(300)].map(wide).map(downShape),
   equivalences: [real(257), small(257), real(72, true)].map((o) => tilingsAgree(o, 'down')),
-};
-
-// Split tiles (one warp a K block), which the launcher picks below 8 rows, at 1 and 7 rows, a skewed routing and the
-// small geometry; the equivalences at 7 rows, where the backend runs them, and at 257.
-export const moeGateUpFp8SplitCase: KernelCase = {
-  name: 'moe gate|up fp8 + SwiGLU (grouped, split over K)',
-  bound: BF16_ONE_ROUNDING_BOUND,
-  ulps: GATE_UP_ULPS,
-  shapes: [real(1), real(7), real(24, true), small(64)].map(split).map(gateUpShape),
-  equivalences: [real(7), small(257)].map((o) => tilingsAgree(o, 'gate|up', 'split')),
-};
-
-export const moeDownFp8SplitCase: KernelCase = {
-  name: 'moe down fp8 (grouped, h quantised in the kernel, split over K)',
-  bound: BF16_ONE_ROUNDING_BOUND,
-  ulps: 2,
-  shapes: [real(1), real(7), real(24, true), small(64)].map(split).map(downShape),
-  equivalences: [real(7), small(257)].map((o) => tilingsAgree(o, 'down', 'split')),
 };
 
 export const moeCombineCase: KernelCase = {
@@ -421,16 +399,14 @@ function blockInvariance(
   };
 }
 
-// The launcher's choices run split tiles at 1, 2 and 7 rows and narrow tiles walking 4 weight groups at 64 and 257, so
-// a row alone is held to itself inside calls on other kernels; the wide and the split tiles, each at every row count,
-// are held to themselves here (and to the narrow tiles by their cases' equivalences).
+// The launcher's choices walk 1 weight group at 1, 2 and 7 rows and 4 at 64 and 257; the wide tiles, used from 512
+// rows on, are held to themselves at every row count here (and to the narrow tiles by the wide cases' equivalences).
 export const moeInvarianceCases: readonly InvarianceCase[] = [
   blockInvariance(REAL_MOE, false),
   blockInvariance(REAL_MOE, true),
   blockInvariance(SMALL_MOE, false),
   blockInvariance(REAL_MOE, false, {}, 'wide'),
   blockInvariance(SMALL_MOE, false, {}, 'wide'),
-  blockInvariance(REAL_MOE, false, {}, 'split'),
 ];
 
 /** The same invariance case with the combine replaced by a control (moe_controls.cu). */

@@ -17,23 +17,16 @@ export const MOE_GATE_UP_FP8_KERNEL: KernelName = { family: 'moe_fp8', name: 'mo
 export const MOE_DOWN_FP8_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_down_fp8' };
 export const MOE_GATE_UP_FP8_WIDE_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_gate_up_fp8_wide' };
 export const MOE_DOWN_FP8_WIDE_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_down_fp8_wide' };
-export const MOE_GATE_UP_FP8_SPLIT_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_gate_up_fp8_split' };
-export const MOE_DOWN_FP8_SPLIT_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_down_fp8_split' };
 export const MOE_GATE_UP_BF16_KERNEL: KernelName = { family: 'moe_bf16', name: 'moe_gate_up_bf16' };
 export const MOE_DOWN_BF16_KERNEL: KernelName = { family: 'moe_bf16', name: 'moe_down_bf16' };
 
 /** Pairs per tile of the grouped GEMMs (the mma's n = 8). */
 export const MOE_TILE_PAIRS = 8;
 /**
- * The FP8 GEMMs' tiles: `narrow` (8 pairs, one mma's n), `split` (narrow tiles with one warp per 128-column K block:
- * many short warps for calls of a few rows) or `wide` (up to 64 pairs of one expert, moe_fp8_wide.cuh), which load and
- * widen each weight once for 64 pairs. All give the same bits; the launcher picks by row count.
+ * The FP8 GEMMs' tiles: `narrow` (8 pairs, one mma's n) or `wide` (up to 64 pairs of one expert, moe_fp8_wide.cuh),
+ * which load and widen each weight once for 64 pairs. Both give the same bits; the launcher picks by row count.
  */
-export type MoeTiling = 'narrow' | 'split' | 'wide';
-/** Calls of fewer rows run split over K (one row: the decode step of one lane). */
-export const MOE_SPLIT_ROWS = 8;
-/** The split down kernel's block: about this many warps, whole weight groups of I/128 warps each. */
-const SPLIT_DOWN_WARPS = 8;
+export type MoeTiling = 'narrow' | 'wide';
 /** Calls of at least this many rows run on wide tiles (16 pairs an expert at 256 experts, top-8): measured on the
  * H200 (bench/gpu-moe.ts) against narrow tiles walking 4 groups, wide tiles are 40% and 52% slower at 256 rows (gate|up,
  * down), 36% faster and even at 1024. */
@@ -58,9 +51,7 @@ function groupsWalked(rows: number, walked: MoeGroupsWalked | undefined): MoeGro
 }
 
 function tilingFor(rows: number, tiling: MoeTiling | undefined): MoeTiling {
-  if (tiling !== undefined) return tiling;
-  if (rows >= MOE_WIDE_ROWS) return 'wide';
-  return rows < MOE_SPLIT_ROWS ? 'split' : 'narrow';
+  return tiling ?? (rows >= MOE_WIDE_ROWS ? 'wide' : 'narrow');
 }
 
 /** moe_route.cu's shared-memory tables and the combine's per-row order. */
@@ -174,20 +165,16 @@ export function moeGateUpFp8(
   requireRouting(a.rows, a.topK, a.experts);
   requireFp8Dimension(a.hidden, 'hidden');
   requireFp8Dimension(a.intermediate, 'intermediate');
-  const tiling = tilingFor(a.rows, a.tiling);
-  if (tiling === 'wide') {
+  if (tilingFor(a.rows, a.tiling) === 'wide') {
     moeGateUpFp8Wide(cuda, a, options);
     return;
   }
   const blocks = a.hidden / 128;
   const sharedBytes = MOE_TILE_PAIRS * (a.hidden + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4 + blocks * 128 * 4;
-  // Split: one warp a K block, one weight group a block.
-  const walked = tiling === 'split' ? 1 : groupsWalked(a.rows, a.groupsWalked);
+  const walked = groupsWalked(a.rows, a.groupsWalked);
   const args = gateUpArguments(a).int32(walked);
   const grid = [moeMaxTiles(a.rows * a.topK, a.experts), (2 * a.intermediate) / 16 / walked, 1] as const;
-  const kernel = tiling === 'split' ? MOE_GATE_UP_FP8_SPLIT_KERNEL : MOE_GATE_UP_FP8_KERNEL;
-  const threads = tiling === 'split' ? 32 * blocks : GEMM_THREADS;
-  launch(cuda, kernel, { grid, block: [threads, 1, 1], sharedBytes }, args, options);
+  launch(cuda, MOE_GATE_UP_FP8_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
 }
 
 export function moeDownFp8(
@@ -210,34 +197,18 @@ export function moeDownFp8(
   requireRouting(a.rows, a.topK, a.experts);
   requireFp8Dimension(a.hidden, 'hidden');
   requireFp8Dimension(a.intermediate, 'intermediate');
-  const tiling = tilingFor(a.rows, a.tiling);
-  if (tiling === 'wide') {
+  if (tilingFor(a.rows, a.tiling) === 'wide') {
     moeDownFp8Wide(cuda, a, options);
     return;
   }
   // The tile's rows of h, quantised in the kernel: e4m3 bytes (rows padded) and a scale per 128 columns.
   const blocks = a.intermediate / 128;
   const sharedBytes = MOE_TILE_PAIRS * (a.intermediate + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4;
-  if (tiling === 'split') {
-    moeDownFp8Split(cuda, a, sharedBytes, options);
-    return;
-  }
   const walked = groupsWalked(a.rows, a.groupsWalked);
   const args = downArguments(a).int32(walked);
   // One dimension, tile-major: a tile's blocks stream its expert's weights in order.
   const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / DOWN_WARPS / walked), 1, 1] as const;
   launch(cuda, MOE_DOWN_FP8_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
-}
-
-/** One warp a (weight group, K block): a block holds the whole groups that fit SPLIT_DOWN_WARPS warps (at least one),
- * its warps' block sums in shared memory after the tile's quantised rows. */
-function moeDownFp8Split(cuda: CudaContext, a: DownArguments, rowBytes: number, options: LaunchOptions): void {
-  const blocks = a.intermediate / 128;
-  const groupsPerBlock = Math.max(1, Math.floor(SPLIT_DOWN_WARPS / blocks));
-  const warps = groupsPerBlock * blocks;
-  const sharedBytes = rowBytes + warps * 4 * 32 * 4;
-  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / groupsPerBlock), 1, 1] as const;
-  launch(cuda, MOE_DOWN_FP8_SPLIT_KERNEL, { grid, block: [32 * warps, 1, 1], sharedBytes }, downArguments(a), options);
 }
 
 type GateUpArguments = Parameters<typeof moeGateUpFp8>[1];
