@@ -16,12 +16,10 @@ export interface TensorInfo {
   readonly shape: readonly number[];
 }
 
-/** What the check needs from an open checkpoint (SafetensorsCheckpoint has all three). */
+/** What the check needs from an open checkpoint (SafetensorsCheckpoint has it). */
 export interface TensorTable {
-  names(): Iterable<string>;
-  info(name: string): TensorInfo;
-  /** Every tensor's dtype and shape by name, in names() order, shared rather than copied; the check only reads it. */
-  infos?(): ReadonlyMap<string, TensorInfo>;
+  /** Every tensor's dtype and shape by name, shared rather than copied; the check only reads it. */
+  infos(): ReadonlyMap<string, TensorInfo>;
 }
 
 export interface TensorMismatch {
@@ -51,16 +49,8 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((value, index) => value === b[index]);
 }
 
-/** Each tensor's dtype and shape by name: the table's own map, or one info read a name when it keeps none. */
-function tableInfos(table: TensorTable): { names: string[]; infos: ReadonlyMap<string, TensorInfo> } {
-  const shared = table.infos?.();
-  if (shared !== undefined) return { names: [...shared.keys()], infos: shared };
-  const names = [...table.names()];
-  return { names, infos: new Map(names.map((name) => [name, table.info(name)])) };
-}
-
 export function checkWeights(config: Drama3Config, table: TensorTable): WeightCheck {
-  const { names, infos } = tableInfos(table);
+  const infos = table.infos();
   const prefix = detectBackbonePrefix(infos);
   const experts = detectExpertFormat(infos, prefix);
   const problems: string[] = [];
@@ -82,12 +72,9 @@ export function checkWeights(config: Drama3Config, table: TensorTable): WeightCh
       continue;
     }
     if (!spec.accepts.includes(actual.dtype) || !sameShape(spec.shape, actual.shape)) {
-      // The table's own copy, as the report has always shown it.
-      mismatched.push({
-        name: spec.name,
-        expected: { dtypes: spec.accepts, shape: spec.shape },
-        actual: table.info(spec.name),
-      });
+      // A copy: the report must not hold the table's own shape.
+      const found = { dtype: actual.dtype, shape: [...actual.shape] };
+      mismatched.push({ name: spec.name, expected: { dtypes: spec.accepts, shape: spec.shape }, actual: found });
     }
   }
   const countsByDtype: Record<string, number> = {};
@@ -96,7 +83,7 @@ export function checkWeights(config: Drama3Config, table: TensorTable): WeightCh
     countsByDtype[info.dtype] = (countsByDtype[info.dtype] ?? 0) + 1;
     if (!name.endsWith('_scale_inv')) parameters += info.shape.reduce((product, size) => product * size, 1);
   }
-  const unused = names.filter((name) => !expectedNames.has(name));
+  const unused = [...infos.keys()].filter((name) => !expectedNames.has(name));
   const ok = missing.length === 0 && mismatched.length === 0 && unused.length === 0 && problems.length === 0;
   return { prefix, experts, countsByDtype, parameters, missing, mismatched, unused, problems, ok, specs };
 }

@@ -19,11 +19,7 @@ const FULL: Drama3Config = { ...TINY, ...FULL_PRESET, codec: REAL_CODEC_CONFIG }
 
 function tableOf(entries: [string, TensorInfo][]) {
   const map = new Map(entries);
-  return {
-    names: () => map.keys(),
-    info: (name: string) => map.get(name)!,
-    map,
-  };
+  return { infos: () => map, map };
 }
 
 describe('expectedTensors', () => {

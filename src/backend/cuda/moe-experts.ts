@@ -46,6 +46,19 @@ function allocateAll(ctx: BlockContext, sizes: Record<string, number>, format: s
   return held;
 }
 
+/** The tables end to end in one array, and the byte offset at which each begins. */
+function concatenated(tables: readonly BigInt64Array[]): { entries: BigInt64Array; offsets: bigint[] } {
+  const entries = new BigInt64Array(tables.reduce((sum, table) => sum + table.length, 0));
+  const offsets: bigint[] = [];
+  let at = 0;
+  for (const table of tables) {
+    entries.set(table, at);
+    offsets.push(BigInt(at * BigInt64Array.BYTES_PER_ELEMENT));
+    at += table.length;
+  }
+  return { entries, offsets };
+}
+
 /** Packs every expert of `weights` (checked by moeGeometry) into fresh device buffers. */
 export function packExperts(ctx: BlockContext, weights: MoeWeights<CudaBuffer>, g: MoeGeometry): PackedExperts {
   const experts = weights.experts;
@@ -65,13 +78,7 @@ export function packExperts(ctx: BlockContext, weights: MoeWeights<CudaBuffer>, 
       BigInt64Array.from(pointers((e) => e.down.scales!.data)),
     );
   }
-  const entries = new BigInt64Array(tables.reduce((sum, table) => sum + table.length, 0));
-  const at: bigint[] = [];
-  tables.reduce((offset, table) => {
-    entries.set(table, offset);
-    at.push(BigInt(offset * 8));
-    return offset + table.length;
-  }, 0);
+  const { entries, offsets } = concatenated(tables);
   const held = allocateAll(ctx, packedExpertBytes(g), g.format);
   const pointer = (name: string) => held.get(name)!.pointer;
   const element = g.format === 'fp8' ? 1 : 2;
@@ -85,7 +92,7 @@ export function packExperts(ctx: BlockContext, weights: MoeWeights<CudaBuffer>, 
       target: pointer('gateUp'),
       targetStride: 2 * g.intermediate * g.hidden * element,
       base,
-      sources: sources + at[0]!,
+      sources: sources + offsets[0]!,
       experts: experts.length,
       rowBytes: g.hidden * element,
       groups: (2 * g.intermediate) / 16,
@@ -95,7 +102,7 @@ export function packExperts(ctx: BlockContext, weights: MoeWeights<CudaBuffer>, 
       target: pointer('down'),
       targetStride: g.hidden * g.intermediate * element,
       base,
-      sources: sources + at[1]!,
+      sources: sources + offsets[1]!,
       experts: experts.length,
       rowBytes: g.intermediate * element,
       groups: g.hidden / 16,
@@ -106,13 +113,13 @@ export function packExperts(ctx: BlockContext, weights: MoeWeights<CudaBuffer>, 
       moeGatherWords(ctx.cuda, {
         ...runs,
         target: pointer('gateUpScales'),
-        offsets: sources + at[2]!,
+        offsets: sources + offsets[2]!,
         runs: 2 * experts.length,
       });
       moeGatherWords(ctx.cuda, {
         ...runs,
         target: pointer('downScales'),
-        offsets: sources + at[3]!,
+        offsets: sources + offsets[3]!,
         runs: experts.length,
       });
     }
