@@ -42,10 +42,11 @@ async function weightSource<B>(
   backend: Backend<B>,
   specs: readonly TensorSpec[],
   options: SpeechModelOptions,
+  keptRows: ReadonlyMap<string, Int32Array>,
 ): Promise<{ source: WeightSource<B>; streamed?: StreamedSource<B> }> {
   const store = options.stream === false ? undefined : backend.weightStore?.();
   if (store === undefined) return { source: new TensorSource(checkpoint, backend, specs) };
-  const streamed = await StreamedSource.load(checkpoint, backend, store, specs, options.stream || {});
+  const streamed = await StreamedSource.load(checkpoint, backend, store, specs, options.stream || {}, keptRows);
   options.onStreamed?.(streamed.report);
   return { source: streamed, streamed };
 }
@@ -70,7 +71,11 @@ export async function loadSpeechModel<B>(
     assertWeightsMatch(check, checkpointDir);
     const candidates = await candidateIds(checkpointDir, config);
     const checked = performance.now();
-    const { source, streamed } = await weightSource(checkpoint, backend, check.specs, options);
+    // An untied head is read as its candidate rows alone; a tied one is the embedding, which every text id needs.
+    const keptRows = new Map<string, Int32Array>(
+      config.text.tieWordEmbeddings ? [] : [[backboneNames(check.prefix).lmHead, candidates.ids]],
+    );
+    const { source, streamed } = await weightSource(checkpoint, backend, check.specs, options, keptRows);
     const weighed = performance.now();
     try {
       const backbone = await Backbone.load(source, config.text, check.prefix, candidates.ids);

@@ -4,6 +4,8 @@
 // then take the tensors where they lie: no second copy. A failure at any step frees everything reserved.
 // A layer's routed experts share one block: the MoE block packs them and gives them all back together, so one
 // reserve and one free stand for thousands (the full checkpoint's 61440 expert tensors in 40 blocks).
+// A tensor of which the model keeps only some rows (an untied head's candidate rows) is read and stored as those rows
+// alone: each run of consecutive ids is one read, and the rest of the tensor never leaves the disk.
 import type {
   Backend,
   DType,
@@ -56,6 +58,8 @@ const MEMBER_ALIGNMENT = 256;
 interface Entry {
   readonly dtype: DType;
   readonly shape: readonly number[];
+  /** The rows of the file's tensor that were stored, in this order (absent: the whole tensor). */
+  readonly keptRows?: Int32Array;
   readonly block: WeightBlock;
   /** Where the tensor's bytes start within the block, and how many there are. */
   readonly offset: number;
@@ -64,20 +68,70 @@ interface Entry {
   taken: boolean;
 }
 
+/** A checked tensor as it will be stored: whole, or only `keptRows` (then `stored.byteLength` is theirs). */
+interface Planned {
+  readonly spec: TensorSpec;
+  readonly stored: CheckedTensor;
+  readonly shape: readonly number[];
+  readonly keptRows?: Int32Array;
+}
+
 /** One block to reserve: its tensors, each at its offset. */
 interface BlockPlan {
   readonly label: string;
   readonly bytes: number;
-  readonly members: readonly { readonly spec: TensorSpec; readonly stored: CheckedTensor; readonly offset: number }[];
+  readonly members: readonly (Planned & { readonly offset: number })[];
+}
+
+/** `stored` as the model keeps it: only `ids`' rows when given (each id checked, none repeated), else whole. */
+function planned(spec: TensorSpec, stored: CheckedTensor, ids: Int32Array | undefined): Planned {
+  if (ids === undefined) return { spec, stored, shape: spec.shape };
+  const [rows, ...rest] = spec.shape;
+  const outside = ids.find((id) => !Number.isInteger(id) || id < 0 || id >= rows!);
+  if (outside !== undefined) throw rowOutOfRange(spec.name, outside, rows!);
+  // A repeated id would read the same bytes twice into two places: keep the whole tensor and gather instead.
+  if (new Set(ids).size !== ids.length) return { spec, stored, shape: spec.shape };
+  const byteLength = (stored.byteLength / rows!) * ids.length;
+  return { spec, stored: { ...stored, byteLength }, shape: [ids.length, ...rest], keptRows: ids };
+}
+
+/** The file reads that fill a planned tensor, each with where its bytes go in the tensor: one per run of ids. */
+function readsOf(plan: Planned): { tensor: StreamedTensor; into: number }[] {
+  const { spec, stored, keptRows } = plan;
+  if (keptRows === undefined) return [{ tensor: { name: spec.name, ...stored }, into: 0 }];
+  const rowBytes = stored.byteLength / keptRows.length;
+  const reads: { tensor: StreamedTensor; into: number }[] = [];
+  for (let first = 0; first < keptRows.length; ) {
+    let end = first + 1;
+    while (end < keptRows.length && keptRows[end] === keptRows[end - 1]! + 1) end += 1;
+    const row = keptRows[first]!;
+    const tensor = {
+      name: `${spec.name} rows ${row}..${row + end - first - 1}`,
+      file: stored.file,
+      fileOffset: stored.fileOffset + row * rowBytes,
+      byteLength: (end - first) * rowBytes,
+    };
+    reads.push({ tensor, into: first * rowBytes });
+    first = end;
+  }
+  return reads;
+}
+
+function rowOutOfRange(name: string, row: number, rows: number): DramaError {
+  return new DramaError('TENSOR_ROW_OUT_OF_RANGE', `row ${row} lies outside the ${rows} rows of ${name}`, {
+    kind: 'bad_checkpoint',
+    param: name,
+  });
 }
 
 /** The blocks for `checked`, in order: a block of its own for each tensor, one for each layer's routed experts. */
-function blockPlans(checked: readonly { spec: TensorSpec; stored: CheckedTensor }[]): BlockPlan[] {
+function blockPlans(checked: readonly Planned[]): BlockPlan[] {
   const plans: { label: string; bytes: number; members: BlockPlan['members'][number][] }[] = [];
   const shared = new Map<number, (typeof plans)[number]>();
-  for (const { spec, stored } of checked) {
+  for (const member of checked) {
+    const { spec, stored } = member;
     if (spec.expert === undefined || spec.layer === undefined) {
-      plans.push({ label: `tensor ${spec.name}`, bytes: stored.byteLength, members: [{ spec, stored, offset: 0 }] });
+      plans.push({ label: `tensor ${spec.name}`, bytes: stored.byteLength, members: [{ ...member, offset: 0 }] });
       continue;
     }
     let plan = shared.get(spec.layer);
@@ -87,7 +141,7 @@ function blockPlans(checked: readonly { spec: TensorSpec; stored: CheckedTensor 
       plans.push(plan);
     }
     const offset = Math.ceil(plan.bytes / MEMBER_ALIGNMENT) * MEMBER_ALIGNMENT;
-    plan.members.push({ spec, stored, offset });
+    plan.members.push({ ...member, offset });
     plan.bytes = offset + stored.byteLength;
   }
   return plans;
@@ -112,34 +166,46 @@ export class StreamedSource<B> implements WeightSource<B> {
     readonly report: StreamedLoadReport,
   ) {}
 
-  /** Checks, reserves and streams every tensor of `specs` the checkpoint holds. */
+  /**
+   * Checks, reserves and streams every tensor of `specs` the checkpoint holds; of a tensor named in `keptRows`, only
+   * those rows (rows() must then ask for exactly them).
+   */
   static async load<B>(
     checkpoint: SafetensorsCheckpoint,
     backend: Backend<B>,
     store: WeightStore<B>,
     specs: readonly TensorSpec[],
     options: StreamedLoadOptions = {},
+    keptRows: ReadonlyMap<string, Int32Array> = new Map(),
   ): Promise<StreamedSource<B>> {
     const started = performance.now();
     const present = specs.filter((spec) => checkpoint.has(spec.name));
-    const checked = present.map((spec) => ({ spec, stored: checkedStored(checkpoint.info(spec.name), spec) }));
+    const checked = present.map((spec) =>
+      planned(spec, checkedStored(checkpoint.info(spec.name), spec), keptRows.get(spec.name)),
+    );
     const entries = new Map<string, Entry>();
+    const reads: { tensor: StreamedTensor; entry: Entry; into: number }[] = [];
     try {
       for (const plan of blockPlans(checked)) {
         const block = reserveNamed(store, plan, entries.size, checked.length);
-        for (const { spec, stored, offset } of plan.members) {
-          entries.set(spec.name, {
+        for (const member of plan.members) {
+          const { spec, stored, offset } = member;
+          const entry: Entry = {
             dtype: stored.dtype,
-            shape: spec.shape,
+            shape: member.shape,
+            ...(member.keptRows === undefined ? {} : { keptRows: member.keptRows }),
             block,
             offset,
             bytes: stored.byteLength,
             taken: false,
-          });
+          };
+          entries.set(spec.name, entry);
+          for (const read of readsOf(member)) reads.push({ ...read, entry });
         }
       }
       const reserveSeconds = (performance.now() - started) / 1000;
-      const tensors: StreamedTensor[] = checked.map(({ spec, stored }) => ({ name: spec.name, ...stored }));
+      const tensors = reads.map((read) => read.tensor);
+      const target = new Map(reads.map((read) => [read.tensor, read]));
       const slotBytes = Math.min(options.slotBytes ?? DEFAULT_SLOT_BYTES, widestSpan(tensors));
       const slots = store.slots(slotBytes);
       let report: StreamReport;
@@ -149,8 +215,8 @@ export class StreamedSource<B> implements WeightSource<B> {
           slots.slots,
           (pieces) => {
             for (const piece of pieces) {
-              const entry = entries.get(piece.tensor.name)!;
-              store.write(entry.block, entry.offset + piece.tensorOffset, piece.bytes);
+              const { entry, into } = target.get(piece.tensor)!;
+              store.write(entry.block, entry.offset + into + piece.tensorOffset, piece.bytes);
             }
             return store.fence();
           },
@@ -180,15 +246,20 @@ export class StreamedSource<B> implements WeightSource<B> {
 
   async rows(name: string, ids: Int32Array): Promise<Tensor<B>> {
     const entry = this.entry(name);
+    if (entry.keptRows !== undefined) {
+      const same = entry.keptRows.length === ids.length && entry.keptRows.every((id, index) => id === ids[index]);
+      if (!same) {
+        throw new DramaError('TENSOR_ROWS_NOT_KEPT', `${name} was streamed as other rows than those asked for`, {
+          kind: 'internal',
+        });
+      }
+      entry.taken = true;
+      return this.store.tensor(entry.block, entry.offset, entry.dtype, entry.shape);
+    }
     const [rows, ...rest] = entry.shape;
     const rowBytes = entry.bytes / rows!;
     const outside = ids.find((id) => !Number.isInteger(id) || id < 0 || id >= rows!);
-    if (outside !== undefined) {
-      throw new DramaError('TENSOR_ROW_OUT_OF_RANGE', `row ${outside} lies outside the ${rows} rows of ${name}`, {
-        kind: 'bad_checkpoint',
-        param: name,
-      });
-    }
+    if (outside !== undefined) throw rowOutOfRange(name, outside, rows!);
     const block = this.store.gatherRows(entry.block, entry.offset, rowBytes, ids, `${name} rows`);
     this.gathered.push(block);
     return this.store.tensor(block, 0, entry.dtype, [ids.length, ...rest]);
@@ -218,7 +289,7 @@ export class StreamedSource<B> implements WeightSource<B> {
     };
   }
 
-  /** Frees the blocks no tensor of the model lies in (a head whose candidate rows were gathered apart). */
+  /** Frees the blocks no tensor of the model lies in (e.g. a head whose candidate rows were gathered apart). */
   finish(): void {
     const entries = [...this.entries.values()];
     const held = new Set(entries.filter((entry) => entry.taken).map((entry) => entry.block));
