@@ -58,8 +58,8 @@ const MEMBER_ALIGNMENT = 256;
 interface Entry {
   readonly dtype: DType;
   readonly shape: readonly number[];
-  /** The rows of the file's tensor that were stored, in this order (absent: the whole tensor). */
-  readonly keptRows?: Int32Array;
+  /** The rows of the file's tensor that were stored, in this order (undefined: the whole tensor). */
+  readonly keptRows: Int32Array | undefined;
   readonly block: WeightBlock;
   /** Where the tensor's bytes start within the block, and how many there are. */
   readonly offset: number;
@@ -73,48 +73,58 @@ interface Planned {
   readonly spec: TensorSpec;
   readonly stored: CheckedTensor;
   readonly shape: readonly number[];
-  readonly keptRows?: Int32Array;
+  readonly keptRows: Int32Array | undefined;
 }
 
 /** One block to reserve: its tensors, each at its offset. */
 interface BlockPlan {
   readonly label: string;
   readonly bytes: number;
-  readonly members: readonly (Planned & { readonly offset: number })[];
+  readonly members: readonly { readonly planned: Planned; readonly offset: number }[];
+}
+
+/** One file read of the stream and where its bytes go: a whole tensor, or one run of a tensor's kept rows. */
+interface Read extends StreamedTensor {
+  readonly entry: Entry;
+  /** Where the read's first byte lies in the entry's tensor. */
+  readonly into: number;
 }
 
 /** `stored` as the model keeps it: only `ids`' rows when given (each id checked, none repeated), else whole. */
 function planned(spec: TensorSpec, stored: CheckedTensor, ids: Int32Array | undefined): Planned {
-  if (ids === undefined) return { spec, stored, shape: spec.shape };
+  if (ids === undefined) return { spec, stored, shape: spec.shape, keptRows: undefined };
   const [rows, ...rest] = spec.shape;
   const outside = ids.find((id) => !Number.isInteger(id) || id < 0 || id >= rows!);
   if (outside !== undefined) throw rowOutOfRange(spec.name, outside, rows!);
   // A repeated id would read the same bytes twice into two places: keep the whole tensor and gather instead.
-  if (new Set(ids).size !== ids.length) return { spec, stored, shape: spec.shape };
+  if (new Set(ids).size !== ids.length) return { spec, stored, shape: spec.shape, keptRows: undefined };
   const byteLength = (stored.byteLength / rows!) * ids.length;
   return { spec, stored: { ...stored, byteLength }, shape: [ids.length, ...rest], keptRows: ids };
 }
 
-/** The file reads that fill a planned tensor, each with where its bytes go in the tensor: one per run of ids. */
-function readsOf(plan: Planned): { tensor: StreamedTensor; into: number }[] {
+/** Adds the file reads that fill `entry` as `plan` stores it to `reads`: the whole tensor, or one per run of ids. */
+function addReads(reads: Read[], plan: Planned, entry: Entry): void {
   const { spec, stored, keptRows } = plan;
-  if (keptRows === undefined) return [{ tensor: { name: spec.name, ...stored }, into: 0 }];
-  const rowBytes = stored.byteLength / keptRows.length;
-  const reads: { tensor: StreamedTensor; into: number }[] = [];
+  const { file, fileOffset, byteLength } = stored;
+  if (keptRows === undefined) {
+    reads.push({ name: spec.name, file, fileOffset, byteLength, entry, into: 0 });
+    return;
+  }
+  const rowBytes = byteLength / keptRows.length;
   for (let first = 0; first < keptRows.length; ) {
     let end = first + 1;
     while (end < keptRows.length && keptRows[end] === keptRows[end - 1]! + 1) end += 1;
     const row = keptRows[first]!;
-    const tensor = {
+    reads.push({
       name: `${spec.name} rows ${row}..${row + end - first - 1}`,
-      file: stored.file,
-      fileOffset: stored.fileOffset + row * rowBytes,
+      file,
+      fileOffset: fileOffset + row * rowBytes,
       byteLength: (end - first) * rowBytes,
-    };
-    reads.push({ tensor, into: first * rowBytes });
+      entry,
+      into: first * rowBytes,
+    });
     first = end;
   }
-  return reads;
 }
 
 function rowOutOfRange(name: string, row: number, rows: number): DramaError {
@@ -131,7 +141,7 @@ function blockPlans(checked: readonly Planned[]): BlockPlan[] {
   for (const member of checked) {
     const { spec, stored } = member;
     if (spec.expert === undefined || spec.layer === undefined) {
-      plans.push({ label: `tensor ${spec.name}`, bytes: stored.byteLength, members: [{ ...member, offset: 0 }] });
+      plans.push({ label: `tensor ${spec.name}`, bytes: stored.byteLength, members: [{ planned: member, offset: 0 }] });
       continue;
     }
     let plan = shared.get(spec.layer);
@@ -141,7 +151,7 @@ function blockPlans(checked: readonly Planned[]): BlockPlan[] {
       plans.push(plan);
     }
     const offset = Math.ceil(plan.bytes / MEMBER_ALIGNMENT) * MEMBER_ALIGNMENT;
-    plan.members.push({ ...member, offset });
+    plan.members.push({ planned: member, offset });
     plan.bytes = offset + stored.byteLength;
   }
   return plans;
@@ -184,38 +194,28 @@ export class StreamedSource<B> implements WeightSource<B> {
       planned(spec, checkedStored(checkpoint.info(spec.name), spec), keptRows.get(spec.name)),
     );
     const entries = new Map<string, Entry>();
-    const reads: { tensor: StreamedTensor; entry: Entry; into: number }[] = [];
+    const reads: Read[] = [];
     try {
       for (const plan of blockPlans(checked)) {
         const block = reserveNamed(store, plan, entries.size, checked.length);
-        for (const member of plan.members) {
-          const { spec, stored, offset } = member;
-          const entry: Entry = {
-            dtype: stored.dtype,
-            shape: member.shape,
-            ...(member.keptRows === undefined ? {} : { keptRows: member.keptRows }),
-            block,
-            offset,
-            bytes: stored.byteLength,
-            taken: false,
-          };
+        for (const { planned, offset } of plan.members) {
+          const { spec, stored, shape, keptRows } = planned;
+          const entry = { dtype: stored.dtype, shape, keptRows, block, offset, bytes: stored.byteLength, taken: false };
           entries.set(spec.name, entry);
-          for (const read of readsOf(member)) reads.push({ ...read, entry });
+          addReads(reads, planned, entry);
         }
       }
       const reserveSeconds = (performance.now() - started) / 1000;
-      const tensors = reads.map((read) => read.tensor);
-      const target = new Map(reads.map((read) => [read.tensor, read]));
-      const slotBytes = Math.min(options.slotBytes ?? DEFAULT_SLOT_BYTES, widestSpan(tensors));
+      const slotBytes = Math.min(options.slotBytes ?? DEFAULT_SLOT_BYTES, widestSpan(reads));
       const slots = store.slots(slotBytes);
       let report: StreamReport;
       try {
         report = await streamTensors(
-          tensors,
+          reads,
           slots.slots,
           (pieces) => {
             for (const piece of pieces) {
-              const { entry, into } = target.get(piece.tensor)!;
+              const { entry, into } = piece.tensor as Read;
               store.write(entry.block, entry.offset + into + piece.tensorOffset, piece.bytes);
             }
             return store.fence();
@@ -226,7 +226,7 @@ export class StreamedSource<B> implements WeightSource<B> {
         slots.free();
       }
       const seconds = (performance.now() - started) / 1000;
-      const summary = { ...report, seconds, reserveSeconds, tensors: tensors.length, slotBytes };
+      const summary = { ...report, seconds, reserveSeconds, tensors: checked.length, slotBytes };
       return new StreamedSource(backend, store, entries, summary);
     } catch (error) {
       releaseAll(store, blocksOf(entries.values()));
@@ -337,7 +337,7 @@ function reserveNamed(store: WeightStore<unknown>, plan: BlockPlan, done: number
     throw new DramaError(
       'WEIGHTS_ALLOCATION_FAILED',
       `storage for ${plan.label} (${tensors}${plan.bytes} bytes, after ${done} of ${total} tensors) was refused; everything reserved was freed (${reason})`,
-      { kind: 'device', param: plan.members[0]!.spec.name, cause: error },
+      { kind: 'device', param: plan.members[0]!.planned.spec.name, cause: error },
     );
   }
 }
