@@ -77,7 +77,12 @@ describe('the cuda weight store (host imitation of the driver)', () => {
   });
 
   test('an allocation limit below the checkpoint is refused by name mid-reserve and frees what was reserved', async () => {
-    const { backend } = fakeBackend(30 * 1024 * 1024);
+    // One byte short of what the streamed load reserves, whatever the checkpoint's size: refused after the first block.
+    const whole = fakeBackend();
+    let reserved = 0;
+    const onStreamed = () => (reserved = whole.backend.cuda.memory.usage('device').usedBytes);
+    await loadSpeechModel(dir, whole.backend, { stream: { slotBytes: SLOT_BYTES }, onStreamed });
+    const { backend } = fakeBackend(reserved - 1);
     await assert.rejects(loadSpeechModel(dir, backend, { stream: { slotBytes: SLOT_BYTES } }), (error: Error) => {
       assert.equal((error as { code?: string }).code, 'WEIGHTS_ALLOCATION_FAILED');
       assert.match(
