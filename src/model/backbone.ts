@@ -55,6 +55,14 @@ export class Backbone<B> {
     this.pool = new BufferPool(backend);
   }
 
+  /**
+   * The tensors of which `load` keeps only some rows, for a streamed load to read as those rows alone: an untied
+   * head's candidate rows (a tied head is the token embedding, which every text id needs whole).
+   */
+  static keptRows(text: TextConfig, prefix: string, candidates: Int32Array): ReadonlyMap<string, Int32Array> {
+    return new Map(text.tieWordEmbeddings ? [] : [[backboneNames(prefix).lmHead, candidates]]);
+  }
+
   /** Loads every backbone tensor under `prefix`; `candidates` are the vocabulary ids whose logits are computed. */
   static async load<B>(
     source: WeightSource<B>,

@@ -71,10 +71,7 @@ export async function loadSpeechModel<B>(
     assertWeightsMatch(check, checkpointDir);
     const candidates = await candidateIds(checkpointDir, config);
     const checked = performance.now();
-    // An untied head is read as its candidate rows alone; a tied one is the embedding, which every text id needs.
-    const keptRows = new Map<string, Int32Array>(
-      config.text.tieWordEmbeddings ? [] : [[backboneNames(check.prefix).lmHead, candidates.ids]],
-    );
+    const keptRows = Backbone.keptRows(config.text, check.prefix, candidates.ids);
     const { source, streamed } = await weightSource(checkpoint, backend, check.specs, options, keptRows);
     const weighed = performance.now();
     try {
