@@ -90,7 +90,7 @@ function runCase(cuda: CudaContext, model: SlotSpeechModel<CudaBuffer>, plan: Pl
       runs.push(performance.now() - started);
     }
     const stepMilliseconds = median(runs) / STEPS_PER_RUN;
-    const replayMilliseconds = replayGraph(cuda, model.backend, `step${batch}`, STEPS_PER_RUN)?.stepMilliseconds;
+    const replayMilliseconds = replayGraph(cuda, model.backend, batch, STEPS_PER_RUN)?.stepMilliseconds;
     steps.push({
       batch,
       stepMilliseconds,

@@ -1,8 +1,9 @@
 // The frame bench's measurements on a device backend: the synthetic model built in device memory (timed), planned
 // for 64 lanes, each lane prefilled with a short text prompt; then frame steps at batch 1, 8, 32 and 64 (the median
-// of timed runs of consecutive steps after warm-up, wall clock around SpeechModel.step, whose read back waits for the
-// step's work), a per-kernel profile of one step at the smallest and largest batch, prefill of 256 and 4096 rows
+// of timed runs of consecutive steps after warm-up, queued one ahead as the engine queues them, wall clock from the
+// first step queued to the last frame read back), a per-kernel profile of one step at the smallest and largest batch, prefill of 256 and 4096 rows
 // (one backbone call each), and device memory after the build and after the plan.
+import { CudaBackend } from '../../src/backend/cuda/backend.ts';
 import type { CudaContext } from '../../src/backend/cuda/context.ts';
 import type { CudaBuffer } from '../../src/backend/cuda/tensors.ts';
 import type { Backend } from '../../src/backend/types.ts';
@@ -16,7 +17,7 @@ import {
   SMALL_PRESET,
 } from '../../src/model/config.ts';
 import type { SlotSpeechModel } from '../../src/model/speech-model.ts';
-import type { Lane, PromptRows, SamplingSettings } from '../../src/model/types.ts';
+import type { Lane, PromptRows, QueuedStep, SamplingSettings } from '../../src/model/types.ts';
 import type { TensorSpec } from '../../src/model/weights.ts';
 import { buildDeviceModel } from '../../src/synth/device-model.ts';
 import { median } from './gpu-timing.ts';
@@ -144,30 +145,48 @@ const log = (line: string) => console.log(line);
 
 /**
  * The model stepping without its backend's recorded graphs, so that every launch is seen (the profile): a wrapper
- * sharing the model's state (speech-model.ts keeps it in one object for this) whose backend lacks captureStep.
+ * sharing the model's state (speech-model.ts keeps it in one object for this) whose backend lacks captureStep and
+ * tail.
  */
 export function directSteps<B>(model: SlotSpeechModel<B>): SlotSpeechModel<B> {
-  const backend = Object.create(model.backend, { captureStep: { value: undefined } });
+  model.backend.joinTail?.();
+  // Without tail(), a step's tail runs where it is queued: one stream, so that the events between launches order them.
+  const backend = Object.create(model.backend, {
+    captureStep: { value: undefined },
+    tail: { value: undefined },
+    joinTail: { value: undefined },
+  });
   return Object.create(model, { backend: { value: backend } });
 }
 
 /**
- * The step's recorded graph launched `launches` times back to back and waited for once: what the device takes per step
+ * The step's recorded graphs (its head, and its tail where it has one) launched `launches` times back to back and
+ * waited for once: what the device takes per step
  * when the host's part (the lane table upload, the read back, JavaScript) is out of the way. Replays write the same
  * positions again and advance the lanes' recurrent state and the codes each lane's next step reads: a later batch's
  * time does not depend on that, but its draws do (a batch's draw digest covers the run's whole sequence, the replays
  * of the batches before it included).
  */
-export function replayGraph(cuda: CudaContext, backend: Backend<CudaBuffer>, key: string, launches: number) {
+export function replayGraph(cuda: CudaContext, backend: Backend<CudaBuffer>, batch: number, launches: number) {
   if (backend.captureStep === undefined) return undefined;
+  const key = `step${batch}`;
+  const tailKey = `tail${batch}`;
   const refuse = () => {
     throw new DramaError('FRAMES_GRAPH_NOT_HELD', `no recording held for ${key}`, { kind: 'internal' });
   };
+  // A step's tail, where it has one, runs beside the next step's head as the model queues it (speech-model.ts).
+  const tailHeld = backend instanceof CudaBackend && backend.graphs.has(tailKey);
+  const launch = () => {
+    backend.captureStep!(key, refuse);
+    if (!tailHeld) return;
+    backend.joinTail!();
+    backend.tail!(() => backend.captureStep!(tailKey, refuse));
+  };
   try {
-    backend.captureStep(key, refuse);
+    launch();
     cuda.synchronize();
     const started = performance.now();
-    for (let index = 0; index < launches; index++) backend.captureStep(key, refuse);
+    for (let index = 0; index < launches; index++) launch();
     const launched = performance.now();
     cuda.synchronize();
     const finished = performance.now();
@@ -250,26 +269,37 @@ export async function measureFrames(
     const drawn = new Set<number>();
     let ended = 0;
     const digest = new FrameDigest();
-    const step = () => {
-      for (const outcome of model.step(group)) {
+    // Steps queued one ahead, as the engine queues them: step t + 1 is queued before step t's frames are read.
+    let queued: QueuedStep | undefined;
+    const collect = () => {
+      if (queued === undefined) return;
+      for (const outcome of model.collectStep(queued)) {
         digest.add(outcome.end ? [-1] : outcome.frame);
         if (outcome.end) ended += 1;
         else drawn.add(outcome.frame[0]!);
       }
+      queued = undefined;
+    };
+    const step = () => {
+      const next = model.enqueueStep(group);
+      collect();
+      queued = next;
     };
     for (let index = 0; index < options.warmupSteps; index++) step();
+    collect();
     const runMilliseconds: number[] = [];
     let position = 0;
     for (let run = 0; run < options.runs; run++) {
       if (run === Math.floor(options.runs / 2)) position = group[0]!.position;
       const started = performance.now();
       for (let index = 0; index < options.stepsPerRun; index++) step();
+      collect();
       runMilliseconds.push(performance.now() - started);
     }
     const runTime = median(runMilliseconds);
     const stepMilliseconds = runTime / options.stepsPerRun;
     const framesPerSecond = (batch * options.stepsPerRun) / (runTime / 1000);
-    const replay = replayGraph(cuda, backend, `step${batch}`, options.stepsPerRun);
+    const replay = replayGraph(cuda, backend, batch, options.stepsPerRun);
     batches.push({
       batch,
       stepMilliseconds,
@@ -291,6 +321,7 @@ export async function measureFrames(
       cuda.synchronize();
       cuda.driver.profilerRange(true);
       step();
+      collect();
       cuda.synchronize();
       cuda.driver.profilerRange(false);
     }

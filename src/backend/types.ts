@@ -191,6 +191,8 @@ export interface Backend<B> {
   fillSlot(tensor: Tensor<B>, slot: number, value: number): void;
   /** Copies the first `rows` rows (dimension 1) of slot `fromSlot` of `source` to slot `toSlot` of `target`. */
   copySlot(source: Tensor<B>, fromSlot: number, target: Tensor<B>, toSlot: number, rows: number): void;
+  /** target[0, count) = source[0, count), queued like any op; both buffers of one dtype. */
+  copy(source: B, target: B, count: number): void;
   /** target += source over `count` elements (the residual add). */
   add(target: B, source: B, count: number): void;
   /** out [T, a + b] = [a | b] row by row. */
@@ -269,6 +271,15 @@ export interface Backend<B> {
   captureStep?(key: string, enqueue: () => void): void;
   /** How many steps captureStep has recorded, and run directly instead (absent without captureStep). */
   stepGraphStats?(): StepGraphStats;
+  /**
+   * Queues `work` (a frame step's tail: its ops, a captureStep of them, their readIntegersLater) after the work queued
+   * so far, to run beside the work queued after it until joinTail; its ops use scratch of their own, and its
+   * captureStep recordings are not timed in stepGraphStats. `work` must not write what the work queued after it reads
+   * or writes before joinTail, nor read what that work writes. Absent (the cpu): the model calls `work` itself.
+   */
+  tail?(work: () => void): void;
+  /** Work queued from now on waits for every tail queued so far (absent with tail). */
+  joinTail?(): void;
 }
 
 /** A read started by readIntegersLater: `wait` waits for it and returns the elements (once). */

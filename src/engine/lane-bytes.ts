@@ -8,6 +8,7 @@ import { LANE_ENTRY, RAS_WINDOW, ROW_ENTRY, SEQUENCE_ENTRY } from '../backend/ty
 import type { CodecConfig } from '../codec/config.ts';
 import { laneStateBytes } from '../codec/cuda/lane-state.ts';
 import type { Drama3Config } from '../model/config.ts';
+import { tailInputWidth } from '../model/tower.ts';
 import type { LaneCapacity } from '../model/types.ts';
 
 export interface LaneBytes {
@@ -27,7 +28,7 @@ export interface PlanBytes {
   readonly rowsPerSlot: number;
   /** Every slab of every slot (fixed state and K/V rows). */
   readonly slabs: number;
-  /** Call tables and the prompt and step record buffers. */
+  /** Call tables (the step tail's too), the prompt and step record buffers, the tail's input rows. */
   readonly tables: number;
   readonly total: number;
 }
@@ -72,9 +73,13 @@ export function planBytes(config: Drama3Config, capacity: LaneCapacity, prefillC
   const width = recordWidth(config);
   const tableRows = Math.max(prefillChunk, lanes);
   const callTables = (tableRows * ROW_ENTRY + Math.max(tableRows, lanes) * SEQUENCE_ENTRY + lanes * LANE_ENTRY) * I32;
-  // A prefill call's records and its rows' successors (the tower's codes), then a step's input and frames.
-  const records = (2 * prefillChunk * width + 2 * lanes * width) * I32;
-  return { slots, rowsPerSlot, slabs, tables: callTables + records, total: slabs + callTables + records };
+  // The step tail's own tables (speech-model.ts): a row and a sequence a lane.
+  const tailTables = (lanes * ROW_ENTRY + lanes * SEQUENCE_ENTRY + lanes * LANE_ENTRY) * I32;
+  // A prefill call's records and its rows' successors (the tower's codes), a step's input and frames, its tail's
+  // frames; the tail's input rows.
+  const records = (2 * prefillChunk * width + 3 * lanes * width) * I32 + lanes * tailInputWidth(config) * BF16;
+  const tables = callTables + tailTables + records;
+  return { slots, rowsPerSlot, slabs, tables, total: slabs + tables };
 }
 
 /** Bytes one layer's routed experts hold as loaded (e4m3 bytes + f32 128×128 block scales, or bf16). */

@@ -17,7 +17,7 @@ import type { CandidateIds } from './candidates.ts';
 import { codebookEmbeddingRow, type Drama3Config, type LoadedConfig } from './config.ts';
 import { LaneSlabs, type LaneSnapshot } from './lane-slabs.ts';
 import { type PrefillSegment, prefillCalls, refuseRepeatedLanes } from './prefill-calls.ts';
-import type { Tower } from './tower.ts';
+import { type Tower, tailInputWidth } from './tower.ts';
 import {
   DEFAULT_SAMPLING,
   type FrameOutcome,
@@ -103,6 +103,10 @@ interface Planned<B> {
   readonly towerRecords: Tensor<B>;
   readonly stepInput: Tensor<B>;
   readonly stepFrames: Tensor<B>;
+  /** The step's tail (the tower layers the next step does not read): its tables, frames and input rows. */
+  readonly tailTables: CallTableSet<B>;
+  readonly tailFrames: Tensor<B>;
+  readonly tailInput: Tensor<B>;
   readonly hostPrompt: Int32Array;
   readonly hostTower: Int32Array;
   readonly freeSlots: number[];
@@ -130,6 +134,8 @@ export class SlotSpeechModel<B> implements SpeechModel {
   private readonly phases = { tablesMs: 0, enqueueMs: 0, readBackMs: 0 };
   readonly synthetic: boolean;
   private readonly recordWidth: number;
+  /** The first tower layer of a step's tail: the next step's input reads no code it draws (Tower.tailFrom). */
+  private readonly tailFrom: number;
   private readonly pool: BufferPool<B>;
   private readonly candidateTable: Tensor<B>;
   /** Mutable state in one object, so that a wrapper made with Object.create shares it with the model. */
@@ -150,6 +156,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
     this.contextRows = this.config.text.maxPositions;
     this.synthetic = this.config.synthetic;
     this.recordWidth = 1 + this.config.audio.codebooks;
+    this.tailFrom = tower.tailFrom(this.config.audio.frameEmbeddingCodebook);
     this.pool = new BufferPool(backend);
     this.candidateTable = backend.fromHost('i32', [candidates.ids.length], candidates.ids);
   }
@@ -186,6 +193,9 @@ export class SlotSpeechModel<B> implements SpeechModel {
       towerRecords: backend.allocate('i32', [this.prefillChunk, recordWidth]),
       stepInput: backend.allocate('i32', [lanes, recordWidth]),
       stepFrames: backend.allocate('i32', [lanes, recordWidth]),
+      tailTables: new CallTableSet(backend, lanes, lanes),
+      tailFrames: backend.allocate('i32', [lanes, recordWidth]),
+      tailInput: backend.allocate('bf16', [lanes, tailInputWidth(this.config)]),
       hostPrompt: new Int32Array(this.prefillChunk * recordWidth),
       hostTower: new Int32Array(this.prefillChunk * recordWidth),
       freeSlots: Array.from({ length: lanes }, (_, slot) => lanes - 1 - slot),
@@ -213,6 +223,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
     const recordingStarted = performance.now();
     const recorded = this.backend.captureStep === undefined ? [] : planned.buckets;
     for (const size of recorded) this.runStep(batch.slice(0, size)).wait();
+    this.backend.joinTail?.();
     planned.slabs.reset(slot);
     const seconds = (from: number, to: number) => (to - from) / 1000;
     return {
@@ -235,6 +246,8 @@ export class SlotSpeechModel<B> implements SpeechModel {
         kind: 'internal',
       });
     }
+    // A step queued ahead may still run the slot's previous lane's tail: the reset waits for it.
+    this.backend.joinTail?.();
     planned.slabs.reset(slot);
     this.lanes.live += 1;
     return new SlotLane(slot, sampling);
@@ -274,6 +287,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
   /** Copies the state of a lane that has been prefilled and has drawn no frame yet. */
   snapshot(lane: Lane): LaneSnapshot<B> {
     const state = this.own(lane);
+    this.backend.joinTail?.();
     if (state.stepsQueued > 0) {
       throw new DramaError('SNAPSHOT_AFTER_FRAMES', 'a lane can be snapshot only before its first frame', {
         kind: 'internal',
@@ -384,6 +398,8 @@ export class SlotSpeechModel<B> implements SpeechModel {
   private prefillCall(segments: readonly PrefillSegment<SlotLane>[]): void {
     const planned = this.lanes.planned!;
     const { backend, recordWidth } = this;
+    // The tower slabs and the prompt's tables are also a queued step tail's: a prefill waits for it.
+    backend.joinTail?.();
     const hidden = this.config.text.hiddenSize;
     const running = segments.filter((segment) => segment.count > 0);
     const total = running.reduce((sum, segment) => sum + segment.count, 0);
@@ -454,10 +470,12 @@ export class SlotSpeechModel<B> implements SpeechModel {
     const frames = backend.viewRows(planned.stepFrames, 0, rows);
     let backboneDone = started;
     let mainDrawn = started;
-    const work = (): void => {
+    const { tailFrom } = this;
+    const layers = this.tower.layers.length;
+    const normed = this.pool.get('normed', rows * hidden);
+    const head = (): void => {
       backend.gatherSlotRecords(planned.slabs.pending, laneTable, input, rows);
       const x = this.pool.get('x', rows * hidden);
-      const normed = this.pool.get('normed', rows * hidden);
       this.embed(input, x, rows);
       this.backbone.forward(planned.slabs.backbone, tables, x, rows, normed);
       const count = this.candidates.ids.length;
@@ -468,12 +486,14 @@ export class SlotSpeechModel<B> implements SpeechModel {
       const semanticCount = this.config.audio.semanticCodebookSize;
       backend.sampleMain(logits, count, semanticCount, this.candidateTable, sampler, frames, rows);
       mainDrawn = performance.now();
-      this.tower.run(planned.slabs.tower, tables, normed, frames, rows, { sampler, batch: rows });
+      const part = { from: 0, to: tailFrom, buffers: 'head' } as const;
+      this.tower.run(planned.slabs.tower, tables, normed, frames, rows, { sampler, batch: rows }, part);
       backend.scatterSlotRecords(frames, laneTable, planned.slabs.pending, rows);
     };
-    if (captured) backend.captureStep!(`step${rows}`, work);
-    else work();
-    const pending = backend.readIntegersLater(planned.stepFrames, 0, batch * this.recordWidth);
+    if (captured) backend.captureStep!(`step${rows}`, head);
+    else head();
+    const pending = tailFrom < layers ? this.runTail(stepLanes, batch, normed, captured) : undefined;
+    const read = pending ?? backend.readIntegersLater(planned.stepFrames, 0, batch * this.recordWidth);
     const enqueued = performance.now();
     const { phases } = this;
     phases.tablesMs += tablesWritten - started;
@@ -485,7 +505,41 @@ export class SlotSpeechModel<B> implements SpeechModel {
       stageTimes.sampler += mainDrawn - backboneDone;
       stageTimes.tower += enqueued - mainDrawn;
     }
-    return pending;
+    return read;
+  }
+
+  /**
+   * The step's tail: the tower layers from tailFrom, which draw codes the next step's input does not read, queued to
+   * run beside the next step's head (Backend.tail). It reads copies of the head's frames, of its last tower output
+   * and of the tables, taken once the tail before it is done with them; its frames are read back behind it. Each
+   * part's ops and their order are what one step ran before, so no bit changes.
+   */
+  private runTail(stepLanes: readonly SlotLane[], batch: number, normed: B, captured: boolean): PendingIntegers {
+    const planned = this.lanes.planned!;
+    const { backend, recordWidth, tailFrom } = this;
+    const rows = stepLanes.length;
+    const width = tailInputWidth(this.config);
+    const headOutput = tailFrom === 0 ? normed : this.tower.output(tailFrom - 1, rows, 'head');
+    const input = backend.view(planned.tailInput.data, 0, rows * width);
+    const frames = backend.viewRows(planned.tailFrames, 0, rows);
+    backend.joinTail?.();
+    backend.copy(backend.view(planned.stepFrames.data, 0, rows * recordWidth), frames.data, rows * recordWidth);
+    backend.copy(headOutput, input, rows * width);
+    const tables = planned.tailTables.step(stepLanes);
+    const sampler = { lanes: planned.tailTables.laneTable.data, rasWindow: planned.slabs.rasWindow };
+    const part = { from: tailFrom, to: this.tower.layers.length, buffers: 'tail' } as const;
+    const tail = (): void => {
+      this.tower.run(planned.slabs.tower, tables, input, frames, rows, { sampler, batch: rows }, part);
+    };
+    let read: PendingIntegers | undefined;
+    const queue = (): void => {
+      if (captured) backend.captureStep!(`tail${rows}`, tail);
+      else tail();
+      read = backend.readIntegersLater(planned.tailFrames, 0, batch * recordWidth);
+    };
+    if (backend.tail !== undefined) backend.tail(queue);
+    else queue();
+    return read!;
   }
 
   private embed(records: Tensor<B>, out: B, rows: number): void {

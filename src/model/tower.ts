@@ -17,7 +17,7 @@ import type {
   Tensor,
 } from '../backend/types.ts';
 import { BufferPool } from './buffer-pool.ts';
-import type { AudioConfig, TextConfig, TowerConfig } from './config.ts';
+import type { AudioConfig, Drama3Config, TextConfig, TowerConfig } from './config.ts';
 import { codebookEmbeddingRow } from './config.ts';
 import { loadAttention } from './layers/attention.ts';
 import type { WeightSource } from './tensor-source.ts';
@@ -46,8 +46,26 @@ export interface TowerDraw<B> {
   readonly batch: number;
 }
 
+/**
+ * Layers [from, to) of the tower, with the buffers of one part of a step: a frame step's head and its tail run beside
+ * each other on a backend that queues work (speech-model.ts), so each part has buffers of its own.
+ */
+export interface TowerPart {
+  readonly from: number;
+  readonly to: number;
+  readonly buffers: 'head' | 'tail';
+}
+
+/**
+ * Elements of a step tail's input row: the backbone's hidden row where the next step embeds code[0] (the sampler's,
+ * so the whole tower is the tail; Tower.tailFrom), else a tower row.
+ */
+export function tailInputWidth(config: Pick<Drama3Config, 'audio' | 'text' | 'tower'>): number {
+  return config.audio.frameEmbeddingCodebook === 0 ? config.text.hiddenSize : config.tower.hiddenSize;
+}
+
 export class Tower<B> {
-  private readonly pool: BufferPool<B>;
+  private readonly pools: Record<TowerPart['buffers'], BufferPool<B>>;
 
   constructor(
     readonly backend: Backend<B>,
@@ -57,7 +75,17 @@ export class Tower<B> {
     /** [semantic + residual rows, d] */
     readonly codeEmbeddings: Tensor<B>,
   ) {
-    this.pool = new BufferPool(backend);
+    this.pools = { head: new BufferPool(backend), tail: new BufferPool(backend) };
+  }
+
+  /**
+   * The first layer whose draw the next frame step does not read: it embeds code[codebook] of this frame, drawn by
+   * the layer before (code[0] is the sampler's, so with codebook 0 every layer can run in the tail).
+   */
+  tailFrom(codebook: number): number {
+    if (codebook === 0) return 0;
+    const drawing = this.layers.findIndex((layer) => layer.head !== undefined && layer.codebook + 1 === codebook);
+    return drawing < 0 ? this.layers.length : drawing + 1;
   }
 
   static async load<B>(
@@ -99,6 +127,11 @@ export class Tower<B> {
     return new Tower(source.backend, config, audio, layers, codeEmbeddings);
   }
 
+  /** Where layer `index` leaves its `rows` output rows in a part's buffers (layers take turns between two). */
+  output(index: number, rows: number, buffers: TowerPart['buffers']): B {
+    return this.pools[buffers].get(index % 2 === 0 ? 'outputEven' : 'outputOdd', rows * this.config.hiddenSize);
+  }
+
   /** K/V slabs for `slots` lanes of `rowsPerSlot` rows, one per layer: bf16 [S, R, Hkv, D]. */
   allocateSlabs(slots: number, rowsPerSlot: number): KeyValueSlab<B>[] {
     const { backend, config } = this;
@@ -109,7 +142,8 @@ export class Tower<B> {
   /**
    * Runs `rows` tower rows at the call tables' slots and positions: backbone rows `hidden` [T, D] with the codes of
    * `records` [T, 1 + K] (−1 masked). With `draw` (a frame step), each per-codebook layer's head is sampled into
-   * records[b][1 + codebook + 1] before the next layer reads it.
+   * records[b][1 + codebook + 1] before the next layer reads it. `part` runs layers [from, to) only (`hidden` is then
+   * the output of layer from − 1, or the backbone's rows when from is 0) and returns the last layer's output.
    */
   run(
     slabs: readonly KeyValueSlab<B>[],
@@ -118,13 +152,16 @@ export class Tower<B> {
     records: Tensor<B>,
     rows: number,
     draw?: TowerDraw<B>,
-  ): void {
+    part: TowerPart = { from: 0, to: this.layers.length, buffers: 'head' },
+  ): B {
     const { backend, audio } = this;
+    const pool = this.pools[part.buffers];
     const d = this.config.hiddenSize;
     const eps = this.config.rmsNormEps;
     let input = hidden;
-    this.layers.forEach((layer, index) => {
-      const joined = this.pool.get('joined', rows * (d + layer.inputWidth));
+    for (let index = part.from; index < part.to; index++) {
+      const layer = this.layers[index]!;
+      const joined = pool.get('joined', rows * (d + layer.inputWidth));
       const towerInput = {
         codeTable: this.codeEmbeddings,
         records,
@@ -137,22 +174,23 @@ export class Tower<B> {
         eps,
       };
       backend.towerInput(towerInput, joined, rows);
-      const x = this.pool.get('stream', rows * d);
+      const x = pool.get('stream', rows * d);
       backend.linear(joined, layer.ehProj, x, rows);
-      const normed = this.pool.get('normed', rows * d);
-      const branch = this.pool.get('branch', rows * d);
+      const normed = pool.get('normed', rows * d);
+      const branch = pool.get('branch', rows * d);
       backend.zeroCentredRmsNorm(x, layer.inputNorm, normed, rows, d, eps);
       backend.attention(layer.attention, normed, slabs[index]!, tables, branch, rows);
       backend.addZeroCentredRmsNorm(x, branch, layer.postNorm, normed, rows, d, eps);
       backend.swiGlu(layer.mlp, normed, branch, rows);
-      const output = this.pool.get(index % 2 === 0 ? 'outputEven' : 'outputOdd', rows * d);
+      const output = this.output(index, rows, part.buffers);
       backend.addZeroCentredRmsNorm(x, branch, layer.outNorm, output, rows, d, eps);
       input = output;
       if (draw !== undefined && layer.head !== undefined) {
-        const logits = this.pool.get('logits', rows * audio.codebookSize, 'f32');
+        const logits = pool.get('logits', rows * audio.codebookSize, 'f32');
         backend.linear(output, layer.head, logits, rows, 'f32');
         backend.sampleCode(logits, audio.codebookSize, layer.codebook + 1, draw.sampler, records, draw.batch);
       }
-    });
+    }
+    return input;
   }
 }

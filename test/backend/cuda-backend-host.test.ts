@@ -437,7 +437,11 @@ describe('the model step through captureStep (cpu)', () => {
       },
     });
     const model = await loadSpeechModel<CpuBuffer>(dir, hooked, options);
-    assert.deepEqual(keys.splice(0), ['step1', 'step2', 'step4'], 'planning sized the scratch, then recorded buckets');
+    assert.deepEqual(
+      keys.splice(0),
+      ['step1', 'tail1', 'step2', 'tail2', 'step4', 'tail4'],
+      'planning sized the scratch, then recorded each bucket: its head and its tail',
+    );
     const samplerAfterPlan = model.stageTimes.sampler;
     const frames = (target: typeof plain) => {
       const prompt = samplePrompt(target.candidates.semanticBegin);
@@ -448,7 +452,7 @@ describe('the model step through captureStep (cpu)', () => {
       return drawn;
     };
     assert.deepEqual(frames(model), frames(plain), 'three lanes stepped as a bucket of four draw their own frames');
-    assert.deepEqual(keys, ['step4', 'step1', 'step2']);
+    assert.deepEqual(keys, ['step4', 'tail4', 'step1', 'tail1', 'step2', 'tail2']);
     assert.deepEqual(hostTransfers, [], 'no table write or read-back inside the step work');
     assert.ok(model.stageTimes.backbone > 0);
     assert.equal(model.stageTimes.sampler, samplerAfterPlan, 'with captureStep the whole step counts as backbone');

@@ -1,17 +1,18 @@
 // The context's streams without a GPU (src/backend/cuda/streams.ts): alongside() forks the side stream after the
 // work queued so far and joins it before what follows, a part that throws still joins (a capture can end), it cannot
 // nest, with the side stream off its parts run one after the other on the main stream, and both streams take the
-// context's priority.
+// context's priority. A tail runs on the tail stream after the work queued so far and beside what follows until
+// joinTail(); with tails off it runs where it is queued.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Handle } from '../../src/backend/cuda/driver.ts';
 import { ContextStreams } from '../../src/backend/cuda/streams.ts';
 
-function recordingDriver() {
+function recordingDriver(secondStream = 'side') {
   const calls: string[] = [];
   const priorities: number[] = [];
   let handles = 0n;
-  const name = (handle: Handle) => (handle === 1n ? 'main' : handle === 2n ? 'side' : `event ${handle}`);
+  const name = (handle: Handle) => (handle === 1n ? 'main' : handle === 2n ? secondStream : `event ${handle}`);
   const driver = {
     createStream: (priority = 0) => {
       priorities.push(priority);
@@ -91,7 +92,7 @@ test('alongside cannot nest, and with the side stream off its parts run in order
           ),
         () => {},
       ),
-    /cannot nest/,
+    /main stream only/,
   );
   const off = recordingDriver();
   const sequential = new ContextStreams(off.driver, false);
@@ -112,4 +113,65 @@ test('both streams are created at the context priority, the default 0 unless one
     );
     assert.deepEqual(priorities, [priority, priority]);
   }
+});
+
+test('a tail runs on the tail stream after the queued work, beside what follows until joinTail', () => {
+  const { driver, calls, name } = recordingDriver('tail');
+  const streams = new ContextStreams(driver, true, 0, true);
+  const launch = (what: string) => calls.push(`${what} on ${name(streams.current)}`);
+  streams.joinTail();
+  launch('head 1');
+  streams.tail(() => launch('tail 1'));
+  launch('head 2');
+  streams.joinTail();
+  streams.joinTail();
+  launch('handoff 2');
+  streams.tail(() => launch('tail 2'));
+  assert.deepEqual(calls, [
+    'head 1 on main',
+    'record event 3 on main',
+    'tail waits for event 3',
+    'tail 1 on tail',
+    'record event 4 on tail',
+    'head 2 on main',
+    'main waits for event 4',
+    'handoff 2 on main',
+    'record event 3 on main',
+    'tail waits for event 3',
+    'tail 2 on tail',
+    'record event 4 on tail',
+  ]);
+  calls.length = 0;
+  streams.synchronize();
+  assert.deepEqual(calls, ['synchronize main', 'synchronize tail']);
+});
+
+test('a tail that throws still ends on the tail stream; tails cannot start from another stream; off runs in place', () => {
+  const { driver, calls } = recordingDriver('tail');
+  const streams = new ContextStreams(driver, true, 0, true);
+  assert.throws(
+    () =>
+      streams.tail(() => {
+        throw new Error('tail failed');
+      }),
+    /tail failed/,
+  );
+  assert.equal(streams.current, streams.main);
+  assert.deepEqual(calls.slice(-1), ['record event 4 on tail']);
+  streams.joinTail();
+  assert.deepEqual(calls.slice(-1), ['main waits for event 4']);
+  assert.throws(() => streams.tail(() => streams.tail(() => {})), /main stream only/);
+  assert.throws(
+    () =>
+      streams.alongside(
+        () => streams.tail(() => {}),
+        () => {},
+      ),
+    /main stream only/,
+  );
+  const off = recordingDriver('tail');
+  const inPlace = new ContextStreams(off.driver, true, 0, false);
+  inPlace.tail(() => off.calls.push(`tail on ${off.name(inPlace.current)}`));
+  inPlace.joinTail();
+  assert.deepEqual(off.calls, ['tail on main']);
 });

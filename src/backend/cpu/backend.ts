@@ -196,6 +196,15 @@ export class CpuBackend implements Backend<CpuBuffer> {
     (target.data as FloatArray).set((source.data as FloatArray).subarray(start, start + count), toSlot * to.slotWidth);
   }
 
+  copy(source: CpuBuffer, target: CpuBuffer, count: number): void {
+    if (source.constructor !== target.constructor || source.length < count || target.length < count) {
+      throw new DramaError('COPY_MISMATCH', `cannot copy ${count} elements between these buffers`, {
+        kind: 'internal',
+      });
+    }
+    (target as FloatArray).set((source as FloatArray).subarray(0, count));
+  }
+
   add(target: CpuBuffer, source: CpuBuffer, count: number): void {
     const out = target as FloatArray;
     for (let i = 0; i < count; i++) out[i] = out[i]! + source[i]!;

@@ -113,6 +113,8 @@ export class CudaBackend implements Backend<CudaBuffer> {
   private readonly weightOwners: ((pointer: bigint) => boolean)[] = [];
   private readonly preparedValues = new WeakMap<object, Map<string, unknown>>();
   private allocated = 0;
+  /** While a step's tail is enqueued (tail()): its recordings are not timed. */
+  private inTail = false;
   private readonly linearWorkspace = (bytes: number) => this.scratch.bytes(LINEAR_WORKSPACE, bytes);
 
   constructor(context: CudaContext | CudaBackendOptions = {}) {
@@ -317,6 +319,14 @@ export class CudaBackend implements Backend<CudaBuffer> {
     const start = viewBuffer(source.data, fromSlot * from.slotWidth, count).pointer;
     const end = viewBuffer(target.data, toSlot * to.slotWidth, count).pointer;
     this.cuda.driver.copyDeviceToDevice(end, start, bytes, this.cuda.stream);
+  }
+
+  copy(source: CudaBuffer, target: CudaBuffer, count: number): void {
+    requireDtype(target, source.dtype, 'copy target');
+    requireElements(source, count, 'copy source');
+    requireElements(target, count, 'copy target');
+    const bytes = count * elementBytes(source.dtype);
+    if (bytes > 0) this.cuda.driver.copyDeviceToDevice(target.pointer, source.pointer, bytes, this.cuda.stream);
   }
 
   add(target: CudaBuffer, source: CudaBuffer, count: number): void {
@@ -601,7 +611,26 @@ export class CudaBackend implements Backend<CudaBuffer> {
   }
 
   captureStep(key: string, enqueue: () => void): void {
-    this.graphs.run(key, enqueue);
+    this.graphs.run(key, enqueue, !this.inTail);
+  }
+
+  tail(work: () => void): void {
+    if (!this.cuda.tailsBeside) {
+      work();
+      return;
+    }
+    this.cuda.tail(() => {
+      this.inTail = true;
+      try {
+        this.scratch.within('tail.', work);
+      } finally {
+        this.inTail = false;
+      }
+    });
+  }
+
+  joinTail(): void {
+    this.cuda.joinTail();
   }
 
   stepGraphStats(): StepGraphStats {

@@ -44,7 +44,7 @@ export class CudaContext {
   readonly driver: CudaDriver;
   readonly device: number;
   readonly context: Handle;
-  /** The stream every launch goes to: the context's own, or the side stream while an alongside() part is enqueued. */
+  /** The stream every launch goes to: the context's own, or the side or tail stream while a part is enqueued there. */
   get stream(): Handle {
     return this.streams.current;
   }
@@ -104,7 +104,7 @@ export class CudaContext {
     return new Uint8Array(koffi.view(pointer, bytes));
   }
 
-  /** Waits for the work queued on the context's stream and on the side stream. */
+  /** Waits for the work queued on every stream of the context. */
   synchronize(): void {
     this.streams.synchronize();
   }
@@ -112,6 +112,21 @@ export class CudaContext {
   /** Two independent parts of the work side by side, on two streams (streams.ts says how and why it is exact). */
   alongside(side: () => void, main: () => void): void {
     this.streams.alongside(side, main);
+  }
+
+  /** Whether tail() work runs on its own stream, beside the work queued after it (else where it is queued). */
+  get tailsBeside(): boolean {
+    return this.streams.tailsBeside;
+  }
+
+  /** `work` on the tail stream, beside what is queued after it until joinTail() (streams.ts). */
+  tail(work: () => void): void {
+    this.streams.tail(work);
+  }
+
+  /** What is queued from now on waits for every tail queued so far. */
+  joinTail(): void {
+    this.streams.joinTail();
   }
 
   close(): void {

@@ -11,11 +11,25 @@ export class DeviceScratch {
   private readonly buffers = new Map<string, Allocation>();
   /** Allocations made so far (growths included). */
   growths = 0;
+  /** Put before every name while within() runs: work that runs beside other work gets buffers of its own. */
+  private prefix = '';
 
   constructor(private readonly cuda: CudaContext) {}
 
+  /** Runs `work` with its own buffers: every name it asks for is `prefix` + name. */
+  within(prefix: string, work: () => void): void {
+    const outer = this.prefix;
+    this.prefix = outer + prefix;
+    try {
+      work();
+    } finally {
+      this.prefix = outer;
+    }
+  }
+
   /** At least `bytes` bytes under `name` (contents left by the previous user of the name). */
-  bytes(name: string, bytes: number): DevicePointer {
+  bytes(unprefixed: string, bytes: number): DevicePointer {
+    const name = this.prefix + unprefixed;
     const held = this.buffers.get(name);
     if (held !== undefined && held.bytes >= bytes) return held.pointer;
     // Growth waits for queued work that may still read the old buffer, then frees it.

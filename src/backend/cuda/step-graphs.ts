@@ -3,8 +3,8 @@
 // allocation count when it was made: after a growth (new scratch or buffers, so new pointers) the key records again.
 // Recording runs nothing, so a recording that fails (an op that needs to grow scratch, which synchronises) leaves the
 // device untouched: the step then runs directly, once, and the next call records with the grown buffers.
-// Each launch of a held recording sits between two timing events: the device's own time in the step, apart from the
-// host's and from work queued before it. Two pairs take turns, so that launching a step never waits for the one
+// Each launch of a held recording sits between two timing events (a step's tail, which runs beside the next step, is
+// not timed): the device's own time in the step, apart from the host's and from work queued before it. Two pairs take turns, so that launching a step never waits for the one
 // before it (the scheduler queues step t + 1 while step t runs); a pair is read when its turn comes round again, and
 // the stats add the pairs whose replay has finished without waiting for one still running.
 import type { StepGraphStats } from '../types.ts';
@@ -48,10 +48,15 @@ export class StepGraphs {
     return { recorded: this.recorded, direct: this.fallbacks, replays: this.replays, replayMs: this.replayMs };
   }
 
-  run(key: string, enqueue: () => void): void {
+  /** Launches (or records and launches) `key` on the context's current stream; `timed` puts it in the stats. */
+  run(key: string, enqueue: () => void, timed = true): void {
     const { driver, stream } = this.cuda;
     const held = this.recordings.get(key);
     if (held !== undefined && held.allocations === this.allocations()) {
+      if (!timed) {
+        held.graph.launch(stream);
+        return;
+      }
       const turn = this.launches++ % TIMING_PAIRS;
       this.timing[turn] ??= { start: driver.createEvent(), end: driver.createEvent(), pending: false };
       const pair = this.timing[turn]!;

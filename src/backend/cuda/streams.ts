@@ -1,6 +1,8 @@
-// The streams a context launches on: its own, and a side stream for independent work enqueued alongside it. In a
-// captured graph an `alongside` is a fork and a join (event record, stream wait), so its two parts run together on
-// the device; each part's launches and their order stay what they would be alone, so no output bit can change.
+// The streams a context launches on: its own, a side stream for independent work enqueued alongside it, and a tail
+// stream for a frame step's tail (the tower layers the next step does not read), which runs beside the work queued
+// after it until that work joins it. In a captured graph an `alongside` is a fork and a join (event record, stream
+// wait), so its two parts run together on the device; a tail is its own recording, launched on the tail stream after
+// an event. Each part's launches and their order stay what they would be alone, so no output bit can change.
 import type { CudaDriver, Handle } from './driver.ts';
 
 type StreamDriver = Pick<
@@ -20,19 +22,30 @@ interface Side {
   readonly joined: Handle;
 }
 
+/** The tail stream: `started` on the main stream before each tail, `finished` after it; `unjoined` until joinTail. */
+interface Tail {
+  readonly stream: Handle;
+  readonly started: Handle;
+  readonly finished: Handle;
+  unjoined: boolean;
+}
+
 export class ContextStreams {
   readonly main: Handle;
   private active: Handle;
   private side?: Side;
+  private tailStream?: Tail;
 
   /**
    * `together: false` (DRAMA3_SIDE_STREAM=off) runs alongside()'s parts one after the other on the main stream;
-   * `priority` is both streams' (the driver's count: lower is served first, 0 the default).
+   * `priority` is every stream's (the driver's count: lower is served first, 0 the default); `tailsBeside: false`
+   * (DRAMA3_TAIL_STREAM=off) runs each tail on the main stream where it is queued.
    */
   constructor(
     private readonly driver: StreamDriver,
     private readonly together = process.env.DRAMA3_SIDE_STREAM !== 'off',
     private readonly priority = 0,
+    readonly tailsBeside = process.env.DRAMA3_TAIL_STREAM !== 'off',
   ) {
     this.main = driver.createStream(priority);
     this.active = this.main;
@@ -48,7 +61,7 @@ export class ContextStreams {
    * what is enqueued afterwards waits for both. The parts must not write what the other reads or writes.
    */
   alongside(side: () => void, main: () => void): void {
-    if (this.active !== this.main) throw new Error('alongside() cannot nest: the side stream is in use');
+    if (this.active !== this.main) throw new Error('alongside() runs from the main stream only');
     if (!this.together) {
       side();
       main();
@@ -72,10 +85,43 @@ export class ContextStreams {
     }
   }
 
-  /** Waits for the work queued on both streams. */
+  /**
+   * `work` is enqueued on the tail stream after everything queued so far (on the main stream, and every tail before
+   * it); what the main stream queues afterwards runs beside it, until joinTail(). `work` must not write what that
+   * later work reads or writes, nor read what it writes.
+   */
+  tail(work: () => void): void {
+    if (this.active !== this.main) throw new Error('tail() runs from the main stream only');
+    if (!this.tailsBeside) {
+      work();
+      return;
+    }
+    const tail = this.tailStream ?? this.createTail();
+    this.driver.recordEvent(tail.started, this.main);
+    this.driver.streamWaitEvent(tail.stream, tail.started);
+    this.active = tail.stream;
+    try {
+      work();
+    } finally {
+      this.active = this.main;
+      this.driver.recordEvent(tail.finished, tail.stream);
+      tail.unjoined = true;
+    }
+  }
+
+  /** What the main stream queues from now on waits for every tail queued so far. */
+  joinTail(): void {
+    const tail = this.tailStream;
+    if (tail === undefined || !tail.unjoined) return;
+    this.driver.streamWaitEvent(this.main, tail.finished);
+    tail.unjoined = false;
+  }
+
+  /** Waits for the work queued on every stream. */
   synchronize(): void {
     this.driver.synchronizeStream(this.main);
     if (this.side !== undefined) this.driver.synchronizeStream(this.side.stream);
+    if (this.tailStream !== undefined) this.driver.synchronizeStream(this.tailStream.stream);
   }
 
   destroy(): void {
@@ -85,6 +131,12 @@ export class ContextStreams {
       this.driver.destroyEvent(this.side.joined);
       this.driver.destroyStream(this.side.stream);
       this.side = undefined;
+    }
+    if (this.tailStream !== undefined) {
+      this.driver.destroyEvent(this.tailStream.started);
+      this.driver.destroyEvent(this.tailStream.finished);
+      this.driver.destroyStream(this.tailStream.stream);
+      this.tailStream = undefined;
     }
     this.driver.destroyStream(this.main);
   }
@@ -96,5 +148,15 @@ export class ContextStreams {
       joined: this.driver.createEvent(false),
     };
     return this.side;
+  }
+
+  private createTail(): Tail {
+    this.tailStream = {
+      stream: this.driver.createStream(this.priority),
+      started: this.driver.createEvent(false),
+      finished: this.driver.createEvent(false),
+      unjoined: false,
+    };
+    return this.tailStream;
   }
 }
