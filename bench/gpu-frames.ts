@@ -11,6 +11,8 @@
 // DRAMA3_FRAMES_ROWS_PER_LANE=16384 plans each lane for that many rows, as serving plans lanes for what the device
 // holds, where the run needs a few hundred (kernels sized by the plan's capacity, such as attention's split grid).
 // DRAMA3_DEPENDENT_LAUNCH=off launches every kernel without programmatic dependent launch (to measure what it gives).
+// DRAMA3_TAIL_STREAM=off runs each step's tail where it is queued instead of beside the next step's head;
+// DRAMA3_STEP_PRIORITY=high gives the streams serving's priority, DRAMA3_TAIL_PRIORITY=below the tail one lower.
 // short: the full widths with 4 backbone layers, 64 experts and 1 shared tower layer (a quick check of the run).
 
 import fs from 'node:fs';
@@ -66,7 +68,8 @@ setDependentLaunch(dependentLaunch);
 console.log(
   `launches: ${dependentLaunch ? 'programmatic dependent launch' : 'serialised (DRAMA3_DEPENDENT_LAUNCH=off)'}`,
 );
-const cuda = new CudaContext();
+// DRAMA3_STEP_PRIORITY=high: the streams at the priority serving gives the engine's (src/engine/load-runtime.ts).
+const cuda = new CudaContext({ streamPriority: process.env.DRAMA3_STEP_PRIORITY === 'high' ? 'high' : 'normal' });
 const backend = new CudaBackend(cuda);
 const copy = copyBandwidth(cuda);
 console.log(`copy bandwidth ${copy.gigabytesPerSecond.toFixed(0)} GB/s (read + written)`);

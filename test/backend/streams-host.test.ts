@@ -103,16 +103,25 @@ test('alongside cannot nest, and with the side stream off its parts run in order
   assert.deepEqual(off.calls, ['side part on main', 'main part on main']);
 });
 
-test('both streams are created at the context priority, the default 0 unless one is given', () => {
+test('the streams are created at the context priority, the default 0 unless one is given, the tail at its own', () => {
   for (const priority of [0, -5]) {
     const { driver, priorities } = recordingDriver();
-    const streams = new ContextStreams(driver, true, priority);
+    const streams = new ContextStreams(driver, true, priority, true);
     streams.alongside(
       () => {},
       () => {},
     );
-    assert.deepEqual(priorities, [priority, priority]);
+    streams.tail(() => {});
+    assert.deepEqual(priorities, [priority, priority, priority]);
   }
+  const { driver, priorities } = recordingDriver();
+  const streams = new ContextStreams(driver, true, -5, true, -4);
+  streams.tail(() => {});
+  streams.alongside(
+    () => {},
+    () => {},
+  );
+  assert.deepEqual(priorities, [-5, -4, -5]);
 });
 
 test('a tail runs on the tail stream after the queued work, beside what follows until joinTail', () => {

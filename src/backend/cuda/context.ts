@@ -59,8 +59,11 @@ export class CudaContext {
     this.device = driver.device(options.ordinal ?? 0);
     this.context = driver.retainPrimaryContext(this.device);
     driver.setCurrentContext(this.context);
-    const priority = options.streamPriority === 'high' ? driver.streamPriorityRange().greatest : 0;
-    this.streams = new ContextStreams(driver, undefined, priority);
+    const range = driver.streamPriorityRange();
+    const priority = options.streamPriority === 'high' ? range.greatest : 0;
+    // A step's tail is not on the step's critical path: DRAMA3_TAIL_PRIORITY=below serves the head's blocks first.
+    const tailPriority = process.env.DRAMA3_TAIL_PRIORITY === 'below' ? Math.min(priority + 1, range.least) : priority;
+    this.streams = new ContextStreams(driver, undefined, priority, undefined, tailPriority);
     const totalBytes = driver.deviceTotalBytes(this.device);
     this.properties = {
       name: driver.deviceName(this.device),

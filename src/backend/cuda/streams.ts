@@ -38,14 +38,16 @@ export class ContextStreams {
 
   /**
    * `together: false` (DRAMA3_SIDE_STREAM=off) runs alongside()'s parts one after the other on the main stream;
-   * `priority` is every stream's (the driver's count: lower is served first, 0 the default); `tailsBeside: false`
-   * (DRAMA3_TAIL_STREAM=off) runs each tail on the main stream where it is queued.
+   * `priority` is the main and side streams' (the driver's count: lower is served first, 0 the default), and
+   * `tailPriority` the tail stream's; `tailsBeside: false` (DRAMA3_TAIL_STREAM=off) runs each tail on the main stream
+   * where it is queued.
    */
   constructor(
     private readonly driver: StreamDriver,
     private readonly together = process.env.DRAMA3_SIDE_STREAM !== 'off',
     private readonly priority = 0,
     readonly tailsBeside = process.env.DRAMA3_TAIL_STREAM !== 'off',
+    private readonly tailPriority = priority,
   ) {
     this.main = driver.createStream(priority);
     this.active = this.main;
@@ -152,7 +154,7 @@ export class ContextStreams {
 
   private createTail(): Tail {
     this.tailStream = {
-      stream: this.driver.createStream(this.priority),
+      stream: this.driver.createStream(this.tailPriority),
       started: this.driver.createEvent(false),
       finished: this.driver.createEvent(false),
       unjoined: false,
