@@ -106,7 +106,8 @@ export function framesReport(
     `Goals at the full geometry: batch 1 ≥ ${TARGETS.batch1FramesPerSecond} frames/s, batch 64 ≥ ` +
       `${TARGETS.batch64FramesPerSecond} frames/s. Routed experts per layer: expected distinct under uniform routing, ` +
       'E·(1 − (1 − k/E)^B). State: DeltaNet state read + written, K/V rows read to the lane position. Graph alone: ' +
-      "the step's recorded graph replayed back to back, without the host's part of a step.",
+      "the step's recorded graphs (its head, and its tail beside the next head) replayed back to back, without the " +
+      "host's part of a step. Steps are queued one ahead, as the engine queues them.",
     `Draws (health: a non-finite model draws one code or ends at once): ` +
       rows
         .map(
