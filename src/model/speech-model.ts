@@ -3,7 +3,8 @@
 // or of several (each lane one sequence of the call, prefill-calls.ts); a frame step is one pass over a batch of
 // lanes: pending frame records → backbone (each row at its slot and position) → candidate logits → the sampler op
 // draws `main` → the tower draws code[1..9] (each code drawn on the backend feeds the next layer) → the new records
-// become the slots' pending rows, and only the B × 11 integers are read back.
+// become the slots' pending rows, and only the B × 11 integers are read back. The tower layers after the one that
+// draws the code the next step embeds are the step's tail, queued to run beside the next step (runTail).
 // Alignment: prefill runs the backbone and tower over prompt rows [0, P − 1) (tower row t with the codes of row
 // t + 1); the last prompt row is the first step's pending record, so every step runs the same ops at position
 // P − 1 + frames. Each lane draws with its own settings keyed by (seed, frame, column): a lane gives the same frames
@@ -438,7 +439,8 @@ export class SlotSpeechModel<B> implements SpeechModel {
 
   /**
    * One frame step over `lanes` (each at its slot), its read back started: the records [B, 1 + K]. The call tables
-   * are queued first, the device work (pending records → backbone → sampler → tower → pending records) then goes
+   * are queued first, the head's device work (pending records → backbone → sampler → the tower up to tailFrom →
+   * pending records; the tail follows in runTail) then goes
    * through the backend's captureStep when it has one (one recorded graph per batch size; `record` false runs it
    * directly, as planning must: it grows scratch), and the records' read back is queued last. Stage times split the
    * step into backbone, sampler and tower only where the work runs directly on a host backend; with captureStep the
