@@ -103,6 +103,16 @@ export class CallTableSet<B> {
     return this.tables;
   }
 
+  /** `target` given this set's step tables of `lanes` lanes, copied on the backend (not written again). */
+  copyStep(target: CallTableSet<B>, lanes: number): CallTables<B> {
+    const { backend } = this;
+    backend.copy(this.rowTable.data, target.rowTable.data, lanes * ROW_ENTRY);
+    backend.copy(this.sequenceTable.data, target.sequenceTable.data, lanes * SEQUENCE_ENTRY);
+    backend.copy(this.laneTable.data, target.laneTable.data, lanes * LANE_ENTRY);
+    target.tables.sequenceCount = lanes;
+    return target.tables;
+  }
+
   private write(rows: number, sequences: number): void {
     this.backend.queueIntegers(this.rowTable, 0, this.rows.subarray(0, rows * ROW_ENTRY));
     this.backend.queueIntegers(this.sequenceTable, 0, this.sequences.subarray(0, sequences * SEQUENCE_ENTRY));

@@ -494,7 +494,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
     };
     if (captured) backend.captureStep!(`step${rows}`, head);
     else head();
-    const pending = tailFrom < layers ? this.runTail(stepLanes, batch, normed, captured) : undefined;
+    const pending = tailFrom < layers ? this.runTail(rows, batch, normed, captured) : undefined;
     const read = pending ?? backend.readIntegersLater(planned.stepFrames, 0, batch * this.recordWidth);
     const enqueued = performance.now();
     const { phases } = this;
@@ -516,10 +516,9 @@ export class SlotSpeechModel<B> implements SpeechModel {
    * and of the tables, taken once the tail before it is done with them; its frames are read back behind it. Each
    * part's ops and their order are what one step ran before, so no bit changes.
    */
-  private runTail(stepLanes: readonly SlotLane[], batch: number, normed: B, captured: boolean): PendingIntegers {
+  private runTail(rows: number, batch: number, normed: B, captured: boolean): PendingIntegers {
     const planned = this.lanes.planned!;
     const { backend, recordWidth, tailFrom } = this;
-    const rows = stepLanes.length;
     const width = tailInputWidth(this.config);
     const headOutput = tailFrom === 0 ? normed : this.tower.output(tailFrom - 1, rows, 'head');
     const input = backend.view(planned.tailInput.data, 0, rows * width);
@@ -527,7 +526,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
     backend.joinTail?.();
     backend.copy(backend.view(planned.stepFrames.data, 0, rows * recordWidth), frames.data, rows * recordWidth);
     backend.copy(headOutput, input, rows * width);
-    const tables = planned.tailTables.step(stepLanes);
+    const tables = planned.tables.copyStep(planned.tailTables, rows);
     const sampler = { lanes: planned.tailTables.laneTable.data, rasWindow: planned.slabs.rasWindow };
     const part = { from: tailFrom, to: this.tower.layers.length, buffers: 'tail' } as const;
     const tail = (): void => {

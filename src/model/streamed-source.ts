@@ -91,7 +91,7 @@ interface Read extends StreamedTensor {
 }
 
 /** `stored` as the model keeps it: only `ids`' rows when given (each id checked, none repeated), else whole. */
-function planned(spec: TensorSpec, stored: CheckedTensor, ids: Int32Array | undefined): Planned {
+function planTensor(spec: TensorSpec, stored: CheckedTensor, ids: Int32Array | undefined): Planned {
   if (ids === undefined) return { spec, stored, shape: spec.shape, keptRows: undefined };
   const [rows, ...rest] = spec.shape;
   const outside = ids.find((id) => !Number.isInteger(id) || id < 0 || id >= rows!);
@@ -191,7 +191,7 @@ export class StreamedSource<B> implements WeightSource<B> {
     const started = performance.now();
     const present = specs.filter((spec) => checkpoint.has(spec.name));
     const checked = present.map((spec) =>
-      planned(spec, checkedStored(checkpoint.info(spec.name), spec), keptRows.get(spec.name)),
+      planTensor(spec, checkedStored(checkpoint.info(spec.name), spec), keptRows.get(spec.name)),
     );
     const entries = new Map<string, Entry>();
     const reads: Read[] = [];
