@@ -254,6 +254,7 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
     releaseWeights: (tensors) => {
       log.released.push(...tensors.map((tensor) => tensor.data.pointer));
     },
+    prefetch: () => {},
   };
   return { ctx, log };
 }

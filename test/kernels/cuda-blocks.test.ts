@@ -76,6 +76,7 @@ function blockContext(): BlockContext {
     countAllocation: () => {},
     // The test frees its weights itself, at the end.
     releaseWeights: () => {},
+    prefetch: () => {},
   };
 }
 

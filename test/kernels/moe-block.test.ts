@@ -121,6 +121,7 @@ function blockContext(scratch: DeviceScratch): BlockContext {
     countAllocation: () => {},
     // The test frees its weights itself, at the end.
     releaseWeights: () => {},
+    prefetch: () => {},
   };
 }
 

@@ -67,12 +67,18 @@ export class StepGraphs {
       pair.pending = true;
       return;
     }
+    // A recording may not end with a stream it forked unjoined: its aside parts (weights asked into L2) join last.
+    const recorded = (): void => {
+      const asideBefore = this.cuda.asideParts;
+      enqueue();
+      if (this.cuda.asideParts !== asideBefore) this.cuda.joinAside();
+    };
     let graph: CapturedGraph;
     try {
       if (held === undefined) {
-        graph = CapturedGraph.capture(driver, stream, enqueue);
+        graph = CapturedGraph.capture(driver, stream, recorded);
       } else {
-        held.graph.update(stream, enqueue);
+        held.graph.update(stream, recorded);
         graph = held.graph;
       }
     } catch {
