@@ -280,12 +280,6 @@ export interface Backend<B> {
   tail?(work: () => void): void;
   /** Work queued from now on waits for every tail queued so far (absent with tail). */
   joinTail?(): void;
-  /**
-   * A hint: `weights` are read soon, by work queued later, and the work queued now does not write them; a backend may
-   * ask its memory to hold as much of them as it has room for, in the order given, meanwhile. Changes no output.
-   * Absent (the cpu): nothing to ask.
-   */
-  prefetch?(weights: readonly Tensor<B>[]): void;
 }
 
 /** A read started by readIntegersLater: `wait` waits for it and returns the elements (once). */

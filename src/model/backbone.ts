@@ -151,8 +151,6 @@ export class Backbone<B> {
       if (layer.attention !== undefined)
         backend.attention(layer.attention, layerInput, slabs.keyValues[index]!, tables, layerOutput, rows);
       else backend.deltaNet(layer.deltaNet!, layerInput, slabs.deltaNets[index]!, tables, layerOutput, rows);
-      // The MoE's chain is bound by latency: the next layer's projections (or the head) can come into cache beside it.
-      backend.prefetch?.(this.firstProjections(index + 1));
       backend.addZeroCentredRmsNorm(x, layerOutput, layer.postNorm, layerInput, rows, hidden, eps);
       backend.moe(layer.moe, layerInput, layerOutput, rows);
       const next = this.layers[index + 1];
@@ -160,15 +158,6 @@ export class Backbone<B> {
       else backend.addZeroCentredRmsNorm(x, layerOutput, next.inputNorm, layerInput, rows, hidden, eps);
       observe?.(index, x);
     });
-  }
-
-  /** The weights layer `index` reads first (its mixer's input projections), or past the last layer the head's. */
-  private firstProjections(index: number): readonly Tensor<B>[] {
-    const layer = this.layers[index];
-    if (layer === undefined) return [this.candidateHead];
-    if (layer.attention !== undefined) return [layer.attention.qProj, layer.attention.kProj, layer.attention.vProj];
-    const { inProjQkv, inProjZ, inProjB, inProjA } = layer.deltaNet!;
-    return [inProjQkv, inProjZ, inProjB, inProjA];
   }
 
   /** Logits of the candidate ids for `rows` final-norm rows: [T, N], fp32 sums (never rounded to bf16, so that

@@ -254,7 +254,6 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
     releaseWeights: (tensors) => {
       log.released.push(...tensors.map((tensor) => tensor.data.pointer));
     },
-    prefetch: () => {},
   };
   return { ctx, log };
 }

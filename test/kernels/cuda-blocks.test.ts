@@ -76,7 +76,6 @@ function blockContext(): BlockContext {
     countAllocation: () => {},
     // The test frees its weights itself, at the end.
     releaseWeights: () => {},
-    prefetch: () => {},
   };
 }
 

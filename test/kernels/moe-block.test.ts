@@ -121,7 +121,6 @@ function blockContext(scratch: DeviceScratch): BlockContext {
     countAllocation: () => {},
     // The test frees its weights itself, at the end.
     releaseWeights: () => {},
-    prefetch: () => {},
   };
 }
 

@@ -119,7 +119,6 @@ export function runAttention(
     ],
     rows,
   );
-  if (process.env.DRAMA3_PREFETCH_OUT !== 'off') ctx.prefetch([weights.oProj]);
   const geometry = {
     queryHeads: heads,
     kvHeads: keyValueHeads,

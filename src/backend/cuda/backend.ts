@@ -32,7 +32,6 @@ import { decodeElements, hostArrayFor, requireHostArray } from './host-elements.
 import type { Allocation } from './memory.ts';
 import { runMoe } from './moe-block.ts';
 import { gemm, gemmWorkspaceBytes } from './ops/gemm.ts';
-import { prefetchL2 } from './ops/prefetch.ts';
 import {
   addInPlace,
   concatenateColumns,
@@ -116,8 +115,6 @@ export class CudaBackend implements Backend<CudaBuffer> {
   private allocated = 0;
   /** While a step's tail is enqueued (tail()): its recordings are not timed. */
   private inTail = false;
-  /** The most bytes one prefetch asks L2 for: a share of it, so that what the work beside it reads still fits. */
-  private prefetchBytes?: number;
   private readonly linearWorkspace = (bytes: number) => this.scratch.bytes(LINEAR_WORKSPACE, bytes);
 
   constructor(context: CudaContext | CudaBackendOptions = {}) {
@@ -149,30 +146,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
         this.allocated += 1;
       },
       releaseWeights: (tensors) => this.releaseWeights(tensors),
-      prefetch: (weights) => this.prefetch(weights),
     };
-  }
-
-  /**
-   * Asks L2 for the first of `weights` up to a share of its size, on the aside stream (DRAMA3_L2_PREFETCH=off: never):
-   * a step's latency-bound kernels leave the memory idle, and the projection after them then reads part of its
-   * weights from L2.
-   */
-  prefetch(weights: readonly CudaTensor[]): void {
-    if (this.prefetchBytes === undefined) {
-      const share = process.env.DRAMA3_L2_PREFETCH === 'off' ? 0 : Number(process.env.DRAMA3_L2_PREFETCH_SHARE ?? 0.5);
-      this.prefetchBytes = Math.floor((this.cuda.properties.l2CacheBytes * share) / 16) * 16;
-    }
-    if (this.prefetchBytes < 16) return;
-    let left = this.prefetchBytes;
-    this.cuda.aside(() => {
-      for (const weight of weights) {
-        const size = Math.min(left, Math.floor((shapeElements(weight.shape) * elementBytes(weight.dtype)) / 16) * 16);
-        if (size < 16) break;
-        prefetchL2(this.cuda, { pointer: weight.data.pointer, bytes: size }, { dependentLaunch: false });
-        left -= size;
-      }
-    });
   }
 
   /** Registers a source of weights carved from its own allocations: `giveBack` frees one, false if not its own. */

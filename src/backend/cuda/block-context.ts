@@ -23,8 +23,6 @@ export interface BlockContext {
    * unwritten); false where it wrote every output as `linears` does, for the caller to run the SwiGLU kernel.
    */
   swiGluLinears(x: CudaBuffer, segments: readonly LinearSegment[], h: CudaBuffer, rows: number): boolean;
-  /** Backend.prefetch: asks L2 to hold what it has room for of `weights` beside the work queued after it. */
-  prefetch(weights: readonly Tensor<CudaBuffer>[]): void;
   /** The value made by `make` for `key` (a weights object) the first time it is asked for, the same one after. */
   prepared<T>(key: object, label: string, make: () => T): T;
   /** Counts an allocation made outside the scratch (prepared weights), so that plan's zero-allocation check sees it. */

@@ -132,21 +132,6 @@ export class CudaContext {
     this.streams.joinTail();
   }
 
-  /** `work` (which writes nothing anything reads) on the aside stream, joined only by joinAside() (streams.ts). */
-  aside(work: () => void): void {
-    this.streams.aside(work);
-  }
-
-  /** How many aside parts were queued so far. */
-  get asideParts(): number {
-    return this.streams.asideParts;
-  }
-
-  /** What the current stream queues from now on waits for every aside part so far: a recording ends with it. */
-  joinAside(): void {
-    this.streams.joinAside();
-  }
-
   close(): void {
     this.streams.synchronize();
     this.kernels.unloadAll();

@@ -121,7 +121,6 @@ export function runDeltaNet(
     ],
     rows,
   );
-  if (process.env.DRAMA3_PREFETCH_OUT !== 'off') ctx.prefetch([weights.outProj]);
   // The gates (from b and a) and the conv (from q|k|v) are independent: the gates run beside the conv.
   cuda.alongside(
     () =>

@@ -67,18 +67,12 @@ export class StepGraphs {
       pair.pending = true;
       return;
     }
-    // A recording may not end with a stream it forked unjoined: its aside parts (weights asked into L2) join last.
-    const recorded = (): void => {
-      const asideBefore = this.cuda.asideParts;
-      enqueue();
-      if (this.cuda.asideParts !== asideBefore) this.cuda.joinAside();
-    };
     let graph: CapturedGraph;
     try {
       if (held === undefined) {
-        graph = CapturedGraph.capture(driver, stream, recorded);
+        graph = CapturedGraph.capture(driver, stream, enqueue);
       } else {
-        held.graph.update(stream, recorded);
+        held.graph.update(stream, enqueue);
         graph = held.graph;
       }
     } catch {

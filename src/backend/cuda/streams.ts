@@ -1,7 +1,6 @@
-// The streams a context launches on: its own, a side stream for independent work enqueued alongside it, a tail
+// The streams a context launches on: its own, a side stream for independent work enqueued alongside it, and a tail
 // stream for a frame step's tail (the tower layers the next step does not read), which runs beside the work queued
-// after it until that work joins it, and an aside stream for work nothing reads (weights asked into L2), joined only
-// where a recording ends. In a captured graph an `alongside` is a fork and a join (event record, stream
+// after it until that work joins it. In a captured graph an `alongside` is a fork and a join (event record, stream
 // wait), so its two parts run together on the device; a tail is its own recording, launched on the tail stream after
 // an event. Each part's launches and their order stay what they would be alone, so no output bit can change.
 import type { CudaDriver, Handle } from './driver.ts';
@@ -31,21 +30,11 @@ interface Tail {
   unjoined: boolean;
 }
 
-/** The aside stream: `forked` on the forking stream before each part, `finished` after it; `unjoined` until joinAside. */
-interface Aside {
-  readonly stream: Handle;
-  readonly forked: Handle;
-  readonly finished: Handle;
-  unjoined: boolean;
-}
-
 export class ContextStreams {
   readonly main: Handle;
   private active: Handle;
   private side?: Side;
   private tailStream?: Tail;
-  private asideStream?: Aside;
-  private asideCount = 0;
 
   /**
    * `together: false` (DRAMA3_SIDE_STREAM=off) runs alongside()'s parts one after the other on the main stream;
@@ -130,45 +119,11 @@ export class ContextStreams {
     tail.unjoined = false;
   }
 
-  /**
-   * `work` is enqueued on the aside stream after everything queued so far on the current stream; nothing queued later
-   * waits for it until joinAside(). `work` must write nothing that any work reads (it may only read weights).
-   */
-  aside(work: () => void): void {
-    const forking = this.active;
-    this.asideCount += 1;
-    const aside = this.asideStream ?? this.createAside();
-    this.driver.recordEvent(aside.forked, forking);
-    this.driver.streamWaitEvent(aside.stream, aside.forked);
-    this.active = aside.stream;
-    try {
-      work();
-    } finally {
-      this.active = forking;
-      this.driver.recordEvent(aside.finished, aside.stream);
-      aside.unjoined = true;
-    }
-  }
-
-  /** How many aside parts were queued so far (a recording joins the aside stream only if it forked it). */
-  get asideParts(): number {
-    return this.asideCount;
-  }
-
-  /** What the current stream queues from now on waits for every aside part queued so far (a recording must end so). */
-  joinAside(): void {
-    const aside = this.asideStream;
-    if (aside === undefined || !aside.unjoined) return;
-    this.driver.streamWaitEvent(this.active, aside.finished);
-    aside.unjoined = false;
-  }
-
   /** Waits for the work queued on every stream. */
   synchronize(): void {
     this.driver.synchronizeStream(this.main);
     if (this.side !== undefined) this.driver.synchronizeStream(this.side.stream);
     if (this.tailStream !== undefined) this.driver.synchronizeStream(this.tailStream.stream);
-    if (this.asideStream !== undefined) this.driver.synchronizeStream(this.asideStream.stream);
   }
 
   destroy(): void {
@@ -184,12 +139,6 @@ export class ContextStreams {
       this.driver.destroyEvent(this.tailStream.finished);
       this.driver.destroyStream(this.tailStream.stream);
       this.tailStream = undefined;
-    }
-    if (this.asideStream !== undefined) {
-      this.driver.destroyEvent(this.asideStream.forked);
-      this.driver.destroyEvent(this.asideStream.finished);
-      this.driver.destroyStream(this.asideStream.stream);
-      this.asideStream = undefined;
     }
     this.driver.destroyStream(this.main);
   }
@@ -211,15 +160,5 @@ export class ContextStreams {
       unjoined: false,
     };
     return this.tailStream;
-  }
-
-  private createAside(): Aside {
-    this.asideStream = {
-      stream: this.driver.createStream(this.priority),
-      forked: this.driver.createEvent(false),
-      finished: this.driver.createEvent(false),
-      unjoined: false,
-    };
-    return this.asideStream;
   }
 }

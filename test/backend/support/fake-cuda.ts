@@ -2,7 +2,7 @@
 // host bytes (allocation, copies and 8/32-bit fills really happen), kernel launches are recorded by name with their
 // arguments (never run), and stream capture is imitated as the driver does it: launches while capturing go into the
 // recording, and a synchronisation during capture fails the capture.
-import { CudaContext, type DeviceProperties } from '../../../src/backend/cuda/context.ts';
+import { CudaContext } from '../../../src/backend/cuda/context.ts';
 import type { CudaDriver, DevicePointer, Handle, LaunchShape } from '../../../src/backend/cuda/driver.ts';
 import type { KernelArguments } from '../../../src/backend/cuda/kernelArguments.ts';
 import { MemoryPool } from '../../../src/backend/cuda/memory.ts';
@@ -235,16 +235,7 @@ export function fakeContext(driver: FakeDriver): CudaContext {
   // Its alongside() parts run one after the other on the one stream.
   const streams = new ContextStreams(driver as unknown as CudaDriver, false);
   const pinnedView = (pointer: bigint, bytes: number) => driver.bytes(pointer, bytes);
-  // An H200's L2, so that the backend's prefetches (which only launch) are queued as on the device.
-  const properties: DeviceProperties = {
-    name: 'fake',
-    computeCapability: [9, 0],
-    multiprocessors: 132,
-    l2CacheBytes: 50 * 1024 * 1024,
-    totalBytes: 1 << 30,
-    driverVersion: 13000,
-  };
-  Object.assign(cuda, { driver, device: 0, context: 1n, streams, memory, kernels, pinnedView, properties });
+  Object.assign(cuda, { driver, device: 0, context: 1n, streams, memory, kernels, pinnedView });
   return cuda;
 }
 

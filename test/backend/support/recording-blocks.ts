@@ -129,7 +129,6 @@ export function recordingContext(): {
     countAllocation: () => {},
     // The test frees its weights itself, at the end.
     releaseWeights: () => {},
-    prefetch: () => {},
   };
   return { ctx, launched, calls, names };
 }
