@@ -12,7 +12,8 @@
 // holds, where the run needs a few hundred (kernels sized by the plan's capacity, such as attention's split grid).
 // DRAMA3_DEPENDENT_LAUNCH=off launches every kernel without programmatic dependent launch (to measure what it gives).
 // DRAMA3_TAIL_STREAM=off runs each step's tail where it is queued instead of beside the next step's head;
-// DRAMA3_STEP_PRIORITY=high gives the streams serving's priority, DRAMA3_TAIL_PRIORITY=below the tail one lower.
+// The streams run at serving's priority (DRAMA3_STEP_PRIORITY=normal: the driver's default); steps of up to 8 rows run
+// their tail a priority lower (DRAMA3_TAIL_PRIORITY=level: never, =below: every step's).
 // short: the full widths with 4 backbone layers, 64 experts and 1 shared tower layer (a quick check of the run).
 
 import fs from 'node:fs';
@@ -68,8 +69,11 @@ setDependentLaunch(dependentLaunch);
 console.log(
   `launches: ${dependentLaunch ? 'programmatic dependent launch' : 'serialised (DRAMA3_DEPENDENT_LAUNCH=off)'}`,
 );
-// DRAMA3_STEP_PRIORITY=high: the streams at the priority serving gives the engine's (src/engine/load-runtime.ts).
-const cuda = new CudaContext({ streamPriority: process.env.DRAMA3_STEP_PRIORITY === 'high' ? 'high' : 'normal' });
+// The streams at the priority serving gives the engine's (src/engine/load-runtime.ts), which leaves one below it for
+// small steps' tails; DRAMA3_STEP_PRIORITY=normal: the driver's default.
+const stepPriority = process.env.DRAMA3_STEP_PRIORITY === 'normal' ? 'normal' : 'high';
+console.log(`streams: ${stepPriority === 'high' ? "serving's priority" : "the driver's default priority"}`);
+const cuda = new CudaContext({ streamPriority: stepPriority });
 const backend = new CudaBackend(cuda);
 const copy = copyBandwidth(cuda);
 console.log(`copy bandwidth ${copy.gigabytesPerSecond.toFixed(0)} GB/s (read + written)`);

@@ -180,7 +180,7 @@ export function replayGraph(cuda: CudaContext, backend: Backend<CudaBuffer>, bat
     backend.captureStep!(key, refuse);
     if (!tailHeld) return;
     backend.joinTail!();
-    backend.tail!(() => backend.captureStep!(tailKey, refuse));
+    backend.tail!(() => backend.captureStep!(tailKey, refuse), batch);
   };
   try {
     launch();

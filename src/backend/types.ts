@@ -275,9 +275,10 @@ export interface Backend<B> {
    * Queues `work` (a frame step's tail: its ops, a captureStep of them, their readIntegersLater) after the work queued
    * so far, to run beside the work queued after it until joinTail; its ops use scratch of their own, and its
    * captureStep recordings are not timed in stepGraphStats. `work` must not write what the work queued after it reads
-   * or writes before joinTail, nor read what that work writes. Absent (the cpu): the model calls `work` itself.
+   * or writes before joinTail, nor read what that work writes. `rows`: the step's rows (its batch bucket), by which
+   * a backend may let the next step's head go first. Absent (the cpu): the model calls `work` itself.
    */
-  tail?(work: () => void): void;
+  tail?(work: () => void, rows: number): void;
   /** Work queued from now on waits for every tail queued so far (absent with tail). */
   joinTail?(): void;
 }

@@ -538,7 +538,7 @@ export class SlotSpeechModel<B> implements SpeechModel {
       else tail();
       read = backend.readIntegersLater(planned.tailFrames, 0, batch * recordWidth);
     };
-    if (backend.tail !== undefined) backend.tail(queue);
+    if (backend.tail !== undefined) backend.tail(queue, rows);
     else queue();
     return read!;
   }

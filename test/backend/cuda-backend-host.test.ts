@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { CpuBackend } from '../../src/backend/cpu/backend.ts';
 import type { CpuBuffer } from '../../src/backend/cpu/tensors.ts';
-import { CudaBackend, LINEAR_WORKSPACE } from '../../src/backend/cuda/backend.ts';
+import { CudaBackend, LINEAR_WORKSPACE, TAIL_BELOW_MOST_ROWS } from '../../src/backend/cuda/backend.ts';
 import { gemmWorkspaceBytes } from '../../src/backend/cuda/ops/gemm.ts';
 import { type Backend, LANE_ENTRY, RAS_WINDOW } from '../../src/backend/types.ts';
 import { loadSpeechModel } from '../../src/model/load-model.ts';
@@ -395,6 +395,20 @@ describe('step graphs', () => {
     assert.ok(!driver.events.slice(from).includes('synchronize event'), 'the stats did not wait');
     driver.synchronizeStream();
     assert.equal(backend.stepGraphStats().replays, 4);
+  });
+
+  test('a step of up to 8 rows queues its tail a priority below the step, a larger one level with it', () => {
+    const { backend } = fakeBackend();
+    const asked: string[] = [];
+    Object.assign(backend.cuda, {
+      tail: (work: () => void, below = false) => {
+        asked.push(below ? 'below' : 'level');
+        work();
+      },
+    });
+    for (const rows of [1, 2, 4, 8, 16, 32, 64]) backend.tail(() => {}, rows);
+    assert.deepEqual(asked, ['below', 'below', 'below', 'below', 'level', 'level', 'level']);
+    assert.equal(TAIL_BELOW_MOST_ROWS, 8);
   });
 
   test('an op that refuses its arguments refuses the same way inside a recording', () => {

@@ -8,15 +8,18 @@ import { test } from 'node:test';
 import type { Handle } from '../../src/backend/cuda/driver.ts';
 import { ContextStreams } from '../../src/backend/cuda/streams.ts';
 
-function recordingDriver(secondStream = 'side') {
+function recordingDriver(secondStream = 'side', thirdStream = 'below') {
   const calls: string[] = [];
   const priorities: number[] = [];
+  const streamNames = new Map<Handle, string>();
   let handles = 0n;
-  const name = (handle: Handle) => (handle === 1n ? 'main' : handle === 2n ? secondStream : `event ${handle}`);
+  const name = (handle: Handle) => streamNames.get(handle) ?? `event ${handle}`;
   const driver = {
     createStream: (priority = 0) => {
       priorities.push(priority);
-      return ++handles;
+      const handle = ++handles;
+      streamNames.set(handle, ['main', secondStream, thirdStream][streamNames.size] ?? `stream ${handle}`);
+      return handle;
     },
     createEvent: () => ++handles,
     destroyStream: (stream: Handle) => calls.push(`destroy ${name(stream)}`),
@@ -103,7 +106,7 @@ test('alongside cannot nest, and with the side stream off its parts run in order
   assert.deepEqual(off.calls, ['side part on main', 'main part on main']);
 });
 
-test('the streams are created at the context priority, the default 0 unless one is given, the tail at its own', () => {
+test('the streams are created at the context priority, the default 0 unless one is given, a tail below at its own', () => {
   for (const priority of [0, -5]) {
     const { driver, priorities } = recordingDriver();
     const streams = new ContextStreams(driver, true, priority, true);
@@ -116,12 +119,59 @@ test('the streams are created at the context priority, the default 0 unless one 
   }
   const { driver, priorities } = recordingDriver();
   const streams = new ContextStreams(driver, true, -5, true, -4);
-  streams.tail(() => {});
+  streams.tail(() => {}, true);
   streams.alongside(
     () => {},
     () => {},
   );
-  assert.deepEqual(priorities, [-5, -4, -5]);
+  streams.tail(() => {});
+  streams.tail(() => {}, true);
+  assert.deepEqual(priorities, [-5, -4, -5, -5]);
+  // With no priority below the context's, a tail asked to run below runs on the one tail stream.
+  const least = recordingDriver();
+  const atLeast = new ContextStreams(least.driver, true, 0, true, 0);
+  atLeast.tail(() => {}, true);
+  atLeast.tail(() => {});
+  assert.deepEqual(least.priorities, [0, 0]);
+});
+
+test('tails on the two tail streams wait for the tail before them until the main stream has joined it', () => {
+  // Streams are named in the order they are made: the tail below first here.
+  const { driver, calls, name } = recordingDriver('below', 'level');
+  const streams = new ContextStreams(driver, true, -5, true, -4);
+  const launch = (what: string) => calls.push(`${what} on ${name(streams.current)}`);
+  streams.tail(() => launch('tail 1'), true);
+  streams.tail(() => launch('tail 2'));
+  streams.tail(() => launch('tail 3'), true);
+  streams.joinTail();
+  streams.tail(() => launch('tail 4'));
+  streams.joinTail();
+  // Handles: main 1; below 2 (events 3, 4); level 5 (events 6, 7).
+  assert.deepEqual(calls, [
+    'record event 3 on main',
+    'below waits for event 3',
+    'tail 1 on below',
+    'record event 4 on below',
+    'record event 6 on main',
+    'level waits for event 6',
+    'level waits for event 4',
+    'tail 2 on level',
+    'record event 7 on level',
+    'record event 3 on main',
+    'below waits for event 3',
+    'below waits for event 7',
+    'tail 3 on below',
+    'record event 4 on below',
+    'main waits for event 4',
+    'record event 6 on main',
+    'level waits for event 6',
+    'tail 4 on level',
+    'record event 7 on level',
+    'main waits for event 7',
+  ]);
+  calls.length = 0;
+  streams.synchronize();
+  assert.deepEqual(calls, ['synchronize main', 'synchronize level', 'synchronize below']);
 });
 
 test('a tail runs on the tail stream after the queued work, beside what follows until joinTail', () => {

@@ -53,6 +53,8 @@ import { CudaWeightStore } from './weight-store.ts';
 const SPLIT_ROWS = 64;
 /** Scratch name of the GEMM's split-K partials (shared by every linear: they run one after another). */
 export const LINEAR_WORKSPACE = 'linear.workspace';
+/** The largest step whose tail runs a priority below its head (where the context's priority leaves one below). */
+export const TAIL_BELOW_MOST_ROWS = 8;
 
 function invalid(code: string, message: string): DramaError {
   return new DramaError(code, message, { kind: 'internal' });
@@ -614,7 +616,11 @@ export class CudaBackend implements Backend<CudaBuffer> {
     this.graphs.run(key, enqueue, !this.inTail);
   }
 
-  tail(work: () => void): void {
+  /**
+   * Tails of steps up to TAIL_BELOW_MOST_ROWS rows run a priority below the step (DRAMA3_TAIL_PRIORITY=level: never,
+   * =below: always): a small step's head is a chain of short kernels that waits for any block queued before its own.
+   */
+  tail(work: () => void, rows: number): void {
     // Untimed either way, so that the stats time the same launches with tails beside or in place.
     const untimed = (): void => {
       this.inTail = true;
@@ -628,7 +634,9 @@ export class CudaBackend implements Backend<CudaBuffer> {
       untimed();
       return;
     }
-    this.cuda.tail(() => this.scratch.within('tail.', untimed));
+    const setting = process.env.DRAMA3_TAIL_PRIORITY;
+    const below = setting === 'below' || (setting !== 'level' && rows <= TAIL_BELOW_MOST_ROWS);
+    this.cuda.tail(() => this.scratch.within('tail.', untimed), below);
   }
 
   joinTail(): void {

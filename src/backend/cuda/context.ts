@@ -61,9 +61,9 @@ export class CudaContext {
     driver.setCurrentContext(this.context);
     const range = driver.streamPriorityRange();
     const priority = options.streamPriority === 'high' ? range.greatest : 0;
-    // A step's tail is not on the step's critical path: DRAMA3_TAIL_PRIORITY=below serves the head's blocks first.
-    const tailPriority = process.env.DRAMA3_TAIL_PRIORITY === 'below' ? Math.min(priority + 1, range.least) : priority;
-    this.streams = new ContextStreams(driver, undefined, priority, undefined, tailPriority);
+    // A step's tail is not on the step's critical path: a tail asked to run below it has the next priority down
+    // (none below the least, where a context of the default priority already is).
+    this.streams = new ContextStreams(driver, undefined, priority, undefined, Math.min(priority + 1, range.least));
     const totalBytes = driver.deviceTotalBytes(this.device);
     this.properties = {
       name: driver.deviceName(this.device),
@@ -122,9 +122,9 @@ export class CudaContext {
     return this.streams.tailsBeside;
   }
 
-  /** `work` on the tail stream, beside what is queued after it until joinTail() (streams.ts). */
-  tail(work: () => void): void {
-    this.streams.tail(work);
+  /** `work` on a tail stream (`below`: a priority below), beside what is queued after it until joinTail() (streams.ts). */
+  tail(work: () => void, below = false): void {
+    this.streams.tail(work, below);
   }
 
   /** What is queued from now on waits for every tail queued so far. */
