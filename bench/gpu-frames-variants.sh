@@ -3,7 +3,7 @@
 # file (<output dir>/frames-variants.log, each run headed by its name and settings) so that a comparison comes back
 # whole. Each variant is one word: a name, then the environment settings it runs with.
 # Usage: bench/gpu-frames-variants.sh <prepared folder> <output dir> "<name> [VAR=value ...]"...
-# e.g.   bench/gpu-frames-variants.sh .carry/a "$OUT" "off DRAMA3_L2_PREFETCH=off" "on" "off DRAMA3_L2_PREFETCH=off" "on"
+# e.g.   bench/gpu-frames-variants.sh .carry/gpu OUT "level DRAMA3_TAIL_PRIORITY=level" "shipped" "level DRAMA3_TAIL_PRIORITY=level" "shipped"
 set -uo pipefail
 if [ "$#" -lt 3 ]; then
   echo "usage: $0 <prepared folder> <output dir> \"<name> [VAR=value ...]\"..." >&2
