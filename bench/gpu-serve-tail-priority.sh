@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The serve bench twice on one written full checkpoint: as shipped (a step of up to 8 lanes runs its tail a priority
+# The serve bench twice on one written full checkpoint: as shipped (a step of up to 16 lanes runs its tail a priority
 # below its head) and with every tail at the step's priority (DRAMA3_TAIL_PRIORITY=level). Only the first run writes
 # the checkpoint; the second reads it with the page cache as the first left it, so its load time is not a disk figure.
 # Usage: bench/gpu-serve-tail-priority.sh <prepared folder> <output dir>   (the folder from scripts/device/prepare.ts)

@@ -397,7 +397,7 @@ describe('step graphs', () => {
     assert.equal(backend.stepGraphStats().replays, 4);
   });
 
-  test('a step of up to 8 rows queues its tail a priority below the step, a larger one level with it', () => {
+  test('a step of up to 16 rows queues its tail a priority below the step, a larger one level with it', () => {
     const { backend } = fakeBackend();
     const asked: string[] = [];
     Object.assign(backend.cuda, {
@@ -407,8 +407,8 @@ describe('step graphs', () => {
       },
     });
     for (const rows of [1, 2, 4, 8, 16, 32, 64]) backend.tail(() => {}, rows);
-    assert.deepEqual(asked, ['below', 'below', 'below', 'below', 'level', 'level', 'level']);
-    assert.equal(TAIL_BELOW_MOST_ROWS, 8);
+    assert.deepEqual(asked, ['below', 'below', 'below', 'below', 'below', 'level', 'level']);
+    assert.equal(TAIL_BELOW_MOST_ROWS, 16);
   });
 
   test('an op that refuses its arguments refuses the same way inside a recording', () => {

@@ -54,7 +54,7 @@ const SPLIT_ROWS = 64;
 /** Scratch name of the GEMM's split-K partials (shared by every linear: they run one after another). */
 export const LINEAR_WORKSPACE = 'linear.workspace';
 /** The largest step whose tail runs a priority below its head (where the context's priority leaves one below). */
-export const TAIL_BELOW_MOST_ROWS = 8;
+export const TAIL_BELOW_MOST_ROWS = 16;
 
 function invalid(code: string, message: string): DramaError {
   return new DramaError(code, message, { kind: 'internal' });
