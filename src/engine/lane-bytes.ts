@@ -4,9 +4,10 @@
 // prefill chunk + 1) rows each, whatever the requests on them use. A prompt row and a frame cost the same: each is
 // one K/V row of every backbone full-attention layer and every tower layer (text prompt rows run the tower too).
 import { elementBytes } from '../backend/cuda/tensors.ts';
-import { LANE_ENTRY, RAS_WINDOW, ROW_ENTRY, SEQUENCE_ENTRY } from '../backend/types.ts';
+import { RAS_WINDOW } from '../backend/types.ts';
 import type { CodecConfig } from '../codec/config.ts';
 import { laneStateBytes } from '../codec/cuda/lane-state.ts';
+import { callTableBytes } from '../model/call-tables.ts';
 import type { Drama3Config } from '../model/config.ts';
 import { tailInputWidth } from '../model/tower.ts';
 import type { LaneCapacity } from '../model/types.ts';
@@ -71,10 +72,9 @@ export function planBytes(config: Drama3Config, capacity: LaneCapacity, prefillC
   const rowsPerSlot = Math.max(capacity.rowsPerLane, prefillChunk + 1);
   const slabs = slots * laneStateBytesFor(bytes, rowsPerSlot);
   const width = recordWidth(config);
-  const tableRows = Math.max(prefillChunk, lanes);
-  const callTables = (tableRows * ROW_ENTRY + Math.max(tableRows, lanes) * SEQUENCE_ENTRY + lanes * LANE_ENTRY) * I32;
-  // The step tail's own tables (speech-model.ts): a row and a sequence a lane.
-  const tailTables = (lanes * ROW_ENTRY + lanes * SEQUENCE_ENTRY + lanes * LANE_ENTRY) * I32;
+  // The call tables (speech-model.ts): the plan's, and the step tail's own of a row and a sequence a lane.
+  const callTables = callTableBytes(Math.max(prefillChunk, lanes), lanes);
+  const tailTables = callTableBytes(lanes, lanes);
   // A prefill call's records and its rows' successors (the tower's codes), a step's input and frames, its tail's
   // frames; the tail's input rows.
   const records = (2 * prefillChunk * width + 3 * lanes * width) * I32 + lanes * tailInputWidth(config) * BF16;

@@ -38,6 +38,11 @@ export interface PrefillSequence {
   readonly count: number;
 }
 
+/** The bytes a CallTableSet of `maxRows` rows and `maxLanes` lanes allocates (its three int32 tables). */
+export function callTableBytes(maxRows: number, maxLanes: number): number {
+  return (maxRows * ROW_ENTRY + Math.max(maxRows, maxLanes) * SEQUENCE_ENTRY + maxLanes * LANE_ENTRY) * 4;
+}
+
 export class CallTableSet<B> {
   readonly rowTable: Tensor<B>;
   readonly sequenceTable: Tensor<B>;

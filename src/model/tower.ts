@@ -143,7 +143,7 @@ export class Tower<B> {
    * Runs `rows` tower rows at the call tables' slots and positions: backbone rows `hidden` [T, D] with the codes of
    * `records` [T, 1 + K] (−1 masked). With `draw` (a frame step), each per-codebook layer's head is sampled into
    * records[b][1 + codebook + 1] before the next layer reads it. `part` runs layers [from, to) only (`hidden` is then
-   * the output of layer from − 1, or the backbone's rows when from is 0) and returns the last layer's output.
+   * the output of layer from − 1, or the backbone's rows when from is 0); a layer's output is at output(index).
    */
   run(
     slabs: readonly KeyValueSlab<B>[],
@@ -153,7 +153,7 @@ export class Tower<B> {
     rows: number,
     draw?: TowerDraw<B>,
     part: TowerPart = { from: 0, to: this.layers.length, buffers: 'head' },
-  ): B {
+  ): void {
     const { backend, audio } = this;
     const pool = this.pools[part.buffers];
     const d = this.config.hiddenSize;
@@ -191,6 +191,5 @@ export class Tower<B> {
         backend.sampleCode(logits, audio.codebookSize, layer.codebook + 1, draw.sampler, records, draw.batch);
       }
     }
-    return input;
   }
 }

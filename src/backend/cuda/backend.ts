@@ -117,6 +117,8 @@ export class CudaBackend implements Backend<CudaBuffer> {
   private allocated = 0;
   /** While a step's tail is enqueued (tail()): its recordings are not timed. */
   private inTail = false;
+  /** DRAMA3_TAIL_PRIORITY: `level` never puts a tail below its step, `below` always, unset by TAIL_BELOW_MOST_ROWS. */
+  private readonly tailPriority = process.env.DRAMA3_TAIL_PRIORITY;
   private readonly linearWorkspace = (bytes: number) => this.scratch.bytes(LINEAR_WORKSPACE, bytes);
 
   constructor(context: CudaContext | CudaBackendOptions = {}) {
@@ -634,7 +636,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
       untimed();
       return;
     }
-    const setting = process.env.DRAMA3_TAIL_PRIORITY;
+    const setting = this.tailPriority;
     const below = setting === 'below' || (setting !== 'level' && rows <= TAIL_BELOW_MOST_ROWS);
     this.cuda.tail(() => this.scratch.within('tail.', untimed), below);
   }

@@ -4,9 +4,10 @@
 // Recording runs nothing, so a recording that fails (an op that needs to grow scratch, which synchronises) leaves the
 // device untouched: the step then runs directly, once, and the next call records with the grown buffers.
 // Each launch of a held recording sits between two timing events (a step's tail, which runs beside the next step, is
-// not timed): the device's own time in the step, apart from the host's and from work queued before it. Two pairs take turns, so that launching a step never waits for the one
-// before it (the scheduler queues step t + 1 while step t runs); a pair is read when its turn comes round again, and
-// the stats add the pairs whose replay has finished without waiting for one still running.
+// not timed): the device's own time in the step, apart from the host's and from work queued before it. Two pairs
+// take turns, so that launching a step never waits for the one before it (the scheduler queues step t + 1 while
+// step t runs); a pair is read when its turn comes round again, and the stats add the pairs whose replay has finished
+// without waiting for one still running.
 import type { StepGraphStats } from '../types.ts';
 import type { CudaContext } from './context.ts';
 import type { Handle } from './driver.ts';
