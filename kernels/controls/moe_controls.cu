@@ -16,11 +16,7 @@
 //                                      then depend on the call it is in                (batch-invariance gate)
 //                                      (not an fp32 accumulator: products of two bf16 values are exact in fp32 and
 //                                      their sums nearly always are, so its bits would rarely change)
-//   control_moe_down_combine_counter_kept  down GEMM + combine whose last block of a column chunk combines but never
-//                                      resets the chunk's arrival counter, so the next launch combines nothing
-//                                                                                     (poisoned-output gate, repeats)
 #include "common.cuh"
-#include "moe_down_combine.cuh"
 #include "moe_fp8.cuh"
 #include "moe_fp8_wide.cuh"
 
@@ -109,15 +105,4 @@ extern "C" __global__ void control_moe_combine_batched_order(bf16* out, const bf
     total += scale * (double)to_float(shared[row * hidden + column]);
     out[row * hidden + column] = to_bf16(__double2float_rn(total));
   }
-}
-
-extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
-    control_moe_down_combine_counter_kept(bf16* out, bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
-                                          const int* pair_slots, const int* tiles, const int* tile_count,
-                                          const int* expert_ids, const float* expert_weights, const bf16* shared,
-                                          const bf16* shared_gate, int* arrivals, int rows, int top_k, int experts,
-                                          int hidden, int intermediate, int groups_walked) {
-  KERNEL_PROLOGUE();
-  down_fp8_combine(out, y, h, w, w_scales, pair_slots, tiles, tile_count, expert_ids, expert_weights, shared,
-                   shared_gate, arrivals, rows, top_k, experts, hidden, intermediate, groups_walked, true);
 }

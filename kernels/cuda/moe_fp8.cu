@@ -25,7 +25,6 @@
 // and 4 from MOE_WALK_ROWS rows on (the tile's rows staged or quantised once for 4 groups, the weights streamed through
 // a ring). Either way a pair's result depends only on its own row and the expert's weights, never on the tile's other
 // pairs (padding is zero) or on how many groups a block walks.
-#include "moe_down_combine.cuh"
 #include "moe_fp8.cuh"
 #include "moe_fp8_wide.cuh"
 
@@ -44,18 +43,6 @@ extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
   KERNEL_PROLOGUE();
   down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, groups_walked, TILE_PAIRS,
            E4M3_MAXIMUM);
-}
-
-// The down GEMM, then the combine with the shared expert by each column chunk's last block (moe_down_combine.cuh):
-// out as moe_combine writes it, y as moe_down_fp8 writes it.
-extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
-    moe_down_fp8_combine(bf16* out, bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
-                         const int* pair_slots, const int* tiles, const int* tile_count, const int* expert_ids,
-                         const float* expert_weights, const bf16* shared, const bf16* shared_gate, int* arrivals,
-                         int rows, int top_k, int experts, int hidden, int intermediate, int groups_walked) {
-  KERNEL_PROLOGUE();
-  down_fp8_combine(out, y, h, w, w_scales, pair_slots, tiles, tile_count, expert_ids, expert_weights, shared,
-                   shared_gate, arrivals, rows, top_k, experts, hidden, intermediate, groups_walked, false);
 }
 
 // The same GEMMs on wide tiles of up to 64 pairs (moe_fp8_wide.cuh): the same bits, for calls of many rows.

@@ -221,13 +221,12 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
       return allocation;
     },
     synchronize: () => log.synchronizations++,
-    // The side part's calls are marked, then the main part's follow, then the join: what waits for both comes after it.
+    // The side part's calls are marked, then the main part's follow: the order one stream would see.
     alongside(side: () => void, main: () => void) {
       const first = log.calls.length;
       side();
       for (let index = first; index < log.calls.length; index++) log.calls[index] = `side: ${log.calls[index]}`;
       main();
-      log.calls.push('join');
     },
   } as unknown as CudaContext;
   const cache = new WeakMap<object, unknown>();
@@ -320,21 +319,17 @@ test('an FP8 MoE call queues shared expert, router with quantiser and grouping, 
   );
   // The table is freed once the launches that read it are done.
   assert.ok(log.synchronizations >= 1);
-  // At 7 rows the down GEMM combines in its last blocks, after the shared expert has joined.
   assert.deepEqual(log.calls, [
     ...SHARED_CALLS,
     'router_top_k_quantize',
     'moe_gate_up_fp8',
-    'join',
-    'moe_down_fp8_combine',
+    'moe_down_fp8',
+    'moe_combine',
   ]);
   assert.deepEqual(log.grids.get('moe_gate_up_fp8'), [[moeMaxTiles(rows * 8, 256), 64, 1]]);
   // One block per tile and 8 of the 128 sixteen-row weight groups, in one dimension.
-  assert.deepEqual(log.grids.get('moe_down_fp8_combine'), [[moeMaxTiles(rows * 8, 256) * 16, 1, 1]]);
-  // Its arrival counters: one scratch buffer (zeroed when allocated, left at zero), the same in every call.
-  const counters = () => pointerArguments(log, 'moe_down_fp8_combine', 12);
-  assert.equal(counters().length, 1);
-  assert.notEqual(counters()[0], 0n);
+  assert.deepEqual(log.grids.get('moe_down_fp8'), [[moeMaxTiles(rows * 8, 256) * 16, 1, 1]]);
+  assert.deepEqual(log.grids.get('moe_combine'), [[rows, 1, 1]]);
   // x [rows, 2048] for gate|up quantised and the choices grouped by the router's launch, one block a row; h quantised
   // inside the down GEMM.
   assert.deepEqual(log.grids.get('router_top_k_quantize'), [[rows, 1, 1]]);
@@ -348,28 +343,6 @@ test('an FP8 MoE call queues shared expert, router with quantiser and grouping, 
   assert.equal(arrivals.length, 2);
   assert.notEqual(arrivals[0], 0);
   assert.equal(arrivals[1], arrivals[0]);
-  assert.deepEqual(new Set(counters()).size, 1);
-});
-
-test('an FP8 MoE call of 8 rows or more runs the down GEMM and the combine as two launches after the join', () => {
-  for (const [rows, apart] of [
-    [8, undefined],
-    [1, 'apart'],
-  ] as const) {
-    const { ctx, log } = recordingContext();
-    const saved = process.env.DRAMA3_MOE_DOWN_COMBINE;
-    if (apart) process.env.DRAMA3_MOE_DOWN_COMBINE = apart;
-    try {
-      runMoe(ctx, moeWeights(), buffer('bf16', rows * 2048), buffer('bf16', rows * 2048), rows);
-    } finally {
-      if (saved === undefined) delete process.env.DRAMA3_MOE_DOWN_COMBINE;
-      else process.env.DRAMA3_MOE_DOWN_COMBINE = saved;
-    }
-    assert.deepEqual(log.calls.slice(-4), ['moe_gate_up_fp8', 'moe_down_fp8', 'join', 'moe_combine'], `${rows} rows`);
-    // 8 rows walk 4 weight groups a warp: 4 blocks a tile.
-    assert.deepEqual(log.grids.get('moe_down_fp8'), [[moeMaxTiles(rows * 8, 256) * (rows >= 8 ? 4 : 16), 1, 1]]);
-    assert.deepEqual(log.grids.get('moe_combine'), [[rows, 1, 1]]);
-  }
 });
 
 test('a bf16 MoE call runs the bf16 grouped GEMMs on x itself, without the quantiser', () => {
@@ -382,7 +355,7 @@ test('a bf16 MoE call runs the bf16 grouped GEMMs on x itself, without the quant
     [512, 8, 1],
   ]);
   assert.equal(log.grids.get('moe_gather_words'), undefined);
-  assert.deepEqual(log.calls.slice(-5), ['router_top_k', 'moe_gate_up_bf16', 'moe_down_bf16', 'join', 'moe_combine']);
+  assert.deepEqual(log.calls.slice(-4), ['router_top_k', 'moe_gate_up_bf16', 'moe_down_bf16', 'moe_combine']);
   assert.ok(!log.calls.includes('quantize_e4m3_rows'));
   // The router's launch groups: its counter (argument 6) is the scratch one, not null.
   assert.notEqual(koffi.decode(log.parameters.get('router_top_k')![0]![6]!, 'uint64_t'), 0);

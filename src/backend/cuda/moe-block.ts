@@ -7,8 +7,7 @@
 //   expert id with bf16 weights, adds sigmoid(gate) · shared, in fp64, and rounds fp64 → fp32 → bf16 (moe_route.cu).
 //   With FP8 experts: the shared expert's gate|up (with the router's and its gate's logits) and SwiGLU; then its down
 //   projection on the side stream beside router + quantiser + grouping, gate|up, down (CudaContext.alongside); then
-//   the combine. At a few rows (moeDownCombineFused) the side stream joins before the down GEMM, whose last blocks
-//   combine. Each fused launch writes the bits of the separate ones it replaced (the same device functions,
+//   the combine. Each fused launch writes the bits of the separate ones it replaced (the same device functions,
 //   integer tables, the same quantiser), and the side stream changes no launch's inputs, so no bit.
 // Where the device differs from the cpu below a bf16 rounding: the softmax's exp and sums are fp32 (the cpu's are
 // fp64, each probability then rounded to fp32), the renormalised weights are fp32 quotients, and the expert GEMMs
@@ -20,16 +19,7 @@ import type { MoeWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
 import { type PackedExperts, packExperts } from './moe-experts.ts';
 import { type MoeGeometry, moeGeometry } from './moe-geometry.ts';
-import {
-  moeCombine,
-  moeDownArrivalsBytes,
-  moeDownCombineFp8,
-  moeDownCombineFused,
-  moeExpertsBf16,
-  moeExpertsFp8,
-  moeGateUpFp8,
-  moeGroupingBytes,
-} from './ops/moe.ts';
+import { moeCombine, moeExpertsBf16, moeExpertsFp8, moeGroupingBytes } from './ops/moe.ts';
 import { type RouterGrouping, routerTopK } from './ops/router.ts';
 import { routerTopKQuantize } from './ops/routerQuantize.ts';
 import { swiGluHidden } from './swiglu-block.ts';
@@ -129,9 +119,6 @@ export function runMoe(
     hidden: g.hidden,
     intermediate: g.intermediate,
   };
-  // FP8 experts at a few rows: the down GEMM's last blocks combine (moe_down_fp8_combine), so the shared expert joins
-  // before the down GEMM instead of before a combine launch.
-  const downCombine = packed.format === 'fp8' && moeDownCombineFused(rows);
   const routedExperts = () => {
     if (packed.format === 'fp8') {
       const quantized = scratch.bytes('moe.quantized', rows * g.hidden);
@@ -139,9 +126,7 @@ export function runMoe(
       // x is quantised for the gate|up GEMM and the choices grouped by the router's launch: two launches fewer, the
       // same bits.
       routerTopKQuantize(cuda, { ...routed, ...routing, q: quantized, scales, x: x.pointer, cols: g.hidden });
-      const experts = { ...common, quantized, scales, weights: packed.weights };
-      if (downCombine) moeGateUpFp8(cuda, experts);
-      else moeExpertsFp8(cuda, { ...experts, combine: false });
+      moeExpertsFp8(cuda, { ...common, quantized, scales, weights: packed.weights, combine: false });
     } else {
       routerTopK(cuda, { ...routed, ...routing });
       moeExpertsBf16(cuda, { ...common, x: x.pointer, weights: packed.weights, combine: false });
@@ -151,10 +136,5 @@ export function runMoe(
   // the routed experts (its GEMM's workspace is the linears' own, which the routed kernels never touch), and the
   // combine waits for both.
   cuda.alongside(() => ctx.linear(sharedHidden, weights.shared.down, sharedOut, rows), routedExperts);
-  if (downCombine && packed.format === 'fp8') {
-    const arrivals = scratch.bytes('moe.downArrivals', moeDownArrivalsBytes(g.hidden));
-    moeDownCombineFp8(cuda, { ...common, expertOut: common.expertOut, arrivals, weights: packed.weights });
-  } else {
-    moeCombine(cuda, common);
-  }
+  moeCombine(cuda, common);
 }

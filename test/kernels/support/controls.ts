@@ -30,7 +30,6 @@ import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmFp32Case, gemmSegmentsCase } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import {
-  moeDownCombineFp8Case,
   moeDownFp8Case,
   moeDownFp8WideCase,
   moeGateUpFp8Case,
@@ -187,13 +186,6 @@ export const controls: readonly Control[] = [
       'groups nothing',
     kernelCase: routerQuantizeCase,
     kernel: { family: 'router_quantize_controls', name: 'control_router_group_counter_kept' },
-  },
-  {
-    description:
-      "kept counter: the fused down + combine's last block of a column chunk combines but never resets the chunk's " +
-      'arrival counter, so the next launch combines nothing',
-    kernelCase: moeDownCombineFp8Case,
-    kernel: { family: 'moe_controls', name: 'control_moe_down_combine_counter_kept' },
   },
   {
     description: "wrong scale: the grouped down GEMM's in-kernel quantiser of h scales by amax/447 instead of amax/448",

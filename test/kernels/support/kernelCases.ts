@@ -43,7 +43,6 @@ import { moeBlockBf16Case } from './moeBf16Cases.ts';
 import {
   moeBlockFp8Case,
   moeCombineCase,
-  moeDownCombineFp8Case,
   moeDownFp8Case,
   moeDownFp8WideCase,
   moeGateUpFp8Case,
@@ -98,7 +97,6 @@ export const kernelCases: readonly KernelCase[] = [
   moeGateUpFp8WideCase,
   moeDownFp8WideCase,
   moeCombineCase,
-  moeDownCombineFp8Case,
   moeBlockFp8Case,
   moeBlockBf16Case,
   moePackCase,

@@ -13,8 +13,6 @@ import {
   type MoeGroupsWalked,
   type MoeTiling,
   moeCombine,
-  moeDownArrivalsBytes,
-  moeDownCombineFp8,
   moeDownFp8,
   moeExpertsFp8,
   moeGateUpFp8,
@@ -187,105 +185,6 @@ function combineShape(o: ShapeOptions): ShapeCase {
   };
 }
 
-/** The down GEMM's inputs for a scenario: h drawn, NaN/±Inf planted in h and (plantScenario) the shared expert. */
-function downCombineScenario(random: Random, o: ShapeOptions, nonFinite: boolean) {
-  const { experts, s } = scenarioFor(random, o, nonFinite);
-  const g = o.geometry;
-  const h = randomBf16(random, s.rows * g.topK * g.intermediate, 0.3);
-  if (nonFinite) {
-    plant(h, 0, Number.POSITIVE_INFINITY);
-    if (s.rows > 1) plant(h, g.intermediate + 200, Number.NaN);
-  }
-  return { experts, s, h };
-}
-
-function downCombineInputs(experts: Fp8Experts, s: Scenario, h: Bf16Tensor) {
-  return {
-    ids: s.ids,
-    weights: s.weights,
-    h,
-    shared: s.shared,
-    sharedGate: s.sharedGate,
-    // Zero when uploaded: a correct launch leaves every counter at zero for the next repeat or graph replay.
-    downArrivals: new Int32Array(moeDownArrivalsBytes(s.geometry.hidden) / 4),
-    ...weightInputs(experts),
-  };
-}
-
-function downCombineOutputs(s: Scenario) {
-  const g = s.geometry;
-  return [
-    ...groupingOutputs(s.rows, g),
-    { name: 'y', kind: 'bf16', count: s.rows * g.topK * g.hidden },
-    { name: 'out', kind: 'bf16', count: s.rows * g.hidden },
-  ] as const;
-}
-
-/** The fused launch (moe_down_fp8_combine), or with `apart` the down GEMM and moe_combine as two launches. */
-function runDownCombine(s: Scenario, apart: boolean) {
-  const g = s.geometry;
-  return (cuda: CudaContext, p: Pointers, kernel: KernelName | undefined) => {
-    groupDrawnIds(cuda, p, s);
-    const a = {
-      ...groupingPointers(p),
-      out: p.out!,
-      expertOut: p.y!,
-      h: p.h!,
-      expertIds: p.ids!,
-      expertWeights: p.weights!,
-      sharedOut: p.shared!,
-      sharedGate: p.sharedGate!,
-      weights: weightPointers(p),
-      rows: s.rows,
-      topK: g.topK,
-      experts: g.experts,
-      hidden: g.hidden,
-      intermediate: g.intermediate,
-    };
-    if (apart) {
-      moeDownFp8(cuda, { ...a, y: p.y! });
-      moeCombine(cuda, a);
-    } else {
-      moeDownCombineFp8(cuda, { ...a, arrivals: p.downArrivals! }, { kernel });
-    }
-  };
-}
-
-function downCombineShape(o: ShapeOptions): ShapeCase {
-  return {
-    label: label('down + combine', o.geometry, o.rows, o.skewed ?? false),
-    prepare(random, nonFinite): Prepared {
-      const { experts, s, h } = downCombineScenario(random, o, nonFinite);
-      return {
-        inputs: downCombineInputs(experts, s, h),
-        outputs: downCombineOutputs(s),
-        // Each stage from the device's own input to it: y from h, the combine from the device's y.
-        reference: (device) => ({
-          ...groupingReference(s.ids, s.geometry),
-          y: referenceY(experts, s, h.values),
-          out: referenceOut(s, device.y!, s.shared.values, s.sharedGate.values),
-        }),
-        run: runDownCombine(s, false),
-      };
-    },
-  };
-}
-
-/** The fused launch against the two launches, byte for byte. */
-function downCombineAgrees(o: ShapeOptions): EquivalenceCase {
-  return {
-    label: label('down + combine, one launch and two agree', o.geometry, o.rows, o.skewed ?? false),
-    prepare(random) {
-      const { experts, s, h } = downCombineScenario(random, o, false);
-      return {
-        inputs: downCombineInputs(experts, s, h),
-        outputs: downCombineOutputs(s),
-        runs: { 'one launch': runDownCombine(s, false), 'two launches': runDownCombine(s, true) },
-      };
-    },
-  };
-}
-
 function blockPrepared(
   experts: Fp8Experts,
   s: Scenario,
@@ -302,7 +201,6 @@ function blockPrepared(
       scales: s.x.scales,
       shared: s.shared,
       sharedGate: s.sharedGate,
-      downArrivals: new Int32Array(moeDownArrivalsBytes(g.hidden) / 4),
       ...weightInputs(experts),
     },
     outputs: [
@@ -340,8 +238,6 @@ function blockPrepared(
           hidden: g.hidden,
           intermediate: g.intermediate,
           tiling,
-          // The launcher's choice: down and combine as one launch at 1 to 7 rows, two at more.
-          downArrivals: p.downArrivals!,
         },
         kernel,
       );
@@ -467,24 +363,6 @@ export const moeCombineCase: KernelCase = {
   bound: BF16_ONE_ROUNDING_BOUND,
   ulps: 2,
   shapes: [real(1), real(7), real(64), real(257), small(257)].map(combineShape),
-};
-
-/**
- * The down GEMM with the combine in its last blocks: y as the down case holds it, out as the combine case does (from
- * the device's own y), and both byte for byte with the two launches, at the rows the block fuses them (1 to 7, a
- * column chunk of 128) and at more (16 and 64 rows: chunks of 512, rows combined 16 at a time).
- */
-export const moeDownCombineFp8Case: KernelCase = {
-  name: 'moe down fp8 + combine (one launch, the last block of a column chunk combines it)',
-  bound: BF16_ONE_ROUNDING_BOUND,
-  ulps: 2,
-  shapes: [real(1), real(7), real(16), small(64)].map(downCombineShape),
-  equivalences: [
-    downCombineAgrees(real(1)),
-    downCombineAgrees(real(7)),
-    downCombineAgrees(real(24, true)),
-    downCombineAgrees(small(64)),
-  ],
 };
 
 export const moeBlockFp8Case: KernelCase = {

@@ -15,7 +15,6 @@ export const MOE_GROUP_KERNEL: KernelName = { family: 'moe_route', name: 'moe_gr
 export const MOE_COMBINE_KERNEL: KernelName = { family: 'moe_route', name: 'moe_combine' };
 export const MOE_GATE_UP_FP8_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_gate_up_fp8' };
 export const MOE_DOWN_FP8_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_down_fp8' };
-export const MOE_DOWN_FP8_COMBINE_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_down_fp8_combine' };
 export const MOE_GATE_UP_FP8_WIDE_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_gate_up_fp8_wide' };
 export const MOE_DOWN_FP8_WIDE_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_down_fp8_wide' };
 export const MOE_GATE_UP_BF16_KERNEL: KernelName = { family: 'moe_bf16', name: 'moe_gate_up_bf16' };
@@ -300,78 +299,6 @@ export function moeCombine(
   launch(cuda, MOE_COMBINE_KERNEL, { grid: [a.rows, 1, 1], block: [COMBINE_THREADS, 1, 1] }, args, options);
 }
 
-/**
- * Calls of at most this many rows run the down GEMM and the combine as one launch (moe_down_fp8_combine: each column
- * chunk's last block combines it, the same bits as the two launches). At more rows the combining block would sum a
- * wide chunk for every row alone, where moe_combine spreads the rows over blocks.
- */
-export const MOE_DOWN_COMBINE_MOST_ROWS = MOE_WALK_ROWS - 1;
-
-/** Whether a call of `rows` rows runs moe_down_fp8_combine; `DRAMA3_MOE_DOWN_COMBINE=apart` never (to measure against). */
-export function moeDownCombineFused(rows: number): boolean {
-  return rows <= MOE_DOWN_COMBINE_MOST_ROWS && process.env.DRAMA3_MOE_DOWN_COMBINE !== 'apart';
-}
-
-/** The fused launch's arrival counters: one int32 a column chunk (hidden / 128 at most). */
-export function moeDownArrivalsBytes(hidden: number): number {
-  return (hidden / 128) * 4;
-}
-
-/**
- * The FP8 down GEMM on narrow tiles and the combine with the shared expert in one launch: `expertOut` as moeDownFp8
- * writes it, `out` as moeCombine writes it. `arrivals` (moeDownArrivalsBytes) is zero when allocated and left at zero.
- */
-export function moeDownCombineFp8(
-  cuda: CudaContext,
-  a: MoeGrouping & {
-    out: DevicePointer;
-    expertOut: DevicePointer;
-    h: DevicePointer;
-    expertIds: DevicePointer;
-    expertWeights: DevicePointer;
-    sharedOut: DevicePointer;
-    sharedGate: DevicePointer;
-    arrivals: DevicePointer;
-    weights: MoeFp8Weights;
-    rows: number;
-    topK: number;
-    experts: number;
-    hidden: number;
-    intermediate: number;
-    groupsWalked?: MoeGroupsWalked;
-  },
-  options: LaunchOptions = {},
-): void {
-  requireRouting(a.rows, a.topK, a.experts);
-  requireFp8Dimension(a.hidden, 'hidden');
-  requireFp8Dimension(a.intermediate, 'intermediate');
-  const blocks = a.intermediate / 128;
-  const sharedBytes = MOE_TILE_PAIRS * (a.intermediate + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4;
-  const walked = groupsWalked(a.rows, a.groupsWalked);
-  const args = new KernelArguments(19)
-    .pointer(a.out)
-    .pointer(a.expertOut)
-    .pointer(a.h)
-    .pointer(a.weights.down)
-    .pointer(a.weights.downScales)
-    .pointer(a.pairSlots)
-    .pointer(a.tiles)
-    .pointer(a.tileCount)
-    .pointer(a.expertIds)
-    .pointer(a.expertWeights)
-    .pointer(a.sharedOut)
-    .pointer(a.sharedGate)
-    .pointer(a.arrivals)
-    .int32(a.rows)
-    .int32(a.topK)
-    .int32(a.experts)
-    .int32(a.hidden)
-    .int32(a.intermediate)
-    .int32(walked);
-  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / DOWN_WARPS / walked), 1, 1] as const;
-  launch(cuda, MOE_DOWN_FP8_COMBINE_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
-}
-
 /** Each warp sums a quarter of K in 64-column steps; rows of the tile in shared memory stay under 48 KiB. */
 function requireBf16Dimension(value: number, name: string): void {
   requireCount(value, name, GEMM_WARPS * 64, FP8_MAX_DIMENSION);
@@ -481,14 +408,12 @@ export interface MoeKernels {
   readonly gateUp?: KernelName;
   readonly down?: KernelName;
   readonly combine?: KernelName;
-  /** The fused down + combine; a down or combine override runs the two launches instead. */
-  readonly downCombine?: KernelName;
 }
 
 /**
  * The routed-expert part of the MoE block on one stream, after the router's grouping: gate|up + SwiGLU, down (h
- * quantised inside it), combine; down and combine as one launch where moeDownCombineFused says so and `downArrivals`
- * is given. `h` ([rows · topK, I] bf16) and `expertOut` ([rows · topK, H] bf16) are scratch the caller owns.
+ * quantised inside it), combine. `h` ([rows · topK, I] bf16) and `expertOut` ([rows · topK, H] bf16) are scratch the
+ * caller owns.
  */
 export function moeExpertsFp8(
   cuda: CudaContext,
@@ -512,24 +437,11 @@ export function moeExpertsFp8(
     combine?: boolean;
     /** Absent: the launchers' choice by row count (the contract asks for wide tiles at every row count). */
     tiling?: MoeTiling;
-    /** The fused down + combine's arrival counters (moeDownArrivalsBytes); absent: the two launches at every row count. */
-    downArrivals?: DevicePointer;
   },
   kernels: MoeKernels = {},
   options: LaunchOptions = {},
 ): void {
   moeGateUpFp8(cuda, a, { ...options, kernel: kernels.gateUp });
-  const fused =
-    a.combine !== false &&
-    a.downArrivals !== undefined &&
-    kernels.down === undefined &&
-    kernels.combine === undefined &&
-    tilingFor(a.rows, a.tiling) === 'narrow' &&
-    moeDownCombineFused(a.rows);
-  if (fused) {
-    moeDownCombineFp8(cuda, { ...a, arrivals: a.downArrivals! }, { ...options, kernel: kernels.downCombine });
-    return;
-  }
   moeDownFp8(cuda, { ...a, y: a.expertOut }, { ...options, kernel: kernels.down });
   if (a.combine !== false) moeCombine(cuda, a, { ...options, kernel: kernels.combine });
 }
