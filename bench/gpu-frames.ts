@@ -11,7 +11,7 @@
 // DRAMA3_FRAMES_ROWS_PER_LANE=16384 plans each lane for that many rows, as serving plans lanes for what the device
 // holds, where the run needs a few hundred (kernels sized by the plan's capacity, such as attention's split grid).
 // DRAMA3_DEPENDENT_LAUNCH=off launches every kernel without programmatic dependent launch (to measure what it gives).
-// DRAMA3_TAIL_STREAM=off runs each step's tail where it is queued instead of beside the next step's head;
+// DRAMA3_TAIL_STREAM=off runs each step's tail where it is queued instead of beside the next step's head.
 // The streams run at serving's priority (DRAMA3_STEP_PRIORITY=normal: the driver's default); steps of up to 16 rows run
 // their tail a priority lower (DRAMA3_TAIL_PRIORITY=level: never, =below: every step's).
 // short: the full widths with 4 backbone layers, 64 experts and 1 shared tower layer (a quick check of the run).

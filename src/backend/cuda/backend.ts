@@ -636,8 +636,7 @@ export class CudaBackend implements Backend<CudaBuffer> {
       untimed();
       return;
     }
-    const setting = this.tailPriority;
-    const below = setting === 'below' || (setting !== 'level' && rows <= TAIL_BELOW_MOST_ROWS);
+    const below = this.tailPriority === 'below' || (this.tailPriority !== 'level' && rows <= TAIL_BELOW_MOST_ROWS);
     this.cuda.tail(() => this.scratch.within('tail.', untimed), below);
   }
 
