@@ -38,10 +38,6 @@ extern "C" __global__ void delta_net_conv_silu_bf16(bf16* out, long long out_row
   conv_silu<FAULT_NONE>(out, out_row_stride, x, x_row_stride, weight, conv_state, sequences, channels);
 }
 
-// a_log and dt_bias as the checkpoint stores them (fp32 or bf16, widened exactly).
-__device__ __forceinline__ float parameter(const float* values, int index) { return values[index]; }
-__device__ __forceinline__ float parameter(const bf16* values, int index) { return to_float(values[index]); }
-
 template <typename Parameter>
 __device__ __forceinline__ void gates(float* g, float* beta, const bf16* b, const bf16* a, long long row_stride,
                                       const Parameter* a_log, const Parameter* dt_bias, int rows, int value_heads) {
@@ -49,11 +45,8 @@ __device__ __forceinline__ void gates(float* g, float* beta, const bf16* b, cons
   if (index >= (long long)rows * value_heads) return;
   const long long row = index / value_heads;
   const int head = (int)(index - row * value_heads);
-  const float shifted = to_float(a[row * row_stride + head]) + parameter(dt_bias, head);
-  const float softplus = shifted > 20.0f ? shifted : log1pf(expf(shifted));
-  g[index] = -expf(parameter(a_log, head)) * softplus;
-  // beta is rounded to bf16 (sigmoid of a bf16 b, as torch forms it and the cpu bf16 path rounds it); g stays fp32.
-  beta[index] = to_float(to_bf16(1.0f / (1.0f + expf(-to_float(b[row * row_stride + head])))));
+  const float a_value = to_float(a[row * row_stride + head]);
+  gate_values(to_float(b[row * row_stride + head]), a_value, a_log, dt_bias, head, g[index], beta[index]);
 }
 
 extern "C" __global__ void delta_net_gates_f32(float* g, float* beta, const bf16* b, const bf16* a,

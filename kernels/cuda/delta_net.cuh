@@ -22,6 +22,17 @@ constexpr int CONV_WIDTH = 4;
 constexpr int CONV_HISTORY = CONV_WIDTH - 1;
 constexpr int CONV_ROWS_PER_TILE = 8;
 
+// One output of the conv + SiLU: Σ_j w[j]·in[t−3+j] in j order (the first product rounded, each later one fused into
+// the sum), SiLU in fp32, one rounding to bf16. conv_silu and the DeltaNet combine (delta_net_combine.cuh) share it.
+__device__ __forceinline__ bf16 conv_silu_value(const float (&w)[CONV_WIDTH], const float (&history)[CONV_HISTORY],
+                                                float current) {
+  float sum = w[0] * history[0];
+#pragma unroll
+  for (int j = 1; j < CONV_HISTORY; j++) sum = fmaf(w[j], history[j], sum);
+  sum = fmaf(w[CONV_HISTORY], current, sum);
+  return to_bf16(silu(sum));
+}
+
 // One thread per channel of one row tile of one sequence. Every output is Σ_j w[c][j]·in[t−3+j] in j order, so a row's
 // result does not depend on the tile, the call or the chunk it is in.
 template <int FAULT>
@@ -49,11 +60,7 @@ __device__ __forceinline__ void conv_silu(bf16* out, long long out_row_stride, c
     for (int j = 0; j < CONV_HISTORY; j++) history[j] = input(start - CONV_HISTORY + j);
     for (int t = start; t < end; t++) {
       const float current = input(t);
-      float sum = w[0] * history[0];
-#pragma unroll
-      for (int j = 1; j < CONV_HISTORY; j++) sum = fmaf(w[j], history[j], sum);
-      sum = fmaf(w[CONV_HISTORY], current, sum);
-      out[(long long)(sequence.first_row + t) * out_row_stride + channel] = to_bf16(silu(sum));
+      out[(long long)(sequence.first_row + t) * out_row_stride + channel] = conv_silu_value(w, history, current);
 #pragma unroll
       for (int j = 0; j + 1 < CONV_HISTORY; j++) history[j] = history[j + 1];
       history[CONV_HISTORY - 1] = current;
@@ -67,6 +74,22 @@ __device__ __forceinline__ void conv_silu(bf16* out, long long out_row_stride, c
   for (int j = 0; j < CONV_HISTORY; j++) next[j] = input(sequence.row_count - CONV_HISTORY + j);
 #pragma unroll
   for (int j = 0; j < CONV_HISTORY; j++) state[(long long)j * channels] = to_bf16(next[j]);
+}
+
+// a_log and dt_bias as the checkpoint stores them (fp32 or bf16, widened exactly).
+__device__ __forceinline__ float parameter(const float* values, int index) { return values[index]; }
+__device__ __forceinline__ float parameter(const bf16* values, int index) { return to_float(values[index]); }
+
+// One (row, value head)'s gates from its bf16 b and a: g = −exp(A_log)·softplus(a + dt_bias) (torch's softplus:
+// linear above 20) in fp32; beta = sigmoid(b) rounded to bf16 (as torch forms it and the cpu bf16 path rounds it),
+// kept in fp32. delta_net_gates and the DeltaNet combine share it.
+template <typename Parameter>
+__device__ __forceinline__ void gate_values(float b, float a, const Parameter* a_log, const Parameter* dt_bias,
+                                            int head, float& g, float& beta) {
+  const float shifted = a + parameter(dt_bias, head);
+  const float softplus = shifted > 20.0f ? shifted : log1pf(expf(shifted));
+  g = -expf(parameter(a_log, head)) * softplus;
+  beta = to_float(to_bf16(1.0f / (1.0f + expf(-b))));
 }
 
 constexpr int HEAD_DIM = 128;

@@ -259,6 +259,81 @@ test('Gated DeltaNet with fp32 A_log and dt_bias runs the fp32-parameter gates',
   assert.equal(launched[0]!.name, 'delta_net_gates_f32');
 });
 
+/** Runs `work` with DRAMA3_DELTA_NET_COMBINE set to `value` (unset with undefined), restoring it after. */
+function withDeltaNetCombine(value: string | undefined, work: () => void): void {
+  const previous = process.env.DRAMA3_DELTA_NET_COMBINE;
+  if (value === undefined) delete process.env.DRAMA3_DELTA_NET_COMBINE;
+  else process.env.DRAMA3_DELTA_NET_COMBINE = value;
+  try {
+    work();
+  } finally {
+    if (previous === undefined) delete process.env.DRAMA3_DELTA_NET_COMBINE;
+    else process.env.DRAMA3_DELTA_NET_COMBINE = previous;
+  }
+}
+
+/** The real launchers' launches of one DeltaNet block of `rows` rows in `sequences` sequences. */
+function deltaNetLaunches(rows: number, sequences: number, parameterDtype: DType = 'bf16') {
+  const { ctx, launched } = launchingContext('fused');
+  const weights = deltaNetWeights({}, parameterDtype);
+  const slab = deltaNetSlab();
+  const tables = callTables(rows, sequences);
+  runDeltaNet(ctx, weights, buffer('bf16', rows * HIDDEN), slab, tables, buffer('bf16', rows * HIDDEN), rows);
+  return { launched, weights, slab, tables };
+}
+
+test("Gated DeltaNet decode, DRAMA3_DELTA_NET_COMBINE=fused: the projection's combine runs the conv and the gates", () => {
+  withDeltaNetCombine('fused', () => {
+    const rows = 3;
+    const { launched, weights, slab, tables } = deltaNetLaunches(rows, rows);
+    assert.deepEqual(
+      launched.map((launch) => launch.name),
+      [
+        'gemm_segments_rows16k128_bf16',
+        'delta_net_combine_bf16_parameters',
+        'delta_net_recurrence_bf16',
+        'rms_norm_gated_bf16',
+        'gemm_rows16k128_bf16',
+        'gemm_combine',
+      ],
+    );
+    assert.ok(
+      launched.every((launch) => launch.side !== true),
+      'nothing beside: no fork and join',
+    );
+    const [segmented, combine, recurrence] = launched as [Launched, Launched, Launched];
+    // The combine takes the segmented launch's 22 parameters, then its own 8.
+    assert.equal(combine.parameters.length >= 30, true);
+    for (let index = 0; index < 22; index++) {
+      assert.equal(word(combine, index), word(segmented, index), `segment parameter ${index}`);
+    }
+    // convolved, conv weight, conv state, sequences, g, beta, A_log, dt_bias; the recurrence reads what it writes.
+    assert.deepEqual(
+      [word(combine, 22), word(combine, 23), word(combine, 24), word(combine, 25)],
+      [word(recurrence, 1), weights.conv.data.pointer, slab.conv.data.pointer, tables.sequences.pointer],
+    );
+    assert.deepEqual([word(combine, 26), word(combine, 27)], [word(recurrence, 3), word(recurrence, 4)]);
+    assert.deepEqual([word(combine, 28), word(combine, 29)], [weights.aLog.data.pointer, weights.dtBias.data.pointer]);
+    assert.equal(word(recurrence, 2), BigInt(CHANNELS), 'the conv output is contiguous [rows, C]');
+    // One thread per element of the split segments (all four at decode) and per (row, head) of the gates.
+    const elements = rows * (CHANNELS + VALUE_HEADS * 128 + 2 * VALUE_HEADS) + rows * VALUE_HEADS;
+    assert.deepEqual(combine.shape.grid, [Math.ceil(elements / 256), 1, 1]);
+    assert.equal(deltaNetLaunches(1, 1, 'f32').launched[1]!.name, 'delta_net_combine_bf16');
+  });
+});
+
+test('Gated DeltaNet: the conv and gates run apart by default, and in prefill calls whatever the setting', () => {
+  const apart = ['delta_net_gates_bf16_parameters', 'delta_net_conv_silu_bf16', 'delta_net_recurrence_bf16'];
+  const names = (rows: number, sequences: number) =>
+    deltaNetLaunches(rows, sequences)
+      .launched.map((launch) => launch.name)
+      .filter((name) => name.startsWith('delta_net'));
+  withDeltaNetCombine(undefined, () => assert.deepEqual(names(1, 1), apart));
+  withDeltaNetCombine('apart', () => assert.deepEqual(names(2, 2), apart));
+  // Five rows in three sequences: a prefill call, whose conv reads rows of its own sequence.
+  withDeltaNetCombine('fused', () => assert.deepEqual(names(5, 3), apart));
+});
+
 test('fused projections: one GEMM launch and at most one combine where each projection had its own two', () => {
   const count = (mode: 'fused' | 'separate', run: (ctx: BlockContext) => void) => {
     const { ctx, launched } = launchingContext(mode);

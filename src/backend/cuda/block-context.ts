@@ -4,6 +4,7 @@
 import type { LinearWeight, Tensor } from '../types.ts';
 import type { CudaContext } from './context.ts';
 import type { LinearSegment } from './fused-linear.ts';
+import type { LeftCombine } from './ops/gemmSegments.ts';
 import type { DeviceScratch } from './scratch.ts';
 import type { CudaBuffer } from './tensors.ts';
 
@@ -23,6 +24,16 @@ export interface BlockContext {
    * unwritten); false where it wrote every output as `linears` does, for the caller to run the SwiGLU kernel.
    */
   swiGluLinears(x: CudaBuffer, segments: readonly LinearSegment[], h: CudaBuffer, rows: number): boolean;
+  /**
+   * `linears` for one launch's segments (at most four) whose split-K combine the caller may run itself: `combine`
+   * gets it where K splits and returns true if it launched one, false to have the GEMM's own combine run.
+   */
+  linearsCombinedBy(
+    x: CudaBuffer,
+    segments: readonly LinearSegment[],
+    rows: number,
+    combine: (left: LeftCombine) => boolean,
+  ): void;
   /** The value made by `make` for `key` (a weights object) the first time it is asked for, the same one after. */
   prepared<T>(key: object, label: string, make: () => T): T;
   /** Counts an allocation made outside the scratch (prepared weights), so that plan's zero-allocation check sees it. */

@@ -6,7 +6,9 @@
 //   L2-normalised and q scaled by 1/sqrt(128) inside (bf16 out) → rms_norm_gated_bf16: norm(o)·w·SiLU(z) per value
 //   head (bf16) → out_proj into `out`.
 // The four projections keep their own outputs (one launch, four segments): a single concatenated weight would put
-// z's rows a projection width apart, and the gated norm reads its gate rows contiguous.
+// z's rows a projection width apart, and the gated norm reads its gate rows contiguous. With
+// DRAMA3_DELTA_NET_COMBINE=fused, a decode call whose q|k|v splits K runs the conv and the gates inside the
+// projection's combine (delta_net_combine.cu): one launch for three, the same bits.
 import { DramaError } from '../../errors.ts';
 import type { CallTables, DeltaNetSlab, DeltaNetWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
@@ -17,8 +19,18 @@ import {
   deltaNetGates,
   deltaNetRecurrence,
 } from './ops/deltaNet.ts';
+import { combinesIntoDeltaNet, deltaNetSegmentsCombine } from './ops/deltaNetCombine.ts';
+import type { LeftCombine } from './ops/gemmSegments.ts';
 import { gatedRmsNorm } from './ops/rmsNorm.ts';
 import { type CudaBuffer, requireDtype } from './tensors.ts';
+
+/**
+ * DRAMA3_DELTA_NET_COMBINE=fused: decode calls run the conv and the gates in the projection's combine
+ * (ops/deltaNetCombine.ts, the same bits). Off by default until measured on a GPU against the three launches.
+ */
+function combineInProjection(): boolean {
+  return process.env.DRAMA3_DELTA_NET_COMBINE === 'fused';
+}
 
 /** Sequences of one call sit in a grid dimension of the conv and the recurrence. */
 const MOST_SEQUENCES = 65535;
@@ -111,46 +123,67 @@ export function runDeltaNet(
   const beta = scratch.buffer('deltaNet.beta', 'f32', rows * valueHeads);
   const core = scratch.buffer('deltaNet.core', 'bf16', rows * valueWidth);
   const normed = scratch.buffer('deltaNet.normed', 'bf16', rows * valueWidth);
-  ctx.linears(
-    x,
-    [
-      { weight: weights.inProjQkv, out: mixed },
-      { weight: weights.inProjZ, out: z },
-      { weight: weights.inProjB, out: b },
-      { weight: weights.inProjA, out: a },
-    ],
-    rows,
-  );
-  // The gates (from b and a) and the conv (from q|k|v) are independent: the gates run beside the conv.
-  cuda.alongside(
-    () =>
-      deltaNetGates(cuda, {
-        g: g.pointer,
-        beta: beta.pointer,
-        b: b.pointer,
-        a: a.pointer,
-        rowStride: valueHeads,
-        aLog: weights.aLog.data.pointer,
-        dtBias: weights.dtBias.data.pointer,
-        parameterDtype: weights.aLog.dtype === 'bf16' ? 'bf16' : 'f32',
-        rows,
-        valueHeads,
-      }),
-    () =>
-      deltaNetConv(cuda, {
-        out: convolved.pointer,
-        outRowStride: channels,
-        x: mixed.pointer,
-        xRowStride: channels,
-        weight: weights.conv.data.pointer,
-        convState: slab.conv.data.pointer,
-        sequences: tables.sequences.pointer,
-        sequenceCount,
-        // Every sequence has a row, so none is longer than this (the kernel walks a longer one whole anyway).
-        longestSequence: rows - sequenceCount + 1,
-        channels,
-      }),
-  );
+  const parameterDtype = weights.aLog.dtype === 'bf16' ? 'bf16' : 'f32';
+  const segments = [
+    { weight: weights.inProjQkv, out: mixed },
+    { weight: weights.inProjZ, out: z },
+    { weight: weights.inProjB, out: b },
+    { weight: weights.inProjA, out: a },
+  ];
+  // Decode (every sequence one row) with q|k|v split: the projection's combine runs the conv and the gates itself.
+  let combined = false;
+  const combineHere = (left: LeftCombine): boolean => {
+    combined = sequenceCount === rows && combinesIntoDeltaNet(left);
+    if (!combined) return false;
+    deltaNetSegmentsCombine(cuda, {
+      combine: left,
+      convolved: convolved.pointer,
+      convWeight: weights.conv.data.pointer,
+      convState: slab.conv.data.pointer,
+      sequences: tables.sequences.pointer,
+      sequenceCount,
+      g: g.pointer,
+      beta: beta.pointer,
+      aLog: weights.aLog.data.pointer,
+      dtBias: weights.dtBias.data.pointer,
+      parameterDtype,
+    });
+    return true;
+  };
+  if (combineInProjection()) ctx.linearsCombinedBy(x, segments, rows, combineHere);
+  else ctx.linears(x, segments, rows);
+  if (!combined) {
+    // The gates (from b and a) and the conv (from q|k|v) are independent: the gates run beside the conv.
+    cuda.alongside(
+      () =>
+        deltaNetGates(cuda, {
+          g: g.pointer,
+          beta: beta.pointer,
+          b: b.pointer,
+          a: a.pointer,
+          rowStride: valueHeads,
+          aLog: weights.aLog.data.pointer,
+          dtBias: weights.dtBias.data.pointer,
+          parameterDtype,
+          rows,
+          valueHeads,
+        }),
+      () =>
+        deltaNetConv(cuda, {
+          out: convolved.pointer,
+          outRowStride: channels,
+          x: mixed.pointer,
+          xRowStride: channels,
+          weight: weights.conv.data.pointer,
+          convState: slab.conv.data.pointer,
+          sequences: tables.sequences.pointer,
+          sequenceCount,
+          // Every sequence has a row, so none is longer than this (the kernel walks a longer one whole anyway).
+          longestSequence: rows - sequenceCount + 1,
+          channels,
+        }),
+    );
+  }
   deltaNetRecurrence(cuda, {
     out: core.pointer,
     qkv: convolved.pointer,

@@ -116,6 +116,31 @@ export function fusedSwiGluLinear(
   return true;
 }
 
+/**
+ * One segmented GEMM (up to GEMM_MOST_SEGMENTS segments) whose split-K combine the caller may run in its own form:
+ * where K splits, `combine` gets the left combine and returns true if it launched one; otherwise (or where it returns
+ * false) gemm_segments_combine runs, and every output is written as fusedLinear writes it.
+ */
+export function fusedLinearCombinedBy(
+  cuda: CudaContext,
+  workspace: (bytes: number) => DevicePointer,
+  splitRows: number,
+  x: CudaBuffer,
+  segments: readonly LinearSegment[],
+  rows: number,
+  combine: (left: LeftCombine) => boolean,
+): void {
+  const inFeatures = checkSegments(x, segments, rows);
+  if (segments.length > GEMM_MOST_SEGMENTS) {
+    throw invalid(
+      'LINEAR_SEGMENTS_INVALID',
+      `a linear combined by its caller is one launch of at most ${GEMM_MOST_SEGMENTS} segments, got ${segments.length}`,
+    );
+  }
+  const left = launchGroup(cuda, workspace, splitRows, x, inFeatures, segments, rows, true);
+  if (left !== undefined && !combine(left)) gemmSegmentsCombine(cuda, left);
+}
+
 function launchGroup(
   cuda: CudaContext,
   workspace: (bytes: number) => DevicePointer,

@@ -5,7 +5,7 @@ import koffi from 'koffi';
 import type { BlockContext } from '../../../src/backend/cuda/block-context.ts';
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import type { LaunchShape } from '../../../src/backend/cuda/driver.ts';
-import { fusedLinear, fusedSwiGluLinear } from '../../../src/backend/cuda/fused-linear.ts';
+import { fusedLinear, fusedLinearCombinedBy, fusedSwiGluLinear } from '../../../src/backend/cuda/fused-linear.ts';
 import { gemm, gemmWorkspaceBytes } from '../../../src/backend/cuda/ops/gemm.ts';
 import { DeviceScratch } from '../../../src/backend/cuda/scratch.ts';
 import { ContextStreams } from '../../../src/backend/cuda/streams.ts';
@@ -120,6 +120,10 @@ export function recordingContext(): {
         calls.push({ linear: names.get(weight) ?? '?', x: x.pointer, out: out.pointer, rows, fused });
       }
     },
+    // Records the projections only: the GEMM's own combine, as where K does not split.
+    linearsCombinedBy(x, segments, rows) {
+      ctx.linears(x, segments, rows);
+    },
     // Records the projections only: the caller runs the SwiGLU kernel, as where K does not split.
     swiGluLinears(x, segments, _h, rows) {
       ctx.linears(x, segments, rows);
@@ -167,6 +171,10 @@ export function launchingContext(mode: 'fused' | 'separate'): { ctx: BlockContex
     linears(x, segments, rows) {
       if (mode === 'fused') fusedLinear(recording.cuda, workspace, 64, x, segments, rows);
       else for (const { weight, out } of segments) ctx.linear(x, weight, out, rows);
+    },
+    linearsCombinedBy(x, segments, rows, combine) {
+      if (mode === 'fused') fusedLinearCombinedBy(recording.cuda, workspace, 64, x, segments, rows, combine);
+      else ctx.linears(x, segments, rows);
     },
     swiGluLinears(x, segments, h, rows) {
       if (mode === 'fused') return fusedSwiGluLinear(recording.cuda, workspace, 64, x, segments, h, rows);

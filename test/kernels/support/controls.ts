@@ -26,6 +26,7 @@ import {
 } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
+import { deltaNetCombineCase } from './deltaNetCombineCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmFp32Case, gemmSegmentsCase } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
@@ -319,6 +320,11 @@ function codecControls(): Control[] {
 
 function deltaNetAndMoeControls(): Control[] {
   return [
+    {
+      description: "wrong rounding point: the DeltaNet combine's conv reads q|k|v's fp32 sum, not its bf16 store",
+      kernelCase: deltaNetCombineCase,
+      kernel: { family: 'delta_net_combine_controls', name: 'control_delta_net_combine_conv_input_unrounded' },
+    },
     {
       description: 'wrong formula: the DeltaNet gates take softplus(a), leaving out dt_bias',
       kernelCase: deltaNetGatesCase,

@@ -36,6 +36,7 @@ import {
 } from './codecTransposedConvCases.ts';
 import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
+import { deltaNetCombineCase } from './deltaNetCombineCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
 import { gemmBf16Case, gemmFp32Case, gemmSegmentsCase } from './gemmCases.ts';
 import { gemmCase, gemvCase, gemvOtherTuningsCase, routerCase, swigluCase } from './mathCases.ts';
@@ -108,6 +109,7 @@ export const kernelCases: readonly KernelCase[] = [
   routerQuantizeCase,
   deltaNetConvCase,
   deltaNetGatesCase,
+  deltaNetCombineCase,
   deltaNetRecurrenceCase,
   embedRecordsCase,
   gatherCodesCase,
