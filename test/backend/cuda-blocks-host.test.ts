@@ -259,22 +259,23 @@ test('Gated DeltaNet with fp32 A_log and dt_bias runs the fp32-parameter gates',
   assert.equal(launched[0]!.name, 'delta_net_gates_f32');
 });
 
-/** Runs `work` with DRAMA3_DELTA_NET_COMBINE set to `value` (unset with undefined), restoring it after. */
-function withDeltaNetCombine(value: string | undefined, work: () => void): void {
-  const previous = process.env.DRAMA3_DELTA_NET_COMBINE;
-  if (value === undefined) delete process.env.DRAMA3_DELTA_NET_COMBINE;
-  else process.env.DRAMA3_DELTA_NET_COMBINE = value;
+/** Runs `work` with `name` set to `value` (unset with undefined), restoring it after. */
+function withSetting(name: string, value: string | undefined, work: () => void): void {
+  const previous = process.env[name];
+  if (value === undefined) delete process.env[name];
+  else process.env[name] = value;
   try {
     work();
   } finally {
-    if (previous === undefined) delete process.env.DRAMA3_DELTA_NET_COMBINE;
-    else process.env.DRAMA3_DELTA_NET_COMBINE = previous;
+    if (previous === undefined) delete process.env[name];
+    else process.env[name] = previous;
   }
 }
 
 /** The real launchers' launches of one DeltaNet block of `rows` rows in `sequences` sequences. */
-function deltaNetLaunches(rows: number, sequences: number, parameterDtype: DType = 'bf16') {
+function deltaNetLaunches(rows: number, sequences: number, parameterDtype: DType = 'bf16', capability = [9, 0]) {
   const { ctx, launched } = launchingContext('fused');
+  (ctx.cuda as unknown as { properties: object }).properties = { computeCapability: capability, multiprocessors: 132 };
   const weights = deltaNetWeights({}, parameterDtype);
   const slab = deltaNetSlab();
   const tables = callTables(rows, sequences);
@@ -283,7 +284,7 @@ function deltaNetLaunches(rows: number, sequences: number, parameterDtype: DType
 }
 
 test("Gated DeltaNet decode, DRAMA3_DELTA_NET_COMBINE=fused: the projection's combine runs the conv and the gates", () => {
-  withDeltaNetCombine('fused', () => {
+  withSetting('DRAMA3_DELTA_NET_COMBINE', 'fused', () => {
     const rows = 3;
     const { launched, weights, slab, tables } = deltaNetLaunches(rows, rows);
     assert.deepEqual(
@@ -328,10 +329,41 @@ test('Gated DeltaNet: the conv and gates run apart by default, and in prefill ca
     deltaNetLaunches(rows, sequences)
       .launched.map((launch) => launch.name)
       .filter((name) => name.startsWith('delta_net'));
-  withDeltaNetCombine(undefined, () => assert.deepEqual(names(1, 1), apart));
-  withDeltaNetCombine('apart', () => assert.deepEqual(names(2, 2), apart));
+  withSetting('DRAMA3_DELTA_NET_COMBINE', undefined, () => assert.deepEqual(names(1, 1), apart));
+  withSetting('DRAMA3_DELTA_NET_COMBINE', 'apart', () => assert.deepEqual(names(2, 2), apart));
   // Five rows in three sequences: a prefill call, whose conv reads rows of its own sequence.
-  withDeltaNetCombine('fused', () => assert.deepEqual(names(5, 3), apart));
+  withSetting('DRAMA3_DELTA_NET_COMBINE', 'fused', () => assert.deepEqual(names(5, 3), apart));
+});
+
+test('Gated DeltaNet decode, DRAMA3_DELTA_NET_NORM=fused: the recurrence and the gated norm in one cluster launch', () => {
+  withSetting('DRAMA3_DELTA_NET_NORM', 'fused', () => {
+    const rows = 3;
+    const { launched, weights } = deltaNetLaunches(rows, rows);
+    const names = launched.map((launch) => launch.name);
+    assert.deepEqual(names.slice(-3), ['delta_net_recurrence_norm_bf16', 'gemm_rows16k128_bf16', 'gemm_combine']);
+    assert.ok(!names.includes('rms_norm_gated_bf16') && !names.includes('delta_net_recurrence_bf16'));
+    const [segmented, fused, outProjection] = [launched[0]!, launched.at(-3)!, launched.at(-2)!];
+    assert.deepEqual(fused.shape.cluster, [4, 1, 1], "a cluster of a head's four column groups");
+    assert.deepEqual(fused.shape.grid, [4, VALUE_HEADS, rows]);
+    // After the recurrence's 9: normed (what out_proj reads), z, the norm weight, cols, eps.
+    assert.equal(word(fused, 9), word(outProjection, 1), 'out_proj reads the norm');
+    assert.equal(word(fused, 10), word(segmented, 10), "the gate is z, the projection's second output");
+    assert.equal(word(fused, 11), weights.norm.data.pointer);
+    assert.equal(int32At(fused, 12), 128);
+  });
+});
+
+test('Gated DeltaNet: the recurrence and the norm run apart by default, in prefill, and without clusters', () => {
+  const apart = ['delta_net_recurrence_bf16', 'rms_norm_gated_bf16'];
+  const names = (rows: number, sequences: number, capability = [9, 0]) =>
+    deltaNetLaunches(rows, sequences, 'bf16', capability)
+      .launched.map((launch) => launch.name)
+      .filter((name) => name.startsWith('delta_net_recurrence') || name.startsWith('rms_norm'));
+  withSetting('DRAMA3_DELTA_NET_NORM', undefined, () => assert.deepEqual(names(1, 1), apart));
+  withSetting('DRAMA3_DELTA_NET_NORM', 'fused', () => {
+    assert.deepEqual(names(5, 3), apart, 'a prefill call');
+    assert.deepEqual(names(1, 1, [8, 0]), apart, 'a GPU without thread-block clusters');
+  });
 });
 
 test('fused projections: one GEMM launch and at most one combine where each projection had its own two', () => {

@@ -1,9 +1,16 @@
-// The Gated DeltaNet launchers refuse bad sizes by name before anything reaches the device (runs without a GPU),
+// The Gated DeltaNet launchers (the decode combine's and the recurrence-with-norm's too) refuse bad sizes by name before anything reaches the device (runs without a GPU),
 // and the sequence tables the contract builds follow LAYOUT.md.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { CudaContext } from '../../src/backend/cuda/context.ts';
-import { deltaNetConv, deltaNetGates, deltaNetRecurrence } from '../../src/backend/cuda/ops/deltaNet.ts';
+import {
+  deltaNetConv,
+  deltaNetGates,
+  deltaNetRecurrence,
+  deltaNetRecurrenceNorm,
+} from '../../src/backend/cuda/ops/deltaNet.ts';
+import { combinesIntoDeltaNet, deltaNetSegmentsCombine } from '../../src/backend/cuda/ops/deltaNetCombine.ts';
+import type { LeftCombine } from '../../src/backend/cuda/ops/gemmSegments.ts';
 import { chunkTable, sequenceTable } from './support/deltaNetCases.ts';
 
 // Argument checks run before the launcher touches the context, so none is needed.
@@ -43,24 +50,75 @@ test('the gates launcher names a bad size or stride', () => {
   assert.throws(() => deltaNetGates(noDevice, { ...gates, rowStride: 31 }), refusal('rowStride'));
 });
 
+const recurrence = {
+  out: 1n,
+  qkv: 0x1000n,
+  qkvRowStride: 8192,
+  g: 3n,
+  beta: 4n,
+  state: 5n,
+  sequences: 6n,
+  sequenceCount: 1,
+  keyHeads: 16,
+  valueHeads: 32,
+};
+
 test('the recurrence launcher refuses value heads that are no multiple of key heads and a short row stride', () => {
-  const recurrence = {
-    out: 1n,
-    qkv: 0x1000n,
-    qkvRowStride: 8192,
-    g: 3n,
-    beta: 4n,
-    state: 5n,
-    sequences: 6n,
-    sequenceCount: 1,
-    keyHeads: 16,
-    valueHeads: 32,
-  };
   assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, keyHeads: 3 }), refusal('valueHeads'));
   assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, qkvRowStride: 8191 }), refusal('qkvRowStride'));
   assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, sequenceCount: 0 }), refusal('sequenceCount'));
   assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, qkvRowStride: 8193 }), refusal('qkvRowStride'));
   assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, qkv: 6n }), refusal('qkvRowStride'));
+});
+
+test("the recurrence with its norm needs thread-block clusters, and the recurrence's own sizes", () => {
+  const norm = { ...recurrence, normed: 7n, gate: 8n, normWeight: 9n, eps: 1e-6 };
+  const device = (computeCapability: number[]) => ({ properties: { computeCapability } }) as unknown as CudaContext;
+  assert.throws(() => deltaNetRecurrenceNorm(device([8, 9]), norm), refusal('computeCapability'));
+  assert.throws(() => deltaNetRecurrenceNorm(noDevice, norm), refusal('computeCapability'));
+  assert.throws(() => deltaNetRecurrenceNorm(device([9, 0]), { ...norm, keyHeads: 3 }), refusal('valueHeads'));
+});
+
+/** A left combine of the DeltaNet projection's four segments at `rows` rows (q|k|v split in 4 chunks). */
+function left(rows: number, overrides: Partial<LeftCombine> = {}): LeftCombine {
+  return {
+    rows,
+    outFeatures: [8192, 4096, 32, 32],
+    outputs: ['bf16', 'bf16', 'bf16', 'bf16'],
+    chunks: [4, 8, 16, 16],
+    appendParameters: (args) => args,
+    ...overrides,
+  };
+}
+
+test('the DeltaNet combine takes only the projection it is for, at decode', () => {
+  const combine = {
+    convolved: 1n,
+    convWeight: 2n,
+    convState: 3n,
+    sequences: 4n,
+    sequenceCount: 2,
+    g: 5n,
+    beta: 6n,
+    aLog: 7n,
+    dtBias: 8n,
+  };
+  assert.equal(combinesIntoDeltaNet(left(2)), true);
+  for (const wrong of [
+    left(2, { chunks: [1, 8, 16, 16] }),
+    left(2, { outputs: ['bf16', 'f32', 'bf16', 'bf16'] }),
+    left(2, { outFeatures: [8192, 4096, 32] }),
+    left(2, { outFeatures: [8192, 4096, 32, 16] }),
+  ]) {
+    assert.equal(combinesIntoDeltaNet(wrong), false);
+    assert.throws(() => deltaNetSegmentsCombine(noDevice, { ...combine, combine: wrong }), refusal('combine'));
+  }
+  // Five rows in two sequences: a prefill call, whose conv would need the rows before each.
+  assert.throws(() => deltaNetSegmentsCombine(noDevice, { ...combine, combine: left(5) }), refusal('sequenceCount'));
+  assert.throws(
+    () => deltaNetSegmentsCombine(noDevice, { ...combine, combine: left(2), convolved: 0n }),
+    refusal('convolved'),
+  );
 });
 
 test('sequence tables are (slot, firstRow, rowCount, startPosition) with rows laid out in table order', () => {

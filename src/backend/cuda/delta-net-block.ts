@@ -8,16 +8,19 @@
 // The four projections keep their own outputs (one launch, four segments): a single concatenated weight would put
 // z's rows a projection width apart, and the gated norm reads its gate rows contiguous. With
 // DRAMA3_DELTA_NET_COMBINE=fused, a decode call whose q|k|v splits K runs the conv and the gates inside the
-// projection's combine (delta_net_combine.cu): one launch for three, the same bits.
+// projection's combine (delta_net_combine.cu): one launch for three, the same bits; with DRAMA3_DELTA_NET_NORM=fused,
+// a decode call's gated norm runs in the recurrence's launch (clusters of a head's column groups), the same bits.
 import { DramaError } from '../../errors.ts';
 import type { CallTables, DeltaNetSlab, DeltaNetWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
+import type { CudaContext } from './context.ts';
 import {
   DELTA_NET_CONV_WIDTH,
   DELTA_NET_HEAD_DIM,
   deltaNetConv,
   deltaNetGates,
   deltaNetRecurrence,
+  deltaNetRecurrenceNorm,
 } from './ops/deltaNet.ts';
 import { combinesIntoDeltaNet, deltaNetSegmentsCombine } from './ops/deltaNetCombine.ts';
 import type { LeftCombine } from './ops/gemmSegments.ts';
@@ -30,6 +33,15 @@ import { type CudaBuffer, requireDtype } from './tensors.ts';
  */
 function combineInProjection(): boolean {
   return process.env.DRAMA3_DELTA_NET_COMBINE === 'fused';
+}
+
+/**
+ * DRAMA3_DELTA_NET_NORM=fused: decode calls on a GPU with thread-block clusters run the gated norm inside the
+ * recurrence's launch (ops/deltaNet.ts deltaNetRecurrenceNorm, the same bits). Off by default until measured.
+ */
+function normInRecurrence(cuda: CudaContext): boolean {
+  const [major] = cuda.properties?.computeCapability ?? [0, 0];
+  return process.env.DRAMA3_DELTA_NET_NORM === 'fused' && major >= 9;
 }
 
 /** Sequences of one call sit in a grid dimension of the conv and the recurrence. */
@@ -184,7 +196,7 @@ export function runDeltaNet(
         }),
     );
   }
-  deltaNetRecurrence(cuda, {
+  const recurrence = {
     out: core.pointer,
     qkv: convolved.pointer,
     qkvRowStride: channels,
@@ -195,15 +207,21 @@ export function runDeltaNet(
     sequenceCount,
     keyHeads,
     valueHeads,
-  });
-  gatedRmsNorm(cuda, {
-    out: normed.pointer,
-    x: core.pointer,
-    gate: z.pointer,
-    weight: weights.norm.data.pointer,
-    rows: rows * valueHeads,
-    cols: valueDim,
-    eps,
-  });
+  };
+  if (sequenceCount === rows && normInRecurrence(cuda)) {
+    const norm = { normed: normed.pointer, gate: z.pointer, normWeight: weights.norm.data.pointer, eps };
+    deltaNetRecurrenceNorm(cuda, { ...recurrence, ...norm });
+  } else {
+    deltaNetRecurrence(cuda, recurrence);
+    gatedRmsNorm(cuda, {
+      out: normed.pointer,
+      x: core.pointer,
+      gate: z.pointer,
+      weight: weights.norm.data.pointer,
+      rows: rows * valueHeads,
+      cols: valueDim,
+      eps,
+    });
+  }
   ctx.linear(normed, weights.outProj, out, rows);
 }

@@ -22,6 +22,8 @@ export interface LaunchShape {
   readonly grid: Dimensions;
   readonly block: Dimensions;
   readonly sharedBytes?: number;
+  /** Thread-block cluster dimensions (compute capability 9.0 on), for a kernel whose blocks share their memory. */
+  readonly cluster?: Dimensions;
 }
 
 /** Extra attributes for cuLaunchKernelEx: thread-block clusters and programmatic dependent launch. */

@@ -28,6 +28,7 @@ import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetCombineCase } from './deltaNetCombineCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
+import { deltaNetRecurrenceNormCase } from './deltaNetRecurrenceNormCases.ts';
 import { gemmFp32Case, gemmSegmentsCase } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import {
@@ -320,6 +321,12 @@ function codecControls(): Control[] {
 
 function deltaNetAndMoeControls(): Control[] {
   return [
+    {
+      description:
+        "wrong source: the decode recurrence's norm reads all four column groups from the head's first block",
+      kernelCase: deltaNetRecurrenceNormCase,
+      kernel: { family: 'delta_net_controls', name: 'control_delta_net_recurrence_norm_first_part' },
+    },
     {
       description: "wrong rounding point: the DeltaNet combine's conv reads q|k|v's fp32 sum, not its bf16 store",
       kernelCase: deltaNetCombineCase,

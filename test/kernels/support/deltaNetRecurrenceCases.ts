@@ -20,7 +20,7 @@ import { plant, type Random, randomBf16, randomFloat32, streamOf } from './rando
 const D = DELTA_NET_HEAD_DIM;
 const HEAD_STATE = D * D;
 
-interface RecurrenceLayout {
+export interface RecurrenceLayout {
   readonly keyHeads: number;
   readonly valueHeads: number;
   /** Elements between rows of the conv output (even, ≥ (2·Kh + Vh)·128). */
@@ -29,13 +29,13 @@ interface RecurrenceLayout {
   readonly sequences: Sequences;
 }
 
-function real(slots: number, sequences: Sequences): RecurrenceLayout {
+export function real(slots: number, sequences: Sequences): RecurrenceLayout {
   const stride = (2 * REAL.keyHeads + REAL.valueHeads) * D;
   return { keyHeads: REAL.keyHeads, valueHeads: REAL.valueHeads, stride, slots, sequences };
 }
 
 /** Inputs drawn tensor by tensor (each from its own stream where `draw` gives one), so lane prefixes repeat. */
-function recurrenceInputs(layout: RecurrenceLayout, rows: number, draw: (index: number) => Random) {
+export function recurrenceInputs(layout: RecurrenceLayout, rows: number, draw: (index: number) => Random) {
   const { valueHeads, stride, slots } = layout;
   const qkv = randomBf16(draw(0), rows * stride, 1);
   const decays = draw(1);
@@ -47,7 +47,7 @@ function recurrenceInputs(layout: RecurrenceLayout, rows: number, draw: (index: 
   return { qkv, g, beta, state };
 }
 
-function outputs(layout: RecurrenceLayout, rows: number): OutputSpec[] {
+export function outputs(layout: RecurrenceLayout, rows: number): OutputSpec[] {
   const stateCount = layout.slots * layout.valueHeads * HEAD_STATE;
   return [
     // One rounding of an fp32 result: the fp32 chain of rows before it stays far below half a bf16 ulp.
@@ -74,9 +74,44 @@ function runRecurrence(
   );
 }
 
+/** The fp64 recurrence of every sequence from its slot's state: o [T, Vh, 128] and the whole updated state slab. */
+export function recurrenceReference(
+  layout: RecurrenceLayout,
+  inputs: ReturnType<typeof recurrenceInputs>,
+): { out: Float64Array; stateOut: Float64Array } {
+  const { keyHeads, valueHeads, stride, sequences } = layout;
+  const { qkv, g, beta, state } = inputs;
+  const { firsts, rows } = sequenceTable(sequences);
+  const out = new Float64Array(rows * valueHeads * D);
+  const stateOut = Float64Array.from(state);
+  const keyWidth = keyHeads * D;
+  const valueWidth = valueHeads * D;
+  sequences.forEach(([slot, count], index) => {
+    const first = firsts[index]!;
+    const q = new Float64Array(count * keyWidth);
+    const k = new Float64Array(count * keyWidth);
+    const v = new Float64Array(count * valueWidth);
+    for (let t = 0; t < count; t++) {
+      const row = (first + t) * stride;
+      q.set(qkv.values.subarray(row, row + keyWidth), t * keyWidth);
+      k.set(qkv.values.subarray(row + keyWidth, row + 2 * keyWidth), t * keyWidth);
+      v.set(qkv.values.subarray(row + 2 * keyWidth, row + 2 * keyWidth + valueWidth), t * valueWidth);
+    }
+    const gates = [g, beta].map((values) =>
+      Float64Array.from(values.subarray(first * valueHeads, (first + count) * valueHeads)),
+    );
+    const slab = stateOut.subarray(slot * valueHeads * HEAD_STATE, (slot + 1) * valueHeads * HEAD_STATE);
+    const result = new Float64Array(count * valueWidth);
+    const shape = { keyHeads, valueHeads, keyDim: D, valueDim: D };
+    gatedDeltaRecurrent(q, k, v, gates[0]!, gates[1]!, slab, result, count, shape);
+    out.set(result, first * valueWidth);
+  });
+  return { out, stateOut };
+}
+
 function recurrencePrepared(layout: RecurrenceLayout, draw: (index: number) => Random, nonFinite: boolean): Prepared {
-  const { keyHeads, valueHeads, stride, slots, sequences } = layout;
-  const { table, firsts, rows } = sequenceTable(sequences);
+  const { valueHeads, stride, slots, sequences } = layout;
+  const { table, rows } = sequenceTable(sequences);
   const { qkv, g, beta, state } = recurrenceInputs(layout, rows, draw);
   if (nonFinite) {
     // A NaN query element in the last row (its key head's outputs turn NaN); a −Inf log decay (the state resets).
@@ -87,33 +122,7 @@ function recurrencePrepared(layout: RecurrenceLayout, draw: (index: number) => R
   return {
     inputs: { qkv, g, beta, state, sequences: table },
     outputs: outputs(layout, rows),
-    reference() {
-      const out = new Float64Array(rows * valueHeads * D);
-      const stateOut = Float64Array.from(state);
-      const keyWidth = keyHeads * D;
-      const valueWidth = valueHeads * D;
-      sequences.forEach(([slot, count], index) => {
-        const first = firsts[index]!;
-        const q = new Float64Array(count * keyWidth);
-        const k = new Float64Array(count * keyWidth);
-        const v = new Float64Array(count * valueWidth);
-        for (let t = 0; t < count; t++) {
-          const row = (first + t) * stride;
-          q.set(qkv.values.subarray(row, row + keyWidth), t * keyWidth);
-          k.set(qkv.values.subarray(row + keyWidth, row + 2 * keyWidth), t * keyWidth);
-          v.set(qkv.values.subarray(row + 2 * keyWidth, row + 2 * keyWidth + valueWidth), t * valueWidth);
-        }
-        const gates = [g, beta].map((values) =>
-          Float64Array.from(values.subarray(first * valueHeads, (first + count) * valueHeads)),
-        );
-        const slab = stateOut.subarray(slot * valueHeads * HEAD_STATE, (slot + 1) * valueHeads * HEAD_STATE);
-        const result = new Float64Array(count * valueWidth);
-        const shape = { keyHeads, valueHeads, keyDim: D, valueDim: D };
-        gatedDeltaRecurrent(q, k, v, gates[0]!, gates[1]!, slab, result, count, shape);
-        out.set(result, first * valueWidth);
-      });
-      return { out, stateOut };
-    },
+    reference: () => recurrenceReference(layout, { qkv, g, beta, state }),
     run(cuda, p, kernel) {
       copySlab(cuda, p.stateOut!, p.state!, slabBytes);
       runRecurrence(cuda, p, kernel, layout, p.sequences!, sequences.length);

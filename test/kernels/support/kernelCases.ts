@@ -38,6 +38,7 @@ import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetCombineCase } from './deltaNetCombineCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
+import { deltaNetRecurrenceNormCase } from './deltaNetRecurrenceNormCases.ts';
 import { gemmBf16Case, gemmFp32Case, gemmSegmentsCase } from './gemmCases.ts';
 import { gemmCase, gemvCase, gemvOtherTuningsCase, routerCase, swigluCase } from './mathCases.ts';
 import { moeBlockBf16Case } from './moeBf16Cases.ts';
@@ -111,6 +112,7 @@ export const kernelCases: readonly KernelCase[] = [
   deltaNetGatesCase,
   deltaNetCombineCase,
   deltaNetRecurrenceCase,
+  deltaNetRecurrenceNormCase,
   embedRecordsCase,
   gatherCodesCase,
   slotRecordsCase,

@@ -59,7 +59,11 @@ export function launch(
   const handle = cuda.kernels.kernel(chosen.family, chosen.name);
   const stream = options.stream ?? cuda.stream;
   observer?.(chosen, handle, args, shape);
-  if (options.dependentLaunch ?? dependentLaunchDefault) {
+  const dependent = options.dependentLaunch ?? dependentLaunchDefault;
+  if (shape.cluster !== undefined) {
+    const attributes = { clusterDimensions: shape.cluster, programmaticStreamSerialization: dependent };
+    cuda.driver.launchEx(handle, shape, stream, args.parameters, attributes, chosen.name);
+  } else if (dependent) {
     cuda.driver.launchEx(handle, shape, stream, args.parameters, DEPENDENT, chosen.name);
   } else cuda.driver.launch(handle, shape, stream, args.parameters, chosen.name);
 }
