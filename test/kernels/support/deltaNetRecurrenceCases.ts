@@ -169,9 +169,11 @@ function chunking(rows: number): EquivalenceCase {
   };
 }
 
-const scattered7 = [5, 0, 11, 3, 8, 1, 6].map((slot) => [slot, 1] as const);
-const scattered64 = Array.from({ length: 64 }, (_, lane) => [(lane * 37) % 64, 1] as const);
-const small = (count: number): RecurrenceLayout => ({
+/** Decode lanes at slots out of order, and every one of 64 slots visited out of order. */
+export const scattered7 = [5, 0, 11, 3, 8, 1, 6].map((slot) => [slot, 1] as const);
+export const scattered64 = Array.from({ length: 64 }, (_, lane) => [(lane * 37) % 64, 1] as const);
+/** `count` decode lanes of 2 key heads and 4 value heads, lane i at slot i. */
+export const small = (count: number): RecurrenceLayout => ({
   keyHeads: 2,
   valueHeads: 4,
   stride: 8 * D,

@@ -20,13 +20,16 @@ import {
   type Prepared,
   type ShapeCase,
 } from './contract.ts';
-import { copySlab, lanes, REAL, type Sequences, sequenceTable } from './deltaNetCases.ts';
+import { copySlab, lanes, REAL, sequenceTable } from './deltaNetCases.ts';
 import {
   type RecurrenceLayout,
   real,
   recurrenceInputs,
   outputs as recurrenceOutputs,
   recurrenceReference,
+  scattered7,
+  scattered64,
+  small,
 } from './deltaNetRecurrenceCases.ts';
 import { type Bf16Tensor, plant, type Random, randomBf16, streamOf } from './random.ts';
 
@@ -137,16 +140,6 @@ function againstSeparate(layout: RecurrenceLayout): EquivalenceCase {
     },
   };
 }
-
-const scattered7: Sequences = [5, 0, 11, 3, 8, 1, 6].map((slot) => [slot, 1] as const);
-const scattered64: Sequences = Array.from({ length: 64 }, (_, lane) => [(lane * 37) % 64, 1] as const);
-const small = (count: number): RecurrenceLayout => ({
-  keyHeads: 2,
-  valueHeads: 4,
-  stride: 8 * D,
-  slots: count,
-  sequences: lanes(count),
-});
 
 export const deltaNetRecurrenceNormCase: KernelCase = {
   name: 'delta_net decode recurrence with its gated norm (one cluster launch)',
