@@ -241,11 +241,8 @@ function recordingContext(failAllocation = -1): { ctx: BlockContext; log: Record
       for (const { weight, out } of segments) assert.ok(out.elements >= rows * weight.shape[0]!, 'an output too small');
       log.calls.push(`linears ${segments.map(({ weight }) => `[${weight.shape}]`).join(' + ')}`);
     },
-    linearsCombinedBy(x, segments, rows) {
-      ctx.linears(x, segments, rows);
-    },
     // The projections only (as where K does not split): the SwiGLU kernel runs after them.
-    swiGluLinears(x, segments, _h, rows) {
+    linearsCombinedBy(x, segments, rows) {
       ctx.linears(x, segments, rows);
       return false;
     },

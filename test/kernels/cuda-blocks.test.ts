@@ -13,7 +13,7 @@ import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { runDeltaNet } from '../../src/backend/cuda/delta-net-block.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
-import { fusedLinear, fusedLinearCombinedBy, fusedSwiGluLinear } from '../../src/backend/cuda/fused-linear.ts';
+import { fusedLinear, fusedLinearCombinedBy } from '../../src/backend/cuda/fused-linear.ts';
 import type { Allocation } from '../../src/backend/cuda/memory.ts';
 import { gemm, gemmWorkspaceBytes } from '../../src/backend/cuda/ops/gemm.ts';
 import { DeviceScratch } from '../../src/backend/cuda/scratch.ts';
@@ -70,10 +70,15 @@ function blockContext(): BlockContext {
       fusedLinear(cuda, (bytes) => scratch.bytes('test.gemm', bytes), rows, x, segments, rows);
     },
     linearsCombinedBy(x, segments, rows, combine) {
-      fusedLinearCombinedBy(cuda, (bytes) => scratch.bytes('test.gemm', bytes), rows, x, segments, rows, combine);
-    },
-    swiGluLinears(x, segments, h, rows) {
-      return fusedSwiGluLinear(cuda, (bytes) => scratch.bytes('test.gemm', bytes), rows, x, segments, h, rows);
+      return fusedLinearCombinedBy(
+        cuda,
+        (bytes) => scratch.bytes('test.gemm', bytes),
+        rows,
+        x,
+        segments,
+        rows,
+        combine,
+      );
     },
     prepared: (_key, _label, make) => make(),
     countAllocation: () => {},

@@ -10,7 +10,7 @@ import type { CpuBuffer } from '../../src/backend/cpu/tensors.ts';
 import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
-import { fusedLinear, fusedLinearCombinedBy, fusedSwiGluLinear } from '../../src/backend/cuda/fused-linear.ts';
+import { fusedLinear, fusedLinearCombinedBy } from '../../src/backend/cuda/fused-linear.ts';
 import { CapturedGraph } from '../../src/backend/cuda/graph.ts';
 import type { Allocation } from '../../src/backend/cuda/memory.ts';
 import { runMoe } from '../../src/backend/cuda/moe-block.ts';
@@ -112,11 +112,7 @@ function blockContext(scratch: DeviceScratch): BlockContext {
     },
     linearsCombinedBy(x, segments, rows, combine) {
       const workspace = (bytes: number) => scratch.bytes('test.gemmWorkspace', bytes);
-      fusedLinearCombinedBy(cuda, workspace, rows, x, segments, rows, combine);
-    },
-    swiGluLinears(x, segments, h, rows) {
-      const workspace = (bytes: number) => scratch.bytes('test.gemmWorkspace', bytes);
-      return fusedSwiGluLinear(cuda, workspace, rows, x, segments, h, rows);
+      return fusedLinearCombinedBy(cuda, workspace, rows, x, segments, rows, combine);
     },
     prepared<T>(key: object, _label: string, make: () => T): T {
       if (!cache.has(key)) cache.set(key, make());

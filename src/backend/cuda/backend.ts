@@ -27,7 +27,7 @@ import { runAttention } from './attention-block.ts';
 import type { BlockContext } from './block-context.ts';
 import { CudaContext, type CudaContextOptions } from './context.ts';
 import { runDeltaNet } from './delta-net-block.ts';
-import { fusedLinear, fusedLinearCombinedBy, fusedSwiGluLinear } from './fused-linear.ts';
+import { fusedLinear, fusedLinearCombinedBy } from './fused-linear.ts';
 import { decodeElements, hostArrayFor, requireHostArray } from './host-elements.ts';
 import type { Allocation } from './memory.ts';
 import { runMoe } from './moe-block.ts';
@@ -137,8 +137,6 @@ export class CudaBackend implements Backend<CudaBuffer> {
       },
       linearsCombinedBy: (x, segments, rows, combine) =>
         fusedLinearCombinedBy(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, rows, combine),
-      swiGluLinears: (x, segments, h, rows) =>
-        fusedSwiGluLinear(this.cuda, this.linearWorkspace, SPLIT_ROWS, x, segments, h, rows),
       prepared<T>(key: object, label: string, make: () => T): T {
         let values = prepared.get(key);
         if (values === undefined) {

@@ -19,21 +19,16 @@ export interface BlockContext {
    */
   linears(x: CudaBuffer, segments: readonly LinearSegment[], rows: number): void;
   /**
-   * `linears` for a SwiGLU: segments 0 and 1 its gate and up. Returns true where the GEMM's combine wrote
-   * h = silu(gate) · up [rows, N] into `h` (K split: the bits of `linears` then the SwiGLU kernel, gate and up left
-   * unwritten); false where it wrote every output as `linears` does, for the caller to run the SwiGLU kernel.
-   */
-  swiGluLinears(x: CudaBuffer, segments: readonly LinearSegment[], h: CudaBuffer, rows: number): boolean;
-  /**
    * `linears` for one launch's segments (at most four) whose split-K combine the caller may run itself: `combine`
-   * gets it where K splits and returns true if it launched one, false to have the GEMM's own combine run.
+   * gets it where K splits and returns true if it launched one, false to have the GEMM's own combine run. Returns
+   * whether `combine` ran it.
    */
   linearsCombinedBy(
     x: CudaBuffer,
     segments: readonly LinearSegment[],
     rows: number,
     combine: (left: LeftCombine) => boolean,
-  ): void;
+  ): boolean;
   /** The value made by `make` for `key` (a weights object) the first time it is asked for, the same one after. */
   prepared<T>(key: object, label: string, make: () => T): T;
   /** Counts an allocation made outside the scratch (prepared weights), so that plan's zero-allocation check sees it. */

@@ -23,7 +23,7 @@ import {
   deltaNetRecurrenceNorm,
 } from './ops/deltaNet.ts';
 import { combinesIntoDeltaNet, deltaNetSegmentsCombine } from './ops/deltaNetCombine.ts';
-import type { LeftCombine } from './ops/gemmSegments.ts';
+import { clustersAvailable } from './ops/launch.ts';
 import { gatedRmsNorm } from './ops/rmsNorm.ts';
 import { type CudaBuffer, requireDtype } from './tensors.ts';
 
@@ -40,8 +40,7 @@ function combineInProjection(): boolean {
  * recurrence's launch (ops/deltaNet.ts deltaNetRecurrenceNorm, the same bits). Off by default until measured.
  */
 function normInRecurrence(cuda: CudaContext): boolean {
-  const [major] = cuda.properties?.computeCapability ?? [0, 0];
-  return process.env.DRAMA3_DELTA_NET_NORM === 'fused' && major >= 9;
+  return process.env.DRAMA3_DELTA_NET_NORM === 'fused' && clustersAvailable(cuda);
 }
 
 /** Sequences of one call sit in a grid dimension of the conv and the recurrence. */
@@ -142,11 +141,11 @@ export function runDeltaNet(
     { weight: weights.inProjB, out: b },
     { weight: weights.inProjA, out: a },
   ];
-  // Decode (every sequence one row) with q|k|v split: the projection's combine runs the conv and the gates itself.
-  let combined = false;
-  const combineHere = (left: LeftCombine): boolean => {
-    combined = sequenceCount === rows && combinesIntoDeltaNet(left);
-    if (!combined) return false;
+  // Every sequence one row: a decode call, whose conv needs no row of the call but its own.
+  const decode = sequenceCount === rows;
+  // Decode with q|k|v split: the projection's combine runs the conv and the gates itself.
+  const combined = ctx.linearsCombinedBy(x, segments, rows, (left) => {
+    if (!decode || !combineInProjection() || !combinesIntoDeltaNet(left)) return false;
     deltaNetSegmentsCombine(cuda, {
       combine: left,
       convolved: convolved.pointer,
@@ -161,9 +160,7 @@ export function runDeltaNet(
       parameterDtype,
     });
     return true;
-  };
-  if (combineInProjection()) ctx.linearsCombinedBy(x, segments, rows, combineHere);
-  else ctx.linears(x, segments, rows);
+  });
   if (!combined) {
     // The gates (from b and a) and the conv (from q|k|v) are independent: the gates run beside the conv.
     cuda.alongside(
@@ -208,7 +205,7 @@ export function runDeltaNet(
     keyHeads,
     valueHeads,
   };
-  if (sequenceCount === rows && normInRecurrence(cuda)) {
+  if (decode && normInRecurrence(cuda)) {
     const norm = { normed: normed.pointer, gate: z.pointer, normWeight: weights.norm.data.pointer, eps };
     deltaNetRecurrenceNorm(cuda, { ...recurrence, ...norm });
   } else {

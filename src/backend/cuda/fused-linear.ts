@@ -12,7 +12,6 @@ import {
   gemmSegmentsWorkspaceBytes,
   type LeftCombine,
 } from './ops/gemmSegments.ts';
-import { combinesIntoSwiglu, swigluSegmentsCombine } from './ops/swiglu.ts';
 import type { CudaBuffer } from './tensors.ts';
 
 export interface LinearSegment {
@@ -82,44 +81,10 @@ export function fusedLinear(
 }
 
 /**
- * A SwiGLU's projections in one segmented GEMM: segments 0 and 1 its gate and up, then up to two more of the same x.
- * Where gate and up split K (at most 64 rows, in calls narrower than gemm.ts WIDE_CALL_COLUMNS), the combine writes
- * h = bf16(silu(gate) · up) into `h` with the bits of fusedLinear then swiglu, gate and up left unstored, and this
- * returns true; else every output is written as fusedLinear writes it and the caller runs swiglu.
- */
-export function fusedSwiGluLinear(
-  cuda: CudaContext,
-  workspace: (bytes: number) => DevicePointer,
-  splitRows: number,
-  x: CudaBuffer,
-  segments: readonly LinearSegment[],
-  h: CudaBuffer,
-  rows: number,
-): boolean {
-  const inFeatures = checkSegments(x, segments, rows);
-  if (segments.length < 2 || segments.length > GEMM_MOST_SEGMENTS) {
-    throw invalid(
-      'LINEAR_SEGMENTS_INVALID',
-      `a SwiGLU's projections are gate, up and at most ${GEMM_MOST_SEGMENTS - 2} more, got ${segments.length}`,
-    );
-  }
-  const width = segments[0]!.weight.shape[0]!;
-  if (h.dtype !== 'bf16') throw invalid('TENSOR_DTYPE_UNSUPPORTED', `SwiGLU output must be bf16, got ${h.dtype}`, 'h');
-  requireElements(h, rows * width, 'SwiGLU output');
-  const left = launchGroup(cuda, workspace, splitRows, x, inFeatures, segments, rows, true);
-  if (left === undefined) return false;
-  if (!combinesIntoSwiglu(left)) {
-    gemmSegmentsCombine(cuda, left);
-    return false;
-  }
-  swigluSegmentsCombine(cuda, { h: h.pointer, combine: left });
-  return true;
-}
-
-/**
- * One segmented GEMM (up to GEMM_MOST_SEGMENTS segments) whose split-K combine the caller may run in its own form:
- * where K splits, `combine` gets the left combine and returns true if it launched one; otherwise (or where it returns
- * false) gemm_segments_combine runs, and every output is written as fusedLinear writes it.
+ * One segmented GEMM (up to GEMM_MOST_SEGMENTS segments) whose split-K combine the caller may run in its own form (a
+ * SwiGLU's h, DeltaNet's conv and gates): where K splits, `combine` gets the left combine and returns true if it
+ * launched one; otherwise (or where it returns false) gemm_segments_combine runs, and every output is written as
+ * fusedLinear writes it. Returns whether `combine` ran the combine.
  */
 export function fusedLinearCombinedBy(
   cuda: CudaContext,
@@ -129,7 +94,7 @@ export function fusedLinearCombinedBy(
   segments: readonly LinearSegment[],
   rows: number,
   combine: (left: LeftCombine) => boolean,
-): void {
+): boolean {
   const inFeatures = checkSegments(x, segments, rows);
   if (segments.length > GEMM_MOST_SEGMENTS) {
     throw invalid(
@@ -138,7 +103,10 @@ export function fusedLinearCombinedBy(
     );
   }
   const left = launchGroup(cuda, workspace, splitRows, x, inFeatures, segments, rows, true);
-  if (left !== undefined && !combine(left)) gemmSegmentsCombine(cuda, left);
+  if (left === undefined) return false;
+  if (combine(left)) return true;
+  gemmSegmentsCombine(cuda, left);
+  return false;
 }
 
 function launchGroup(

@@ -8,7 +8,7 @@ import type { SwiGluWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
 import type { LinearSegment } from './fused-linear.ts';
 import { swiGluWidth } from './moe-geometry.ts';
-import { swiglu } from './ops/swiglu.ts';
+import { combinesIntoSwiglu, swiglu, swigluSegmentsCombine } from './ops/swiglu.ts';
 import type { CudaBuffer } from './tensors.ts';
 
 export function runSwiGlu(
@@ -34,7 +34,13 @@ export function swiGluHidden(
   const gate = ctx.scratch.buffer('swiglu.gate', 'bf16', rows * width);
   const up = ctx.scratch.buffer('swiglu.up', 'bf16', rows * width);
   const segments = [{ weight: weights.gate, out: gate }, { weight: weights.up, out: up }, ...alongside];
-  const combined = ctx.swiGluLinears(x, segments, gate, rows);
+  // Where gate and up split K, their combine writes h = bf16(silu(gate) · up) into the gate buffer itself (the bits
+  // of the combine then swiglu_bf16; gate and up are not stored).
+  const combined = ctx.linearsCombinedBy(x, segments, rows, (left) => {
+    if (!combinesIntoSwiglu(left)) return false;
+    swigluSegmentsCombine(ctx.cuda, { h: gate.pointer, combine: left });
+    return true;
+  });
   // Elementwise: each element reads its gate and up before writing the same index, so in place is exact.
   if (!combined) swiglu(ctx.cuda, { out: gate.pointer, gate: gate.pointer, up: up.pointer, rows, cols: width });
   return gate;

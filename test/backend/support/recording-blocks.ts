@@ -5,7 +5,7 @@ import koffi from 'koffi';
 import type { BlockContext } from '../../../src/backend/cuda/block-context.ts';
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import type { LaunchShape } from '../../../src/backend/cuda/driver.ts';
-import { fusedLinear, fusedLinearCombinedBy, fusedSwiGluLinear } from '../../../src/backend/cuda/fused-linear.ts';
+import { fusedLinear, fusedLinearCombinedBy } from '../../../src/backend/cuda/fused-linear.ts';
 import { gemm, gemmWorkspaceBytes } from '../../../src/backend/cuda/ops/gemm.ts';
 import { DeviceScratch } from '../../../src/backend/cuda/scratch.ts';
 import { ContextStreams } from '../../../src/backend/cuda/streams.ts';
@@ -120,12 +120,8 @@ export function recordingContext(): {
         calls.push({ linear: names.get(weight) ?? '?', x: x.pointer, out: out.pointer, rows, fused });
       }
     },
-    // Records the projections only: the GEMM's own combine, as where K does not split.
+    // Records the projections only: the GEMM's own combine, as where K does not split (a SwiGLU then runs its kernel).
     linearsCombinedBy(x, segments, rows) {
-      ctx.linears(x, segments, rows);
-    },
-    // Records the projections only: the caller runs the SwiGLU kernel, as where K does not split.
-    swiGluLinears(x, segments, _h, rows) {
       ctx.linears(x, segments, rows);
       return false;
     },
@@ -173,11 +169,7 @@ export function launchingContext(mode: 'fused' | 'separate'): { ctx: BlockContex
       else for (const { weight, out } of segments) ctx.linear(x, weight, out, rows);
     },
     linearsCombinedBy(x, segments, rows, combine) {
-      if (mode === 'fused') fusedLinearCombinedBy(recording.cuda, workspace, 64, x, segments, rows, combine);
-      else ctx.linears(x, segments, rows);
-    },
-    swiGluLinears(x, segments, h, rows) {
-      if (mode === 'fused') return fusedSwiGluLinear(recording.cuda, workspace, 64, x, segments, h, rows);
+      if (mode === 'fused') return fusedLinearCombinedBy(recording.cuda, workspace, 64, x, segments, rows, combine);
       ctx.linears(x, segments, rows);
       return false;
     },

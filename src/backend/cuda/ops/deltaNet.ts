@@ -6,7 +6,7 @@ import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
-import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
+import { clustersAvailable, type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
 const CONV_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_conv_silu_bf16' };
 const GATES_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_gates_f32' };
@@ -128,7 +128,7 @@ export function deltaNetRecurrence(
   a: DeltaNetRecurrenceArguments,
   options: LaunchOptions = {},
 ): void {
-  const args = recurrenceArguments(a, new KernelArguments());
+  const args = recurrenceArguments(a);
   const grid = [RECURRENCE_COLUMN_GROUPS, a.valueHeads, a.sequenceCount] as const;
   launch(cuda, RECURRENCE_KERNEL, { grid, block: [RECURRENCE_THREADS, 1, 1] }, args, options);
 }
@@ -153,14 +153,13 @@ export function deltaNetRecurrenceNorm(
   a: DeltaNetRecurrenceNormArguments,
   options: LaunchOptions = {},
 ): void {
-  const [major] = cuda.properties?.computeCapability ?? [0, 0];
-  if (major < 9) {
+  if (!clustersAvailable(cuda)) {
     throw new DramaError('KERNEL_ARGUMENT_INVALID', 'the recurrence with its norm needs thread-block clusters (9.0)', {
       kind: 'internal',
       param: 'computeCapability',
     });
   }
-  const args = recurrenceArguments(a, new KernelArguments())
+  const args = recurrenceArguments(a)
     .pointer(a.normed)
     .pointer(a.gate)
     .pointer(a.normWeight)
@@ -172,7 +171,7 @@ export function deltaNetRecurrenceNorm(
 }
 
 /** The recurrence's checks and its parameters, which both recurrence kernels take first. */
-function recurrenceArguments(a: DeltaNetRecurrenceArguments, args: KernelArguments): KernelArguments {
+function recurrenceArguments(a: DeltaNetRecurrenceArguments): KernelArguments {
   requireCount(a.sequenceCount, 'sequenceCount', 1, 65535);
   requireCount(a.keyHeads, 'keyHeads');
   requireCount(a.valueHeads, 'valueHeads', 1, 65535);
@@ -192,7 +191,7 @@ function recurrenceArguments(a: DeltaNetRecurrenceArguments, args: KernelArgumen
       { kind: 'internal', param: 'qkvRowStride' },
     );
   }
-  return args
+  return new KernelArguments()
     .pointer(a.out)
     .pointer(a.qkv)
     .int64(a.qkvRowStride)
