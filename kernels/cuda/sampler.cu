@@ -5,7 +5,8 @@
 //   p_i = e_i / Z; the top-k p (descending, ties to the lower index); survivors = shortest prefix whose running
 //   sum reaches top-p; pick = argmax p / −portable_log((philox word + 0.5) / 2^32), earlier survivor on ties
 // Max, argmax and top-k selection are exact under any reduction order (a total order with index tie-breaks); the only
-// rounding sums (Z, the running top-p sum) have one fixed order. Logits: fp32 (sample_main, sample_code) or bf16
+// rounding sums (Z, the running top-p sum) have one fixed order. Top-k up to 64 is a radix selection; more, or top-k
+// off, ranks every candidate with a stable block radix sort. Logits: fp32 (sample_main, sample_code) or bf16
 // (the _bf16 entries; widened exactly) [B, count] with a row stride; lanes: the lane table int32
 // [B, LANE_TABLE_STRIDE] (the LANE_* fields of src/backend/types.ts); window: int32 [slots, 16], frame f's semantic
 // code at entry f mod 16.
@@ -13,6 +14,7 @@
 //         pick (chosen < semantic_count), −1 otherwise (end of speech)
 //   code: out[b · out_stride + out_offset] = the chosen index
 #include <stdint.h>
+#include <cub/block/block_radix_sort.cuh>
 #include "common.cuh"
 #include "portable_math.cuh"
 
@@ -20,8 +22,12 @@
 #define SAMPLER_MAX_COUNT 4352
 #define SAMPLER_SELECT_LIMIT 64  // top-k up to this many by radix selection; more (or top-k off) by a full sort
 #define RADIX_BINS 256
-// Dynamic shared memory of the full-sort path: the indices padded to a power of two (launchers pass this).
-#define SAMPLER_SORT_BYTES (8192 * 2)
+// The full sort: a block radix sort of SAMPLER_SORT_ITEMS keys a thread (SAMPLER_MAX_COUNT in all), its working
+// storage in the dynamic shared memory the launchers pass (SAMPLER_SORT_BYTES, src/backend/cuda/ops/sampler.ts).
+#define SAMPLER_SORT_ITEMS 17
+#define SAMPLER_SORT_BYTES 34816
+// Survivors' probabilities loaded at once by the top-p scan, then added in rank order.
+#define SURVIVOR_CHUNK 16
 #define RAS_WINDOW 16
 #define RAS_TOP_P 0.89999997615814208984375  // float32(0.9)
 
@@ -32,6 +38,10 @@
 #define SAMPLE_CODE_ENTRY sample_code
 #define SAMPLE_MAIN_BF16_ENTRY sample_main_bf16
 #define SAMPLE_CODE_BF16_ENTRY sample_code_bf16
+#endif
+// kernels/controls/sampler_ranking_controls.cu ranks the full sort ascending (the least likely first).
+#ifndef SAMPLER_RANKING_ASCENDING
+#define SAMPLER_RANKING_ASCENDING 0
 #endif
 
 #define LANE_TABLE_STRIDE 9  // LANE_ENTRY and the LANE_* fields of src/backend/types.ts
@@ -60,6 +70,12 @@ struct SamplerShared {
   int chosen;
 };
 static_assert(RADIX_BINS == SAMPLER_THREADS, "a thread per digit");
+
+// Sort keys: the bitwise complement of a probability's bits, so that an ascending sort ranks larger probabilities
+// first and, being stable over entries held in index order, equal ones by lower index.
+typedef cub::BlockRadixSort<unsigned long long, SAMPLER_THREADS, SAMPLER_SORT_ITEMS, uint16_t> ProbabilitySort;
+static_assert(SAMPLER_THREADS * SAMPLER_SORT_ITEMS == SAMPLER_MAX_COUNT, "the sort holds every candidate");
+static_assert(sizeof(ProbabilitySort::TempStorage) <= SAMPLER_SORT_BYTES, "the sort's storage fits what is passed");
 
 __device__ __forceinline__ void philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t key0,
                                               uint32_t key1, uint32_t out[4]) {
@@ -145,15 +161,6 @@ __device__ int argmax_logits(const Logit* logits, int count, SamplerShared& shar
   return index < 0 ? 0 : index;
 }
 
-#define SORT_PADDING 0xffff
-
-// Whether index a ranks before index b by probability (padding ranks after everything).
-__device__ __forceinline__ bool key_ranks_before(uint16_t a, uint16_t b, const SamplerShared& shared) {
-  if (a == SORT_PADDING) return false;
-  if (b == SORT_PADDING) return true;
-  return ranks_before(shared.probabilities[a], a, shared.probabilities[b], b);
-}
-
 // The warp's best (value, index) pair under ranks_before; every lane gets the same pair (a strict total order).
 __device__ __forceinline__ void warp_best(double& value, int& index) {
 #pragma unroll
@@ -212,9 +219,17 @@ __device__ void select_largest_radix(int count, int limit, SamplerShared& shared
     __syncthreads();
     const unsigned long long prefix = shared.threshold;
     const unsigned needed = shared.needed;
-    for (int i = t; i < count; i += SAMPLER_THREADS) {
-      const unsigned long long key = probability_key(shared, i);
-      if ((key & mask) == prefix) atomicAdd(&shared.bins[(key >> shift) & (RADIX_BINS - 1)], 1u);
+    // Each warp adds its lanes of one digit in one atomic (counts are integers: any grouping gives the same bins);
+    // every lane runs every round, so the whole warp takes part in each match.
+    for (int base = 0; base < count; base += SAMPLER_THREADS) {
+      const int i = base + t;
+      unsigned digit = RADIX_BINS;  // none
+      if (i < count) {
+        const unsigned long long key = probability_key(shared, i);
+        if ((key & mask) == prefix) digit = static_cast<unsigned>((key >> shift) & (RADIX_BINS - 1));
+      }
+      const unsigned peers = __match_any_sync(0xffffffffu, digit);
+      if (digit < RADIX_BINS && (t & 31) == __ffs(peers) - 1) atomicAdd(&shared.bins[digit], __popc(peers));
     }
     __syncthreads();
     // Thread t holds digit 255 − t, so its inclusive sum counts the entries at this digit or above.
@@ -259,38 +274,60 @@ __device__ void select_largest_radix(int count, int limit, SamplerShared& shared
   }
 }
 
+// Every probability ranked (descending, ties to the lower index) by a block radix sort; the first `limit` ranks into
+// shared.order. Thread t holds entries t·ITEMS .. t·ITEMS + ITEMS − 1 (the sort's blocked arrangement), those past
+// count as padding keys after every real entry, so the stable sort leaves them last.
+__device__ void rank_all(int count, int limit, SamplerShared& shared) {
+  extern __shared__ __align__(16) unsigned char sort_storage[];
+  unsigned long long keys[SAMPLER_SORT_ITEMS];
+  uint16_t indices[SAMPLER_SORT_ITEMS];
+#pragma unroll
+  for (int item = 0; item < SAMPLER_SORT_ITEMS; item++) {
+    const int index = threadIdx.x * SAMPLER_SORT_ITEMS + item;
+    const unsigned long long bits = index < count ? probability_key(shared, index) : 0ull;
+    keys[item] = SAMPLER_RANKING_ASCENDING ? bits : ~bits;
+    indices[item] = static_cast<uint16_t>(index);
+  }
+  ProbabilitySort(*reinterpret_cast<ProbabilitySort::TempStorage*>(sort_storage)).Sort(keys, indices);
+#pragma unroll
+  for (int item = 0; item < SAMPLER_SORT_ITEMS; item++) {
+    const int rank = threadIdx.x * SAMPLER_SORT_ITEMS + item;
+    if (rank < limit) shared.order[rank] = indices[item];
+  }
+}
+
 // Writes the indices of the `limit` largest probabilities into shared.order (descending, ties to the lower index).
 // Any exact selection gives the same list (a total order), so the split into warps does not change the result.
 __device__ void select_largest(int count, int limit, SamplerShared& shared) {
   if (limit <= SAMPLER_SELECT_LIMIT) {
     select_largest_radix(count, limit, shared);
   } else {
-    // A bitonic sort of the indices (padded to a power of two with SORT_PADDING, which ranks last).
-    extern __shared__ uint16_t sort_keys[];
-    int padded = 1;
-    while (padded < count) padded <<= 1;
-    for (int i = threadIdx.x; i < padded; i += SAMPLER_THREADS) sort_keys[i] = i < count ? (uint16_t)i : SORT_PADDING;
-    for (int size = 2; size <= padded; size <<= 1) {
-      for (int stride = size >> 1; stride > 0; stride >>= 1) {
-        __syncthreads();
-        for (int i = threadIdx.x; i < padded; i += SAMPLER_THREADS) {
-          const int partner = i ^ stride;
-          if (partner <= i) continue;
-          const uint16_t first = sort_keys[i];
-          const uint16_t second = sort_keys[partner];
-          // Blocks with (i & size) == 0 put the earlier-ranking key first, the others last.
-          const bool second_first = key_ranks_before(second, first, shared);
-          if (((i & size) == 0) == second_first) {
-            sort_keys[i] = second;
-            sort_keys[partner] = first;
-          }
-        }
-      }
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < limit; i += SAMPLER_THREADS) shared.order[i] = sort_keys[i];
+    rank_all(count, limit, shared);
   }
   __syncthreads();
+}
+
+// The top-p cut: the shortest prefix of the ranked candidates whose running sum (added in rank order, as the cpu
+// does) reaches top_p, at most limit. One thread adds; each chunk's probabilities are loaded together first.
+__device__ int survivors_of(int limit, double top_p, const SamplerShared& shared) {
+  int survivors = 0;
+  double cumulative = 0.0;
+  for (int base = 0; base < limit; base += SURVIVOR_CHUNK) {
+    double chunk[SURVIVOR_CHUNK];
+#pragma unroll
+    for (int j = 0; j < SURVIVOR_CHUNK; j++) {
+      chunk[j] = base + j < limit ? shared.probabilities[shared.order[base + j]] : 0.0;
+    }
+#pragma unroll
+    for (int j = 0; j < SURVIVOR_CHUNK; j++) {
+      if (base + j < limit) {
+        cumulative = __dadd_rn(cumulative, chunk[j]);
+        survivors = base + j + 1;
+        if (cumulative >= top_p) return survivors;
+      }
+    }
+  }
+  return survivors;
 }
 
 // One draw (src/backend/cpu/ops/sampling.ts drawFromLogits); every thread returns the pick.
@@ -298,13 +335,17 @@ template <typename Logit>
 __device__ int draw_from_logits(const Logit* logits, int count, double temperature, double top_p, int top_k,
                                 uint32_t seed_low, uint32_t seed_high, uint32_t frame, uint32_t column,
                                 uint32_t draw, SamplerShared& shared) {
+  // The loops over a thread's entries are unrolled so that their loads and exponentials overlap; each still adds
+  // its terms in ascending order.
   double maximum = -INFINITY;
+#pragma unroll 4
   for (int i = threadIdx.x; i < count; i += SAMPLER_THREADS) maximum = fmax(maximum, logit_at(logits, i));
   int unused = 0;
   block_best(maximum, unused, shared);
   if (maximum == -INFINITY) return 0;
   if (maximum == INFINITY) return argmax_logits(logits, count, shared);
   double partial = 0.0;
+#pragma unroll 4
   for (int i = threadIdx.x; i < count; i += SAMPLER_THREADS) {
     const double e = portable_exp(__ddiv_rn(__dsub_rn(logit_at(logits, i), maximum), temperature));
     shared.probabilities[i] = e;
@@ -318,21 +359,13 @@ __device__ int draw_from_logits(const Logit* logits, int count, double temperatu
   }
   __syncthreads();
   const double total = shared.partials[0];
+#pragma unroll 4
   for (int i = threadIdx.x; i < count; i += SAMPLER_THREADS)
     shared.probabilities[i] = __ddiv_rn(shared.probabilities[i], total);
   __syncthreads();
   const int limit = top_k > 0 ? min(top_k + SAMPLER_EXTRA_CANDIDATES, count) : count;
   select_largest(count, limit, shared);
-  if (threadIdx.x == 0) {
-    int survivors = 0;
-    double cumulative = 0.0;
-    while (survivors < limit) {
-      cumulative = __dadd_rn(cumulative, shared.probabilities[shared.order[survivors]]);
-      survivors++;
-      if (cumulative >= top_p) break;
-    }
-    shared.survivors = survivors;
-  }
+  if (threadIdx.x == 0) shared.survivors = survivors_of(limit, top_p, shared);
   __syncthreads();
   const int survivors = shared.survivors;
   double best_score = -INFINITY;
@@ -416,7 +449,7 @@ __device__ __forceinline__ void sample_code_lane(int* out, int out_stride, int o
 }
 
 #define SAMPLE_MAIN_KERNEL(ENTRY, LOGIT)                                                                            \
-  extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS)                                                   \
+  extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS, 1)                                                \
       ENTRY(int* records, int record_stride, const LOGIT* logits, long long logits_stride, int count,               \
             int semantic_count, const int* candidates, const int* lanes, int* window) {                             \
     KERNEL_PROLOGUE();                                                                                              \
@@ -426,7 +459,7 @@ __device__ __forceinline__ void sample_code_lane(int* out, int out_stride, int o
   }
 
 #define SAMPLE_CODE_KERNEL(ENTRY, LOGIT)                                                                            \
-  extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS)                                                   \
+  extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS, 1)                                                \
       ENTRY(int* out, int out_stride, int out_offset, const LOGIT* logits, long long logits_stride, int count,      \
             int column, const int* lanes) {                                                                         \
     KERNEL_PROLOGUE();                                                                                              \

@@ -107,6 +107,11 @@ export const controls: readonly Control[] = [
     kernel: { family: 'sampler_controls', name: 'control_sample_main_bf16_top_k_plus_one' },
   },
   {
+    description: 'wrong order: the full ranking (top-k off or above 64) puts the least likely candidates first',
+    kernelCase: sampleMainCase,
+    kernel: { family: 'sampler_ranking_controls', name: 'control_sample_main_ranked_ascending' },
+  },
+  {
     description: 'off-by-one position: attention prepare writes K one row past its position',
     kernelCase: attentionPrepareBackboneCase,
     kernel: { family: 'attention_controls', name: 'control_attention_prepare_key_row_off_by_one' },

@@ -1,8 +1,8 @@
 // Contract cases for kernels/cuda/sampler.cu against src/backend/cpu/ops/sampling.ts: the picks must be EXACTLY the
 // cpu sampler's (integer outputs), for `main` with RAS against each lane's window (written into frame records as
 // (candidate token, index or −1)) and for codebook columns, over lanes with mixed settings (greedy, top-k
-// 0/1/2/30/100, temperatures, top-p 1) so that every path of the kernel runs; with fp32 logits and with bf16 logits
-// (the model's), whose reference draws from the bf16 values themselves.
+// 0/1/2/30/100, temperatures, top-p 1 and 0.5) so that every path of the kernel runs; with fp32 logits and with bf16
+// logits (the model's), whose reference draws from the bf16 values themselves.
 import {
   drawCode,
   drawMain,
@@ -34,6 +34,8 @@ const SETTINGS = [
   { temperature: 1.3, topP: 1, topK: 2, greedy: false },
   { temperature: 1, topP: 0.8, topK: 100, greedy: false },
   { temperature: 1, topP: 0.9, topK: 30, greedy: true },
+  // Every candidate ranked, the top-p cut deep in the list.
+  { temperature: 1.5, topP: 0.5, topK: 0, greedy: false },
 ] as const;
 
 interface LaneDraw {

@@ -42,11 +42,11 @@ export type SamplerLogits = 'f32' | 'bf16';
 const THREADS = 256;
 /** The kernel keeps a row's probabilities in shared memory. */
 export const SAMPLER_MAX_CANDIDATES = 4352;
-/** Dynamic shared memory for the full-sort path (top-k 0 or above 64): indices padded to 8192. */
-const SORT_BYTES = 8192 * 2;
+/** Dynamic shared memory for the full sort's storage (top-k 0 or above 64): the kernel's SAMPLER_SORT_BYTES. */
+export const SAMPLER_SORT_BYTES = 34816;
 
 function raiseSharedLimit(driver: CudaDriver, kernel: Handle): void {
-  driver.setMaxDynamicSharedBytes(kernel, SORT_BYTES);
+  driver.setMaxDynamicSharedBytes(kernel, SAMPLER_SORT_BYTES);
 }
 
 /** Launches a sampler kernel with its dynamic shared memory, raising the kernel's limit once per module. */
@@ -59,7 +59,7 @@ function launchSampler(
 ) {
   const chosen = options.kernel ?? name;
   cuda.kernels.prepareOnce(cuda.kernels.kernel(chosen.family, chosen.name), raiseSharedLimit);
-  launch(cuda, name, { grid: [lanes, 1, 1], block: [THREADS, 1, 1], sharedBytes: SORT_BYTES }, args, options);
+  launch(cuda, name, { grid: [lanes, 1, 1], block: [THREADS, 1, 1], sharedBytes: SAMPLER_SORT_BYTES }, args, options);
 }
 
 /** Writes batch row b of a lane table. */

@@ -1,0 +1,14 @@
+// The sampler's launchers pass the dynamic shared memory its full sort works in; the kernel checks at compile time
+// that the sort's storage fits SAMPLER_SORT_BYTES, so the two numbers must be the same.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { SAMPLER_SORT_BYTES } from '../../src/backend/cuda/ops/sampler.ts';
+
+const SOURCE = new URL('../../kernels/cuda/sampler.cu', import.meta.url);
+
+test("the sampler's launch passes the shared memory the kernel's sort is compiled for", () => {
+  const match = /^#define SAMPLER_SORT_BYTES (\d+)\s*$/m.exec(readFileSync(SOURCE, 'utf8'));
+  assert.ok(match, 'kernels/cuda/sampler.cu no longer defines SAMPLER_SORT_BYTES');
+  assert.equal(SAMPLER_SORT_BYTES, Number(match[1]));
+});
