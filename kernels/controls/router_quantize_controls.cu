@@ -7,6 +7,8 @@
 //   control_router_group_counter_kept         the last block to arrive groups but never resets the arrival counter,
 //                                             so the next launch (a repeat, a graph replay) groups nothing and its
 //                                             tables keep the poison                   (repeat and graph gates)
+//   control_router_one_row_offsets_inclusive  a launch of one row, grouped by its routing warp, counts each expert
+//                                             itself into its own offset                (the one-row shape's tables)
 #define ROUTER_QUANTIZE_ENTRY control_router_quantize_skips_last_block
 #define ROUTER_QUANTIZE_BLOCKS_LEFT_OUT 1
 #define ROUTER_QUANTIZE_GROUPING_FAULT FAULT_NONE
@@ -18,4 +20,12 @@
 #define ROUTER_QUANTIZE_ENTRY control_router_group_counter_kept
 #define ROUTER_QUANTIZE_BLOCKS_LEFT_OUT 0
 #define ROUTER_QUANTIZE_GROUPING_FAULT FAULT_COUNTER_KEPT
+#include "router_quantize.cu"
+
+#undef ROUTER_QUANTIZE_ENTRY
+#undef ROUTER_QUANTIZE_BLOCKS_LEFT_OUT
+#undef ROUTER_QUANTIZE_GROUPING_FAULT
+#define ROUTER_QUANTIZE_ENTRY control_router_one_row_offsets_inclusive
+#define ROUTER_QUANTIZE_BLOCKS_LEFT_OUT 0
+#define ROUTER_QUANTIZE_GROUPING_FAULT FAULT_ONE_ROW_OFFSETS_INCLUSIVE
 #include "router_quantize.cu"

@@ -12,7 +12,13 @@
 
 // FAULT_NONE is the grouping itself; the others are the contract's controls (kernels/controls/moe_route_controls.cu,
 // router_quantize_controls.cu).
-enum GroupingFault { FAULT_NONE = 0, FAULT_LAST_PAIR_DROPPED = 1, FAULT_EXPERT_REVERSED = 2, FAULT_COUNTER_KEPT = 3 };
+enum GroupingFault {
+  FAULT_NONE = 0,
+  FAULT_LAST_PAIR_DROPPED = 1,
+  FAULT_EXPERT_REVERSED = 2,
+  FAULT_COUNTER_KEPT = 3,
+  FAULT_ONE_ROW_OFFSETS_INCLUSIVE = 4
+};
 
 template <int FAULT, int MAX_WARPS>
 __device__ __forceinline__ void group_pairs(int* pair_slots, int* expert_offsets, int* tiles, int* tile_count,
@@ -125,6 +131,62 @@ __device__ __forceinline__ void group_pairs(int* pair_slots, int* expert_offsets
     }
     __syncthreads();
   }
+}
+
+// A launch of one row is grouped by the warp that routed it, with no arrival and no block barrier: lane k < top_k
+// holds choice k's expert (top_k <= 32, experts <= MAX_EXPERTS). The same tables as group_pairs for these ids: a valid
+// slot's position counts the valid slots of lower experts and the earlier ones of its own; an expert's offset counts
+// the valid slots below it; each expert's tiles follow those of the experts below it; the tail is marked as there.
+template <int FAULT>
+__device__ __forceinline__ void group_one_row(int expert, int* pair_slots, int* expert_offsets, int* tiles,
+                                              int* tile_count, int top_k, int experts, int tile_pairs,
+                                              int max_tiles) {
+  const int lane = threadIdx.x & 31;
+  const bool valid = lane < top_k && expert >= 0 && expert < experts;
+  int position = 0;  // valid slots before this one in expert order
+  int below = 0;     // valid slots of lower experts: this expert's offset
+  int count = 0;     // valid slots of this expert
+  bool first = true;  // no earlier slot of this expert
+  int offsets[MAX_EXPERTS / 32];  // for experts lane, lane + 32, ...: the valid slots below each
+#pragma unroll
+  for (int s = 0; s < MAX_EXPERTS / 32; s++) offsets[s] = 0;
+  for (int j = 0; j < top_k; j++) {
+    const int other = __shfl_sync(0xffffffffu, expert, j);
+    if (other < 0 || other >= experts) continue;
+    below += other < expert;
+    count += other == expert;
+    position += other < expert || (other == expert && j < lane);
+    first = first && !(other == expert && j < lane);
+#pragma unroll
+    for (int s = 0; s < MAX_EXPERTS / 32; s++) {
+      const int e = lane + 32 * s;
+      offsets[s] += FAULT == FAULT_ONE_ROW_OFFSETS_INCLUSIVE ? other <= e : other < e;
+    }
+  }
+  const int valid_slots = __popc(__ballot_sync(0xffffffffu, valid));
+  if (valid) pair_slots[position] = lane;
+  for (int index = valid_slots + lane; index < top_k; index += 32) pair_slots[index] = -1;
+#pragma unroll
+  for (int s = 0; s < MAX_EXPERTS / 32; s++) {
+    if (lane + 32 * s < experts) expert_offsets[lane + 32 * s] = offsets[s];
+  }
+  if (lane == 0) expert_offsets[experts] = valid_slots;
+  // Tiles: each expert's first valid slot holds its tiles, numbered after the tiles of the experts below it.
+  const int own_tiles = valid && first ? (count + tile_pairs - 1) / tile_pairs : 0;
+  int first_tile = 0;
+  for (int j = 0; j < top_k; j++) {
+    const int other = __shfl_sync(0xffffffffu, expert, j);
+    const int other_tiles = __shfl_sync(0xffffffffu, own_tiles, j);
+    first_tile += other < expert ? other_tiles : 0;
+  }
+  const int total_tiles = __reduce_add_sync(0xffffffffu, own_tiles);
+  int4* tile_entries = reinterpret_cast<int4*>(tiles);
+  for (int i = 0; i < own_tiles && first_tile + i < max_tiles; i++) {
+    const int within = i * tile_pairs;
+    tile_entries[first_tile + i] = make_int4(expert, below + within, min(tile_pairs, count - within), 0);
+  }
+  for (int tile = total_tiles + lane; tile < max_tiles; tile += 32) tile_entries[tile] = make_int4(-1, 0, 0, 0);
+  if (lane == 0) *tile_count = min(total_tiles, max_tiles);
 }
 
 // Ends a router launch: every block calls it once, after its rows' ids are written (grouping nothing when `arrivals`

@@ -5,8 +5,9 @@
 //   lower expert index; weight_j = p_j / Σ_chosen p. A NaN logit (or +inf, through inf − inf) makes every p NaN,
 //   and then the choice falls to the lowest unchosen indices, as a sequential `p > best` scan does.
 //   pair_slots, expert_offsets, tiles, tile_count: moe_route.cu's tables (experts <= 256), written by the last block
-//   of the grid to finish (moe_group.cuh: the same integers as moe_group_pairs); arrivals: one int32, zero before the
-//   first launch and left at zero by every launch; null: no grouping (the tables are not touched)
+//   of the grid to finish (moe_group.cuh: the same integers as moe_group_pairs), or for one row by its routing warp
+//   (group_one_row); arrivals: one int32, zero before the first launch and left at zero by every launch; null: no
+//   grouping (the tables are not touched)
 // One warp per row (router.cuh), ROUTER_THREADS / 32 rows a block; experts <= 512, top_k <= 32.
 #include "moe_group.cuh"
 #include "router.cuh"
@@ -20,8 +21,14 @@ extern "C" __global__ void __launch_bounds__(ROUTER_THREADS)
   KERNEL_PROLOGUE();
   const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row < rows) {
-    route_row(expert_ids + row * top_k, expert_weights + row * top_k, logits + row * experts, experts, top_k);
+    const int expert =
+        route_row(expert_ids + row * top_k, expert_weights + row * top_k, logits + row * experts, experts, top_k);
+    if (rows == 1 && arrivals != nullptr) {
+      group_one_row<FAULT_NONE>(expert, pair_slots, expert_offsets, tiles, tile_count, top_k, experts, tile_pairs,
+                                max_tiles);
+    }
   }
+  if (rows == 1) return;  // grouped by its routing warp above
   group_after_last_arrival<FAULT_NONE, ROUTER_THREADS / 32>(arrivals, pair_slots, expert_offsets, tiles, tile_count,
                                                             expert_ids, rows, top_k, experts, tile_pairs, max_tiles);
 }

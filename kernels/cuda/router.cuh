@@ -49,9 +49,10 @@ __device__ __forceinline__ int lowest_expert_with(const unsigned (&keys)[SLOTS],
   return paired_off(level, [](int a, int b) { return min(a, b); });
 }
 
+// Returns lane k's choice (the k-th expert) for lanes below top_k, −1 for the others.
 template <int SLOTS>
-__device__ __forceinline__ void route_row_in_slots(int* row_ids, float* row_weights, const bf16* row_logits,
-                                                   int experts, int top_k) {
+__device__ __forceinline__ int route_row_in_slots(int* row_ids, float* row_weights, const bf16* row_logits,
+                                                  int experts, int top_k) {
   const int lane = threadIdx.x & 31;
   float values[SLOTS];
   // Every load is issued before any is used (a slot past the experts reads the last one and never uses it).
@@ -113,14 +114,13 @@ __device__ __forceinline__ void route_row_in_slots(int* row_ids, float* row_weig
     row_ids[lane] = chosen_expert;
     row_weights[lane] = chosen / chosen_sum;
   }
+  return lane < top_k ? chosen_expert : -1;
 }
 
-// Routes one row: experts <= ROUTER_MAX_EXPERTS, top_k <= ROUTER_MAX_TOP_K (the launchers refuse more).
-__device__ __forceinline__ void route_row(int* row_ids, float* row_weights, const bf16* row_logits, int experts,
-                                          int top_k) {
-  if (experts <= 256) {
-    route_row_in_slots<8>(row_ids, row_weights, row_logits, experts, top_k);
-  } else {
-    route_row_in_slots<16>(row_ids, row_weights, row_logits, experts, top_k);
-  }
+// Routes one row: experts <= ROUTER_MAX_EXPERTS, top_k <= ROUTER_MAX_TOP_K (the launchers refuse more). Returns lane
+// k's choice for lanes below top_k, −1 for the others.
+__device__ __forceinline__ int route_row(int* row_ids, float* row_weights, const bf16* row_logits, int experts,
+                                         int top_k) {
+  if (experts <= 256) return route_row_in_slots<8>(row_ids, row_weights, row_logits, experts, top_k);
+  return route_row_in_slots<16>(row_ids, row_weights, row_logits, experts, top_k);
 }

@@ -1,7 +1,8 @@
 // The MoE router (router.cu), the FP8 quantisation of the MoE input for the gate|up GEMM (quantize_fp8.cu) and the
 // grouping of the choices by expert (moe_route.cu's moe_group_pairs) in one launch: routing and quantising read
 // different tensors and neither needs the other, so warp 0 of a block routes the block's row while the block's other
-// warps quantise that row's 128-column blocks; then the last block of the grid to finish groups every row's ids.
+// warps quantise that row's 128-column blocks; then the last block of the grid to finish groups every row's ids (a
+// launch of one row: its routing warp groups them as soon as it has routed, moe_group.cuh group_one_row).
 // Every output has the bits of router_top_k, quantize_e4m3_rows and moe_group_pairs: the arithmetic is theirs
 // (router.cuh, quantize_fp8.cuh, moe_group.cuh); only which warp or block does it differs, and the grouping's tables
 // are integers that do not depend on the block's width.
@@ -33,7 +34,12 @@ extern "C" __global__ void __launch_bounds__(ROUTER_QUANTIZE_MAX_THREADS)
   const long long row = blockIdx.x;
   const int warp = threadIdx.x >> 5;
   if (row < rows && warp == 0) {
-    route_row(expert_ids + row * top_k, expert_weights + row * top_k, logits + row * experts, experts, top_k);
+    const int expert =
+        route_row(expert_ids + row * top_k, expert_weights + row * top_k, logits + row * experts, experts, top_k);
+    if (rows == 1 && arrivals != nullptr) {
+      group_one_row<ROUTER_QUANTIZE_GROUPING_FAULT>(expert, pair_slots, expert_offsets, tiles, tile_count, top_k,
+                                                    experts, tile_pairs, max_tiles);
+    }
   } else if (row < rows) {
     const int quantize_warps = (blockDim.x >> 5) - 1;
     const int blocks = (cols + QUANTIZE_BLOCK - 1) / QUANTIZE_BLOCK;
@@ -41,6 +47,7 @@ extern "C" __global__ void __launch_bounds__(ROUTER_QUANTIZE_MAX_THREADS)
       quantize_row_block(q, scales, x, row, block, cols, blocks, E4M3_MAXIMUM);
     }
   }
+  if (rows == 1) return;  // grouped by its routing warp above
   group_after_last_arrival<ROUTER_QUANTIZE_GROUPING_FAULT, ROUTER_QUANTIZE_MAX_THREADS / 32>(
       arrivals, pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts, tile_pairs, max_tiles);
 }

@@ -195,6 +195,11 @@ export const controls: readonly Control[] = [
     kernel: { family: 'router_quantize_controls', name: 'control_router_group_counter_kept' },
   },
   {
+    description: "wrong offsets: a one-row router launch's warp counts each chosen expert into its own offset",
+    kernelCase: routerQuantizeCase,
+    kernel: { family: 'router_quantize_controls', name: 'control_router_one_row_offsets_inclusive' },
+  },
+  {
     description: "wrong scale: the grouped down GEMM's in-kernel quantiser of h scales by amax/447 instead of amax/448",
     kernelCase: moeDownFp8Case,
     kernel: { family: 'moe_controls', name: 'control_moe_down_h_scale_447' },
