@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device call that settles the decode changes built without a device (docs/gpu.md, "Not yet run on a GPU"): the
-# kernel contract's DeltaNet, sampler and router cases with their controls, contracts 1 to 3 with both DeltaNet folds on, the
-# frame bench alternating the folds off and on at batches 1, 4, 16 and 64 (their draws must not change), and the
-# sampler bench. Each log is copied to the top of <output dir> as soon as its step ends, so a call cut short still
+# kernel contract's DeltaNet, sampler and router cases with their controls, contracts 1 to 3 with both DeltaNet folds
+# on, the frame bench alternating the folds off and on at batches 1, 4, 16 and 64 (their draws must not change), and
+# the sampler bench. Each log is copied to the top of <output dir> as soon as its step ends, so a call cut short still
 # returns what finished: contract-delta-net.log, contract-sampler.log, contract-router.log,
 # speech-model-contracts.log, frames-variants.log, gpu-sampler.log.
 # Carry: DRAMA3_CARRY_ENTRIES=test/kernels/contract.test.ts,test/kernels/speech-model-contracts.test.ts,bench/gpu-frames.ts,bench/gpu-sampler.ts
