@@ -22,7 +22,9 @@
 //   one slot walk together: each K and V tile is staged once for all of them (cp.async, the next tile's copy in
 //   flight while this one is used), every row using only its own keys of it; rows of other slots, or at positions far
 //   apart, are simply a group of their own or use less of each tile; the splits fold on chip (states in shared memory)
-//   fold = 0 (calls of at most 64 rows): grid (T, Hkv, Z) with Z ≤ ceil(capacity / 256) fixed by T and the capacity;
+//   fold = 0 (calls of at most 64 rows): grid (T, Hkv · S, Z) with Z ≤ ceil(capacity / 256) fixed by T and the
+//   capacity, and a KV head's query heads dealt to S blocks of 32·group / S threads (S a divisor of the group, chosen
+//   by the launcher: more blocks for a call of few rows; each warp's walk is the same);
 //   block z walks splits z, z + Z, ... of its row (the same staged walk, one row) and writes each split's state apart;
 //   attention_combine folds them in split order: the same bits as fold = 1; the per-row kernel also runs fold = 1,
 //   grid (T, Hkv, 1), one row a block, where a launcher asks for it (the bench's comparison)

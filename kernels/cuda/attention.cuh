@@ -412,9 +412,19 @@ __device__ __forceinline__ void attend_rows(bf16* out, float* workspace, const b
   bf16* value_tile = key_tile + ATTENTION_TILE_KEYS * D;
   float* fold_state = reinterpret_cast<float*>(value_tile + ATTENTION_TILE_KEYS * D);
   const int first_row = blockIdx.x * ROWS;
-  const int kv_head = blockIdx.y;
   const int lane = threadIdx.x & 31;
-  const int head = kv_head * (query_heads / kv_heads) + (threadIdx.x >> 5);
+  const int group = query_heads / kv_heads;
+  // The per-row walk may deal a KV head's query heads to several blocks (grid y = kv_heads · subgroups, blockDim
+  // 32 · group / subgroups): each warp's walk is its head's whichever block it sits in. The grouped walk's block is
+  // the whole group.
+  int kv_head = blockIdx.y;
+  int head = kv_head * group + (threadIdx.x >> 5);
+  if constexpr (ROWS == 1) {
+    const int warps = blockDim.x >> 5;
+    const int subgroups = group / warps;
+    kv_head = blockIdx.y / subgroups;
+    head = blockIdx.y * warps + (threadIdx.x >> 5);
+  }
   int last[ROWS];
   unsigned pending = 0;
 #pragma unroll
@@ -556,8 +566,9 @@ __device__ __forceinline__ void attend_rows(bf16* out, float* workspace, const b
 }
 
 // Dynamic shared memory: the K and V tiles, then (fold = 1) the fold states of ROWS rows. Grid (ceil(rows / ROWS),
-// kv_heads, 1) for fold = 1; for fold = 0, (rows / ROWS, kv_heads, Z) with block z walking splits z, z + Z, ... of
-// its rows and writing each as a partial for attention_combine. Block 32·group.
+// kv_heads, 1) for fold = 1; for fold = 0, (rows / ROWS, kv_heads · subgroups, Z) with block z walking splits z,
+// z + Z, ... of its rows and writing each as a partial for attention_combine. Block 32·group / subgroups (subgroups
+// a divisor of the group: 1 for fold = 1).
 template <int D, int ROWS, int VARIANT>
 __device__ __forceinline__ void attention_rows(bf16* out, float* workspace, const bf16* q, const bf16* gate,
                                                long long gate_row_stride, long long gate_head_stride,

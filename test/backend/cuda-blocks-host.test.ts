@@ -153,6 +153,25 @@ test('tower attention: no gate, interleaved RoPE, a large call folds on chip', (
   assert.equal(word(launched[1]!, 3), 0n, 'no gate');
 });
 
+test('decode attention: DRAMA3_ATTENTION_HEADS_PER_BLOCK deals each KV head to blocks of that many query heads', () => {
+  const setting = 'DRAMA3_ATTENTION_HEADS_PER_BLOCK';
+  const attentionShape = () => {
+    const { ctx, launched } = recordingContext();
+    const x = buffer('bf16', 3 * HIDDEN);
+    runAttention(ctx, attentionWeights(), x, keyValueSlab(2, 256), callTables(3, 1), buffer('bf16', 3 * HIDDEN), 3);
+    return launched[1]!.shape;
+  };
+  withSetting(setting, undefined, () => {
+    assert.deepEqual([attentionShape().grid[1], attentionShape().block[0]], [2, 256], 'a block a KV head by default');
+  });
+  withSetting(setting, '2', () => {
+    assert.deepEqual([attentionShape().grid[1], attentionShape().block[0]], [8, 64], '4 blocks of 2 heads a KV head');
+  });
+  withSetting(setting, '3', () => {
+    assert.throws(attentionShape, { code: 'ATTENTION_HEADS_PER_BLOCK_INVALID', param: setting });
+  });
+});
+
 const KEY_HEADS = 16;
 const VALUE_HEADS = 32;
 const CHANNELS = 2 * KEY_HEADS * 128 + VALUE_HEADS * 128;

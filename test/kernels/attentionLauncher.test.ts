@@ -80,6 +80,23 @@ test('a larger call asked for one row a block runs the per-row kernel folding on
   assert.equal(attentionSharedBytes(0, 256, 8), 65536);
 });
 
+test("a spread call asked for fewer heads a block deals each KV head's query heads to more blocks", () => {
+  const { cuda, launched } = recordingContext();
+  attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 1, headsPerBlock: 2 });
+  attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 7, headsPerBlock: 8 });
+  attention(cuda, { ...geometry, ...buffers, workspace: 0n, rows: 65, headsPerBlock: 1 });
+  // 2 KV heads × 4 blocks of 2 warps; the combine keeps a block of the whole group per KV head.
+  assert.deepEqual(launched[0]!.shape, { grid: [1, 8, 2], block: [64, 1, 1], sharedBytes: 65536 });
+  assert.deepEqual(launched[1]!.shape, { grid: [1, 2, 1], block: [256, 1, 1] });
+  assert.deepEqual(launched[2]!.shape.grid, [7, 2, 2], 'the whole group: a block per KV head');
+  assert.deepEqual(launched[2]!.shape.block, [256, 1, 1]);
+  assert.deepEqual(launched[4]!.shape.block, [256, 1, 1], 'a grouped call walks the whole group whatever is asked');
+  assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 1, headsPerBlock: 3 }), {
+    code: 'KERNEL_ARGUMENT_INVALID',
+    param: 'headsPerBlock',
+  });
+});
+
 test('the prepare kernel runs one block per (row, head) with the block size rms_norm_bf16 would use', () => {
   const { cuda, launched } = recordingContext();
   const pointers = { qOut: 1n, keys: 2n, values: 3n, qProj: 4n, kProj: 5n, vProj: 6n, qNorm: 7n, kNorm: 8n };

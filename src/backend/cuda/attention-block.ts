@@ -28,6 +28,24 @@ function refuse(param: string, message: string): never {
   throw new DramaError('KERNEL_GEOMETRY_UNSUPPORTED', `attention: ${message}`, { kind: 'bad_checkpoint', param });
 }
 
+/**
+ * DRAMA3_ATTENTION_HEADS_PER_BLOCK=n: a decode call walks each KV head in blocks of n query heads (a divisor of the
+ * group) instead of one block for the whole group, to measure what spreading it over more SMs gives (the same bits).
+ */
+function headsPerBlockAsked(group: number): { headsPerBlock?: number } {
+  const text = process.env.DRAMA3_ATTENTION_HEADS_PER_BLOCK;
+  if (text === undefined || text.trim() === '') return {};
+  const heads = Number(text);
+  if (!Number.isInteger(heads) || heads < 1 || group % heads !== 0) {
+    throw new DramaError(
+      'ATTENTION_HEADS_PER_BLOCK_INVALID',
+      `DRAMA3_ATTENTION_HEADS_PER_BLOCK must divide the group of ${group} query heads, got ${text}`,
+      { param: 'DRAMA3_ATTENTION_HEADS_PER_BLOCK' },
+    );
+  }
+  return { headsPerBlock: heads };
+}
+
 /** Refuses what the attention kernels cannot serve, before anything is launched. */
 export function checkAttentionGeometry(weights: AttentionWeights<CudaBuffer>, slab: KeyValueSlab<CudaBuffer>): void {
   const { heads, keyValueHeads, headDim, rotaryDim } = weights;
@@ -163,6 +181,7 @@ export function runAttention(
     rowTable: tables.rows.pointer,
     rows,
     workspace,
+    ...headsPerBlockAsked(weights.heads / weights.keyValueHeads),
   });
   ctx.linear(attended, weights.oProj, out, rows);
 }

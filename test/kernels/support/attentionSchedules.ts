@@ -7,8 +7,9 @@
 //                walked alone
 //   equivalence  a prefill of 257 rows (prepare + attention, KV carried in the slab) whole and in chunks of 1, 7, 64
 //                and 66 rows (66: the grouped kernel again, its groups cut elsewhere), from positions 0, 1000, 2046
-//                and 8190 (the last two: a group of the whole call straddles a split point); and a lane's decode
-//                row, beside other lanes, against the last row of its whole prefill
+//                and 8190 (the last two: a group of the whole call straddles a split point); a lane's decode
+//                row, beside other lanes, against the last row of its whole prefill; and a decode call whose KV
+//                heads' query heads are walked by one block of the whole group, or by blocks of fewer heads
 import type { CudaContext } from '../../../src/backend/cuda/context.ts';
 import {
   ATTENTION_SPLIT_KEYS,
@@ -342,6 +343,38 @@ function decodeEquivalence(g: AttentionGeometry): EquivalenceCase {
   };
 }
 
+const HEADS_LANES = 7;
+/** The lanes' positions: inside a first split, at and past split points, several splits in. */
+const HEADS_POSITIONS = [3, 255, 256, 700, 1023, 1024, 2049];
+
+/**
+ * A decode call of 7 lanes with each KV head's query heads walked by one block of the whole group (the first run),
+ * then by blocks of fewer heads (each divisor of the group): every warp walks its own head, so the bytes are the same.
+ */
+function headsPerBlockEquivalence(g: AttentionGeometry): EquivalenceCase {
+  const { queryHeads: hq, kvHeads: hkv, headDim: d } = g;
+  const group = hq / hkv;
+  const geometry = { queryHeads: hq, kvHeads: hkv, headDim: d, slots: INVARIANCE_SLOTS, capacity: INVARIANCE_CAPACITY };
+  return {
+    label: `attention ${g.label}: ${HEADS_LANES} decode lanes, each KV head's query heads in 1 to ${group} blocks`,
+    prepare(random) {
+      const prepared = lanesOverHistories(random, g, INVARIANCE_SLOTS, INVARIANCE_CAPACITY, HEADS_LANES, (lane) => [
+        lane % INVARIANCE_SLOTS,
+        HEADS_POSITIONS[lane]!,
+      ]);
+      const walk = (headsPerBlock: number) => (cuda: CudaContext, p: Pointers, kernel: KernelName | undefined) => {
+        const gate = g.gated ? { gate: p.gate! } : {};
+        const buffers = { out: p.out!, q: p.q!, keys: p.keys!, values: p.values!, rowTable: p.rowTable! };
+        const a = { ...geometry, ...gate, ...buffers, rows: HEADS_LANES, workspace: p.workspace!, headsPerBlock };
+        attention(cuda, a, { kernel });
+      };
+      const divisors = Array.from({ length: group }, (_, index) => group - index).filter((h) => group % h === 0);
+      const runs = Object.fromEntries(divisors.map((heads) => [`${heads} heads a block`, walk(heads)]));
+      return { inputs: prepared.inputs, outputs: prepared.outputs, runs };
+    },
+  };
+}
+
 export const attentionInvariance: readonly InvarianceCase[] = [
   invarianceCase(BACKBONE),
   invarianceCase(TOWER),
@@ -356,6 +389,8 @@ export const attentionEquivalences: readonly EquivalenceCase[] = [
   // The whole call's first group of 4 rows straddles the split point (and tile boundary) at 2048, or at 8192.
   prefillEquivalence(BACKBONE, 2046),
   prefillEquivalence(BACKBONE, 8190),
+  headsPerBlockEquivalence(BACKBONE),
+  headsPerBlockEquivalence(TOWER),
 ];
 
 /** An invariance case's call: `count` rows of `rows` over the slabs, each row's q and gate, its output compared by bits. */

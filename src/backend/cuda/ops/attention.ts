@@ -76,6 +76,11 @@ export interface AttentionArguments extends AttentionGeometryArguments {
    * row a block. The same bits either way; the bench compares their speed.
    */
   readonly rowsPerBlock?: 1 | 4;
+  /**
+   * Calls of at most 64 rows: the query heads a block walks, a divisor of the group (the default: the whole group, a
+   * block per KV head). Fewer spread a KV head's heads over more blocks, each staging the same tiles. The same bits.
+   */
+  readonly headsPerBlock?: number;
 }
 
 function checkGeometry(a: AttentionGeometryArguments): void {
@@ -179,7 +184,15 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     });
   }
   const group = a.queryHeads / a.kvHeads;
-  const block: [number, number, number] = [32 * group, 1, 1];
+  const headsPerBlock = spread ? (a.headsPerBlock ?? group) : group;
+  if (!Number.isInteger(headsPerBlock) || headsPerBlock < 1 || group % headsPerBlock !== 0) {
+    throw new DramaError(
+      'KERNEL_ARGUMENT_INVALID',
+      `headsPerBlock must divide the group of ${group} query heads, not ${a.headsPerBlock}`,
+      { kind: 'internal', param: 'headsPerBlock' },
+    );
+  }
+  const block: [number, number, number] = [32 * headsPerBlock, 1, 1];
   const args = new KernelArguments(17)
     .pointer(a.out)
     .pointer(a.workspace)
@@ -204,7 +217,7 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     name: rowsPerBlock === 1 ? `attention_bf16_d${a.headDim}` : `attention_grouped_bf16_d${a.headDim}`,
   };
   const grid: [number, number, number] = spread
-    ? [a.rows, a.kvHeads, attentionSpreadBlocks(a.rows, a.kvHeads, a.capacity)]
+    ? [a.rows, a.kvHeads * (group / headsPerBlock), attentionSpreadBlocks(a.rows, a.kvHeads, a.capacity)]
     : [Math.ceil(a.rows / rowsPerBlock), a.kvHeads, 1];
   const sharedBytes = attentionSharedBytes(spread ? 0 : rowsPerBlock, a.headDim, group);
   allowShared(cuda, main, options, sharedBytes);
@@ -224,7 +237,7 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     .int32(a.capacity)
     .int32(maxSplits);
   const combine: KernelName = { family: 'attention', name: `attention_combine_bf16_d${a.headDim}` };
-  launch(cuda, combine, { grid: [a.rows, a.kvHeads, 1], block }, combineArgs, {
+  launch(cuda, combine, { grid: [a.rows, a.kvHeads, 1], block: [32 * group, 1, 1] }, combineArgs, {
     ...(options.stream === undefined ? {} : { stream: options.stream }),
   });
 }
