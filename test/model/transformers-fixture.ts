@@ -1,21 +1,26 @@
-// Loads the committed transformers Qwen3.5-MoE fixture (tools/oracle/qwen35_moe.py): its config as a TextConfig,
-// its checkpoint through our loader, and the reference layer outputs.
+// Loads a transformers Qwen3.5-MoE fixture (tools/oracle/qwen35_moe.py): its config as a TextConfig, its checkpoint
+// through our loader onto any backend, and the reference layer outputs. The committed one is `tiny` (FIXTURE_DIR);
+// the `cuda` geometry's is made on the GPU machine and read from the folder a test is given.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CpuBackend } from '../../src/backend/cpu/backend.ts';
 import type { PrecisionName } from '../../src/backend/cpu/precision.ts';
 import type { CpuBuffer } from '../../src/backend/cpu/tensors.ts';
+import type { Backend } from '../../src/backend/types.ts';
 import { SafetensorsCheckpoint } from '../../src/checkpoint/safetensors-reader.ts';
 import { tensorToFloat32, tensorToInt32 } from '../../src/checkpoint/tensor.ts';
 import { Backbone } from '../../src/model/backbone.ts';
+import { BufferPool } from '../../src/model/buffer-pool.ts';
+import { CallTableSet } from '../../src/model/call-tables.ts';
 import { type LayerType, makeTextConfig, type TextConfig } from '../../src/model/config.ts';
 import { TensorSource } from '../../src/model/tensor-source.ts';
 import { backboneTensors, detectBackbonePrefix, detectExpertFormat } from '../../src/model/weights.ts';
 
 const FIXTURE_DIR = join(import.meta.dirname, '../fixtures/model/qwen35-moe-tiny');
 
-function fixtureTextConfig(): TextConfig {
-  const json = JSON.parse(readFileSync(join(FIXTURE_DIR, 'checkpoint/config.json'), 'utf8'));
+/** The config.json transformers wrote (or a file of the same keys) as our TextConfig. */
+export function fixtureTextConfig(dir: string = FIXTURE_DIR): TextConfig {
+  const json = JSON.parse(readFileSync(join(dir, 'checkpoint/config.json'), 'utf8'));
   return makeTextConfig({
     hiddenSize: json.hidden_size,
     layerTypes: json.layer_types as LayerType[],
@@ -50,8 +55,8 @@ export interface ReferenceOutputs {
   readonly logits: Float32Array;
 }
 
-export async function readReference(precision: 'fp32' | 'bf16'): Promise<ReferenceOutputs> {
-  const file = await SafetensorsCheckpoint.open(join(FIXTURE_DIR, `outputs-${precision}.safetensors`));
+export async function readReference(precision: 'fp32' | 'bf16', dir: string = FIXTURE_DIR): Promise<ReferenceOutputs> {
+  const file = await SafetensorsCheckpoint.open(join(dir, `outputs-${precision}.safetensors`));
   try {
     const layers = file.names().filter((name) => name.startsWith('hidden.')).length;
     const hidden: Float32Array[] = [];
@@ -71,12 +76,17 @@ export async function loadFixtureBackbone(
   precision: PrecisionName,
   deltaRule: 'recurrent' | 'chunked' = 'recurrent',
 ): Promise<Backbone<CpuBuffer>> {
-  const text = fixtureTextConfig();
-  const checkpoint = await SafetensorsCheckpoint.open(join(FIXTURE_DIR, 'checkpoint'));
+  return loadBackboneOn(new CpuBackend({ precision, deltaRule }), FIXTURE_DIR);
+}
+
+/** The fixture in `dir` loaded onto `backend` through the model's own loader, every vocabulary id a candidate. */
+export async function loadBackboneOn<B>(backend: Backend<B>, dir: string): Promise<Backbone<B>> {
+  const text = fixtureTextConfig(dir);
+  const checkpoint = await SafetensorsCheckpoint.open(join(dir, 'checkpoint'));
   try {
     const prefix = detectBackbonePrefix(checkpoint.names());
     const specs = backboneTensors(text, { prefix, experts: detectExpertFormat(checkpoint.names(), prefix) });
-    const source = new TensorSource(checkpoint, new CpuBackend({ precision, deltaRule }), specs);
+    const source = new TensorSource(checkpoint, backend, specs);
     const candidates = Int32Array.from({ length: text.vocabSize }, (_, id) => id);
     return await Backbone.load(source, text, prefix, candidates);
   } finally {
@@ -90,8 +100,8 @@ export interface BackboneRun {
 }
 
 /** Runs the fixture input through the backbone (one lane slot), cut into consecutive calls of the given row counts. */
-export function runInChunks(
-  backbone: Backbone<CpuBuffer>,
+export function runInChunks<B>(
+  backbone: Backbone<B>,
   inputIds: Int32Array,
   chunkRows: (start: number) => number,
 ): BackboneRun {
@@ -100,27 +110,28 @@ export function runInChunks(
   const rows = inputIds.length;
   const heads = backbone.candidateHead.shape[0]!;
   const slabs = backbone.allocateSlabs(1, rows);
+  const tableSet = new CallTableSet(backend, rows, 1);
+  const pool = new BufferPool(backend);
   const hidden = backbone.layers.map(() => new Float64Array(rows * hiddenSize));
   const logits = new Float64Array(rows * heads);
+  // Text records: (token, −1): the token table's rows.
+  const records = backend.allocate('i32', [rows, 2]);
+  const values = new Int32Array(rows * 2).fill(-1);
+  for (let t = 0; t < rows; t++) values[2 * t] = inputIds[t]!;
+  backend.writeIntegers(records, 0, values);
   for (let start = 0; start < rows; ) {
     const count = Math.min(chunkRows(start), rows - start);
-    // Text records: (token, −1): the token table's rows.
-    const records = backend.allocate('i32', [count, 2]);
-    const values = new Int32Array(count * 2).fill(-1);
-    for (let t = 0; t < count; t++) values[2 * t] = inputIds[start + t]!;
-    backend.writeIntegers(records, 0, values);
-    const rowTable = Int32Array.from({ length: count * 2 }, (_, i) => (i % 2 === 0 ? 0 : start + (i - 1) / 2));
-    const tables = { rows: rowTable, sequences: Int32Array.of(0, 0, count, start), sequenceCount: 1 };
-    const x = backend.allocate('bf16', [count, hiddenSize]).data;
+    const tables = tableSet.prefill([{ slot: 0, start, count }]);
+    const x = pool.get('x', count * hiddenSize);
     const table = backbone.tokenEmbeddings;
-    backend.embedRecords(table, table, records, 0, 0, x, count);
-    const normed = backend.allocate('bf16', [count, hiddenSize]).data;
-    backbone.forward(slabs, tables, x, count, normed, (layer, values) => {
-      hidden[layer]!.set(backend.toHost(values, 0, count * hiddenSize), start * hiddenSize);
+    backend.embedRecords(table, table, backend.viewRows(records, start, count), 0, 0, x, count);
+    const normed = pool.get('normed', count * hiddenSize);
+    backbone.forward(slabs, tables, x, count, normed, (layer, stream) => {
+      hidden[layer]!.set(backend.toHost(stream, 0, count * hiddenSize), start * hiddenSize);
     });
-    const out = backend.allocate('f32', [count, heads]).data;
+    const out = pool.get('logits', count * heads, 'f32');
     backbone.candidateLogits(normed, count, out);
-    logits.set(backend.toHost(out, 0, out.length), start * heads);
+    logits.set(backend.toHost(out, 0, count * heads), start * heads);
     start += count;
   }
   return { hidden, logits };

@@ -1,16 +1,19 @@
-"""Reference outputs of a tiny random transformers Qwen3.5-MoE text model, for the backbone parity tests.
+"""Reference outputs of a small random transformers Qwen3.5-MoE text model, for the backbone parity tests.
 
-Builds a small Qwen3_5MoeForCausalLM (hidden 128, 8 layers in the 3 linear : 1 full pattern, 8 experts top-2, GQA 8:1,
-Gated DeltaNet 2 key : 4 value heads), gives every weight a non-trivial random value (every norm weight included, so
-that the (1 + w) form matters), rounds all weights to bf16, and writes into OUTPUT_DIR:
+Builds a Qwen3_5MoeForCausalLM of one of the geometries in qwen35_moe_geometries.json: `tiny` (the default: hidden
+128, 8 layers in the 3 linear : 1 full pattern, 8 experts top-2, GQA 8:1, Gated DeltaNet 2 key : 4 value heads, head
+dims 32: the committed fixture the cpu backbone is held to) or `cuda` (the head dims the CUDA kernels serve: attention
+256, Gated DeltaNet 128, bf16 experts 256 wide; made on the GPU machine where test/kernels/transformers-parity-cuda
+reads it). Gives every weight a non-trivial random value (every norm weight included, so that the (1 + w) form
+matters), rounds all weights to bf16, and writes into OUTPUT_DIR:
   checkpoint/config.json, checkpoint/model.safetensors (bf16; experts in the on-disk per-expert form),
   checkpoint/model.safetensors.index.json,
   outputs-fp32.safetensors  (the model in fp32 on the CPU; eager attention),
   outputs-bf16.safetensors  (the model in bf16 on the GPU when one is present; eager attention),
 each outputs file holding input_ids [T] (I32), hidden.N [T, H] (each decoder layer's output), norm [T, H] (after the
-final norm) and logits [T, V]. Finally OUTPUT_DIR/qwen35-moe-tiny.tar.gz packs all of it.
+final norm) and logits [T, V]. Finally OUTPUT_DIR/qwen35-moe-<geometry>.tar.gz packs all of it.
 
-Usage: python3 tools/oracle/qwen35_moe.py OUTPUT_DIR
+Usage: python3 tools/oracle/qwen35_moe.py OUTPUT_DIR [tiny|cuda]
 """
 
 import json
@@ -25,33 +28,15 @@ from transformers import Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
 
 SEED = 20261129
 TOKENS = 150
-VOCAB = 256
-LAYER_TYPES = ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 2
+GEOMETRIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "qwen35_moe_geometries.json")
 
 
-def build_config() -> Qwen3_5MoeTextConfig:
-    return Qwen3_5MoeTextConfig(
-        vocab_size=VOCAB,
-        hidden_size=128,
-        num_hidden_layers=8,
-        layer_types=LAYER_TYPES,
-        num_attention_heads=8,
-        num_key_value_heads=1,
-        head_dim=32,
-        linear_num_key_heads=2,
-        linear_num_value_heads=4,
-        linear_key_head_dim=32,
-        linear_value_head_dim=32,
-        linear_conv_kernel_dim=4,
-        num_experts=8,
-        num_experts_per_tok=2,
-        moe_intermediate_size=32,
-        shared_expert_intermediate_size=32,
-        rms_norm_eps=1e-6,
-        max_position_embeddings=4096,
-        tie_word_embeddings=False,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25},
-    )
+def build_config(geometry: str) -> Qwen3_5MoeTextConfig:
+    with open(GEOMETRIES) as handle:
+        geometries = json.load(handle)
+    if geometry not in geometries:
+        raise SystemExit(f"unknown geometry {geometry}: one of {', '.join(geometries)}")
+    return Qwen3_5MoeTextConfig(**geometries[geometry])
 
 
 def randomise(model: torch.nn.Module, generator: torch.Generator) -> None:
@@ -122,16 +107,17 @@ def run(model: torch.nn.Module, input_ids: torch.Tensor, dtype: torch.dtype) -> 
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
-        raise SystemExit("usage: qwen35_moe.py OUTPUT_DIR")
+    if len(sys.argv) not in (2, 3):
+        raise SystemExit("usage: qwen35_moe.py OUTPUT_DIR [tiny|cuda]")
     output_dir = sys.argv[1]
+    geometry = sys.argv[2] if len(sys.argv) == 3 else "tiny"
     checkpoint_dir = os.path.join(output_dir, "checkpoint")
     os.makedirs(checkpoint_dir, exist_ok=True)
     print("torch", torch.__version__, "transformers", transformers.__version__, "cuda", torch.cuda.is_available())
 
     torch.manual_seed(SEED)
     generator = torch.Generator().manual_seed(SEED)
-    config = build_config()
+    config = build_config(geometry)
     model = Qwen3_5MoeForCausalLM(config).eval()
     try:
         model.set_attn_implementation("eager")
@@ -159,7 +145,7 @@ def main() -> None:
     with open(os.path.join(checkpoint_dir, "config.json"), "w") as handle:
         handle.write(model.config.to_json_string())
 
-    input_ids = torch.randint(0, VOCAB, (1, TOKENS), generator=generator)
+    input_ids = torch.randint(0, config.vocab_size, (1, TOKENS), generator=generator)
     fp32 = run(model, input_ids, torch.float32)
     save_file(fp32, os.path.join(output_dir, "outputs-fp32.safetensors"))
     print("fp32 top-1 of the first rows:", fp32["logits"].argmax(-1)[:16].tolist())
@@ -170,14 +156,14 @@ def main() -> None:
         save_file(bf16, os.path.join(output_dir, "outputs-bf16.safetensors"))
         agree = (bf16["logits"].float().argmax(-1) == fp32["logits"].argmax(-1)).sum().item()
         print(f"bf16 vs fp32 top-1 agreement: {agree}/{TOKENS}")
-        for index in range(len(LAYER_TYPES)):
+        for index in range(config.num_hidden_layers):
             name = f"hidden.{index}"
             error = (bf16[name].float() - fp32[name]).abs().max() / fp32[name].abs().max()
             print(f"bf16 vs fp32 {name} relative max error {error.item():.3e}")
     else:
         print("no GPU: the bf16 run is skipped")
 
-    archive = os.path.join(output_dir, "qwen35-moe-tiny.tar.gz")
+    archive = os.path.join(output_dir, f"qwen35-moe-{geometry}.tar.gz")
     with tarfile.open(archive, "w:gz") as tar:
         for entry in ("checkpoint", "outputs-fp32.safetensors", "outputs-bf16.safetensors"):
             path = os.path.join(output_dir, entry)
