@@ -16,7 +16,8 @@ prepared="$1"
 output="$2"
 here="$(dirname "${BASH_SOURCE[0]}")"
 run="$here/../scripts/device/run.sh"
-switches=(DRAMA3_DELTA_NET_COMBINE=fused DRAMA3_DELTA_NET_NORM=fused DRAMA3_ATTENTION_HEADS_PER_BLOCK=2)
+switches=(DRAMA3_DELTA_NET_COMBINE=fused DRAMA3_DELTA_NET_NORM=fused DRAMA3_ATTENTION_HEADS_PER_BLOCK=2
+  DRAMA3_ATTENTION_PREPARE=fused)
 mkdir -p "$output"
 status=0
 

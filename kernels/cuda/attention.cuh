@@ -27,30 +27,32 @@ __device__ __forceinline__ bool read_row(const int* row_table, int row, int slot
   return slot >= 0 && slot < slots && position >= 0 && position < capacity;
 }
 
-// One block per (row, head) over query heads then key heads; blockDim as rms_norm_bf16 uses for head_dim columns,
-// so the norm's sum runs in the same order and q/k come out as rms_norm_bf16 followed by rope_bf16 would give them.
-template <int VARIANT>
-__device__ __forceinline__ void attention_prepare(bf16* q_out, bf16* keys, bf16* values, const bf16* q_proj,
-                                                  const bf16* k_proj, const bf16* v_proj, const bf16* q_norm,
-                                                  const bf16* k_norm, const int* row_table, int rows,
-                                                  int query_heads, int kv_heads, int head_dim, int rotary_dims,
-                                                  float theta, int interleaved, int gated, int slots, int capacity,
-                                                  float eps) {
-  __shared__ float normed[ATTENTION_MAX_PREPARE_DIM];
-  __shared__ float scratch[32];
-  const int heads = query_heads + kv_heads;
-  const int row = blockIdx.x / heads;
-  const int head = blockIdx.x - row * heads;
-  if (row >= rows) return;
-  int slot, position;
-  const bool valid = read_row(row_table, row, slots, capacity, slot, position);
-  const bool is_query = head < query_heads;
+// Where a (row, head)'s projected values come from: the projections in global memory (attention_prepare_bf16), or
+// a block's shared copy of the values it has just combined (attention_qkv_prepare.cuh). x is the query (or key) row
+// of the head, v its value row (key heads only).
+struct ProjectedHead {
   const bf16* x;
+  const bf16* v;
+};
+
+// One (row, head) of the prepare: the query head's q normed and rotated into q_out, or the key head's V copied and K
+// normed and rotated into the slabs at the row's (slot, position). The norm's squares are summed by the first
+// `sum_threads` threads, column t, t + sum_threads, ... each (rms_norm_bf16's mapping for head_dim columns), and
+// block_sum adds them with the block's other threads giving +0: so any blockDim at least sum_threads gives the bits
+// of a block of sum_threads. Every other loop computes each column on its own. Returns before any barrier for a key
+// head it does not write (a row outside the slabs), uniformly for the block.
+template <int VARIANT>
+__device__ __forceinline__ void prepare_head(bf16* q_out, bf16* keys, bf16* values, ProjectedHead projected,
+                                             const bf16* q_norm, const bf16* k_norm, int row, int head,
+                                             int query_heads, int kv_heads, int head_dim, int rotary_dims,
+                                             float theta, int interleaved, bool valid, int slot, int position,
+                                             int capacity, float eps, int sum_threads, float* normed,
+                                             float* scratch) {
+  const bool is_query = head < query_heads;
+  const bf16* x = projected.x;
   const bf16* weight;
   bf16* out;
   if (is_query) {
-    const long long query_stride = (long long)head_dim * (gated ? 2 : 1);
-    x = q_proj + ((long long)row * query_heads + head) * query_stride;
     weight = q_norm;
     out = q_out + ((long long)row * query_heads + head) * head_dim;
     if (!valid) {
@@ -61,17 +63,17 @@ __device__ __forceinline__ void attention_prepare(bf16* q_out, bf16* keys, bf16*
     const int kv_head = head - query_heads;
     const int key_row = VARIANT == PREPARE_KEY_ROW_OFF_BY_ONE ? position + 1 : position;
     if (!valid || key_row >= capacity) return;
-    const long long source = ((long long)row * kv_heads + kv_head) * head_dim;
     const long long value_target = (((long long)slot * capacity + position) * kv_heads + kv_head) * head_dim;
-    for (int dim = threadIdx.x; dim < head_dim; dim += blockDim.x) values[value_target + dim] = v_proj[source + dim];
-    x = k_proj + source;
+    for (int dim = threadIdx.x; dim < head_dim; dim += blockDim.x) values[value_target + dim] = projected.v[dim];
     weight = k_norm;
     out = keys + (((long long)slot * capacity + key_row) * kv_heads + kv_head) * head_dim;
   }
   float squares = 0.0f;
-  for (int column = threadIdx.x; column < head_dim; column += blockDim.x) {
-    const float value = to_float(x[column]);
-    squares += value * value;
+  if ((int)threadIdx.x < sum_threads) {
+    for (int column = threadIdx.x; column < head_dim; column += sum_threads) {
+      const float value = to_float(x[column]);
+      squares += value * value;
+    }
   }
   const float scale = rsqrtf(block_sum(squares, scratch) / (float)head_dim + eps);
   for (int column = threadIdx.x; column < head_dim; column += blockDim.x) {
@@ -95,6 +97,36 @@ __device__ __forceinline__ void attention_prepare(bf16* q_out, bf16* keys, bf16*
     out[second] = __double2bfloat16(b * cosine + a * sine);
   }
   for (int dim = rotary_dims + threadIdx.x; dim < head_dim; dim += blockDim.x) out[dim] = to_bf16(normed[dim]);
+}
+
+// One block per (row, head) over query heads then key heads; blockDim as rms_norm_bf16 uses for head_dim columns,
+// so the norm's sum runs in the same order and q/k come out as rms_norm_bf16 followed by rope_bf16 would give them.
+template <int VARIANT>
+__device__ __forceinline__ void attention_prepare(bf16* q_out, bf16* keys, bf16* values, const bf16* q_proj,
+                                                  const bf16* k_proj, const bf16* v_proj, const bf16* q_norm,
+                                                  const bf16* k_norm, const int* row_table, int rows,
+                                                  int query_heads, int kv_heads, int head_dim, int rotary_dims,
+                                                  float theta, int interleaved, int gated, int slots, int capacity,
+                                                  float eps) {
+  __shared__ float normed[ATTENTION_MAX_PREPARE_DIM];
+  __shared__ float scratch[32];
+  const int heads = query_heads + kv_heads;
+  const int row = blockIdx.x / heads;
+  const int head = blockIdx.x - row * heads;
+  if (row >= rows) return;
+  int slot, position;
+  const bool valid = read_row(row_table, row, slots, capacity, slot, position);
+  ProjectedHead projected;
+  if (head < query_heads) {
+    const long long query_stride = (long long)head_dim * (gated ? 2 : 1);
+    projected = {q_proj + ((long long)row * query_heads + head) * query_stride, nullptr};
+  } else {
+    const long long source = ((long long)row * kv_heads + head - query_heads) * head_dim;
+    projected = {k_proj + source, v_proj + source};
+  }
+  prepare_head<VARIANT>(q_out, keys, values, projected, q_norm, k_norm, row, head, query_heads, kv_heads, head_dim,
+                        rotary_dims, theta, interleaved, valid, slot, position, capacity, eps, blockDim.x, normed,
+                        scratch);
 }
 
 // E consecutive bf16 (E = 2, 4 or 8; 4·E-byte aligned) widened to fp32, exactly.

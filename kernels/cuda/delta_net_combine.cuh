@@ -19,16 +19,9 @@ enum DeltaNetCombineSegment { SEGMENT_QKV = 0, SEGMENT_Z = 1, SEGMENT_B = 2, SEG
 // The contract's control only: the conv reads q|k|v's fp32 total instead of its bf16 rounding.
 enum DeltaNetCombineFault { COMBINE_FAULT_NONE = 0, COMBINE_FAULT_CONV_INPUT_UNROUNDED = 1 };
 
-// Element `element` of segment s as gemm_segments_combine stores it, widened: where s split, its chunk partials in
-// ascending order rounded to bf16; where it did not, the tile kernel's bf16 store.
+// Element `element` of segment s as gemm_segments_combine stores it, widened.
 __device__ __forceinline__ float segment_value(const GemmSegmentTable& table, int s, long long element) {
-  if (gemm_segment_splits(table, s) == 1) return to_float(static_cast<const bf16*>(table.y[s])[element]);
-  long long first = 0;
-  for (int r = 0; r < s; r++) {
-    if (gemm_segment_splits(table, r) > 1) first += (long long)table.M * table.n[r];
-  }
-  const GemmSegment segment = gemm_segment_at<0>(table, first + element);
-  return to_float(to_bf16(gemm_segment_total(segment, (long long)table.M * table.n[s], element)));
+  return to_float(gemm_segment_bf16(table, s, element, false));
 }
 
 template <typename Parameter, int FAULT>

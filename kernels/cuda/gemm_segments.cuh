@@ -143,6 +143,22 @@ __device__ __forceinline__ float gemm_segment_total(const GemmSegment& segment, 
   return total;
 }
 
+// Element `element` of bf16 segment s as gemm_segments_combine leaves it: where s split, its chunk partials added in
+// ascending order and rounded (and, with `store`, written as the combine writes it); where it did not, the tile
+// kernel's store. For kernels that take a split launch's combine over (attention_qkv_prepare, delta_net_combine).
+__device__ __forceinline__ bf16 gemm_segment_bf16(const GemmSegmentTable& table, int s, long long element, bool store) {
+  bf16* y = static_cast<bf16*>(table.y[s]);
+  if (gemm_segment_splits(table, s) == 1) return y[element];
+  long long first = 0;
+  for (int r = 0; r < s; r++) {
+    if (gemm_segment_splits(table, r) > 1) first += (long long)table.M * table.n[r];
+  }
+  const GemmSegment segment = gemm_segment_at<0>(table, first + element);
+  const bf16 total = to_bf16(gemm_segment_total(segment, (long long)table.M * table.n[s], element));
+  if (store) y[element] = total;
+  return total;
+}
+
 // The element at `index` among the split segments' elements: its total, stored once as its segment's output.
 __device__ __forceinline__ void gemm_segments_combine_element(const GemmSegmentTable& table, long long index) {
   const GemmSegment segment = gemm_segment_at<0>(table, index);

@@ -172,6 +172,36 @@ test('decode attention: DRAMA3_ATTENTION_HEADS_PER_BLOCK deals each KV head to b
   });
 });
 
+/** The real launchers' launch names for one attention block of `rows` rows in `sequences` sequences. */
+function attentionLaunchNames(rows: number, sequences: number, outputGate = true): string[] {
+  const { ctx, launched } = launchingContext('fused');
+  const weights = attentionWeights({ outputGate });
+  const x = buffer('bf16', rows * HIDDEN);
+  runAttention(ctx, weights, x, keyValueSlab(2, 256), callTables(rows, sequences), buffer('bf16', rows * HIDDEN), rows);
+  return launched.map((launch) => launch.name);
+}
+
+test("attention, DRAMA3_ATTENTION_PREPARE=fused: a split q|k|v projection's combine runs the prepare", () => {
+  const setting = 'DRAMA3_ATTENTION_PREPARE';
+  const fused = withSettingResult(setting, 'fused', () => attentionLaunchNames(3, 3));
+  assert.ok(fused.includes('attention_qkv_prepare_bf16'), `fused: ${fused.join(', ')}`);
+  assert.ok(!fused.includes('gemm_segments_combine'), 'no combine of its own');
+  assert.ok(!fused.includes('attention_prepare_bf16'), 'no prepare of its own');
+  const plain = withSettingResult(setting, 'fused', () => attentionLaunchNames(3, 3, false));
+  assert.ok(plain.includes('attention_qkv_prepare_bf16'), 'without a gate too');
+  const apart = withSettingResult(setting, undefined, () => attentionLaunchNames(3, 3));
+  assert.deepEqual(
+    apart.filter((name) => name === 'gemm_segments_combine' || name.startsWith('attention_prepare')),
+    ['gemm_segments_combine', 'attention_prepare_bf16'],
+    'by default the combine, then the prepare',
+  );
+  assert.deepEqual(
+    fused.filter((name) => !name.startsWith('attention_')),
+    apart.filter((name) => !name.startsWith('attention_') && name !== 'gemm_segments_combine'),
+    'the projection and the output projection launch as before',
+  );
+});
+
 const KEY_HEADS = 16;
 const VALUE_HEADS = 32;
 const CHANNELS = 2 * KEY_HEADS * 128 + VALUE_HEADS * 128;
@@ -280,11 +310,16 @@ test('Gated DeltaNet with fp32 A_log and dt_bias runs the fp32-parameter gates',
 
 /** Runs `work` with `name` set to `value` (unset with undefined), restoring it after. */
 function withSetting(name: string, value: string | undefined, work: () => void): void {
+  withSettingResult(name, value, work);
+}
+
+/** `work`'s result with `name` set to `value` (unset with undefined), the setting restored after. */
+function withSettingResult<T>(name: string, value: string | undefined, work: () => T): T {
   const previous = process.env[name];
   if (value === undefined) delete process.env[name];
   else process.env[name] = value;
   try {
-    work();
+    return work();
   } finally {
     if (previous === undefined) delete process.env[name];
     else process.env[name] = previous;

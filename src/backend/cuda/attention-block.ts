@@ -5,6 +5,8 @@
 //   most 64 rows, + the combine) or attention_grouped_bf16_d{D} (larger calls: a prefill chunk's rows of one slot
 //   share each staged tile): causal GQA over the slot's keys 0..position in 64-key tiles, × sigmoid(gate) when gated
 //   (bf16) → o_proj into `out`.
+// With DRAMA3_ATTENTION_PREPARE=fused, a call whose q|k|v splits K runs the prepare inside the projection's combine
+// (attention_qkv_prepare.cu): one launch for two, the same bits.
 // A row whose (slot, position) lies outside the slab gets NaN outputs and writes no slab rows (the kernels check each
 // row on the device; nothing is read back).
 import { DramaError } from '../../errors.ts';
@@ -17,6 +19,7 @@ import {
   attentionPrepare,
   attentionWorkspaceBytes,
 } from './ops/attention.ts';
+import { attentionQkvPrepare, combinesIntoAttention } from './ops/attentionQkvPrepare.ts';
 import { type CudaBuffer, requireDtype } from './tensors.ts';
 
 /** Head dims the attention kernels are built for. */
@@ -44,6 +47,14 @@ function headsPerBlockAsked(group: number): { headsPerBlock?: number } {
     );
   }
   return { headsPerBlock: heads };
+}
+
+/**
+ * DRAMA3_ATTENTION_PREPARE=fused: a call whose q|k|v projection splits K runs the prepare inside the projection's
+ * combine (attention_qkv_prepare.cu): one launch for two, the same bits. Off by default until measured.
+ */
+function prepareInProjection(): boolean {
+  return process.env.DRAMA3_ATTENTION_PREPARE === 'fused';
 }
 
 /** Refuses what the attention kernels cannot serve, before anything is launched. */
@@ -128,15 +139,11 @@ export function runAttention(
   const value = scratch.buffer('attention.value', 'bf16', rows * kvWidth);
   const query = scratch.buffer('attention.query', 'bf16', rows * queryWidth);
   const attended = scratch.buffer('attention.attended', 'bf16', rows * queryWidth);
-  ctx.linears(
-    x,
-    [
-      { weight: weights.qProj, out: projected },
-      { weight: weights.kProj, out: key },
-      { weight: weights.vProj, out: value },
-    ],
-    rows,
-  );
+  const segments = [
+    { weight: weights.qProj, out: projected },
+    { weight: weights.kProj, out: key },
+    { weight: weights.vProj, out: value },
+  ];
   const geometry = {
     queryHeads: heads,
     kvHeads: keyValueHeads,
@@ -144,14 +151,11 @@ export function runAttention(
     slots: slab.keys.shape[0]!,
     capacity: slab.keys.shape[1]!,
   };
-  attentionPrepare(ctx.cuda, {
+  const prepare = {
     ...geometry,
     qOut: query.pointer,
     keys: slab.keys.data.pointer,
     values: slab.values.data.pointer,
-    qProj: projected.pointer,
-    kProj: key.pointer,
-    vProj: value.pointer,
     qNorm: weights.qNorm.data.pointer,
     kNorm: weights.kNorm.data.pointer,
     rowTable: tables.rows.pointer,
@@ -161,7 +165,20 @@ export function runAttention(
     style: weights.ropeStyle,
     gated: weights.outputGate,
     eps: weights.eps,
-  });
+  };
+  // Where q|k|v splits K and the setting asks for it, the projection's combine runs the prepare itself.
+  const fuse = prepareInProjection();
+  const prepared =
+    fuse &&
+    ctx.linearsCombinedBy(x, segments, rows, (left) => {
+      if (!combinesIntoAttention(left, prepare)) return false;
+      attentionQkvPrepare(ctx.cuda, { ...prepare, combine: left });
+      return true;
+    });
+  if (!fuse) ctx.linears(x, segments, rows);
+  if (!prepared) {
+    attentionPrepare(ctx.cuda, { ...prepare, qProj: projected.pointer, kProj: key.pointer, vProj: value.pointer });
+  }
   // The gate of head h is the second half of q_proj's [query | gate] rows of that head: read in place.
   const gate = weights.outputGate
     ? {

@@ -369,7 +369,9 @@ function headsPerBlockEquivalence(g: AttentionGeometry): EquivalenceCase {
         attention(cuda, a, { kernel });
       };
       const divisors = Array.from({ length: group }, (_, index) => group - index).filter((h) => group % h === 0);
-      const runs = Object.fromEntries(divisors.map((heads) => [`${heads} heads a block`, walk(heads)]));
+      const runs = Object.fromEntries(
+        divisors.map((heads) => [`${heads} head${heads > 1 ? 's' : ''} a block`, walk(heads)]),
+      );
       return { inputs: prepared.inputs, outputs: prepared.outputs, runs };
     },
   };

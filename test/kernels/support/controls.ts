@@ -2,6 +2,7 @@
 // one through the same case and gates. A control is caught when at least one gate fails on at least one shape.
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import { attentionBackboneCase, attentionPrepareBackboneCase } from './attentionCases.ts';
+import { attentionQkvPrepareCase } from './attentionQkvPrepareCases.ts';
 import {
   codecConvCase,
   codecConvMmaCase,
@@ -341,6 +342,12 @@ function deltaNetAndMoeControls(): Control[] {
       description: "wrong rounding point: the DeltaNet combine's conv reads q|k|v's fp32 sum, not its bf16 store",
       kernelCase: deltaNetCombineCase,
       kernel: { family: 'delta_net_combine_controls', name: 'control_delta_net_combine_conv_input_unrounded' },
+    },
+    {
+      description:
+        "wrong order: the fused q|k|v prepare sums the norm's squares over its whole block, not the prepare's threads",
+      kernelCase: attentionQkvPrepareCase,
+      kernel: { family: 'attention_qkv_prepare_controls', name: 'control_attention_qkv_prepare_squares_block_wide' },
     },
     {
       description: 'wrong formula: the DeltaNet gates take softplus(a), leaving out dt_bias',

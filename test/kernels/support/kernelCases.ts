@@ -5,6 +5,7 @@ import {
   attentionPrepareBackboneCase,
   attentionPrepareOtherCase,
 } from './attentionCases.ts';
+import { attentionQkvPrepareCase } from './attentionQkvPrepareCases.ts';
 import {
   codecConvCase,
   codecConvF16Case,
@@ -111,6 +112,7 @@ export const kernelCases: readonly KernelCase[] = [
   deltaNetConvCase,
   deltaNetGatesCase,
   deltaNetCombineCase,
+  attentionQkvPrepareCase,
   deltaNetRecurrenceCase,
   deltaNetRecurrenceNormCase,
   embedRecordsCase,

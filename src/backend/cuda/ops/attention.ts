@@ -116,20 +116,22 @@ export function attentionWorkspaceBytes(rows: number, a: AttentionGeometryArgume
   return rows * a.queryHeads * splitsFor(a.capacity) * (a.headDim + 2) * 4;
 }
 
-export function attentionPrepare(cuda: CudaContext, a: AttentionPrepareArguments, options: LaunchOptions = {}): void {
+/** The prepare's arguments without its inputs (the projections), checked: what the fused combine + prepare shares. */
+export type PrepareOutputs = Omit<AttentionPrepareArguments, 'qProj' | 'kProj' | 'vProj'>;
+
+/** Refuses a prepare the kernels cannot run, naming the value. */
+export function checkPrepare(a: PrepareOutputs): void {
   checkGeometry(a);
   requireCount(a.rows, 'rows');
   requireCount(a.headDim, 'headDim', 2, 256);
   requireCount(a.rotaryDims, 'rotaryDims', 2, a.headDim);
   if (a.rotaryDims % 2 !== 0) requireCount(a.rotaryDims, 'rotaryDims (even)', a.rotaryDims + 1);
   requireCount(a.rows * (a.queryHeads + a.kvHeads), 'rows·heads');
-  const args = new KernelArguments(20)
-    .pointer(a.qOut)
-    .pointer(a.keys)
-    .pointer(a.values)
-    .pointer(a.qProj)
-    .pointer(a.kProj)
-    .pointer(a.vProj)
+}
+
+/** The prepare's norm weights, row table and scalars, in the kernels' order after their tensor pointers. */
+export function appendPrepareScalars(args: KernelArguments, a: PrepareOutputs): KernelArguments {
+  return args
     .pointer(a.qNorm)
     .pointer(a.kNorm)
     .pointer(a.rowTable)
@@ -144,13 +146,24 @@ export function attentionPrepare(cuda: CudaContext, a: AttentionPrepareArguments
     .int32(a.slots)
     .int32(a.capacity)
     .float32(a.eps);
+}
+
+export function attentionPrepare(cuda: CudaContext, a: AttentionPrepareArguments, options: LaunchOptions = {}): void {
+  checkPrepare(a);
+  const tensors = new KernelArguments(20)
+    .pointer(a.qOut)
+    .pointer(a.keys)
+    .pointer(a.values)
+    .pointer(a.qProj)
+    .pointer(a.kProj)
+    .pointer(a.vProj);
   // The block size of rms_norm_bf16 over headDim columns, so the norm sums in its order.
   const threads = roundUpToWarp(Math.ceil(a.headDim / 4));
   launch(
     cuda,
     PREPARE_KERNEL,
     { grid: [a.rows * (a.queryHeads + a.kvHeads), 1, 1], block: [threads, 1, 1] },
-    args,
+    appendPrepareScalars(tensors, a),
     options,
   );
 }
