@@ -2,13 +2,14 @@
 // run) with the attention, DeltaNet, MoE and SwiGLU blocks as no-ops, the bench builds the small model, plans,
 // prefills, steps every batch, profiles, times prefill and writes its report without a GPU. Numbers are meaningless
 // here; what is checked is that the run holds together (positions within the plan, lanes released, tables filled).
+// A second run keeps the blocks real with every decode switch on: they must record their fused launches throughout.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { framesReport } from '../../bench/support/frames-report.ts';
 import { DEFAULT_FRAMES_OPTIONS, measureFrames } from '../../bench/support/frames-run.ts';
 import { CudaBackend } from '../../src/backend/cuda/backend.ts';
 import type { DeviceProperties } from '../../src/backend/cuda/context.ts';
-import { FakeDriver, fakeContext } from '../backend/support/fake-cuda.ts';
+import { FakeDriver, fakeContext, observeArguments } from '../backend/support/fake-cuda.ts';
 
 const device: DeviceProperties = {
   name: 'host imitation',
@@ -19,7 +20,8 @@ const device: DeviceProperties = {
   driverVersion: 0,
 };
 
-test('the frame bench runs end to end on the small preset and reports every batch, prefill and profile', async () => {
+/** A driver imitation whose events time every interval at 1 ms and which reports half its memory free. */
+function timedDriver(): FakeDriver {
   const driver = new FakeDriver();
   let clock = 0;
   Object.assign(driver, {
@@ -30,6 +32,11 @@ test('the frame bench runs end to end on the small preset and reports every batc
     elapsedMilliseconds: () => ++clock,
     memoryInfo: () => ({ freeBytes: 2 ** 29, totalBytes: 2 ** 30 }),
   });
+  return driver;
+}
+
+test('the frame bench runs end to end on the small preset and reports every batch, prefill and profile', async () => {
+  const driver = timedDriver();
   const cuda = fakeContext(driver);
   const noOp = { value: () => {} };
   const backend = Object.create(new CudaBackend(cuda), {
@@ -72,4 +79,60 @@ test('the frame bench runs end to end on the small preset and reports every batc
   assert.ok(lines.some((line) => line.includes('prefill rows')));
   assert.equal(JSON.parse(JSON.stringify(json)).batches.length, 2);
   measured.release();
+});
+
+/** Every decode change behind a setting (docs/gpu.md, "Not yet run on a GPU"), as bench/gpu-decode-variants.sh's "all". */
+const DECODE_SWITCHES = {
+  DRAMA3_DELTA_NET_COMBINE: 'fused',
+  DRAMA3_DELTA_NET_NORM: 'fused',
+  DRAMA3_ATTENTION_HEADS_PER_BLOCK: '2',
+  DRAMA3_ATTENTION_PREPARE: 'fused',
+};
+
+test('with every decode switch on, the real blocks record their fused launches in the bench run', async () => {
+  const previous = Object.fromEntries(Object.keys(DECODE_SWITCHES).map((name) => [name, process.env[name]]));
+  Object.assign(process.env, DECODE_SWITCHES);
+  const driver = timedDriver();
+  const stop = observeArguments(driver);
+  try {
+    const cuda = fakeContext(driver);
+    Object.assign(cuda, { properties: device });
+    const backend = new CudaBackend(cuda);
+    const options = {
+      ...DEFAULT_FRAMES_OPTIONS,
+      preset: 'small',
+      lanes: 4,
+      batches: [1, 4],
+      warmupSteps: 1,
+      stepsPerRun: 1,
+      runs: 1,
+      prefillRows: [8],
+      prefillRuns: 1,
+      rowsPerLane: 200,
+    };
+    const copy = { bytes: 1, milliseconds: 1, gigabytesPerSecond: 4000 };
+    const measured = await measureFrames(cuda, backend, options, copy);
+    const names = new Set(driver.launches.map((launch) => launch.name));
+    // The synthetic model keeps A_log and dt_bias in bf16: the combine's entry for those.
+    for (const kernel of [
+      'delta_net_combine_bf16_parameters',
+      'delta_net_recurrence_norm_bf16',
+      'attention_qkv_prepare_bf16',
+    ]) {
+      assert.ok(names.has(kernel), `${kernel} launched`);
+    }
+    const decodeAttention = driver.launches.filter((launch) => launch.name === 'attention_bf16_d256');
+    assert.ok(decodeAttention.length > 0);
+    assert.ok(
+      decodeAttention.every((launch) => launch.shape.block[0] === 64),
+      'decode attention in blocks of 2 heads',
+    );
+    measured.release();
+  } finally {
+    stop();
+    for (const [name, value] of Object.entries(previous)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  }
 });
