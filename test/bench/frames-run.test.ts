@@ -20,6 +20,18 @@ const device: DeviceProperties = {
   driverVersion: 0,
 };
 
+/** A short run of the small preset over 4 lanes, steps at batches 1 and 4. */
+const SMALL_RUN = {
+  ...DEFAULT_FRAMES_OPTIONS,
+  preset: 'small',
+  lanes: 4,
+  batches: [1, 4],
+  warmupSteps: 1,
+  prefillRuns: 1,
+  rowsPerLane: 200,
+};
+const COPY = { bytes: 1, milliseconds: 1, gigabytesPerSecond: 4000 };
+
 /** A driver imitation whose events time every interval at 1 ms and which reports half its memory free. */
 function timedDriver(): FakeDriver {
   const driver = new FakeDriver();
@@ -45,20 +57,8 @@ test('the frame bench runs end to end on the small preset and reports every batc
     moe: noOp,
     swiGlu: noOp,
   }) as CudaBackend;
-  const options = {
-    ...DEFAULT_FRAMES_OPTIONS,
-    preset: 'small',
-    lanes: 4,
-    batches: [1, 4],
-    warmupSteps: 1,
-    stepsPerRun: 2,
-    runs: 3,
-    prefillRows: [8, 16],
-    prefillRuns: 1,
-    rowsPerLane: 200,
-  };
-  const copy = { bytes: 1, milliseconds: 1, gigabytesPerSecond: 4000 };
-  const measured = await measureFrames(cuda, backend, options, copy);
+  const options = { ...SMALL_RUN, stepsPerRun: 2, runs: 3, prefillRows: [8, 16] };
+  const measured = await measureFrames(cuda, backend, options, COPY);
   assert.deepEqual(
     measured.batches.map((b) => b.batch),
     [1, 4],
@@ -98,20 +98,8 @@ test('with every decode switch on, the real blocks record their fused launches i
     const cuda = fakeContext(driver);
     Object.assign(cuda, { properties: device });
     const backend = new CudaBackend(cuda);
-    const options = {
-      ...DEFAULT_FRAMES_OPTIONS,
-      preset: 'small',
-      lanes: 4,
-      batches: [1, 4],
-      warmupSteps: 1,
-      stepsPerRun: 1,
-      runs: 1,
-      prefillRows: [8],
-      prefillRuns: 1,
-      rowsPerLane: 200,
-    };
-    const copy = { bytes: 1, milliseconds: 1, gigabytesPerSecond: 4000 };
-    const measured = await measureFrames(cuda, backend, options, copy);
+    const options = { ...SMALL_RUN, stepsPerRun: 1, runs: 1, prefillRows: [8] };
+    const measured = await measureFrames(cuda, backend, options, COPY);
     const names = new Set(driver.launches.map((launch) => launch.name));
     // The synthetic model keeps A_log and dt_bias in bf16: the combine's entry for those.
     for (const kernel of [
