@@ -189,9 +189,10 @@ __device__ __forceinline__ void group_one_row(int expert, int* pair_slots, int* 
   if (lane == 0) *tile_count = min(total_tiles, max_tiles);
 }
 
-// Ends a router launch: every block calls it once, after its rows' ids are written (grouping nothing when `arrivals`
-// is null). The last block to arrive groups all the grid's ids. `arrivals` is one int32, zero before the first launch;
-// the last arrival resets it, so every launch and graph replay finds it at zero.
+// The grouping of a router launch of more than one row (group_routed): every block calls it once, after its rows'
+// ids are written (grouping nothing when `arrivals` is null). The last block to arrive groups all the grid's ids.
+// `arrivals` is one int32, zero before the first launch; the last arrival resets it, so every launch and graph
+// replay finds it at zero.
 template <int FAULT, int MAX_WARPS>
 __device__ __forceinline__ void group_after_last_arrival(int* arrivals, int* pair_slots, int* expert_offsets,
                                                          int* tiles, int* tile_count, const int* expert_ids, int rows,
@@ -209,4 +210,22 @@ __device__ __forceinline__ void group_after_last_arrival(int* arrivals, int* pai
   __threadfence();  // the others fenced their ids before arriving: read them only after seeing every arrival
   group_pairs<FAULT, MAX_WARPS>(pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts,
                                 tile_pairs, max_tiles);
+}
+
+// Ends a router launch, every thread of every block calling it once after routing: a launch of one row is grouped by
+// the warp that routed it (`routed`, holding lane k's choice in `expert`) with no arrival (group_one_row); any other
+// is grouped by its last block to arrive (group_after_last_arrival). Without tables (`arrivals` null) nothing is.
+template <int FAULT, int MAX_WARPS>
+__device__ __forceinline__ void group_routed(bool routed, int expert, int* arrivals, int* pair_slots,
+                                             int* expert_offsets, int* tiles, int* tile_count, const int* expert_ids,
+                                             int rows, int top_k, int experts, int tile_pairs, int max_tiles) {
+  if (rows == 1) {
+    if (routed && arrivals != nullptr) {
+      group_one_row<FAULT>(expert, pair_slots, expert_offsets, tiles, tile_count, top_k, experts, tile_pairs,
+                           max_tiles);
+    }
+    return;
+  }
+  group_after_last_arrival<FAULT, MAX_WARPS>(arrivals, pair_slots, expert_offsets, tiles, tile_count, expert_ids,
+                                             rows, top_k, experts, tile_pairs, max_tiles);
 }

@@ -20,15 +20,11 @@ extern "C" __global__ void __launch_bounds__(ROUTER_THREADS)
                  int max_tiles) {
   KERNEL_PROLOGUE();
   const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (row < rows) {
-    const int expert =
-        route_row(expert_ids + row * top_k, expert_weights + row * top_k, logits + row * experts, experts, top_k);
-    if (rows == 1 && arrivals != nullptr) {
-      group_one_row<FAULT_NONE>(expert, pair_slots, expert_offsets, tiles, tile_count, top_k, experts, tile_pairs,
-                                max_tiles);
-    }
+  const bool routed = row < rows;
+  int expert = -1;
+  if (routed) {
+    expert = route_row(expert_ids + row * top_k, expert_weights + row * top_k, logits + row * experts, experts, top_k);
   }
-  if (rows == 1) return;  // grouped by its routing warp above
-  group_after_last_arrival<FAULT_NONE, ROUTER_THREADS / 32>(arrivals, pair_slots, expert_offsets, tiles, tile_count,
-                                                            expert_ids, rows, top_k, experts, tile_pairs, max_tiles);
+  group_routed<FAULT_NONE, ROUTER_THREADS / 32>(routed, expert, arrivals, pair_slots, expert_offsets, tiles,
+                                                tile_count, expert_ids, rows, top_k, experts, tile_pairs, max_tiles);
 }

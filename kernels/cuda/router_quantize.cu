@@ -33,13 +33,10 @@ extern "C" __global__ void __launch_bounds__(ROUTER_QUANTIZE_MAX_THREADS)
   KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   const int warp = threadIdx.x >> 5;
-  if (row < rows && warp == 0) {
-    const int expert =
-        route_row(expert_ids + row * top_k, expert_weights + row * top_k, logits + row * experts, experts, top_k);
-    if (rows == 1 && arrivals != nullptr) {
-      group_one_row<ROUTER_QUANTIZE_GROUPING_FAULT>(expert, pair_slots, expert_offsets, tiles, tile_count, top_k,
-                                                    experts, tile_pairs, max_tiles);
-    }
+  const bool routed = row < rows && warp == 0;
+  int expert = -1;
+  if (routed) {
+    expert = route_row(expert_ids + row * top_k, expert_weights + row * top_k, logits + row * experts, experts, top_k);
   } else if (row < rows) {
     const int quantize_warps = (blockDim.x >> 5) - 1;
     const int blocks = (cols + QUANTIZE_BLOCK - 1) / QUANTIZE_BLOCK;
@@ -47,7 +44,7 @@ extern "C" __global__ void __launch_bounds__(ROUTER_QUANTIZE_MAX_THREADS)
       quantize_row_block(q, scales, x, row, block, cols, blocks, E4M3_MAXIMUM);
     }
   }
-  if (rows == 1) return;  // grouped by its routing warp above
-  group_after_last_arrival<ROUTER_QUANTIZE_GROUPING_FAULT, ROUTER_QUANTIZE_MAX_THREADS / 32>(
-      arrivals, pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts, tile_pairs, max_tiles);
+  group_routed<ROUTER_QUANTIZE_GROUPING_FAULT, ROUTER_QUANTIZE_MAX_THREADS / 32>(
+      routed, expert, arrivals, pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts,
+      tile_pairs, max_tiles);
 }

@@ -161,19 +161,6 @@ __device__ int argmax_logits(const Logit* logits, int count, SamplerShared& shar
   return index < 0 ? 0 : index;
 }
 
-// The warp's best (value, index) pair under ranks_before; every lane gets the same pair (a strict total order).
-__device__ __forceinline__ void warp_best(double& value, int& index) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const double other = __shfl_xor_sync(0xffffffffu, value, offset);
-    const int other_index = __shfl_xor_sync(0xffffffffu, index, offset);
-    if (other_index >= 0 && (index < 0 || ranks_before(other, other_index, value, index))) {
-      value = other;
-      index = other_index;
-    }
-  }
-}
-
 // A probability's bits as an unsigned integer: probabilities are ≥ +0 and not NaN, where the bits order as the values.
 __device__ __forceinline__ unsigned long long probability_key(const SamplerShared& shared, int index) {
   return static_cast<unsigned long long>(__double_as_longlong(shared.probabilities[index]));

@@ -167,15 +167,11 @@ export function runAttention(
     eps: weights.eps,
   };
   // Where q|k|v splits K and the setting asks for it, the projection's combine runs the prepare itself.
-  const fuse = prepareInProjection();
-  const prepared =
-    fuse &&
-    ctx.linearsCombinedBy(x, segments, rows, (left) => {
-      if (!combinesIntoAttention(left, prepare)) return false;
-      attentionQkvPrepare(ctx.cuda, { ...prepare, combine: left });
-      return true;
-    });
-  if (!fuse) ctx.linears(x, segments, rows);
+  const prepared = ctx.linearsCombinedBy(x, segments, rows, (left) => {
+    if (!prepareInProjection() || !combinesIntoAttention(left, prepare)) return false;
+    attentionQkvPrepare(ctx.cuda, { ...prepare, combine: left });
+    return true;
+  });
   if (!prepared) {
     attentionPrepare(ctx.cuda, { ...prepare, qProj: projected.pointer, kProj: key.pointer, vProj: value.pointer });
   }
