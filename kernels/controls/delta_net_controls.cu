@@ -6,9 +6,7 @@
 //   control_delta_net_gates_without_dt_bias       softplus(a) where the model has softplus(a + dt_bias)  (accuracy)
 //   control_delta_net_gates_beta_unrounded        beta left in fp32, not rounded to bf16 (within beta's ulp bound:
 //                                                 the ulps gate's bf16-grid check)
-//   control_delta_net_recurrence_norm_first_part  the decode recurrence's norm reads all four column groups from the
-//                                                 head's first block                          (accuracy, equivalence)
-#include "delta_net_norm.cuh"
+#include "delta_net.cuh"
 
 extern "C" __global__ void control_delta_net_conv_history_off_by_one(bf16* out, long long out_row_stride,
                                                                      const bf16* x, long long x_row_stride,
@@ -59,5 +57,3 @@ extern "C" __global__ void control_delta_net_gates_beta_unrounded(float* g, floa
   KERNEL_PROLOGUE();
   gates<GATES_BETA_UNROUNDED>(g, beta, b, a, row_stride, a_log, dt_bias, rows, value_heads);
 }
-
-DELTA_NET_RECURRENCE_NORM_KERNEL(control_delta_net_recurrence_norm_first_part, true)

@@ -14,8 +14,8 @@
 #include "gemm_segments.cuh"
 
 enum AttentionQkvSegment { QKV_SEGMENT_Q = 0, QKV_SEGMENT_K = 1, QKV_SEGMENT_V = 2 };
-// The contract's control only: the norm's squares summed by every thread of the block, not in the prepare's mapping.
-enum AttentionQkvFault { QKV_FAULT_NONE = 0, QKV_FAULT_SQUARES_BLOCK_WIDE = 1 };
+// The contract's control only: a gated query head prepared from its gate half instead of its query half.
+enum AttentionQkvFault { QKV_FAULT_NONE = 0, QKV_FAULT_GATE_AS_QUERY = 1 };
 
 // The prepare kernel's block for head_dim columns (src/backend/cuda/ops/attention.ts: rms_norm_bf16's width).
 __device__ __forceinline__ int prepare_threads(int head_dim) { return ((head_dim + 3) / 4 + 31) / 32 * 32; }
@@ -48,11 +48,12 @@ __device__ __forceinline__ void attention_qkv_prepare(const GemmSegmentTable& ta
   __syncthreads();
   int slot, position;
   const bool valid = read_row(row_table, row, slots, capacity, slot, position);
-  const ProjectedHead projected = {combined, is_query ? nullptr : combined + head_dim};
-  const int sum_threads = FAULT == QKV_FAULT_SQUARES_BLOCK_WIDE ? (int)blockDim.x : prepare_threads(head_dim);
+  const bool gate_as_query = FAULT == QKV_FAULT_GATE_AS_QUERY && is_query && gated;
+  const ProjectedHead projected = {gate_as_query ? combined + head_dim : combined,
+                                   is_query ? nullptr : combined + head_dim};
   prepare_head<PREPARE_EXACT>(q_out, keys, values, projected, q_norm, k_norm, row, head, query_heads, kv_heads,
                               head_dim, rotary_dims, theta, interleaved, valid, slot, position, capacity, eps,
-                              sum_threads, normed, scratch);
+                              prepare_threads(head_dim), normed, scratch);
 }
 
 #define ATTENTION_QKV_PREPARE_KERNEL(ENTRY, FAULT)                                                                  \

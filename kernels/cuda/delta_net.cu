@@ -29,11 +29,7 @@
 //   Grid (4 column groups, Vh, Q), 128 threads: thread (warp w, lane l) owns value column 32·x + 8w + l/4 and keys
 //   4i + l%4 (i < 32). Sᵀk and Sᵀq: each thread's 32 keys in two interleaved chains (even i, odd i) added, then the
 //   four key groups by xor-1 then xor-2 butterfly: the same order for every row, call and chunk.
-//
-// delta_net_recurrence_norm_bf16: decode calls only (every sequence one row), compute capability 9.0 on: the
-//   recurrence, then rms_norm_gated_bf16's norm of each (row, value head) into `normed`, in clusters of the head's 4
-//   column groups (delta_net_norm.cuh); the bits of the two launches.
-#include "delta_net_norm.cuh"
+#include "delta_net.cuh"
 
 extern "C" __global__ void delta_net_conv_silu_bf16(bf16* out, long long out_row_stride, const bf16* x,
                                                     long long x_row_stride, const bf16* weight, bf16* conv_state,
@@ -73,5 +69,3 @@ extern "C" __global__ void __launch_bounds__(RECURRENCE_THREADS)
   KERNEL_PROLOGUE();
   recurrence<FAULT_NONE>(out, qkv, qkv_row_stride, g, beta, state, sequences, key_heads, value_heads);
 }
-
-DELTA_NET_RECURRENCE_NORM_KERNEL(delta_net_recurrence_norm_bf16, false)

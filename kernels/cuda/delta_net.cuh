@@ -128,12 +128,10 @@ __device__ __forceinline__ float key_group_sum(float value) {
   return value;
 }
 
-// KEEP_LAST (the decode kernel that norms each head in its cluster, delta_net.cu): the sequence's last output row,
-// as stored, also goes to kept[local column] (shared memory).
-template <int FAULT, bool KEEP_LAST = false>
+template <int FAULT>
 __device__ __forceinline__ void recurrence(bf16* out, const bf16* qkv, long long qkv_row_stride, const float* g,
                                            const float* beta, float* state_slab, const int* sequences, int key_heads,
-                                           int value_heads, float* kept = nullptr) {
+                                           int value_heads) {
   __shared__ RecurrenceStage stage;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
@@ -252,9 +250,7 @@ __device__ __forceinline__ void recurrence(bf16* out, const bf16* qkv, long long
       const float output = key_group_sum(even + odd);
       if (key_group == 0) {
         const long long row = sequence.first_row + start + r;
-        const bf16 stored = to_bf16(output);
-        out[(row * value_heads + head) * HEAD_DIM + column] = stored;
-        if (KEEP_LAST && start + r == rows - 1) kept[local_column] = to_float(stored);
+        out[(row * value_heads + head) * HEAD_DIM + column] = to_bf16(output);
       }
     }
     __syncthreads();

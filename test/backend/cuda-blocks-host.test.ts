@@ -4,9 +4,9 @@
 // projections that share x go out as one segmented GEMM (support/recording-blocks.ts: launches recorded, nothing run).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runAttention } from '../../src/backend/cuda/attention-block.ts';
+import { PREPARE_IN_PROJECTION_MOST_ROWS, runAttention } from '../../src/backend/cuda/attention-block.ts';
 import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
-import { runDeltaNet } from '../../src/backend/cuda/delta-net-block.ts';
+import { COMBINE_IN_PROJECTION_MOST_ROWS, runDeltaNet } from '../../src/backend/cuda/delta-net-block.ts';
 import { runSwiGlu } from '../../src/backend/cuda/swiglu-block.ts';
 import type { CudaBuffer } from '../../src/backend/cuda/tensors.ts';
 import type {
@@ -181,24 +181,24 @@ function attentionLaunchNames(rows: number, sequences: number, outputGate = true
   return launched.map((launch) => launch.name);
 }
 
-test("attention, DRAMA3_ATTENTION_PREPARE=fused: a split q|k|v projection's combine runs the prepare", () => {
-  const setting = 'DRAMA3_ATTENTION_PREPARE';
-  const fused = withSettingResult(setting, 'fused', () => attentionLaunchNames(3, 3));
+test("attention: a call of few rows runs its prepare in the split q|k|v projection's combine, wider calls apart", () => {
+  const most = PREPARE_IN_PROJECTION_MOST_ROWS;
+  const fused = attentionLaunchNames(most, most);
   assert.ok(fused.includes('attention_qkv_prepare_bf16'), `fused: ${fused.join(', ')}`);
   assert.ok(!fused.includes('gemm_segments_combine'), 'no combine of its own');
   assert.ok(!fused.includes('attention_prepare_bf16'), 'no prepare of its own');
-  const plain = withSettingResult(setting, 'fused', () => attentionLaunchNames(3, 3, false));
-  assert.ok(plain.includes('attention_qkv_prepare_bf16'), 'without a gate too');
-  const apart = withSettingResult(setting, undefined, () => attentionLaunchNames(3, 3));
+  assert.ok(attentionLaunchNames(1, 1, false).includes('attention_qkv_prepare_bf16'), 'without a gate too');
+  // One row more still splits K (every decode bucket of this geometry does), and runs the two launches.
+  const apart = attentionLaunchNames(most + 1, most + 1);
   assert.deepEqual(
     apart.filter((name) => name === 'gemm_segments_combine' || name.startsWith('attention_prepare')),
     ['gemm_segments_combine', 'attention_prepare_bf16'],
-    'by default the combine, then the prepare',
+    'past the most rows, the combine, then the prepare',
   );
   assert.deepEqual(
     fused.filter((name) => !name.startsWith('attention_')),
     apart.filter((name) => !name.startsWith('attention_') && name !== 'gemm_segments_combine'),
-    'the projection and the output projection launch as before',
+    'the projection and the output projection launch alike',
   );
 });
 
@@ -327,9 +327,8 @@ function withSettingResult<T>(name: string, value: string | undefined, work: () 
 }
 
 /** The real launchers' launches of one DeltaNet block of `rows` rows in `sequences` sequences. */
-function deltaNetLaunches(rows: number, sequences: number, parameterDtype: DType = 'bf16', capability = [9, 0]) {
+function deltaNetLaunches(rows: number, sequences: number, parameterDtype: DType = 'bf16') {
   const { ctx, launched } = launchingContext('fused');
-  (ctx.cuda as unknown as { properties: object }).properties = { computeCapability: capability, multiprocessors: 132 };
   const weights = deltaNetWeights({}, parameterDtype);
   const slab = deltaNetSlab();
   const tables = callTables(rows, sequences);
@@ -337,8 +336,8 @@ function deltaNetLaunches(rows: number, sequences: number, parameterDtype: DType
   return { launched, weights, slab, tables };
 }
 
-test("Gated DeltaNet decode, DRAMA3_DELTA_NET_COMBINE=fused: the projection's combine runs the conv and the gates", () => {
-  withSetting('DRAMA3_DELTA_NET_COMBINE', 'fused', () => {
+test("Gated DeltaNet decode of few rows: the projection's combine runs the conv and the gates", () => {
+  {
     const rows = 3;
     const { launched, weights, slab, tables } = deltaNetLaunches(rows, rows);
     assert.deepEqual(
@@ -374,50 +373,22 @@ test("Gated DeltaNet decode, DRAMA3_DELTA_NET_COMBINE=fused: the projection's co
     const elements = rows * (CHANNELS + VALUE_HEADS * 128 + 2 * VALUE_HEADS) + rows * VALUE_HEADS;
     assert.deepEqual(combine.shape.grid, [Math.ceil(elements / 256), 1, 1]);
     assert.equal(deltaNetLaunches(1, 1, 'f32').launched[1]!.name, 'delta_net_combine_bf16');
-  });
+    const most = COMBINE_IN_PROJECTION_MOST_ROWS;
+    assert.equal(deltaNetLaunches(most, most).launched[1]!.name, 'delta_net_combine_bf16_parameters');
+  }
 });
 
-test('Gated DeltaNet: the conv and gates run apart by default, and in prefill calls whatever the setting', () => {
+test('Gated DeltaNet: the conv and gates run apart in decode calls past the most rows, and in prefill calls', () => {
   const apart = ['delta_net_gates_bf16_parameters', 'delta_net_conv_silu_bf16', 'delta_net_recurrence_bf16'];
   const names = (rows: number, sequences: number) =>
     deltaNetLaunches(rows, sequences)
       .launched.map((launch) => launch.name)
       .filter((name) => name.startsWith('delta_net'));
-  withSetting('DRAMA3_DELTA_NET_COMBINE', undefined, () => assert.deepEqual(names(1, 1), apart));
-  withSetting('DRAMA3_DELTA_NET_COMBINE', 'apart', () => assert.deepEqual(names(2, 2), apart));
+  // One row past the most: q|k|v still splits K (up to 16 rows here), so only the row limit keeps them apart.
+  const wider = COMBINE_IN_PROJECTION_MOST_ROWS + 1;
+  assert.deepEqual(names(wider, wider), apart);
   // Five rows in three sequences: a prefill call, whose conv reads rows of its own sequence.
-  withSetting('DRAMA3_DELTA_NET_COMBINE', 'fused', () => assert.deepEqual(names(5, 3), apart));
-});
-
-test('Gated DeltaNet decode, DRAMA3_DELTA_NET_NORM=fused: the recurrence and the gated norm in one cluster launch', () => {
-  withSetting('DRAMA3_DELTA_NET_NORM', 'fused', () => {
-    const rows = 3;
-    const { launched, weights } = deltaNetLaunches(rows, rows);
-    const names = launched.map((launch) => launch.name);
-    assert.deepEqual(names.slice(-3), ['delta_net_recurrence_norm_bf16', 'gemm_rows16k128_bf16', 'gemm_combine']);
-    assert.ok(!names.includes('rms_norm_gated_bf16') && !names.includes('delta_net_recurrence_bf16'));
-    const [segmented, fused, outProjection] = [launched[0]!, launched.at(-3)!, launched.at(-2)!];
-    assert.deepEqual(fused.shape.cluster, [4, 1, 1], "a cluster of a head's four column groups");
-    assert.deepEqual(fused.shape.grid, [4, VALUE_HEADS, rows]);
-    // After the recurrence's 9: normed (what out_proj reads), z, the norm weight, cols, eps.
-    assert.equal(word(fused, 9), word(outProjection, 1), 'out_proj reads the norm');
-    assert.equal(word(fused, 10), word(segmented, 10), "the gate is z, the projection's second output");
-    assert.equal(word(fused, 11), weights.norm.data.pointer);
-    assert.equal(int32At(fused, 12), 128);
-  });
-});
-
-test('Gated DeltaNet: the recurrence and the norm run apart by default, in prefill, and without clusters', () => {
-  const apart = ['delta_net_recurrence_bf16', 'rms_norm_gated_bf16'];
-  const names = (rows: number, sequences: number, capability = [9, 0]) =>
-    deltaNetLaunches(rows, sequences, 'bf16', capability)
-      .launched.map((launch) => launch.name)
-      .filter((name) => name.startsWith('delta_net_recurrence') || name.startsWith('rms_norm'));
-  withSetting('DRAMA3_DELTA_NET_NORM', undefined, () => assert.deepEqual(names(1, 1), apart));
-  withSetting('DRAMA3_DELTA_NET_NORM', 'fused', () => {
-    assert.deepEqual(names(5, 3), apart, 'a prefill call');
-    assert.deepEqual(names(1, 1, [8, 0]), apart, 'a GPU without thread-block clusters');
-  });
+  assert.deepEqual(names(5, 3), apart);
 });
 
 test('fused projections: one GEMM launch and at most one combine where each projection had its own two', () => {
@@ -456,19 +427,11 @@ test('fused projections: one GEMM launch and at most one combine where each proj
   };
   // Decode: every projection splits K (in 128-element tiles here), so each separate linear was a GEMM and a combine.
   assert.deepEqual(count('separate', deltaNet(1)), Array(5).fill(['gemm_rows16k128_bf16', 'gemm_combine']).flat());
-  assert.deepEqual(count('fused', deltaNet(1)), [
-    'gemm_segments_rows16k128_bf16',
-    'gemm_segments_combine',
-    'gemm_rows16k128_bf16',
-    'gemm_combine',
-  ]);
+  // Fused, the in-projections' combine is the DeltaNet's or the attention's own launch (not a gemm launch).
+  const fusedDecode = ['gemm_segments_rows16k128_bf16', 'gemm_rows16k128_bf16', 'gemm_combine'];
+  assert.deepEqual(count('fused', deltaNet(1)), fusedDecode);
   assert.equal(count('separate', attention(1)).length, 8);
-  assert.deepEqual(count('fused', attention(1)), [
-    'gemm_segments_rows16k128_bf16',
-    'gemm_segments_combine',
-    'gemm_rows16k128_bf16',
-    'gemm_combine',
-  ]);
+  assert.deepEqual(count('fused', attention(1)), fusedDecode);
   assert.equal(count('separate', swiGlu(1)).length, 6);
   // The SwiGLU's gate|up combine also computes h (swiglu_segments_combine_bf16, not a gemm launch); gate|up's 7-tile
   // chunks stage 64 K elements (rows16), the down projection's 6-tile ones 128.
@@ -500,7 +463,8 @@ test('fused projections: the segmented launch carries each weight, output, width
   );
   const columnTiles = widths.reduce((sum, n) => sum + Math.ceil(n / 64), 0);
   assert.deepEqual(segmented.shape.grid, [columnTiles, 1, 16], 'all segments side by side, the most chunks deep');
-  assert.equal(combine.name, 'gemm_segments_combine');
+  // A decode call of one row: the DeltaNet's own combine, which takes the segmented launch's table first.
+  assert.equal(combine.name, 'delta_net_combine_bf16_parameters');
   assert.deepEqual(
     [0, 1, 2, 3, 4, 5].map((index) => word(combine, index)),
     [0, 1, 2, 3, 4, 5].map((index) => word(segmented, index)),

@@ -81,15 +81,10 @@ test('the frame bench runs end to end on the small preset and reports every batc
   measured.release();
 });
 
-/** Every decode change behind a setting (docs/gpu.md, "Not yet run on a GPU"), as bench/gpu-decode-variants.sh's "all". */
-const DECODE_SWITCHES = {
-  DRAMA3_DELTA_NET_COMBINE: 'fused',
-  DRAMA3_DELTA_NET_NORM: 'fused',
-  DRAMA3_ATTENTION_HEADS_PER_BLOCK: '2',
-  DRAMA3_ATTENTION_PREPARE: 'fused',
-};
+/** The decode change still behind a setting (docs/gpu.md, "decode folds settled"). */
+const DECODE_SWITCHES = { DRAMA3_ATTENTION_HEADS_PER_BLOCK: '2' };
 
-test('with every decode switch on, the real blocks record their fused launches in the bench run', async () => {
+test('the real blocks record their fused launches in the bench run, and decode attention its setting', async () => {
   const previous = Object.fromEntries(Object.keys(DECODE_SWITCHES).map((name) => [name, process.env[name]]));
   Object.assign(process.env, DECODE_SWITCHES);
   const driver = timedDriver();
@@ -101,12 +96,9 @@ test('with every decode switch on, the real blocks record their fused launches i
     const options = { ...SMALL_RUN, stepsPerRun: 1, runs: 1, prefillRows: [8] };
     const measured = await measureFrames(cuda, backend, options, COPY);
     const names = new Set(driver.launches.map((launch) => launch.name));
-    // The synthetic model keeps A_log and dt_bias in bf16: the combine's entry for those.
-    for (const kernel of [
-      'delta_net_combine_bf16_parameters',
-      'delta_net_recurrence_norm_bf16',
-      'attention_qkv_prepare_bf16',
-    ]) {
+    // Batches 1 and 4 are within both folds' row limits. The synthetic model keeps A_log and dt_bias in bf16: the
+    // combine's entry for those.
+    for (const kernel of ['delta_net_combine_bf16_parameters', 'attention_qkv_prepare_bf16']) {
       assert.ok(names.has(kernel), `${kernel} launched`);
     }
     const decodeAttention = driver.launches.filter((launch) => launch.name === 'attention_bf16_d256');

@@ -1,14 +1,9 @@
-// The Gated DeltaNet launchers (the decode combine's and the recurrence-with-norm's too) refuse bad sizes by name before anything reaches the device (runs without a GPU),
-// and the sequence tables the contract builds follow LAYOUT.md.
+// The Gated DeltaNet launchers (the decode combine's too) refuse bad sizes by name before anything reaches the device
+// (runs without a GPU), and the sequence tables the contract builds follow LAYOUT.md.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { CudaContext } from '../../src/backend/cuda/context.ts';
-import {
-  deltaNetConv,
-  deltaNetGates,
-  deltaNetRecurrence,
-  deltaNetRecurrenceNorm,
-} from '../../src/backend/cuda/ops/deltaNet.ts';
+import { deltaNetConv, deltaNetGates, deltaNetRecurrence } from '../../src/backend/cuda/ops/deltaNet.ts';
 import { combinesIntoDeltaNet, deltaNetSegmentsCombine } from '../../src/backend/cuda/ops/deltaNetCombine.ts';
 import type { LeftCombine } from '../../src/backend/cuda/ops/gemmSegments.ts';
 import { chunkTable, sequenceTable } from './support/deltaNetCases.ts';
@@ -69,14 +64,6 @@ test('the recurrence launcher refuses value heads that are no multiple of key he
   assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, sequenceCount: 0 }), refusal('sequenceCount'));
   assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, qkvRowStride: 8193 }), refusal('qkvRowStride'));
   assert.throws(() => deltaNetRecurrence(noDevice, { ...recurrence, qkv: 6n }), refusal('qkvRowStride'));
-});
-
-test("the recurrence with its norm needs thread-block clusters, and the recurrence's own sizes", () => {
-  const norm = { ...recurrence, normed: 7n, gate: 8n, normWeight: 9n, eps: 1e-6 };
-  const device = (computeCapability: number[]) => ({ properties: { computeCapability } }) as unknown as CudaContext;
-  assert.throws(() => deltaNetRecurrenceNorm(device([8, 9]), norm), refusal('computeCapability'));
-  assert.throws(() => deltaNetRecurrenceNorm(noDevice, norm), refusal('computeCapability'));
-  assert.throws(() => deltaNetRecurrenceNorm(device([9, 0]), { ...norm, keyHeads: 3 }), refusal('valueHeads'));
 });
 
 /** A left combine of the DeltaNet projection's four segments at `rows` rows (q|k|v split in 4 chunks). */

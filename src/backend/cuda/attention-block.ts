@@ -5,8 +5,8 @@
 //   most 64 rows, + the combine) or attention_grouped_bf16_d{D} (larger calls: a prefill chunk's rows of one slot
 //   share each staged tile): causal GQA over the slot's keys 0..position in 64-key tiles, × sigmoid(gate) when gated
 //   (bf16) → o_proj into `out`.
-// With DRAMA3_ATTENTION_PREPARE=fused, a call whose q|k|v splits K runs the prepare inside the projection's combine
-// (attention_qkv_prepare.cu): one launch for two, the same bits.
+// A call of at most PREPARE_IN_PROJECTION_MOST_ROWS rows whose q|k|v splits K runs the prepare inside the
+// projection's combine (attention_qkv_prepare.cu): one launch for two, the same bits.
 // A row whose (slot, position) lies outside the slab gets NaN outputs and writes no slab rows (the kernels check each
 // row on the device; nothing is read back).
 import { DramaError } from '../../errors.ts';
@@ -50,12 +50,11 @@ function headsPerBlockAsked(group: number): { headsPerBlock?: number } {
 }
 
 /**
- * DRAMA3_ATTENTION_PREPARE=fused: a call whose q|k|v projection splits K runs the prepare inside the projection's
- * combine (attention_qkv_prepare.cu): one launch for two, the same bits. Off by default until measured.
+ * The most rows a call may have to run its prepare inside the q|k|v projection's combine: the one launch's blocks
+ * each combine a whole head, so from 8 rows on the two launches' wider grids were as fast or faster on the H200
+ * (docs/gpu.md, "decode folds settled").
  */
-function prepareInProjection(): boolean {
-  return process.env.DRAMA3_ATTENTION_PREPARE === 'fused';
-}
+export const PREPARE_IN_PROJECTION_MOST_ROWS = 4;
 
 /** Refuses what the attention kernels cannot serve, before anything is launched. */
 export function checkAttentionGeometry(weights: AttentionWeights<CudaBuffer>, slab: KeyValueSlab<CudaBuffer>): void {
@@ -166,9 +165,9 @@ export function runAttention(
     gated: weights.outputGate,
     eps: weights.eps,
   };
-  // Where q|k|v splits K and the setting asks for it, the projection's combine runs the prepare itself.
+  // Where q|k|v splits K in a call of few rows, the projection's combine runs the prepare itself.
   const prepared = ctx.linearsCombinedBy(x, segments, rows, (left) => {
-    if (!prepareInProjection() || !combinesIntoAttention(left, prepare)) return false;
+    if (rows > PREPARE_IN_PROJECTION_MOST_ROWS || !combinesIntoAttention(left, prepare)) return false;
     attentionQkvPrepare(ctx.cuda, { ...prepare, combine: left });
     return true;
   });

@@ -6,42 +6,28 @@
 //   L2-normalised and q scaled by 1/sqrt(128) inside (bf16 out) → rms_norm_gated_bf16: norm(o)·w·SiLU(z) per value
 //   head (bf16) → out_proj into `out`.
 // The four projections keep their own outputs (one launch, four segments): a single concatenated weight would put
-// z's rows a projection width apart, and the gated norm reads its gate rows contiguous. With
-// DRAMA3_DELTA_NET_COMBINE=fused, a decode call whose q|k|v splits K runs the conv and the gates inside the
-// projection's combine (delta_net_combine.cu): one launch for three, the same bits; with DRAMA3_DELTA_NET_NORM=fused,
-// a decode call's gated norm runs in the recurrence's launch (clusters of a head's column groups), the same bits.
+// z's rows a projection width apart, and the gated norm reads its gate rows contiguous. A decode call of at most
+// COMBINE_IN_PROJECTION_MOST_ROWS rows whose q|k|v splits K runs the conv and the gates inside the projection's
+// combine (delta_net_combine.cu): one launch for three, the same bits.
 import { DramaError } from '../../errors.ts';
 import type { CallTables, DeltaNetSlab, DeltaNetWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
-import type { CudaContext } from './context.ts';
 import {
   DELTA_NET_CONV_WIDTH,
   DELTA_NET_HEAD_DIM,
   deltaNetConv,
   deltaNetGates,
   deltaNetRecurrence,
-  deltaNetRecurrenceNorm,
 } from './ops/deltaNet.ts';
 import { combinesIntoDeltaNet, deltaNetSegmentsCombine } from './ops/deltaNetCombine.ts';
-import { clustersAvailable } from './ops/launch.ts';
 import { gatedRmsNorm } from './ops/rmsNorm.ts';
 import { type CudaBuffer, requireDtype } from './tensors.ts';
 
 /**
- * DRAMA3_DELTA_NET_COMBINE=fused: decode calls run the conv and the gates in the projection's combine
- * (ops/deltaNetCombine.ts, the same bits). Off by default until measured on a GPU against the three launches.
+ * The most rows a decode call may have to run its conv and gates inside the projection's combine (the same bits):
+ * from 16 rows on the three launches were faster on the H200 (docs/gpu.md, "decode folds settled").
  */
-function combineInProjection(): boolean {
-  return process.env.DRAMA3_DELTA_NET_COMBINE === 'fused';
-}
-
-/**
- * DRAMA3_DELTA_NET_NORM=fused: decode calls on a GPU with thread-block clusters run the gated norm inside the
- * recurrence's launch (ops/deltaNet.ts deltaNetRecurrenceNorm, the same bits). Off by default until measured.
- */
-function normInRecurrence(cuda: CudaContext): boolean {
-  return process.env.DRAMA3_DELTA_NET_NORM === 'fused' && clustersAvailable(cuda);
-}
+export const COMBINE_IN_PROJECTION_MOST_ROWS = 8;
 
 /** Sequences of one call sit in a grid dimension of the conv and the recurrence. */
 const MOST_SEQUENCES = 65535;
@@ -143,9 +129,9 @@ export function runDeltaNet(
   ];
   // Every sequence one row: a decode call, whose conv needs no row of the call but its own.
   const decode = sequenceCount === rows;
-  // Decode with q|k|v split: the projection's combine runs the conv and the gates itself.
+  // Decode of few rows with q|k|v split: the projection's combine runs the conv and the gates itself.
   const combined = ctx.linearsCombinedBy(x, segments, rows, (left) => {
-    if (!decode || !combineInProjection() || !combinesIntoDeltaNet(left)) return false;
+    if (!decode || rows > COMBINE_IN_PROJECTION_MOST_ROWS || !combinesIntoDeltaNet(left)) return false;
     deltaNetSegmentsCombine(cuda, {
       combine: left,
       convolved: convolved.pointer,
@@ -193,7 +179,7 @@ export function runDeltaNet(
         }),
     );
   }
-  const recurrence = {
+  deltaNetRecurrence(cuda, {
     out: core.pointer,
     qkv: convolved.pointer,
     qkvRowStride: channels,
@@ -204,21 +190,15 @@ export function runDeltaNet(
     sequenceCount,
     keyHeads,
     valueHeads,
-  };
-  if (decode && normInRecurrence(cuda)) {
-    const norm = { normed: normed.pointer, gate: z.pointer, normWeight: weights.norm.data.pointer, eps };
-    deltaNetRecurrenceNorm(cuda, { ...recurrence, ...norm });
-  } else {
-    deltaNetRecurrence(cuda, recurrence);
-    gatedRmsNorm(cuda, {
-      out: normed.pointer,
-      x: core.pointer,
-      gate: z.pointer,
-      weight: weights.norm.data.pointer,
-      rows: rows * valueHeads,
-      cols: valueDim,
-      eps,
-    });
-  }
+  });
+  gatedRmsNorm(cuda, {
+    out: normed.pointer,
+    x: core.pointer,
+    gate: z.pointer,
+    weight: weights.norm.data.pointer,
+    rows: rows * valueHeads,
+    cols: valueDim,
+    eps,
+  });
   ctx.linear(normed, weights.outProj, out, rows);
 }

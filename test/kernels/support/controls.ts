@@ -29,7 +29,6 @@ import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetCombineCase } from './deltaNetCombineCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
-import { deltaNetRecurrenceNormCase } from './deltaNetRecurrenceNormCases.ts';
 import { gemmFp32Case, gemmSegmentsCase } from './gemmCases.ts';
 import { routerCase, swigluCase } from './mathCases.ts';
 import {
@@ -333,21 +332,14 @@ function codecControls(): Control[] {
 function deltaNetAndMoeControls(): Control[] {
   return [
     {
-      description:
-        "wrong source: the decode recurrence's norm reads all four column groups from the head's first block",
-      kernelCase: deltaNetRecurrenceNormCase,
-      kernel: { family: 'delta_net_controls', name: 'control_delta_net_recurrence_norm_first_part' },
-    },
-    {
       description: "wrong rounding point: the DeltaNet combine's conv reads q|k|v's fp32 sum, not its bf16 store",
       kernelCase: deltaNetCombineCase,
       kernel: { family: 'delta_net_combine_controls', name: 'control_delta_net_combine_conv_input_unrounded' },
     },
     {
-      description:
-        "wrong order: the fused q|k|v prepare sums the norm's squares over its whole block, not the prepare's threads",
+      description: 'wrong columns: the fused q|k|v prepare norms and rotates a gated query head from its gate half',
       kernelCase: attentionQkvPrepareCase,
-      kernel: { family: 'attention_qkv_prepare_controls', name: 'control_attention_qkv_prepare_squares_block_wide' },
+      kernel: { family: 'attention_qkv_prepare_controls', name: 'control_attention_qkv_prepare_gate_as_query' },
     },
     {
       description: 'wrong formula: the DeltaNet gates take softplus(a), leaving out dt_bias',

@@ -20,7 +20,7 @@ import { plant, type Random, randomBf16, randomFloat32, streamOf } from './rando
 const D = DELTA_NET_HEAD_DIM;
 const HEAD_STATE = D * D;
 
-export interface RecurrenceLayout {
+interface RecurrenceLayout {
   readonly keyHeads: number;
   readonly valueHeads: number;
   /** Elements between rows of the conv output (even, ≥ (2·Kh + Vh)·128). */
@@ -29,13 +29,13 @@ export interface RecurrenceLayout {
   readonly sequences: Sequences;
 }
 
-export function real(slots: number, sequences: Sequences): RecurrenceLayout {
+function real(slots: number, sequences: Sequences): RecurrenceLayout {
   const stride = (2 * REAL.keyHeads + REAL.valueHeads) * D;
   return { keyHeads: REAL.keyHeads, valueHeads: REAL.valueHeads, stride, slots, sequences };
 }
 
 /** Inputs drawn tensor by tensor (each from its own stream where `draw` gives one), so lane prefixes repeat. */
-export function recurrenceInputs(layout: RecurrenceLayout, rows: number, draw: (index: number) => Random) {
+function recurrenceInputs(layout: RecurrenceLayout, rows: number, draw: (index: number) => Random) {
   const { valueHeads, stride, slots } = layout;
   const qkv = randomBf16(draw(0), rows * stride, 1);
   const decays = draw(1);
@@ -47,7 +47,7 @@ export function recurrenceInputs(layout: RecurrenceLayout, rows: number, draw: (
   return { qkv, g, beta, state };
 }
 
-export function outputs(layout: RecurrenceLayout, rows: number): OutputSpec[] {
+function outputs(layout: RecurrenceLayout, rows: number): OutputSpec[] {
   const stateCount = layout.slots * layout.valueHeads * HEAD_STATE;
   return [
     // One rounding of an fp32 result: the fp32 chain of rows before it stays far below half a bf16 ulp.
@@ -75,7 +75,7 @@ function runRecurrence(
 }
 
 /** The fp64 recurrence of every sequence from its slot's state: o [T, Vh, 128] and the whole updated state slab. */
-export function recurrenceReference(
+function recurrenceReference(
   layout: RecurrenceLayout,
   inputs: ReturnType<typeof recurrenceInputs>,
 ): { out: Float64Array; stateOut: Float64Array } {
@@ -170,10 +170,10 @@ function chunking(rows: number): EquivalenceCase {
 }
 
 /** Decode lanes at slots out of order, and every one of 64 slots visited out of order. */
-export const scattered7 = [5, 0, 11, 3, 8, 1, 6].map((slot) => [slot, 1] as const);
-export const scattered64 = Array.from({ length: 64 }, (_, lane) => [(lane * 37) % 64, 1] as const);
+const scattered7 = [5, 0, 11, 3, 8, 1, 6].map((slot) => [slot, 1] as const);
+const scattered64 = Array.from({ length: 64 }, (_, lane) => [(lane * 37) % 64, 1] as const);
 /** `count` decode lanes of 2 key heads and 4 value heads, lane i at slot i. */
-export const small = (count: number): RecurrenceLayout => ({
+const small = (count: number): RecurrenceLayout => ({
   keyHeads: 2,
   valueHeads: 4,
   stride: 8 * D,

@@ -39,7 +39,6 @@ import type { KernelCase } from './contract.ts';
 import { deltaNetConvCase, deltaNetGatesCase } from './deltaNetCases.ts';
 import { deltaNetCombineCase } from './deltaNetCombineCases.ts';
 import { deltaNetRecurrenceCase } from './deltaNetRecurrenceCases.ts';
-import { deltaNetRecurrenceNormCase } from './deltaNetRecurrenceNormCases.ts';
 import { gemmBf16Case, gemmFp32Case, gemmSegmentsCase } from './gemmCases.ts';
 import { gemmCase, gemvCase, gemvOtherTuningsCase, routerCase, swigluCase } from './mathCases.ts';
 import { moeBlockBf16Case } from './moeBf16Cases.ts';
@@ -114,7 +113,6 @@ export const kernelCases: readonly KernelCase[] = [
   deltaNetCombineCase,
   attentionQkvPrepareCase,
   deltaNetRecurrenceCase,
-  deltaNetRecurrenceNormCase,
   embedRecordsCase,
   gatherCodesCase,
   slotRecordsCase,

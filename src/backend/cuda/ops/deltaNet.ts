@@ -6,13 +6,12 @@ import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
-import { clustersAvailable, type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
+import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 
 const CONV_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_conv_silu_bf16' };
 const GATES_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_gates_f32' };
 const GATES_BF16_PARAMETERS_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_gates_bf16_parameters' };
 const RECURRENCE_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_recurrence_bf16' };
-const RECURRENCE_NORM_KERNEL: KernelName = { family: 'delta_net', name: 'delta_net_recurrence_norm_bf16' };
 
 /** The conv kernel's width (the model's), the heads' dimension and the kernels' fixed thread shapes. */
 export const DELTA_NET_CONV_WIDTH = 4;
@@ -133,44 +132,7 @@ export function deltaNetRecurrence(
   launch(cuda, RECURRENCE_KERNEL, { grid, block: [RECURRENCE_THREADS, 1, 1] }, args, options);
 }
 
-export interface DeltaNetRecurrenceNormArguments extends DeltaNetRecurrenceArguments {
-  /** [T, valueHeads, 128] bf16: the gated norm of `out`. */
-  readonly normed: DevicePointer;
-  /** z, [T, valueHeads, 128] bf16. */
-  readonly gate: DevicePointer;
-  /** [128] bf16. */
-  readonly normWeight: DevicePointer;
-  readonly eps: number;
-}
-
-/**
- * Decode calls (every sequence one row) on a GPU with thread-block clusters: the recurrence and then the gated
- * RMSNorm of each (row, value head) in one launch, a cluster of the head's column groups sharing its outputs; `out`
- * and `normed` have the bits of deltaNetRecurrence then gatedRmsNorm (kernels/cuda/delta_net.cu says why).
- */
-export function deltaNetRecurrenceNorm(
-  cuda: CudaContext,
-  a: DeltaNetRecurrenceNormArguments,
-  options: LaunchOptions = {},
-): void {
-  if (!clustersAvailable(cuda)) {
-    throw new DramaError('KERNEL_ARGUMENT_INVALID', 'the recurrence with its norm needs thread-block clusters (9.0)', {
-      kind: 'internal',
-      param: 'computeCapability',
-    });
-  }
-  const args = recurrenceArguments(a)
-    .pointer(a.normed)
-    .pointer(a.gate)
-    .pointer(a.normWeight)
-    .int32(DELTA_NET_HEAD_DIM)
-    .float32(a.eps);
-  const grid = [RECURRENCE_COLUMN_GROUPS, a.valueHeads, a.sequenceCount] as const;
-  const cluster = [RECURRENCE_COLUMN_GROUPS, 1, 1] as const;
-  launch(cuda, RECURRENCE_NORM_KERNEL, { grid, block: [RECURRENCE_THREADS, 1, 1], cluster }, args, options);
-}
-
-/** The recurrence's checks and its parameters, which both recurrence kernels take first. */
+/** The recurrence's argument checks and its kernel's parameters. */
 function recurrenceArguments(a: DeltaNetRecurrenceArguments): KernelArguments {
   requireCount(a.sequenceCount, 'sequenceCount', 1, 65535);
   requireCount(a.keyHeads, 'keyHeads');

@@ -68,12 +68,6 @@ export function launch(
   } else cuda.driver.launch(handle, shape, stream, args.parameters, chosen.name);
 }
 
-/** Whether the context's GPU launches thread-block clusters (compute capability 9.0 on; LaunchShape.cluster). */
-export function clustersAvailable(cuda: CudaContext): boolean {
-  const [major] = cuda.properties?.computeCapability ?? [0, 0];
-  return major >= 9;
-}
-
 /** Refuses a size that is not an integer within [minimum, maximum]. */
 export function requireCount(value: number, name: string, minimum = 1, maximum = 2 ** 31 - 1): void {
   if (!Number.isInteger(value) || value < minimum || value > maximum) {

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One device call that checks the tree after the decode folds were settled (docs/gpu.md, "decode folds settled"):
+# the whole kernel contract in six parts, contracts 1 to 3 on CUDA, and the frame bench at batches 1 to 64 with
+# decode attention in one block a KV head (the default) and in blocks of 4 and 2 query heads. Leaves at the top of
+# <output dir>: contract-part-0.txt … contract-part-5.txt, speech-model-contracts.log, frames-variants.log.
+# Carry: DRAMA3_CARRY_ENTRIES=test/kernels/contract.test.ts,test/kernels/speech-model-contracts.test.ts,bench/gpu-frames.ts
+# Usage: bench/gpu-decode-settled.sh <prepared folder> <output dir>
+set -uo pipefail
+if [ "$#" -ne 2 ]; then
+  echo "usage: $0 <prepared folder> <output dir>" >&2
+  exit 2
+fi
+prepared="$1"
+output="$2"
+here="$(dirname "${BASH_SOURCE[0]}")"
+device="$here/../scripts/device"
+mkdir -p "$output"
+status=0
+
+bash "$device/contract-parts.sh" "$prepared" "$output/w" 6 >"$output/contract-parts.txt" 2>&1 || status=1
+for part in 0 1 2 3 4 5; do cp "$output/w/part-$part.txt" "$output/contract-part-$part.txt" 2>/dev/null; done
+cat "$output/contract-parts.txt" >>"$output/contract-part-0.txt"
+rm -rf "${output:?}/w" "$output/contract-parts.txt"
+
+bash "$device/run.sh" "$prepared" "$output/s" test/kernels/speech-model-contracts.test.ts || status=1
+cp "$output/s/speech-model-contracts.test.log" "$output/speech-model-contracts.log" 2>/dev/null
+rm -rf "${output:?}/s"
+
+DRAMA3_FRAMES_BATCHES=1,2,4,8,16,32,64 bash "$here/gpu-frames-variants.sh" "$prepared" "$output/v" "default" \
+  "heads-4 DRAMA3_ATTENTION_HEADS_PER_BLOCK=4" "heads-2 DRAMA3_ATTENTION_HEADS_PER_BLOCK=2" "default" || status=1
+cp "$output/v/frames-variants.log" "$output/frames-variants.log" 2>/dev/null
+rm -rf "${output:?}/v"
+exit "$status"
