@@ -4,7 +4,11 @@
 // projections that share x go out as one segmented GEMM (support/recording-blocks.ts: launches recorded, nothing run).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PREPARE_IN_PROJECTION_MOST_ROWS, runAttention } from '../../src/backend/cuda/attention-block.ts';
+import {
+  decodeHeadsPerBlock,
+  PREPARE_IN_PROJECTION_MOST_ROWS,
+  runAttention,
+} from '../../src/backend/cuda/attention-block.ts';
 import type { BlockContext } from '../../src/backend/cuda/block-context.ts';
 import { COMBINE_IN_PROJECTION_MOST_ROWS, runDeltaNet } from '../../src/backend/cuda/delta-net-block.ts';
 import { runSwiGlu } from '../../src/backend/cuda/swiglu-block.ts';
@@ -153,23 +157,21 @@ test('tower attention: no gate, interleaved RoPE, a large call folds on chip', (
   assert.equal(word(launched[1]!, 3), 0n, 'no gate');
 });
 
-test('decode attention: DRAMA3_ATTENTION_HEADS_PER_BLOCK deals each KV head to blocks of that many query heads', () => {
-  const setting = 'DRAMA3_ATTENTION_HEADS_PER_BLOCK';
-  const attentionShape = () => {
+test("decode attention deals each KV head's query heads to blocks of at most 4; prefill keeps the group a block", () => {
+  const attentionShape = (rows: number, sequences: number, heads = 16, keyValueHeads = 2) => {
     const { ctx, launched } = recordingContext();
-    const x = buffer('bf16', 3 * HIDDEN);
-    runAttention(ctx, attentionWeights(), x, keyValueSlab(2, 256), callTables(3, 1), buffer('bf16', 3 * HIDDEN), 3);
-    return launched[1]!.shape;
+    const weights = attentionWeights({ heads, keyValueHeads });
+    const x = buffer('bf16', rows * HIDDEN);
+    const slab = keyValueSlab(keyValueHeads, 256);
+    runAttention(ctx, weights, x, slab, callTables(rows, sequences), buffer('bf16', rows * HIDDEN), rows);
+    const { grid, block } = launched[1]!.shape;
+    return [grid[1], block[0]];
   };
-  withSetting(setting, undefined, () => {
-    assert.deepEqual([attentionShape().grid[1], attentionShape().block[0]], [2, 256], 'a block a KV head by default');
-  });
-  withSetting(setting, '2', () => {
-    assert.deepEqual([attentionShape().grid[1], attentionShape().block[0]], [8, 64], '4 blocks of 2 heads a KV head');
-  });
-  withSetting(setting, '3', () => {
-    assert.throws(attentionShape, { code: 'ATTENTION_HEADS_PER_BLOCK_INVALID', param: setting });
-  });
+  assert.deepEqual(attentionShape(3, 3), [4, 128], 'the backbone: 2 blocks of 4 heads a KV head');
+  assert.deepEqual(attentionShape(3, 3, 6, 2), [2, 96], 'a group of 3: a block of 3');
+  assert.deepEqual(attentionShape(3, 3, 12, 2), [4, 96], 'a group of 6: 2 blocks of 3');
+  assert.deepEqual(attentionShape(100, 1), [2, 256], 'a prefill of 100 rows (the grouped kernel): a block a KV head');
+  assert.deepEqual([1, 2, 3, 4, 5, 6, 8, 16].map(decodeHeadsPerBlock), [1, 2, 3, 4, 1, 3, 4, 4]);
 });
 
 /** The real launchers' launch names for one attention block of `rows` rows in `sequences` sequences. */
@@ -307,24 +309,6 @@ test('Gated DeltaNet with fp32 A_log and dt_bias runs the fp32-parameter gates',
   runDeltaNet(ctx, weights, buffer('bf16', HIDDEN), deltaNetSlab(), callTables(1, 1), buffer('bf16', HIDDEN), 1);
   assert.equal(launched[0]!.name, 'delta_net_gates_f32');
 });
-
-/** Runs `work` with `name` set to `value` (unset with undefined), restoring it after. */
-function withSetting(name: string, value: string | undefined, work: () => void): void {
-  withSettingResult(name, value, work);
-}
-
-/** `work`'s result with `name` set to `value` (unset with undefined), the setting restored after. */
-function withSettingResult<T>(name: string, value: string | undefined, work: () => T): T {
-  const previous = process.env[name];
-  if (value === undefined) delete process.env[name];
-  else process.env[name] = value;
-  try {
-    return work();
-  } finally {
-    if (previous === undefined) delete process.env[name];
-    else process.env[name] = previous;
-  }
-}
 
 /** The real launchers' launches of one DeltaNet block of `rows` rows in `sequences` sequences. */
 function deltaNetLaunches(rows: number, sequences: number, parameterDtype: DType = 'bf16') {

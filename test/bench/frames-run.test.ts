@@ -81,12 +81,7 @@ test('the frame bench runs end to end on the small preset and reports every batc
   measured.release();
 });
 
-/** The decode change still behind a setting (docs/gpu.md, "decode folds settled"). */
-const DECODE_SWITCHES = { DRAMA3_ATTENTION_HEADS_PER_BLOCK: '2' };
-
-test('the real blocks record their fused launches in the bench run, and decode attention its setting', async () => {
-  const previous = Object.fromEntries(Object.keys(DECODE_SWITCHES).map((name) => [name, process.env[name]]));
-  Object.assign(process.env, DECODE_SWITCHES);
+test('the real blocks record their fused launches in the bench run, decode attention in blocks of 4 heads', async () => {
   const driver = timedDriver();
   const stop = observeArguments(driver);
   try {
@@ -104,15 +99,11 @@ test('the real blocks record their fused launches in the bench run, and decode a
     const decodeAttention = driver.launches.filter((launch) => launch.name === 'attention_bf16_d256');
     assert.ok(decodeAttention.length > 0);
     assert.ok(
-      decodeAttention.every((launch) => launch.shape.block[0] === 64),
-      'decode attention in blocks of 2 heads',
+      decodeAttention.every((launch) => launch.shape.block[0] === 128),
+      'decode attention in blocks of 4 heads',
     );
     measured.release();
   } finally {
     stop();
-    for (const [name, value] of Object.entries(previous)) {
-      if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
-    }
   }
 });

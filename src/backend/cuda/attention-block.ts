@@ -2,9 +2,9 @@
 // the cpu block's computation (src/backend/cpu/attention-block.ts) with its bf16 rounding points.
 //   q (+gate), k, v = x · W{q,k,v}ᵀ (bf16, one segmented GEMM) → attention_prepare_bf16: zero-centred q/k norms per head (bf16), partial
 //   RoPE at each row's position (bf16), K/V appended at the row's (slot, position) → attention_bf16_d{D} (calls of at
-//   most 64 rows, + the combine) or attention_grouped_bf16_d{D} (larger calls: a prefill chunk's rows of one slot
-//   share each staged tile): causal GQA over the slot's keys 0..position in 64-key tiles, × sigmoid(gate) when gated
-//   (bf16) → o_proj into `out`.
+//   most 64 rows, a KV head's query heads in blocks of at most 4, + the combine) or attention_grouped_bf16_d{D}
+//   (larger calls: a prefill chunk's rows of one slot share each staged tile): causal GQA over the slot's keys
+//   0..position in 64-key tiles, × sigmoid(gate) when gated (bf16) → o_proj into `out`.
 // A call of at most PREPARE_IN_PROJECTION_MOST_ROWS rows whose q|k|v splits K runs the prepare inside the
 // projection's combine (attention_qkv_prepare.cu): one launch for two, the same bits.
 // A row whose (slot, position) lies outside the slab gets NaN outputs and writes no slab rows (the kernels check each
@@ -31,22 +31,17 @@ function refuse(param: string, message: string): never {
   throw new DramaError('KERNEL_GEOMETRY_UNSUPPORTED', `attention: ${message}`, { kind: 'bad_checkpoint', param });
 }
 
-/**
- * DRAMA3_ATTENTION_HEADS_PER_BLOCK=n: a decode call walks each KV head in blocks of n query heads (a divisor of the
- * group) instead of one block for the whole group, to measure what spreading it over more SMs gives (the same bits).
- */
-function headsPerBlockAsked(group: number): { headsPerBlock?: number } {
-  const text = process.env.DRAMA3_ATTENTION_HEADS_PER_BLOCK;
-  if (text === undefined || text.trim() === '') return {};
-  const heads = Number(text);
-  if (!Number.isInteger(heads) || heads < 1 || group % heads !== 0) {
-    throw new DramaError(
-      'ATTENTION_HEADS_PER_BLOCK_INVALID',
-      `DRAMA3_ATTENTION_HEADS_PER_BLOCK must divide the group of ${group} query heads, got ${text}`,
-      { param: 'DRAMA3_ATTENTION_HEADS_PER_BLOCK' },
-    );
+/** The most query heads one block of a decode call's attention walks (each a warp); a KV head's group in blocks of
+ * this many reaches more SMs, each block staging the same tiles, and was faster at every batch on the H200 than one
+ * block a group or blocks of 2 (docs/gpu.md, "decode folds settled"). */
+const DECODE_HEADS_PER_BLOCK = 4;
+
+/** The largest divisor of the group not above DECODE_HEADS_PER_BLOCK: each block a whole number of its heads. */
+export function decodeHeadsPerBlock(group: number): number {
+  for (let heads = Math.min(DECODE_HEADS_PER_BLOCK, group); heads > 1; heads--) {
+    if (group % heads === 0) return heads;
   }
-  return { headsPerBlock: heads };
+  return 1;
 }
 
 /**
@@ -193,7 +188,7 @@ export function runAttention(
     rowTable: tables.rows.pointer,
     rows,
     workspace,
-    ...headsPerBlockAsked(weights.heads / weights.keyValueHeads),
+    headsPerBlock: decodeHeadsPerBlock(weights.heads / weights.keyValueHeads),
   });
   ctx.linear(attended, weights.oProj, out, rows);
 }
