@@ -207,7 +207,8 @@ __device__ void select_largest_radix(int count, int limit, SamplerShared& shared
     const unsigned long long prefix = shared.threshold;
     const unsigned needed = shared.needed;
     // Each warp adds its lanes of one digit in one atomic (counts are integers: any grouping gives the same bins);
-    // every lane runs every round, so the whole warp takes part in each match.
+    // every lane runs every round, so the whole warp takes part in each vote. A warp none of whose keys still match
+    // the prefix (most of them after the first digit) skips the costlier match.
     for (int base = 0; base < count; base += SAMPLER_THREADS) {
       const int i = base + t;
       unsigned digit = RADIX_BINS;  // none
@@ -215,6 +216,7 @@ __device__ void select_largest_radix(int count, int limit, SamplerShared& shared
         const unsigned long long key = probability_key(shared, i);
         if ((key & mask) == prefix) digit = static_cast<unsigned>((key >> shift) & (RADIX_BINS - 1));
       }
+      if (__ballot_sync(0xffffffffu, digit < RADIX_BINS) == 0u) continue;
       const unsigned peers = __match_any_sync(0xffffffffu, digit);
       if (digit < RADIX_BINS && (t & 31) == __ffs(peers) - 1) atomicAdd(&shared.bins[digit], __popc(peers));
     }
