@@ -2,7 +2,7 @@
 // run) with the attention, DeltaNet, MoE and SwiGLU blocks as no-ops, the bench builds the small model, plans,
 // prefills, steps every batch, profiles, times prefill and writes its report without a GPU. Numbers are meaningless
 // here; what is checked is that the run holds together (positions within the plan, lanes released, tables filled).
-// A second run keeps the blocks real with every decode switch on: they must record their fused launches throughout.
+// A second run keeps the blocks real: at its small batches they must record the decode folds and 4-head attention.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { framesReport } from '../../bench/support/frames-report.ts';

@@ -166,7 +166,10 @@ function separatePrepare(cuda: CudaContext, c: Call, p: Pointers): void {
   attentionPrepare(cuda, { ...prepareArguments(c, p), qProj: p.qProj!, kProj: p.kProj!, vProj: p.vProj! });
 }
 
-/** As attention-block.ts runs a call with the fused prepare on: one launch where q|k|v splits K, else the two. */
+/**
+ * The one launch wherever q|k|v splits K, else the two: wider than attention-block.ts, which takes the one launch only
+ * up to PREPARE_IN_PROJECTION_MOST_ROWS rows, so the kernel is held at every row count it can run.
+ */
 function fusedRun(c: Call) {
   return (cuda: CudaContext, p: Pointers, kernel: KernelName | undefined) => {
     resetSlabs(cuda, c, p);

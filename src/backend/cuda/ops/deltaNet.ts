@@ -127,13 +127,6 @@ export function deltaNetRecurrence(
   a: DeltaNetRecurrenceArguments,
   options: LaunchOptions = {},
 ): void {
-  const args = recurrenceArguments(a);
-  const grid = [RECURRENCE_COLUMN_GROUPS, a.valueHeads, a.sequenceCount] as const;
-  launch(cuda, RECURRENCE_KERNEL, { grid, block: [RECURRENCE_THREADS, 1, 1] }, args, options);
-}
-
-/** The recurrence's argument checks and its kernel's parameters. */
-function recurrenceArguments(a: DeltaNetRecurrenceArguments): KernelArguments {
   requireCount(a.sequenceCount, 'sequenceCount', 1, 65535);
   requireCount(a.keyHeads, 'keyHeads');
   requireCount(a.valueHeads, 'valueHeads', 1, 65535);
@@ -153,7 +146,7 @@ function recurrenceArguments(a: DeltaNetRecurrenceArguments): KernelArguments {
       { kind: 'internal', param: 'qkvRowStride' },
     );
   }
-  return new KernelArguments()
+  const args = new KernelArguments()
     .pointer(a.out)
     .pointer(a.qkv)
     .int64(a.qkvRowStride)
@@ -163,4 +156,6 @@ function recurrenceArguments(a: DeltaNetRecurrenceArguments): KernelArguments {
     .pointer(a.sequences)
     .int32(a.keyHeads)
     .int32(a.valueHeads);
+  const grid = [RECURRENCE_COLUMN_GROUPS, a.valueHeads, a.sequenceCount] as const;
+  launch(cuda, RECURRENCE_KERNEL, { grid, block: [RECURRENCE_THREADS, 1, 1] }, args, options);
 }
