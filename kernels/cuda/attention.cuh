@@ -35,6 +35,31 @@ struct ProjectedHead {
   const bf16* v;
 };
 
+// The rotary inverse frequency of pair i: theta^(−2i / rotary_dims), in fp64 and rounded once to fp32.
+__device__ __forceinline__ float rotary_inverse_frequency(int i, int rotary_dims, float theta) {
+  const float exponent = (float)(2 * i) / (float)rotary_dims;
+  return 1.0f / (float)pow((double)theta, (double)exponent);
+}
+
+// What a prepare block may load and compute before it waits for the previous grid (nothing a step writes): the
+// thread's norm weight (column t) and its rotary pair's inverse frequency (pair t). `loaded` only where the block's
+// threads cover the head's columns in one pass (attention_qkv_prepare's blocks); else prepare_head does both itself.
+struct PrepareEarly {
+  float weight;
+  float inverse_frequency;
+  bool loaded;
+};
+
+__device__ __forceinline__ PrepareEarly prepare_early(const bf16* q_norm, const bf16* k_norm, bool is_query,
+                                                      int head_dim, int rotary_dims, float theta) {
+  PrepareEarly early = {};
+  early.loaded = (int)blockDim.x >= head_dim;
+  const int t = threadIdx.x;
+  if (early.loaded && t < head_dim) early.weight = to_float((is_query ? q_norm : k_norm)[t]);
+  if (early.loaded && t < rotary_dims / 2) early.inverse_frequency = rotary_inverse_frequency(t, rotary_dims, theta);
+  return early;
+}
+
 // One (row, head) of the prepare: the query head's q normed and rotated into q_out, or the key head's V copied and K
 // normed and rotated into the slabs at the row's (slot, position). The norm's squares are summed by the first
 // `sum_threads` threads, column t, t + sum_threads, ... each (rms_norm_bf16's mapping for head_dim columns), and
@@ -47,7 +72,7 @@ __device__ __forceinline__ void prepare_head(bf16* q_out, bf16* keys, bf16* valu
                                              int query_heads, int kv_heads, int head_dim, int rotary_dims,
                                              float theta, int interleaved, bool valid, int slot, int position,
                                              int capacity, float eps, int sum_threads, float* normed,
-                                             float* scratch) {
+                                             float* scratch, const PrepareEarly& early) {
   const bool is_query = head < query_heads;
   const bf16* x = projected.x;
   const bf16* weight;
@@ -77,15 +102,15 @@ __device__ __forceinline__ void prepare_head(bf16* q_out, bf16* keys, bf16* valu
   }
   const float scale = rsqrtf(block_sum(squares, scratch) / (float)head_dim + eps);
   for (int column = threadIdx.x; column < head_dim; column += blockDim.x) {
-    const float w = to_float(weight[column]);
+    const float w = early.loaded ? early.weight : to_float(weight[column]);
     normed[column] = to_float(to_bf16(to_float(x[column]) * scale * (1.0f + w)));
   }
   __syncthreads();
   const int half = rotary_dims / 2;
   const float rotary_position = (float)position;
   for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    const float exponent = (float)(2 * i) / (float)rotary_dims;
-    const float inverse_frequency = 1.0f / (float)pow((double)theta, (double)exponent);
+    const float inverse_frequency =
+        early.loaded ? early.inverse_frequency : rotary_inverse_frequency(i, rotary_dims, theta);
     const float angle = rotary_position * inverse_frequency;
     double sine, cosine;
     sincos((double)angle, &sine, &cosine);
@@ -126,7 +151,7 @@ __device__ __forceinline__ void attention_prepare(bf16* q_out, bf16* keys, bf16*
   }
   prepare_head<VARIANT>(q_out, keys, values, projected, q_norm, k_norm, row, head, query_heads, kv_heads, head_dim,
                         rotary_dims, theta, interleaved, valid, slot, position, capacity, eps, blockDim.x, normed,
-                        scratch);
+                        scratch, PrepareEarly{});
 }
 
 // E consecutive bf16 (E = 2, 4 or 8; 4·E-byte aligned) widened to fp32, exactly.

@@ -8,7 +8,7 @@
 //   2. prepare_head (attention.cuh) on those values, the norm's squares summed by the first threads in
 //      rms_norm_bf16's mapping for head_dim columns (the prepare kernel's block), the rest giving +0.
 // So every output has the bits of gemm_segments_combine followed by attention_prepare_bf16, the projection's own
-// outputs included. No block reads another block's results: a block's elements are its own head's.
+// outputs included. The norm weight and rotary frequency of each thread are taken before the wait (PrepareEarly). No block reads another block's results: a block's elements are its own head's.
 #pragma once
 #include "attention.cuh"
 #include "gemm_segments.cuh"
@@ -25,7 +25,8 @@ __device__ __forceinline__ void attention_qkv_prepare(const GemmSegmentTable& ta
                                                       bf16* values, const bf16* q_norm, const bf16* k_norm,
                                                       const int* row_table, int rows, int query_heads, int kv_heads,
                                                       int head_dim, int rotary_dims, float theta, int interleaved,
-                                                      int gated, int slots, int capacity, float eps) {
+                                                      int gated, int slots, int capacity, float eps,
+                                                      const PrepareEarly& early) {
   __shared__ bf16 combined[2 * ATTENTION_MAX_PREPARE_DIM];
   __shared__ float normed[ATTENTION_MAX_PREPARE_DIM];
   __shared__ float scratch[32];
@@ -53,7 +54,7 @@ __device__ __forceinline__ void attention_qkv_prepare(const GemmSegmentTable& ta
                                    is_query ? nullptr : combined + head_dim};
   prepare_head<PREPARE_EXACT>(q_out, keys, values, projected, q_norm, k_norm, row, head, query_heads, kv_heads,
                               head_dim, rotary_dims, theta, interleaved, valid, slot, position, capacity, eps,
-                              prepare_threads(head_dim), normed, scratch);
+                              prepare_threads(head_dim), normed, scratch, early);
 }
 
 #define ATTENTION_QKV_PREPARE_KERNEL(ENTRY, FAULT)                                                                  \
@@ -61,8 +62,11 @@ __device__ __forceinline__ void attention_qkv_prepare(const GemmSegmentTable& ta
       GEMM_SEGMENT_PARAMETERS, bf16* q_out, bf16* keys, bf16* values, const bf16* q_norm, const bf16* k_norm,       \
       const int* row_table, int rows, int query_heads, int kv_heads, int head_dim, int rotary_dims, float theta,    \
       int interleaved, int gated, int slots, int capacity, float eps) {                                            \
-    KERNEL_PROLOGUE();                                                                                              \
+    allow_dependent_launch();                                                                                       \
+    const bool is_query = (int)(blockIdx.x % (query_heads + kv_heads)) < query_heads;                               \
+    const PrepareEarly early = prepare_early(q_norm, k_norm, is_query, head_dim, rotary_dims, theta);               \
+    wait_for_previous_grids();                                                                                      \
     attention_qkv_prepare<FAULT>(GEMM_SEGMENT_TABLE, q_out, keys, values, q_norm, k_norm, row_table, rows,         \
                                  query_heads, kv_heads, head_dim, rotary_dims, theta, interleaved, gated, slots,    \
-                                 capacity, eps);                                                                    \
+                                 capacity, eps, early);                                                             \
   }

@@ -98,8 +98,7 @@ extern "C" __global__ void gemm_combine(void* y, const float* partials, int M, i
   const long long elements = (long long)M * N;
   for (long long index = (long long)blockIdx.x * blockDim.x + threadIdx.x; index < elements;
        index += (long long)gridDim.x * blockDim.x) {
-    float total = partials[index];
-    for (int c = 1; c < chunks; c++) total = total + partials[c * elements + index];
+    const float total = chunk_partials_total(partials + index, elements, chunks);
     if (output_fp32) {
       static_cast<float*>(y)[index] = total;
     } else {

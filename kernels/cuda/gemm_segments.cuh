@@ -138,9 +138,7 @@ __device__ __forceinline__ long long gemm_segments_split_elements(const GemmSegm
 // Element `element` of a split segment of `elements`: its chunk partials added in ascending order (every combine's).
 __device__ __forceinline__ float gemm_segment_total(const GemmSegment& segment, long long elements,
                                                     long long element) {
-  float total = segment.partials[element];
-  for (int c = 1; c < segment.splits; c++) total = total + segment.partials[c * elements + element];
-  return total;
+  return chunk_partials_total(segment.partials + element, elements, segment.splits);
 }
 
 // Element `element` of bf16 segment s as gemm_segments_combine leaves it: where s split, its chunk partials added in

@@ -13,6 +13,25 @@
 #define GEMM_BK 64
 #define GEMM_ROW_ELEMENTS (GEMM_BK + 8)  // padded shared-memory rows: ldmatrix reads hit 8 distinct bank groups
 
+// The most K chunks the launcher cuts (gemm.ts MAX_CHUNKS).
+#define GEMM_MOST_CHUNKS 16
+
+// Σ_c partials[c · stride] in ascending c from chunk 0's partial, as every combine adds them. The first
+// GEMM_MOST_CHUNKS partials are all requested before the first addition, so a combine waits for one round trip to L2
+// rather than one for every few chunks; the additions and their order are the same.
+__device__ __forceinline__ float chunk_partials_total(const float* partials, long long stride, int chunks) {
+  float parts[GEMM_MOST_CHUNKS];
+#pragma unroll
+  for (int c = 0; c < GEMM_MOST_CHUNKS; c++) parts[c] = c < chunks ? partials[c * stride] : 0.0f;
+  float total = parts[0];
+#pragma unroll
+  for (int c = 1; c < GEMM_MOST_CHUNKS; c++) {
+    if (c < chunks) total = total + parts[c];
+  }
+  for (int c = GEMM_MOST_CHUNKS; c < chunks; c++) total = total + partials[c * stride];
+  return total;
+}
+
 // Where a block sits in its GEMM: row and column tile, its K chunk (used when `splits` > 1: the chunks run on
 // separate blocks and write partials), and `sum_tiles`, the K tiles after which a register sum closes (chunk_tiles
 // for every real kernel; only a control passes another).

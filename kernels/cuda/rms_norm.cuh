@@ -27,13 +27,41 @@ __device__ __forceinline__ void load_pass(float (&values)[NORM_COLUMNS_PER_THREA
   }
 }
 
+// A thread's norm weights for a row that one pass covers (as the launchers size it), loaded before the kernel waits
+// for the previous grid: no step writes weights, so these loads overlap that grid's tail instead of following the
+// row's sum. `loaded` is false for a row of more passes, whose weights are loaded pass by pass as before.
+struct PassWeights {
+  float values[NORM_COLUMNS_PER_THREAD];
+  bool loaded;
+};
+
+template <typename Weight>
+__device__ __forceinline__ PassWeights early_pass_weights(const Weight* weight, int cols, int held_cols, int stride) {
+  PassWeights early = {};
+  early.loaded = cols <= NORM_COLUMNS_PER_THREAD * stride;
+  if (early.loaded) load_pass(early.values, weight, 0, held_cols, stride);
+  return early;
+}
+
+// A pass's weights: the early ones when they were loaded, else from memory.
+template <typename Weight>
+__device__ __forceinline__ void pass_weights(float (&weights)[NORM_COLUMNS_PER_THREAD], const PassWeights& early,
+                                             const Weight* weight, int base, int held_cols, int stride) {
+  if (early.loaded) {
+#pragma unroll
+    for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) weights[i] = early.values[i];
+  } else {
+    load_pass(weights, weight, base, held_cols, stride);
+  }
+}
+
 // With PART_OF_BLOCK, the block's first `threads` threads (a multiple of 32) norm the row as a launch of that many
 // threads would: thread t visits columns t, t + threads, ... The others hold no columns and add +0 from whole warps to
 // the block sum, as the lanes past the smaller block's warps do, so the row has that launch's bits. Without it,
 // `threads` is the block's own count.
 template <bool GATED, bool PART_OF_BLOCK = false, typename Row, typename Weight>
 __device__ __forceinline__ void rms_norm_row(bf16* out, const Row& x, const bf16* gate, const Weight* weight, int cols,
-                                             float eps, bool zero_centred, int threads) {
+                                             float eps, bool zero_centred, int threads, const PassWeights& early) {
   __shared__ float scratch[32];
   const int stride = threads;
   const int pass = NORM_COLUMNS_PER_THREAD * stride;
@@ -53,7 +81,7 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, const Row& x, const bf16
     float weights[NORM_COLUMNS_PER_THREAD];
     float gates[NORM_COLUMNS_PER_THREAD] = {};
     load_pass(values, x, base, held, stride);
-    load_pass(weights, weight, base, held, stride);
+    pass_weights(weights, early, weight, base, held, stride);
     if (GATED) load_pass(gates, gate, base, held, stride);
 #pragma unroll
     for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
@@ -71,7 +99,7 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, const Row& x, const bf16
 // registers between the two passes when the row fits one pass (as the launchers size it), else read back.
 template <typename Weight>
 __device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const bf16* source, const Weight* weight,
-                                                 int cols, float eps) {
+                                                 int cols, float eps, const PassWeights& early) {
   __shared__ float scratch[32];
   const int stride = blockDim.x;
   const int pass = NORM_COLUMNS_PER_THREAD * stride;
@@ -104,7 +132,7 @@ __device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const bf16*
     } else {
       load_pass(values, x, base, cols, stride);
     }
-    load_pass(weights, weight, base, cols, stride);
+    pass_weights(weights, early, weight, base, cols, stride);
 #pragma unroll
     for (int i = 0; i < NORM_COLUMNS_PER_THREAD; i++) {
       const int column = base + threadIdx.x + i * stride;
@@ -113,16 +141,24 @@ __device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const bf16*
   }
 }
 
+// The code half's norm weight: enorm, or hnorm in the contract's control (CODE_NORMED_WITH_INPUT_WEIGHT) only.
+template <typename Weight, bool CODE_NORMED_WITH_INPUT_WEIGHT>
+__device__ __forceinline__ const Weight* tower_code_norm(const Weight* code_weight, const Weight* input_weight) {
+  return CODE_NORMED_WITH_INPUT_WEIGHT ? input_weight : code_weight;
+}
+
 // The tower layer's input row [enorm(code row) | hnorm(input row)], both zero-centred: each half normed by the thread
 // count its own rms_norm_bf16 launch would have, so the row has the bits of gather_codes_bf16, rms_norm_bf16 on each
-// half and concat_columns_bf16. CODE_NORMED_WITH_INPUT_WEIGHT is the contract's control only.
+// half and concat_columns_bf16. The kernel loads both halves' weights before it waits, each in its half's mapping.
 template <typename Weight, bool CODE_NORMED_WITH_INPUT_WEIGHT>
 __device__ __forceinline__ void tower_input_row(bf16* out, const CodeRow& code, const Weight* code_weight,
                                                 const bf16* input, const Weight* input_weight, int code_cols,
-                                                int input_cols, int code_threads, int input_threads, float eps) {
-  const Weight* code_norm = CODE_NORMED_WITH_INPUT_WEIGHT ? input_weight : code_weight;
-  rms_norm_row<false, true>(out, code, nullptr, code_norm, code_cols, eps, true, code_threads);
-  rms_norm_row<false, true>(out + code_cols, input, nullptr, input_weight, input_cols, eps, true, input_threads);
+                                                int input_cols, int code_threads, int input_threads, float eps,
+                                                const PassWeights& code_early, const PassWeights& input_early) {
+  const Weight* code_norm = tower_code_norm<Weight, CODE_NORMED_WITH_INPUT_WEIGHT>(code_weight, input_weight);
+  rms_norm_row<false, true>(out, code, nullptr, code_norm, code_cols, eps, true, code_threads, code_early);
+  rms_norm_row<false, true>(out + code_cols, input, nullptr, input_weight, input_cols, eps, true, input_threads,
+                            input_early);
 }
 
 // out [rows, code_cols + input_cols]; code_table [code_rows, code_cols]; records int32 [rows, width]; input
@@ -134,11 +170,19 @@ __device__ __forceinline__ void tower_input_row(bf16* out, const CodeRow& code, 
                                    const bf16* __restrict__ input, const WEIGHT* __restrict__ input_weight,         \
                                    int rows, int code_cols, int input_cols, int code_threads, int input_threads,    \
                                    float eps) {                                                                     \
-    KERNEL_PROLOGUE();                                                                                              \
+    allow_dependent_launch();                                                                                       \
+    const int code_held = (int)threadIdx.x < code_threads ? code_cols : 0;                                          \
+    const int input_held = (int)threadIdx.x < input_threads ? input_cols : 0;                                       \
+    const PassWeights code_early = early_pass_weights(                                                              \
+        tower_code_norm<WEIGHT, CODE_NORMED_WITH_INPUT_WEIGHT>(code_weight, input_weight), code_cols, code_held,    \
+        code_threads);                                                                                              \
+    const PassWeights input_early = early_pass_weights(input_weight, input_cols, input_held, input_threads);         \
+    wait_for_previous_grids();                                                                                      \
     const long long row = blockIdx.x;                                                                               \
     if (row >= rows) return;                                                                                        \
     const CodeRow code = code_row(code_table, records, row, width, codebook, code_first_row, code_cols, code_rows);  \
     tower_input_row<WEIGHT, CODE_NORMED_WITH_INPUT_WEIGHT>(out + row * (code_cols + input_cols), code, code_weight, \
                                                            input + row * input_cols, input_weight, code_cols,       \
-                                                           input_cols, code_threads, input_threads, eps);           \
+                                                           input_cols, code_threads, input_threads, eps,            \
+                                                           code_early, input_early);                                \
   }

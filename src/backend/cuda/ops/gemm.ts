@@ -104,6 +104,7 @@ export const GEMM_CONFIGURATIONS: Readonly<Record<GemmTiles, TileConfiguration>>
  * H200 (528), so no second wave of a few blocks streams alone at the end.
  */
 const CHUNK_TARGET_BLOCKS = 512;
+/** The kernels hold this many chunks' partials in registers at once (GEMM_MOST_CHUNKS). */
 const MAX_CHUNKS = 16;
 /** A chunk is at least two K tiles (128 elements), so a split never makes blocks that only fill the pipeline. */
 const MIN_CHUNK_TILES = 2;
