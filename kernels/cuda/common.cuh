@@ -9,7 +9,8 @@ typedef __nv_bfloat16 bf16;
 // Programmatic dependent launch: every launch carries the programmatic-serialization attribute, so a kernel's blocks
 // may start while the previous kernel still runs. Every kernel therefore begins with KERNEL_PROLOGUE(): let the next
 // kernel launch, then wait until everything before this one has finished and its writes are visible. A kernel that
-// reads only weights first may wait later (the GEMMs), but waits before any other load and before any early return.
+// reads only weights first may wait later (the GEMMs, the norms, the fused q|k|v prepare), but waits before any other
+// load and before any early return.
 // One exception: attention's spread blocks with no keys to walk read the host-written row table and return unwaited,
 // while block z = 0 always waits (attention.cuh, attention_block_idle, says why that keeps the chain ordered).
 __device__ __forceinline__ void allow_dependent_launch() {

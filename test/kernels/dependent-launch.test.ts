@@ -38,15 +38,30 @@ test('the scan finds a kernel that does not begin with the prologue, also inside
   const idleUnwaited =
     'extern "C" __global__ void unwaited(const int* t) {\n  allow_dependent_launch();\n' +
     '  if (attention_block_idle<0>(t, 1, 1, 1)) return;\n  t += 1;\n}\n';
+  // Weights may be loaded before the wait through the early-load helpers; any other load or a return may not.
+  const early =
+    'extern "C" __global__ void early(const float* w, int cols) {\n  allow_dependent_launch();\n' +
+    '  const int held = threadIdx.x < 4 ? cols : 0;\n  const PassWeights e = early_pass_weights(w, cols, held, 4);\n' +
+    '  wait_for_previous_grids();\n  if (cols == 0) return;\n}\n';
+  const earlyActivation =
+    'extern "C" __global__ void early_activation(const float* x) {\n  allow_dependent_launch();\n' +
+    '  const float v = x[threadIdx.x];\n  wait_for_previous_grids();\n}\n';
+  const earlyReturn =
+    'extern "C" __global__ void early_return(const float* w, int cols) {\n  allow_dependent_launch();\n' +
+    '  const PassWeights e = early_pass_weights(w, cols, cols, 4);\n  if (cols == 0) return;\n' +
+    '  wait_for_previous_grids();\n}\n';
   const entries = [
     ...kernelEntries('plain.cu', plain),
     ...kernelEntries('macro.cuh', macro),
     ...kernelEntries('good.cu', good),
     ...kernelEntries('idle.cu', idle),
     ...kernelEntries('idle-unwaited.cu', idleUnwaited),
+    ...kernelEntries('early.cu', early),
+    ...kernelEntries('early-activation.cu', earlyActivation),
+    ...kernelEntries('early-return.cu', earlyReturn),
   ];
   assert.deepEqual(
     missingPrologues(entries).map((entry) => entry.split(':')[0]),
-    ['plain.cu', 'macro.cuh', 'idle-unwaited.cu'],
+    ['plain.cu', 'macro.cuh', 'idle-unwaited.cu', 'early-activation.cu', 'early-return.cu'],
   );
 });

@@ -7,7 +7,7 @@ export interface KernelEntry {
   readonly name: string;
   /** The body's first statement, whitespace collapsed. */
   readonly firstStatement: string;
-  /** The body's first three statements, whitespace collapsed, without their semicolons. */
+  /** The body's first eight statements, whitespace collapsed, without their semicolons. */
   readonly leadingStatements: readonly string[];
 }
 
@@ -48,6 +48,25 @@ function idleBlocksReturnUnwaited(entry: KernelEntry): boolean {
   );
 }
 
+/** The helpers that load weights a step never writes (kernels/cuda/rms_norm.cuh, attention.cuh). */
+const EARLY_LOAD_HELPERS = /\b(early_pass_weights|prepare_early)\(/;
+
+/**
+ * A kernel that loads its weights before it waits (the norms, the fused q|k|v prepare): it lets dependents launch,
+ * then only declares constants (from an early-load helper, or index arithmetic that reads no memory), then waits
+ * before any other load or any return.
+ */
+function waitsAfterEarlyLoads(entry: KernelEntry): boolean {
+  const [first, ...rest] = entry.leadingStatements;
+  const wait = rest.indexOf('wait_for_previous_grids()');
+  if (first !== 'allow_dependent_launch()' || wait < 1) return false;
+  return rest
+    .slice(0, wait)
+    .every(
+      (statement) => statement.startsWith('const ') && (EARLY_LOAD_HELPERS.test(statement) || !statement.includes('[')),
+    );
+}
+
 function blankComments(text: string): string {
   return text
     .replace(/\/\*[\s\S]*?\*\//g, (comment) => comment.replace(/[^\n]/g, ' '))
@@ -76,7 +95,7 @@ export function kernelEntries(path: string, source: string): KernelEntry[] {
     const line = text.slice(0, match.index).split('\n').length;
     const leadingStatements = body
       .split(';')
-      .slice(0, 3)
+      .slice(0, 8)
       .map((statement) => statement.replace(/\s+/g, ' ').trim());
     const firstStatement = leadingStatements[0] ?? '';
     entries.push({
@@ -97,7 +116,7 @@ export function missingPrologues(entries: readonly KernelEntry[]): string[] {
       // before it waits, so it must not start while they are written).
       if (entry.firstStatement === 'KERNEL_PROLOGUE();' || entry.firstStatement === 'wait_for_previous_grids();')
         return false;
-      if (idleBlocksReturnUnwaited(entry)) return false;
+      if (idleBlocksReturnUnwaited(entry) || waitsAfterEarlyLoads(entry)) return false;
       return !(WAIT_AFTER_WEIGHT_PREFETCH.has(entry.name) && entry.firstStatement === 'allow_dependent_launch();');
     })
     .map((entry) => `${entry.location} ${entry.name}: ${entry.firstStatement}`);
