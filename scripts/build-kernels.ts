@@ -3,17 +3,42 @@
 // spill report beside each as <name>.ptxas.txt, checks that the same source also assembles for sm_80, and prints a
 // one-line summary per kernel. Two compilations run at once (CI has two cores). With --changed, only the fatbins
 // that are missing or older than their sources are rebuilt (the device carry uses it; CI builds everything).
-import { execFile } from 'node:child_process';
+// With --at <commit> --out <folder> [--only name,name], it builds that commit's kernels (or the named .cu files of
+// kernels/cuda) into the folder instead: the earlier build a variant run compares against (bench/gpu-kernel-variants.sh).
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { type KernelReport, kernelSources, parsePtxasReport, staleReasons } from './kernel-files.ts';
 
 const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const outputFolder = path.join(root, 'build/kernels');
+const repository = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const nvcc = process.env.NVCC ?? 'nvcc';
+
+/** The value after `flag` on the command line, if the flag is there. */
+function option(flag: string): string | undefined {
+  const index = process.argv.indexOf(flag);
+  if (index < 0) return undefined;
+  const value = process.argv[index + 1];
+  if (value === undefined || value.startsWith('--')) throw new Error(`${flag} needs a value`);
+  return value;
+}
+
+/** A folder holding `commit`'s kernels/ (from git, the working tree untouched). */
+function kernelsAt(commit: string): string {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'kernels-at-'));
+  const archive = path.join(folder, 'kernels.tar');
+  execFileSync('git', ['-C', repository, 'archive', '-o', archive, commit, 'kernels']);
+  execFileSync('tar', ['-xf', archive, '-C', folder]);
+  return folder;
+}
+
+const commit = option('--at');
+const root = commit === undefined ? repository : kernelsAt(commit);
+const outputFolder = path.resolve(option('--out') ?? path.join(repository, 'build/kernels'));
+const only = option('--only')?.split(',');
 
 async function compile(source: string): Promise<{ name: string; reports: KernelReport[]; seconds: number }> {
   const name = path.basename(source, '.cu');
@@ -32,11 +57,17 @@ async function compile(source: string): Promise<{ name: string; reports: KernelR
 }
 
 async function main(): Promise<void> {
+  if (commit !== undefined && option('--out') === undefined) throw new Error('--at needs --out <folder>');
   fs.mkdirSync(outputFolder, { recursive: true });
   const changedOnly = process.argv.includes('--changed');
+  const named = (source: string) =>
+    only === undefined || (path.dirname(source).endsWith('cuda') && only.includes(path.basename(source, '.cu')));
   const sources = kernelSources(root).filter(
-    (source) => !changedOnly || staleReasons(source, root, outputFolder).length > 0,
+    (source) => named(source) && (!changedOnly || staleReasons(source, root, outputFolder).length > 0),
   );
+  if (only !== undefined && sources.length !== only.length) {
+    throw new Error(`--only names kernels/cuda files that are not there: ${only.join(', ')}`);
+  }
   const queue = [...sources];
   const results: Awaited<ReturnType<typeof compile>>[] = [];
   const failures: string[] = [];
@@ -64,7 +95,9 @@ async function main(): Promise<void> {
     }
   }
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
-  console.log(`${results.length} of ${sources.length} kernel files built to build/kernels in ${seconds} s`);
+  const inside = path.relative(repository, outputFolder);
+  const target = inside.startsWith('..') ? outputFolder : inside;
+  console.log(`${results.length} of ${sources.length} kernel files built to ${target} in ${seconds} s`);
   if (failures.length > 0) process.exitCode = 1;
 }
 
