@@ -41,6 +41,18 @@ __device__ __forceinline__ float rotary_inverse_frequency(int i, int rotary_dims
   return 1.0f / (float)pow((double)theta, (double)exponent);
 }
 
+// A prepare block's (row, head): blocks walk the query heads, then the key heads, of row 0, then of row 1, ...
+struct PrepareBlock {
+  int row;
+  int head;
+};
+
+__device__ __forceinline__ PrepareBlock prepare_block(int query_heads, int kv_heads) {
+  const int heads = query_heads + kv_heads;
+  const int row = blockIdx.x / heads;
+  return {row, (int)blockIdx.x - row * heads};
+}
+
 // What a prepare block may load and compute before it waits for the previous grid (nothing a step writes): the
 // thread's norm weight (column t) and its rotary pair's inverse frequency (pair t). `loaded` only where the block's
 // threads cover the head's columns in one pass (attention_qkv_prepare's blocks); else prepare_head does both itself.
@@ -135,9 +147,7 @@ __device__ __forceinline__ void attention_prepare(bf16* q_out, bf16* keys, bf16*
                                                   float eps) {
   __shared__ float normed[ATTENTION_MAX_PREPARE_DIM];
   __shared__ float scratch[32];
-  const int heads = query_heads + kv_heads;
-  const int row = blockIdx.x / heads;
-  const int head = blockIdx.x - row * heads;
+  const auto [row, head] = prepare_block(query_heads, kv_heads);
   if (row >= rows) return;
   int slot, position;
   const bool valid = read_row(row_table, row, slots, capacity, slot, position);

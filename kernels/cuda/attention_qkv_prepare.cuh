@@ -30,9 +30,7 @@ __device__ __forceinline__ void attention_qkv_prepare(const GemmSegmentTable& ta
   __shared__ bf16 combined[2 * ATTENTION_MAX_PREPARE_DIM];
   __shared__ float normed[ATTENTION_MAX_PREPARE_DIM];
   __shared__ float scratch[32];
-  const int heads = query_heads + kv_heads;
-  const int row = blockIdx.x / heads;
-  const int head = blockIdx.x - row * heads;
+  const auto [row, head] = prepare_block(query_heads, kv_heads);
   if (row >= rows) return;
   const bool is_query = head < query_heads;
   const int width = is_query ? head_dim * (gated ? 2 : 1) : 2 * head_dim;
@@ -63,7 +61,7 @@ __device__ __forceinline__ void attention_qkv_prepare(const GemmSegmentTable& ta
       const int* row_table, int rows, int query_heads, int kv_heads, int head_dim, int rotary_dims, float theta,    \
       int interleaved, int gated, int slots, int capacity, float eps) {                                            \
     allow_dependent_launch();                                                                                       \
-    const bool is_query = (int)(blockIdx.x % (query_heads + kv_heads)) < query_heads;                               \
+    const bool is_query = prepare_block(query_heads, kv_heads).head < query_heads;                                  \
     const PrepareEarly early = prepare_early(q_norm, k_norm, is_query, head_dim, rotary_dims, theta);               \
     wait_for_previous_grids();                                                                                      \
     attention_qkv_prepare<FAULT>(GEMM_SEGMENT_TABLE, q_out, keys, values, q_norm, k_norm, row_table, rows,         \
