@@ -4,7 +4,7 @@
 // one-line summary per kernel. Two compilations run at once (CI has two cores). With --changed, only the fatbins
 // that are missing or older than their sources are rebuilt (the device carry uses it; CI builds everything).
 // With --at <commit> --out <folder> [--only name,name], it builds that commit's kernels (or the named .cu files of
-// kernels/cuda) into the folder instead: the earlier build a variant run compares against (bench/gpu-kernel-variants.sh).
+// kernels/cuda) into the folder instead: the earlier build a variant run compares against (bench/gpu-variants.sh).
 import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
