@@ -60,14 +60,14 @@ async function main(): Promise<void> {
   if (commit !== undefined && option('--out') === undefined) throw new Error('--at needs --out <folder>');
   fs.mkdirSync(outputFolder, { recursive: true });
   const changedOnly = process.argv.includes('--changed');
-  const named = (source: string) =>
-    only === undefined || (path.dirname(source).endsWith('cuda') && only.includes(path.basename(source, '.cu')));
-  const sources = kernelSources(root).filter(
-    (source) => named(source) && (!changedOnly || staleReasons(source, root, outputFolder).length > 0),
+  const named = kernelSources(root).filter(
+    (source) =>
+      only === undefined || (path.dirname(source).endsWith('cuda') && only.includes(path.basename(source, '.cu'))),
   );
-  if (only !== undefined && sources.length !== only.length) {
+  if (only !== undefined && named.length !== only.length) {
     throw new Error(`--only names kernels/cuda files that are not there: ${only.join(', ')}`);
   }
+  const sources = named.filter((source) => !changedOnly || staleReasons(source, root, outputFolder).length > 0);
   const queue = [...sources];
   const results: Awaited<ReturnType<typeof compile>>[] = [];
   const failures: string[] = [];

@@ -8,7 +8,8 @@
 //   2. prepare_head (attention.cuh) on those values, the norm's squares summed by the first threads in
 //      rms_norm_bf16's mapping for head_dim columns (the prepare kernel's block), the rest giving +0.
 // So every output has the bits of gemm_segments_combine followed by attention_prepare_bf16, the projection's own
-// outputs included. The norm weight and rotary frequency of each thread are taken before the wait (PrepareEarly). No block reads another block's results: a block's elements are its own head's.
+// outputs included. No block reads another block's results: a block's elements are its own head's. The kernel takes
+// its block's (row, head), and each thread's norm weight and rotary frequency, before the wait (PrepareEarly).
 #pragma once
 #include "attention.cuh"
 #include "gemm_segments.cuh"
@@ -26,11 +27,11 @@ __device__ __forceinline__ void attention_qkv_prepare(const GemmSegmentTable& ta
                                                       const int* row_table, int rows, int query_heads, int kv_heads,
                                                       int head_dim, int rotary_dims, float theta, int interleaved,
                                                       int gated, int slots, int capacity, float eps,
-                                                      const PrepareEarly& early) {
+                                                      PrepareBlock block, const PrepareEarly& early) {
   __shared__ bf16 combined[2 * ATTENTION_MAX_PREPARE_DIM];
   __shared__ float normed[ATTENTION_MAX_PREPARE_DIM];
   __shared__ float scratch[32];
-  const auto [row, head] = prepare_block(query_heads, kv_heads);
+  const auto [row, head] = block;
   if (row >= rows) return;
   const bool is_query = head < query_heads;
   const int width = is_query ? head_dim * (gated ? 2 : 1) : 2 * head_dim;
@@ -61,10 +62,10 @@ __device__ __forceinline__ void attention_qkv_prepare(const GemmSegmentTable& ta
       const int* row_table, int rows, int query_heads, int kv_heads, int head_dim, int rotary_dims, float theta,    \
       int interleaved, int gated, int slots, int capacity, float eps) {                                            \
     allow_dependent_launch();                                                                                       \
-    const bool is_query = prepare_block(query_heads, kv_heads).head < query_heads;                                  \
-    const PrepareEarly early = prepare_early(q_norm, k_norm, is_query, head_dim, rotary_dims, theta);               \
+    const PrepareBlock block = prepare_block(query_heads, kv_heads);                                                \
+    const PrepareEarly early = prepare_early(q_norm, k_norm, block.head < query_heads, head_dim, rotary_dims, theta); \
     wait_for_previous_grids();                                                                                      \
     attention_qkv_prepare<FAULT>(GEMM_SEGMENT_TABLE, q_out, keys, values, q_norm, k_norm, row_table, rows,         \
                                  query_heads, kv_heads, head_dim, rotary_dims, theta, interleaved, gated, slots,    \
-                                 capacity, eps, early);                                                             \
+                                 capacity, eps, block, early);                                                      \
   }
