@@ -14,6 +14,7 @@ import { errorHandler, notFoundHandler } from './errors.ts';
 import { createMetrics, routeName } from './metrics.ts';
 import { watchReply } from './outcomes.ts';
 import { REQUEST_ID_HEADER, type RequestTrace, traceReply } from './request-trace.ts';
+import { routeMethods } from './route-methods.ts';
 import { operationsRoutes } from './routes/operations.ts';
 import { speechRoute } from './routes/speech.ts';
 import { ttsRoute } from './routes/tts.ts';
@@ -97,7 +98,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // Bodies are JSON (or msgpack on /v1/tts); plain text is refused with 415 rather than validated as a string.
   app.removeContentTypeParser('text/plain');
   app.setErrorHandler(errorHandler);
-  app.setNotFoundHandler(notFoundHandler);
+  const routes = routeMethods();
+  app.addHook('onRoute', (route) => routes.add(route));
+  app.setNotFoundHandler(notFoundHandler(routes));
   // First hook: every reply is counted once it closes, and a hang-up is seen from the moment the request arrives.
   watch = (request, reply) => {
     traceReply(options.trace, reply, 'arrived');

@@ -4,6 +4,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { DramaError, type ErrorKind, isDramaError } from '../errors.ts';
 import { recordOutcome } from './outcomes.ts';
+import type { RouteMethods } from './route-methods.ts';
 
 const STATUS_BY_KIND: Record<ErrorKind, number> = {
   invalid_input: 400,
@@ -24,6 +25,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   ALLOCATION_LIMIT_EXCEEDED: 503,
   CUDA_ERROR_OUT_OF_MEMORY: 503,
   UNSUPPORTED_CONTENT_TYPE: 415,
+  METHOD_NOT_ALLOWED: 405,
   PATH_PARAMETER_TOO_LONG: 414,
   REQUEST_TIMEOUT: 408,
   BODY_TIMEOUT: 408,
@@ -34,6 +36,7 @@ const TYPE_BY_STATUS: Record<number, string> = {
   400: 'invalid_request_error',
   401: 'authentication_error',
   404: 'not_found_error',
+  405: 'invalid_request_error',
   408: 'invalid_request_error',
   409: 'conflict_error',
   413: 'invalid_request_error',
@@ -169,7 +172,18 @@ export function errorHandler(error: unknown, request: FastifyRequest, reply: Fas
   return sendError(reply, error);
 }
 
-export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const error = new DramaError('ROUTE_NOT_FOUND', `no route ${request.method} ${request.url}`, { kind: 'not_found' });
-  return sendError(reply, error);
+/** 405 with the methods allowed when another method has the path, else 404. */
+export function notFoundHandler(routes: RouteMethods) {
+  return (request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const allowed = routes.allowed(request.url);
+    if (allowed.length === 0) {
+      const error = new DramaError('ROUTE_NOT_FOUND', `no route ${request.method} ${request.url}`, {
+        kind: 'not_found',
+      });
+      return sendError(reply, error);
+    }
+    const message = `${request.method} is not allowed on ${request.url.split('?', 1)[0]}; use ${allowed.join(', ')}`;
+    reply.header('Allow', allowed.join(', '));
+    return sendError(reply, new DramaError('METHOD_NOT_ALLOWED', message));
+  };
 }

@@ -215,6 +215,7 @@ const CASES: BadCase[] = [
     body: { text: 'hi', format: 'pcm', prosody: { speed: 1, volume: 100 } },
   },
   { name: 'unknown route', status: 404, code: 'ROUTE_NOT_FOUND', url: '/v1/nothing', method: 'GET' },
+  { name: 'GET on the speech route', status: 405, code: 'METHOD_NOT_ALLOWED', method: 'GET' },
 ];
 
 test(`${CASES.length} bad requests each get their status and the OpenAI envelope; good requests still work`, async () => {
@@ -338,4 +339,23 @@ test('API keys: missing or wrong key is 401 in the envelope; the right key passe
   } finally {
     await keyed.close();
   }
+});
+
+test('a known path with another method is 405 with the methods it takes; an unknown path stays 404', async () => {
+  const cases = [
+    { method: 'GET', url: '/v1/audio/speech?x=1', allow: 'POST' },
+    { method: 'PUT', url: '/v1/tts', allow: 'POST' },
+    { method: 'POST', url: '/v1/audio/voices/some-voice', allow: 'DELETE, GET, HEAD' },
+  ] as const;
+  for (const { method, url, allow } of cases) {
+    const response = await server.app.inject({ method, url });
+    assert.equal(response.statusCode, 405, `${method} ${url}: ${response.body}`);
+    assert.equal(response.headers.allow, allow, `${method} ${url}`);
+    const body = response.json() as { error: { code: string; message: string } };
+    assert.equal(body.error.code, 'METHOD_NOT_ALLOWED');
+    assert.match(body.error.message, new RegExp(`^${method} is not allowed on [^ ?]+; use ${allow}$`));
+  }
+  const unknown = await server.app.inject({ method: 'PUT', url: '/v1/audio/voices/a/b' });
+  assert.equal(unknown.statusCode, 404, unknown.body);
+  assert.equal(unknown.headers.allow, undefined);
 });

@@ -37,12 +37,12 @@ function routes(): HttpCase[] {
     },
     { name: 'GET /', request: get('/'), expect: { ok: 200 } },
     { name: 'an unknown route', request: get('/v1/nothing'), expect: refused(404, 'ROUTE_NOT_FOUND') },
-    { name: 'GET on the speech route', request: get(SPEECH_PATH), expect: refused(404, 'ROUTE_NOT_FOUND') },
-    { name: 'PUT on the tts route', request: get('/v1/tts', {}, 'PUT'), expect: refused(404, 'ROUTE_NOT_FOUND') },
+    { name: 'GET on the speech route', request: get(SPEECH_PATH), expect: refused(405, 'METHOD_NOT_ALLOWED') },
+    { name: 'PUT on the tts route', request: get('/v1/tts', {}, 'PUT'), expect: refused(405, 'METHOD_NOT_ALLOWED') },
     {
       name: 'DELETE without an id',
       request: get('/v1/audio/voices', {}, 'DELETE'),
-      expect: refused(404, 'ROUTE_NOT_FOUND'),
+      expect: refused(405, 'METHOD_NOT_ALLOWED'),
     },
     {
       name: 'a trailing slash',
