@@ -165,7 +165,24 @@ export function sendError(reply: FastifyReply, error: unknown): FastifyReply {
     .send(envelope(status, dramaError));
 }
 
+/** The body types a client may send: those the route's schema names, else those its parsers take. */
+const BODY_TYPES = ['application/json', 'application/msgpack', 'multipart/form-data'];
+
+/** Names the type sent and the types the route takes, where fastify says only "Unsupported Media Type". */
+function mediaTypeError(request: FastifyRequest): DramaError {
+  const sent = request.headers['content-type'];
+  const consumes = (request.routeOptions?.schema as { consumes?: readonly string[] } | undefined)?.consumes;
+  const accepted = consumes ?? BODY_TYPES.filter((type) => request.server.hasContentTypeParser(type));
+  const path = request.url.split('?', 1)[0];
+  return new DramaError(
+    'UNSUPPORTED_CONTENT_TYPE',
+    `${sent === undefined ? 'a body without a content type' : `content type '${sent}'`} is not accepted on ${path}; send ${accepted.join(' or ')}`,
+    { param: 'content-type' },
+  );
+}
+
 export function errorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if ((error as Partial<FastifyError>).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') error = mediaTypeError(request);
   const dramaError = toDramaError(error);
   if (statusOf(dramaError) >= 500 && dramaError.kind !== 'overloaded')
     request.log.error({ err: error }, dramaError.message);

@@ -132,6 +132,7 @@ const CASES: BadCase[] = [
     name: 'plain-text content type',
     status: 415,
     code: 'UNSUPPORTED_CONTENT_TYPE',
+    param: 'content-type',
     raw: 'hello',
     contentType: 'text/plain',
   },
@@ -358,4 +359,18 @@ test('a known path with another method is 405 with the methods it takes; an unkn
   const unknown = await server.app.inject({ method: 'PUT', url: '/v1/audio/voices/a/b' });
   assert.equal(unknown.statusCode, 404, unknown.body);
   assert.equal(unknown.headers.allow, undefined);
+});
+
+test('a 415 names the content type sent and the ones the route takes', async () => {
+  const cases = [
+    { url: '/v1/audio/speech', type: 'text/plain', takes: 'application/json' },
+    { url: '/v1/tts', type: 'application/xml', takes: 'application/json or application/msgpack' },
+    { url: '/v1/audio/voices', type: 'text/plain', takes: 'multipart/form-data' },
+  ];
+  for (const { url, type, takes } of cases) {
+    const response = await server.app.inject({ method: 'POST', url, headers: { 'content-type': type }, payload: 'x' });
+    assert.equal(response.statusCode, 415, `${url}: ${response.body}`);
+    const { error } = response.json() as { error: { message: string } };
+    assert.equal(error.message, `content type '${type}' is not accepted on ${url}; send ${takes}`);
+  }
 });
