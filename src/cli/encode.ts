@@ -50,7 +50,7 @@ async function encode(flags: EncodeFlags): Promise<void> {
 export function registerEncode(program: Command): void {
   program
     .command('encode')
-    .description("encode a reference recording into the codec's frames, written as a NumPy int32 [10, F] array")
+    .description("Encode a reference recording into the codec's frames, written as a NumPy int32 [10, F] array")
     .requiredOption(
       '--audio <file>',
       'reference recording (wav, mp3, flac, ogg, aac or m4a; any rate and channel count)',

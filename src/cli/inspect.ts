@@ -165,7 +165,7 @@ export function registerInspect(program: Command): void {
   program
     .command('inspect')
     .description(
-      'check a checkpoint folder against the weight map: counts, then every missing/mismatched/unused tensor',
+      'Check a checkpoint folder against the weight map: counts, then every missing/mismatched/unused tensor',
     )
     .argument('<dir>', 'checkpoint folder')
     .addOption(new Option('--json', 'print the report as JSON').env('DRAMA3_INSPECT_JSON'))

@@ -102,7 +102,7 @@ export async function runSynth(flags: SynthFlags, print: Print = console.log): P
 export function registerSynth(program: Command): void {
   program
     .command('synth')
-    .description('write a synthetic checkpoint: random weights in the real file format (speaks noise, not speech)')
+    .description('Write a synthetic checkpoint: random weights in the real file format (speaks noise, not speech)')
     .addOption(
       new Option('--preset <name>', 'geometry')
         .choices(['tiny', 'small', 'full'])

@@ -118,10 +118,10 @@ function run<A extends unknown[]>(action: (...args: A) => Promise<void>) {
 }
 
 export function registerVoices(program: Command): void {
-  const voices = program.command('voices').description('manage the voice catalog (add, list, rm)');
+  const voices = program.command('voices').description('Manage the voice catalog (add, list, rm)');
   voices
     .command('add <name>')
-    .description('encode a reference recording and store it as a named voice')
+    .description('Encode a reference recording and store it as a named voice')
     .requiredOption('--audio <file>', 'reference recording (wav, mp3, flac, ogg, aac; at most 10 MB)')
     .requiredOption('--text <transcript>', 'what the recording says')
     .option('--overwrite', 'replace a voice of the same name', false)
@@ -132,12 +132,12 @@ export function registerVoices(program: Command): void {
     .action(run((name: string, flags: AddFlags) => add(name, flags)));
   voices
     .command('list')
-    .description('list the voices in the catalog')
+    .description('List the voices in the catalog')
     .addOption(voicesOption())
     .action(run((flags: VoicesFlags) => list(flags)));
   voices
     .command('rm <name>')
-    .description('remove a voice from the catalog')
+    .description('Remove a voice from the catalog')
     .addOption(voicesOption())
     .action(run((name: string, flags: VoicesFlags) => remove(name, flags)));
 }
