@@ -141,6 +141,7 @@ def main() -> None:
     ]:
         print(f"| {key} | {results[key]:.2f} | {batch * 1000 / results[key]:.1f} |")
     print(f"| prefill 4096 rows | | {results['prefill_rows_per_s_4096']:.0f} |")
+    os.makedirs(output, exist_ok=True)
     with open(os.path.join(output, "pytorch-frames.json"), "w") as handle:
         json.dump(results, handle, indent=2)
 
