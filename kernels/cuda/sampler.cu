@@ -66,6 +66,7 @@ struct SamplerShared {
   unsigned long long threshold;  // the limit-th largest probability's bits, found 8 bits a pass from the top
   unsigned needed;               // of the entries whose bits start as the threshold's so far, how many are taken
   unsigned taken;
+  int settled;  // every entry that starts as the threshold so far is taken: the remaining passes would change nothing
   int survivors;
   int chosen;
 };
@@ -190,20 +191,24 @@ __device__ __forceinline__ unsigned block_inclusive_sum(unsigned value, unsigned
 }
 
 // The `limit` largest probabilities (descending, ties to the lower index) into shared.order, for limit ≤ RADIX_BINS:
-// the limit-th largest value's bits found 8 bits a pass from the top (a digit count per pass), every entry above it
-// taken and, of those equal to it, the lowest indices; then each taken entry placed by counting the taken entries that
-// rank before it. The same list as any exact selection (a strict total order).
+// the limit-th largest value's leading bits found 8 bits a pass from the top (a digit count per pass), until the
+// entries that start with them are exactly the ones still needed (or all 64 bits are found); every entry whose
+// leading bits are above them taken and, of those that start with them, the lowest indices; then each taken entry
+// placed by counting the taken entries that rank before it. The same list as any exact selection (a strict total
+// order), so stopping early changes no pick.
 __device__ void select_largest_radix(int count, int limit, SamplerShared& shared) {
   const int t = threadIdx.x;
   if (t == 0) {
     shared.threshold = 0;
     shared.needed = static_cast<unsigned>(limit);
     shared.taken = 0;
+    shared.settled = 0;
   }
   unsigned long long mask = 0;
   for (int shift = 56; shift >= 0; shift -= 8) {
     shared.bins[t] = 0;
     __syncthreads();
+    if (shared.settled != 0) break;  // the same value in every thread: read after the barrier
     const unsigned long long prefix = shared.threshold;
     const unsigned needed = shared.needed;
     // Each warp adds its lanes of one digit in one atomic (counts are integers: any grouping gives the same bins);
@@ -230,22 +235,24 @@ __device__ void select_largest_radix(int count, int limit, SamplerShared& shared
     if (above < needed && at_or_above >= needed) {
       shared.threshold = prefix | (static_cast<unsigned long long>(digit) << shift);
       shared.needed = needed - above;
+      shared.settled = at_or_above == needed ? 1 : 0;
     }
     mask |= static_cast<unsigned long long>(RADIX_BINS - 1) << shift;
   }
   __syncthreads();
   const unsigned long long threshold = shared.threshold;
   const unsigned ties_wanted = shared.needed;
-  // Entries equal to the threshold go in by index: each thread walks a contiguous run, so ranks follow thread order.
+  // Entries that start as the threshold go in by index: each thread walks a contiguous run, so ranks follow thread
+  // order. `mask` covers the bits found (all 64 unless settled early).
   const int per_thread = (count + SAMPLER_THREADS - 1) / SAMPLER_THREADS;
   const int begin = min(count, t * per_thread);
   const int end = min(count, begin + per_thread);
   unsigned ties = 0;
-  for (int i = begin; i < end; i++) ties += probability_key(shared, i) == threshold ? 1u : 0u;
+  for (int i = begin; i < end; i++) ties += (probability_key(shared, i) & mask) == threshold ? 1u : 0u;
   unsigned total_ties;
   unsigned tie_rank = block_inclusive_sum(ties, total_ties, shared) - ties;
   for (int i = begin; i < end; i++) {
-    const unsigned long long key = probability_key(shared, i);
+    const unsigned long long key = probability_key(shared, i) & mask;
     bool take = key > threshold;
     if (key == threshold) take = tie_rank++ < ties_wanted;
     if (take) shared.bins[atomicAdd(&shared.taken, 1u)] = static_cast<unsigned>(i);
@@ -341,10 +348,19 @@ __device__ int draw_from_logits(const Logit* logits, int count, double temperatu
     partial = __dadd_rn(partial, e);
   }
   shared.partials[threadIdx.x] = partial;
-  for (int stride = SAMPLER_THREADS / 2; stride >= 1; stride >>= 1) {
+  for (int stride = SAMPLER_THREADS / 2; stride >= 32; stride >>= 1) {
     __syncthreads();
     if (threadIdx.x < stride)
       shared.partials[threadIdx.x] = __dadd_rn(shared.partials[threadIdx.x], shared.partials[threadIdx.x + stride]);
+  }
+  __syncthreads();
+  // The tree's last five levels (strides 16 to 1) inside warp 0: lane t adds lane t + stride, the same pairs in the
+  // same order as the shared-memory levels, without a barrier each.
+  if (threadIdx.x < 32) {
+    double sum = shared.partials[threadIdx.x];
+#pragma unroll
+    for (int stride = 16; stride >= 1; stride >>= 1) sum = __dadd_rn(sum, __shfl_down_sync(0xffffffffu, sum, stride));
+    if (threadIdx.x == 0) shared.partials[0] = sum;
   }
   __syncthreads();
   const double total = shared.partials[0];
