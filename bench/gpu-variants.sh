@@ -4,7 +4,9 @@
 #   VAR=value          a setting the run gets (e.g. DRAMA3_TAIL_PRIORITY=level)
 #   <folder>           fatbins put in place of their namesakes among the prepared kernels (built from an earlier
 #                      commit with npx tsx scripts/build-kernels.ts --at <commit> --out .carry/gpu/before --only gemm,
-#                      and carried inside the prepared folder)
+#                      and carried inside the prepared folder); where the folder holds an app/ (the bundles of an
+#                      earlier commit, made by scripts/device/prepare.ts in a worktree of it), the run uses those
+#                      bundles too: a change to a launcher beside its kernel
 # Settings given to this script (e.g. DRAMA3_FRAMES_BATCHES) pass through to every run. With DRAMA3_BASELINE_JSON set
 # to a pytorch-frames.json (bench/pytorch-frames.py), each run finds a copy in its output folder, so the frame bench
 # prints the baseline beside its own figures.
@@ -44,6 +46,10 @@ for variant in "$@"; do
     for item in "$prepared"/*; do ln -s "$item" "$variant_prepared/$(basename "$item")"; done
     rm "$variant_prepared/kernels" && ln -s "$kernels" "$variant_prepared/kernels"
     swapped="(fatbins in place: $(cd "$folder" && echo *.fatbin))"
+    if [ -d "$folder/app" ]; then
+      rm "$variant_prepared/app" && ln -s "$(cd "$folder/app" && pwd)" "$variant_prepared/app"
+      swapped="$swapped (bundles: $folder/app)"
+    fi
   fi
   echo "#### run $run: $name ${settings[*]} $folder $swapped" >>"$output/variants.log"
   mkdir -p "$output/run-$run"

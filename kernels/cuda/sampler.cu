@@ -1,7 +1,8 @@
 // The frame sampler on the device: one block of SAMPLER_THREADS per lane, the same arithmetic in the same order as
 // src/backend/cpu/ops/sampling.ts, so that bit-equal logits give the cpu sampler's picks exactly:
 //   x_i = logit_i (NaN as −Inf); m = max x; e_i = portable_exp((x_i − m) / T)   (double)
-//   Z: thread j adds e_j, e_{j+256}, ... in ascending order, then a halving tree over the 256 partials
+//   Z: thread j < 256 adds e_j, e_{j+256}, ... in ascending order, then a halving tree over the 256 partials
+//   (the cpu's SUM_LANES: the order is the reference's, whatever the block's width)
 //   p_i = e_i / Z; the top-k p (descending, ties to the lower index); survivors = shortest prefix whose running
 //   sum reaches top-p; pick = argmax p / −portable_log((philox word + 0.5) / 2^32), earlier survivor on ties
 // Max, argmax and top-k selection are exact under any reduction order (a total order with index tie-breaks); the only
@@ -18,14 +19,17 @@
 #include "common.cuh"
 #include "portable_math.cuh"
 
-#define SAMPLER_THREADS 256
+// Threads of a lane's block (src/backend/cuda/ops/sampler.ts launches this many); every per-candidate loop spreads over
+// all of them, and only the normaliser's sum keeps the reference's 256 lanes.
+#define SAMPLER_THREADS 512
+#define SUM_LANES 256
 #define SAMPLER_MAX_COUNT 4352
 #define SAMPLER_SELECT_LIMIT 64  // top-k up to this many by radix selection; more (or top-k off) by a full sort
 #define RADIX_BINS 256
 // The full sort: a block radix sort of SAMPLER_SORT_ITEMS keys a thread (SAMPLER_MAX_COUNT in all), its working
 // storage in the dynamic shared memory the launchers pass (SAMPLER_SORT_BYTES, src/backend/cuda/ops/sampler.ts).
-#define SAMPLER_SORT_ITEMS 17
-#define SAMPLER_SORT_BYTES 34816
+#define SAMPLER_SORT_ITEMS 9
+#define SAMPLER_SORT_BYTES 36864
 // Survivors' probabilities loaded at once by the top-p scan, then added in rank order.
 #define SURVIVOR_CHUNK 16
 #define RAS_WINDOW 16
@@ -59,7 +63,7 @@ struct SamplerShared {
   uint16_t order[SAMPLER_MAX_COUNT];
   // Radix selection: the digit counts of one pass, then the chosen indices in the order they were found.
   unsigned bins[RADIX_BINS];
-  double partials[SAMPLER_THREADS];
+  double partials[SUM_LANES];
   double best_values[SAMPLER_THREADS / 32];
   int best_indices[SAMPLER_THREADS / 32];
   unsigned warp_counts[SAMPLER_THREADS / 32];
@@ -70,12 +74,13 @@ struct SamplerShared {
   int survivors;
   int chosen;
 };
-static_assert(RADIX_BINS == SAMPLER_THREADS, "a thread per digit");
+static_assert(RADIX_BINS <= SAMPLER_THREADS, "a thread per digit");
+static_assert(SUM_LANES <= SAMPLER_THREADS && SUM_LANES >= 64, "the normaliser's lanes are threads; its tree ends in warp 0");
 
 // Sort keys: the bitwise complement of a probability's bits, so that an ascending sort ranks larger probabilities
 // first and, being stable over entries held in index order, equal ones by lower index.
 typedef cub::BlockRadixSort<unsigned long long, SAMPLER_THREADS, SAMPLER_SORT_ITEMS, uint16_t> ProbabilitySort;
-static_assert(SAMPLER_THREADS * SAMPLER_SORT_ITEMS == SAMPLER_MAX_COUNT, "the sort holds every candidate");
+static_assert(SAMPLER_THREADS * SAMPLER_SORT_ITEMS >= SAMPLER_MAX_COUNT, "the sort holds every candidate");
 static_assert(sizeof(ProbabilitySort::TempStorage) <= SAMPLER_SORT_BYTES, "the sort's storage fits what is passed");
 
 __device__ __forceinline__ void philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t key0,
@@ -206,7 +211,7 @@ __device__ void select_largest_radix(int count, int limit, SamplerShared& shared
   }
   unsigned long long mask = 0;
   for (int shift = 56; shift >= 0; shift -= 8) {
-    shared.bins[t] = 0;
+    if (t < RADIX_BINS) shared.bins[t] = 0;
     __syncthreads();
     if (shared.settled != 0) break;  // the same value in every thread: read after the barrier
     const unsigned long long prefix = shared.threshold;
@@ -226,13 +231,15 @@ __device__ void select_largest_radix(int count, int limit, SamplerShared& shared
       if (digit < RADIX_BINS && (t & 31) == __ffs(peers) - 1) atomicAdd(&shared.bins[digit], __popc(peers));
     }
     __syncthreads();
-    // Thread t holds digit 255 − t, so its inclusive sum counts the entries at this digit or above.
-    const unsigned digit = RADIX_BINS - 1 - t;
-    const unsigned here = shared.bins[digit];
+    // Thread t < 256 holds digit 255 − t, so its inclusive sum counts the entries at this digit or above; the threads
+    // past the digits add nothing.
+    const bool holds_digit = t < RADIX_BINS;
+    const unsigned digit = holds_digit ? RADIX_BINS - 1 - t : 0u;
+    const unsigned here = holds_digit ? shared.bins[digit] : 0u;
     unsigned total;
     const unsigned at_or_above = block_inclusive_sum(here, total, shared);
     const unsigned above = at_or_above - here;
-    if (above < needed && at_or_above >= needed) {
+    if (holds_digit && above < needed && at_or_above >= needed) {
       shared.threshold = prefix | (static_cast<unsigned long long>(digit) << shift);
       shared.needed = needed - above;
       shared.settled = at_or_above == needed ? 1 : 0;
@@ -340,15 +347,19 @@ __device__ int draw_from_logits(const Logit* logits, int count, double temperatu
   block_best(maximum, unused, shared);
   if (maximum == -INFINITY) return 0;
   if (maximum == INFINITY) return argmax_logits(logits, count, shared);
-  double partial = 0.0;
 #pragma unroll 4
   for (int i = threadIdx.x; i < count; i += SAMPLER_THREADS) {
-    const double e = portable_exp(__ddiv_rn(__dsub_rn(logit_at(logits, i), maximum), temperature));
-    shared.probabilities[i] = e;
-    partial = __dadd_rn(partial, e);
+    shared.probabilities[i] = portable_exp(__ddiv_rn(__dsub_rn(logit_at(logits, i), maximum), temperature));
   }
-  shared.partials[threadIdx.x] = partial;
-  for (int stride = SAMPLER_THREADS / 2; stride >= 32; stride >>= 1) {
+  __syncthreads();
+  // Lane j of the sum adds its entries j, j + SUM_LANES, ... in ascending order, as the reference's lanes do.
+  if (threadIdx.x < SUM_LANES) {
+    double partial = 0.0;
+#pragma unroll 4
+    for (int i = threadIdx.x; i < count; i += SUM_LANES) partial = __dadd_rn(partial, shared.probabilities[i]);
+    shared.partials[threadIdx.x] = partial;
+  }
+  for (int stride = SUM_LANES / 2; stride >= 32; stride >>= 1) {
     __syncthreads();
     if (threadIdx.x < stride)
       shared.partials[threadIdx.x] = __dadd_rn(shared.partials[threadIdx.x], shared.partials[threadIdx.x + stride]);

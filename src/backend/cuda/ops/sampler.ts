@@ -39,11 +39,12 @@ const SAMPLE_CODE: Record<SamplerLogits, KernelName> = {
 };
 
 export type SamplerLogits = 'f32' | 'bf16';
-const THREADS = 256;
+/** Threads of a lane's block: the kernel's SAMPLER_THREADS (its `__launch_bounds__`). */
+export const SAMPLER_THREADS = 512;
 /** The kernel keeps a row's probabilities in shared memory. */
 export const SAMPLER_MAX_CANDIDATES = 4352;
 /** Dynamic shared memory for the full sort's storage (top-k 0 or above 64): the kernel's SAMPLER_SORT_BYTES. */
-export const SAMPLER_SORT_BYTES = 34816;
+export const SAMPLER_SORT_BYTES = 36864;
 
 function raiseSharedLimit(driver: CudaDriver, kernel: Handle): void {
   driver.setMaxDynamicSharedBytes(kernel, SAMPLER_SORT_BYTES);
@@ -59,7 +60,13 @@ function launchSampler(
 ) {
   const chosen = options.kernel ?? name;
   cuda.kernels.prepareOnce(cuda.kernels.kernel(chosen.family, chosen.name), raiseSharedLimit);
-  launch(cuda, name, { grid: [lanes, 1, 1], block: [THREADS, 1, 1], sharedBytes: SAMPLER_SORT_BYTES }, args, options);
+  launch(
+    cuda,
+    name,
+    { grid: [lanes, 1, 1], block: [SAMPLER_THREADS, 1, 1], sharedBytes: SAMPLER_SORT_BYTES },
+    args,
+    options,
+  );
 }
 
 /** Writes batch row b of a lane table. */
