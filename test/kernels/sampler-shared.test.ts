@@ -8,14 +8,17 @@ import { SAMPLER_SORT_BYTES, SAMPLER_THREADS } from '../../src/backend/cuda/ops/
 
 const SOURCE = new URL('../../kernels/cuda/sampler.cu', import.meta.url);
 
+/** The integer kernels/cuda/sampler.cu #defines as `name`. */
+function kernelDefine(name: string): number {
+  const match = new RegExp(`^#define ${name} (\\d+)\\s*$`, 'm').exec(readFileSync(SOURCE, 'utf8'));
+  assert.ok(match, `kernels/cuda/sampler.cu no longer defines ${name}`);
+  return Number(match[1]);
+}
+
 test("the sampler's launch passes the shared memory the kernel's sort is compiled for", () => {
-  const match = /^#define SAMPLER_SORT_BYTES (\d+)\s*$/m.exec(readFileSync(SOURCE, 'utf8'));
-  assert.ok(match, 'kernels/cuda/sampler.cu no longer defines SAMPLER_SORT_BYTES');
-  assert.equal(SAMPLER_SORT_BYTES, Number(match[1]));
+  assert.equal(SAMPLER_SORT_BYTES, kernelDefine('SAMPLER_SORT_BYTES'));
 });
 
 test("the sampler's launch uses the block width the kernel is compiled for", () => {
-  const match = /^#define SAMPLER_THREADS (\d+)\s*$/m.exec(readFileSync(SOURCE, 'utf8'));
-  assert.ok(match, 'kernels/cuda/sampler.cu no longer defines SAMPLER_THREADS');
-  assert.equal(SAMPLER_THREADS, Number(match[1]));
+  assert.equal(SAMPLER_THREADS, kernelDefine('SAMPLER_THREADS'));
 });
