@@ -11,6 +11,13 @@
 //                                                                                     (equivalence gate)
 //   control_moe_down_wide_skips_last_pair  wide-tile down GEMM that never writes a wide tile's last pair
 //                                                                                     (poisoned-output gate)
+//   control_moe_routed_skips_last_block  one-row router + gate|up whose quantising warps stop one column block short:
+//                                      the row's last 128 columns and their scale are never staged
+//                                                                                     (accuracy gate)
+//   control_moe_routed_offsets_inclusive  one-row router + gate|up whose grouping counts each expert into its own
+//                                      offset                                          (the tables' exact gate)
+//   control_moe_down_routed_next_expert  one-row down GEMM whose block for choice k reads choice k + 1's expert
+//                                      (an off-by-one id)                              (accuracy gate)
 //   control_moe_combine_batched_order  combine that, when the call has more than one row, sums the ranks in rank
 //                                      order with a bf16 accumulator (a batched fast path): close, but a row's bits
 //                                      then depend on the call it is in                (batch-invariance gate)
@@ -18,6 +25,7 @@
 //                                      their sums nearly always are, so its bits would rarely change)
 #include "common.cuh"
 #include "moe_fp8.cuh"
+#include "moe_fp8_routed.cuh"
 #include "moe_fp8_wide.cuh"
 
 extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
@@ -105,4 +113,32 @@ extern "C" __global__ void control_moe_combine_batched_order(bf16* out, const bf
     total += scale * (double)to_float(shared[row * hidden + column]);
     out[row * hidden + column] = to_bf16(__double2float_rn(total));
   }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+    control_moe_routed_skips_last_block(bf16* h, int* expert_ids, float* expert_weights, int* pair_slots,
+                                        int* expert_offsets, int* tiles, int* tile_count, const bf16* logits,
+                                        const bf16* x, const uint8_t* w, const float* w_scales, int experts,
+                                        int top_k, int hidden, int intermediate, int max_tiles) {
+  KERNEL_PROLOGUE();
+  gate_up_fp8_routed<FAULT_NONE, 1>(h, expert_ids, expert_weights, pair_slots, expert_offsets, tiles, tile_count,
+                                    logits, x, w, w_scales, experts, top_k, hidden, intermediate, max_tiles);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+    control_moe_routed_offsets_inclusive(bf16* h, int* expert_ids, float* expert_weights, int* pair_slots,
+                                         int* expert_offsets, int* tiles, int* tile_count, const bf16* logits,
+                                         const bf16* x, const uint8_t* w, const float* w_scales, int experts,
+                                         int top_k, int hidden, int intermediate, int max_tiles) {
+  KERNEL_PROLOGUE();
+  gate_up_fp8_routed<FAULT_ONE_ROW_OFFSETS_INCLUSIVE, 0>(h, expert_ids, expert_weights, pair_slots, expert_offsets,
+                                                          tiles, tile_count, logits, x, w, w_scales, experts, top_k,
+                                                          hidden, intermediate, max_tiles);
+}
+
+extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
+    control_moe_down_routed_next_expert(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
+                                        const int* expert_ids, int experts, int top_k, int hidden, int intermediate) {
+  KERNEL_PROLOGUE();
+  down_fp8_routed<1>(y, h, w, w_scales, expert_ids, experts, top_k, hidden, intermediate);
 }

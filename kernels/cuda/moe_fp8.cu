@@ -26,6 +26,7 @@
 // a ring). Either way a pair's result depends only on its own row and the expert's weights, never on the tile's other
 // pairs (padding is zero) or on how many groups a block walks.
 #include "moe_fp8.cuh"
+#include "moe_fp8_routed.cuh"
 #include "moe_fp8_wide.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS)
@@ -43,6 +44,26 @@ extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
   KERNEL_PROLOGUE();
   down_fp8(y, h, w, w_scales, pair_slots, tiles, tile_count, hidden, intermediate, groups_walked, TILE_PAIRS,
            E4M3_MAXIMUM);
+}
+
+// A one-row call's router, quantiser, grouping and gate|up in one launch (moe_fp8_routed.cuh): the bits of
+// router_top_k_quantize then moe_gate_up_fp8.
+extern "C" __global__ void __launch_bounds__(THREADS)
+    moe_gate_up_fp8_routed(bf16* h, int* expert_ids, float* expert_weights, int* pair_slots, int* expert_offsets,
+                           int* tiles, int* tile_count, const bf16* logits, const bf16* x, const uint8_t* w,
+                           const float* w_scales, int experts, int top_k, int hidden, int intermediate,
+                           int max_tiles) {
+  KERNEL_PROLOGUE();
+  gate_up_fp8_routed<FAULT_NONE, 0>(h, expert_ids, expert_weights, pair_slots, expert_offsets, tiles, tile_count,
+                                    logits, x, w, w_scales, experts, top_k, hidden, intermediate, max_tiles);
+}
+
+// Its down GEMM (moe_fp8_routed.cuh): each choice's expert from the ids, the bits of moe_down_fp8.
+extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
+    moe_down_fp8_routed(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales, const int* expert_ids,
+                        int experts, int top_k, int hidden, int intermediate) {
+  KERNEL_PROLOGUE();
+  down_fp8_routed<0>(y, h, w, w_scales, expert_ids, experts, top_k, hidden, intermediate);
 }
 
 // The same GEMMs on wide tiles of up to 64 pairs (moe_fp8_wide.cuh): the same bits, for calls of many rows.

@@ -145,17 +145,71 @@ __device__ __forceinline__ void quantize_tile_rows(uint8_t* x, float* x_scales, 
   }
 }
 
+// The shared memory of a gate|up block: the tile's quantised rows x [TILE_PAIRS][x_stride] e4m3, their scales
+// [TILE_PAIRS][blocks], then the 4 warps' partials [blocks][16 rows][8 pairs].
+struct GateUpStage {
+  uint8_t* x;
+  float* x_scales;
+  float* partials;
+  int x_stride;
+};
+
+__device__ __forceinline__ GateUpStage gate_up_stage(uint4* shared_words, int hidden) {
+  GateUpStage stage;
+  stage.x_stride = hidden + ROW_PAD;
+  stage.x = reinterpret_cast<uint8_t*>(shared_words);
+  stage.x_scales = reinterpret_cast<float*>(stage.x + TILE_PAIRS * stage.x_stride);
+  stage.partials = stage.x_scales + TILE_PAIRS * (hidden / 128);
+  return stage;
+}
+
+// The weight groups of one gate|up block after its tile's rows are staged: `weights` holds each warp's K blocks of
+// group `first_group` (load_weights); each group's 16 rows are summed over the tile's pairs and stored as h.
+// `swap_scales` applies the gate's block scales to the up rows and the up's to the gate rows: only the contract's
+// control asks for that.
+__device__ __forceinline__ void gate_up_groups(bf16* h, uint4 (&weights)[MAX_BLOCKS_PER_WARP][4],
+                                               const uint8_t* expert_weights, const float* w_scales, int expert,
+                                               const GateUpStage& stage, const int* slots, int first_group,
+                                               int groups_walked, int hidden, int intermediate, bool swap_scales) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int blocks = hidden / 128;
+  const int per_warp = blocks / WARPS;
+#pragma unroll 1
+  for (int k = 0; k < groups_walked; k++) {
+    const int group_index = first_group + k;
+    // Gate rows 8r.. lie in scale row r/16 of the gate's scales, up rows in the same row of the up's.
+    const float* gate_scales = w_scales + ((long long)expert * (2 * intermediate / 128) + group_index / 16) * blocks;
+    const float* up_scales = gate_scales + (intermediate / 128) * blocks;
+    const uint8_t* next_group = expert_weights + (long long)(group_index + 1) * blocks * BLOCK_BYTES;
+#pragma unroll
+    for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
+      if (i < per_warp) {
+        const int b = warp * per_warp + i;
+        const float gate_scale = swap_scales ? up_scales[b] : gate_scales[b];
+        const float up_scale = swap_scales ? gate_scales[b] : up_scales[b];
+        block_partials(stage.partials, weights[i], stage.x, stage.x_stride, stage.x_scales, blocks, b, gate_scale,
+                       up_scale, lane);
+        if (k + 1 < groups_walked) load_weights_block(weights[i], next_group, b, lane);
+      }
+    }
+    __syncthreads();
+    store_swiglu_group(h, stage.partials, blocks, slots, intermediate, group_index);
+    if (k + 1 < groups_walked) __syncthreads();  // the partials are written again
+  }
+}
+
 // gate|up grid: x = tile, y = runs of `groups_walked` consecutive 16-row weight groups, walked in turn; 4 warps split
 // each group's K blocks (each warp a fixed range) and meet in shared memory, summed in block order. The tile's rows are
-// staged once for the run; a warp's next group's weights load as soon as this group's are summed. `swap_scales` applies the
-// gate's block scales to the up rows and the up's to the gate rows: only the contract's control asks for that.
+// staged once for the run; a warp's next group's weights load as soon as this group's are summed.
 __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const float* s_x, const uint8_t* w,
                                             const float* w_scales, const int* pair_slots, const int* tiles,
                                             const int* tile_count, int hidden, int intermediate, int top_k,
                                             int groups_walked, bool swap_scales) {
+  // The grid is the worst case of tiles, so this block's entry exists: read with the count, not after it.
+  const Tile tile = read_tile(tiles, blockIdx.x);
   if ((int)blockIdx.x >= *tile_count) return;
   extern __shared__ uint4 shared_words[];
-  const Tile tile = read_tile(tiles, blockIdx.x);
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int blocks = hidden / 128;
@@ -166,10 +220,7 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
   uint4 weights[MAX_BLOCKS_PER_WARP][4];
   load_weights(weights, expert_weights + (long long)first_group * blocks * BLOCK_BYTES, warp * per_warp, per_warp,
                lane);
-  const int x_stride = hidden + ROW_PAD;
-  uint8_t* x = reinterpret_cast<uint8_t*>(shared_words);
-  float* x_scales = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
-  float* partials = x_scales + TILE_PAIRS * blocks;
+  const GateUpStage stage = gate_up_stage(shared_words, hidden);
   __shared__ int slots[TILE_PAIRS];
   if (threadIdx.x < TILE_PAIRS) {
     slots[threadIdx.x] = threadIdx.x < tile.pairs ? pair_slots[tile.first + threadIdx.x] : -1;
@@ -182,85 +233,36 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
     const int slot = slots[pair];
     uint4 value = make_uint4(0, 0, 0, 0);
     if (slot >= 0) value = reinterpret_cast<const uint4*>(q_x + (long long)(slot / top_k) * hidden)[chunk];
-    reinterpret_cast<uint4*>(x + pair * x_stride)[chunk] = value;
+    reinterpret_cast<uint4*>(stage.x + pair * stage.x_stride)[chunk] = value;
   }
   for (int index = threadIdx.x; index < TILE_PAIRS * blocks; index += THREADS) {
     const int pair = index / blocks;
     const int slot = slots[pair];
-    x_scales[index] = slot >= 0 ? s_x[(long long)(slot / top_k) * blocks + index - pair * blocks] : 0.0f;
+    stage.x_scales[index] = slot >= 0 ? s_x[(long long)(slot / top_k) * blocks + index - pair * blocks] : 0.0f;
   }
   __syncthreads();
-#pragma unroll 1
-  for (int k = 0; k < groups_walked; k++) {
-    const int group_index = first_group + k;
-    // Gate rows 8r.. lie in scale row r/16 of the gate's scales, up rows in the same row of the up's.
-    const float* gate_scales =
-        w_scales + ((long long)tile.expert * (2 * intermediate / 128) + group_index / 16) * blocks;
-    const float* up_scales = gate_scales + (intermediate / 128) * blocks;
-    const uint8_t* next_group = expert_weights + (long long)(group_index + 1) * blocks * BLOCK_BYTES;
-#pragma unroll
-    for (int i = 0; i < MAX_BLOCKS_PER_WARP; i++) {
-      if (i < per_warp) {
-        const int b = warp * per_warp + i;
-        const float gate_scale = swap_scales ? up_scales[b] : gate_scales[b];
-        const float up_scale = swap_scales ? gate_scales[b] : up_scales[b];
-        block_partials(partials, weights[i], x, x_stride, x_scales, blocks, b, gate_scale, up_scale, lane);
-        if (k + 1 < groups_walked) load_weights_block(weights[i], next_group, b, lane);
-      }
-    }
-    __syncthreads();
-    store_swiglu_group(h, partials, blocks, slots, intermediate, group_index);
-    if (k + 1 < groups_walked) __syncthreads();  // the partials are written again
-  }
+  gate_up_groups(h, weights, expert_weights, w_scales, tile.expert, stage, slots, first_group, groups_walked, hidden,
+                 intermediate, swap_scales);
 }
 
-// The down projection: one block is DOWN_WARPS warps of one tile, each walking `groups_walked` 16-row weight groups
-// (every DOWN_WARPS-th from its first) (at I = 512, 8 KB of weights a group), the tile's rows of h quantised into shared memory once per block by
-// quantize_fp8.cuh's quantize_block, per row per 128 columns (a warp per (pair, block)): the bytes and scales
-// quantize_e4m3_rows would have written for those rows. A warp's weights stream through a ring of
-// MAX_BLOCKS_PER_WARP K blocks in registers: the block after next group's same block loads as soon as this one is
-// summed. Each group's K blocks are summed in ascending order in registers, each block's S_b from zero by the same
-// k-steps as the gate|up GEMM, so the bits are those of a partials-then-sum pass however many groups a warp walks.
-// `written_pairs` below TILE_PAIRS leaves a tile's last pairs unwritten and `h_maximum` other than E4M3_MAXIMUM
-// scales h wrongly: only the contract's controls ask for those.
-__device__ __forceinline__ void down_fp8(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
-                                         const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
-                                         int intermediate, int groups_walked, int written_pairs, float h_maximum) {
-  const int groups = hidden / 16;
-  const int chunks = groups / (DOWN_WARPS * groups_walked);
-  const int tile_index = blockIdx.x / chunks;
-  if (tile_index >= *tile_count) return;
-  extern __shared__ uint4 shared_words[];
-  const Tile tile = read_tile(tiles, tile_index);
+// The weight groups of one down block after its tile's rows are quantised into x: `weights` holds the warp's first
+// K blocks of group `first_group` (load_weights), then a ring. Pairs from `last` on are left unwritten (only the
+// contract's controls ask for that).
+__device__ __forceinline__ void down_groups(bf16* y, uint4 (&weights)[MAX_BLOCKS_PER_WARP][4],
+                                            const uint8_t* first_weights, const float* w_scales, int expert,
+                                            const uint8_t* x, int x_stride, const float* x_scales, const int* slots,
+                                            int first_group, int groups_walked, int hidden, int intermediate,
+                                            int last) {
   const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
   const int blocks = intermediate / 128;
-  // This warp's groups: first_group, then every DOWN_WARPS-th after it.
-  const int first_group = (blockIdx.x - tile_index * chunks) * DOWN_WARPS * groups_walked + warp;
-  const uint8_t* first_weights = w + ((long long)tile.expert * groups + first_group) * blocks * BLOCK_BYTES;
   const long long group_stride = (long long)DOWN_WARPS * blocks * BLOCK_BYTES;
-  // The first K blocks' weights are in flight while the tile's rows are quantised.
-  uint4 weights[MAX_BLOCKS_PER_WARP][4];
-  load_weights(weights, first_weights, 0, min(blocks, MAX_BLOCKS_PER_WARP), lane);
-  const int x_stride = intermediate + ROW_PAD;
-  uint8_t* x = reinterpret_cast<uint8_t*>(shared_words);
-  float* x_scales = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
-  __shared__ int slots[TILE_PAIRS];
-  if (threadIdx.x < TILE_PAIRS) {
-    slots[threadIdx.x] = threadIdx.x < tile.pairs ? pair_slots[tile.first + threadIdx.x] : -1;
-  }
-  __syncthreads();
-  // A tile's empty pairs are zero bytes with scale 0 (zero products).
-  quantize_tile_rows(x, x_scales, x_stride, h, slots, TILE_PAIRS, intermediate, DOWN_WARPS, h_maximum);
-  __syncthreads();
   const int row = lane >> 2;
-  const int last = tile.pairs - TILE_PAIRS + written_pairs;
 #pragma unroll 1
   for (int k = 0; k < groups_walked; k++) {
     const uint8_t* group = first_weights + k * group_stride;
     const int group_index = first_group + k * DOWN_WARPS;
     // Rows 16r..16r+15 share one 128-row scale block (r/8).
-    const float* scales = w_scales + ((long long)tile.expert * (hidden / 128) + group_index / 8) * blocks;
+    const float* scales = w_scales + ((long long)expert * (hidden / 128) + group_index / 8) * blocks;
     float total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int first = 0; first < blocks; first += MAX_BLOCKS_PER_WARP) {
 #pragma unroll
@@ -291,4 +293,47 @@ __device__ __forceinline__ void down_fp8(bf16* y, const bf16* h, const uint8_t* 
       }
     }
   }
+}
+
+// The down projection: one block is DOWN_WARPS warps of one tile, each walking `groups_walked` 16-row weight groups
+// (every DOWN_WARPS-th from its first) (at I = 512, 8 KB of weights a group), the tile's rows of h quantised into shared memory once per block by
+// quantize_fp8.cuh's quantize_block, per row per 128 columns (a warp per (pair, block)): the bytes and scales
+// quantize_e4m3_rows would have written for those rows. A warp's weights stream through a ring of
+// MAX_BLOCKS_PER_WARP K blocks in registers: the block after next group's same block loads as soon as this one is
+// summed. Each group's K blocks are summed in ascending order in registers, each block's S_b from zero by the same
+// k-steps as the gate|up GEMM, so the bits are those of a partials-then-sum pass however many groups a warp walks.
+// `written_pairs` below TILE_PAIRS leaves a tile's last pairs unwritten and `h_maximum` other than E4M3_MAXIMUM
+// scales h wrongly: only the contract's controls ask for those.
+__device__ __forceinline__ void down_fp8(bf16* y, const bf16* h, const uint8_t* w, const float* w_scales,
+                                         const int* pair_slots, const int* tiles, const int* tile_count, int hidden,
+                                         int intermediate, int groups_walked, int written_pairs, float h_maximum) {
+  const int groups = hidden / 16;
+  const int chunks = groups / (DOWN_WARPS * groups_walked);
+  const int tile_index = blockIdx.x / chunks;
+  // The grid is the worst case of tiles, so this block's entry exists: read with the count, not after it.
+  const Tile tile = read_tile(tiles, tile_index);
+  if (tile_index >= *tile_count) return;
+  extern __shared__ uint4 shared_words[];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int blocks = intermediate / 128;
+  // This warp's groups: first_group, then every DOWN_WARPS-th after it.
+  const int first_group = (blockIdx.x - tile_index * chunks) * DOWN_WARPS * groups_walked + warp;
+  const uint8_t* first_weights = w + ((long long)tile.expert * groups + first_group) * blocks * BLOCK_BYTES;
+  // The first K blocks' weights are in flight while the tile's rows are quantised.
+  uint4 weights[MAX_BLOCKS_PER_WARP][4];
+  load_weights(weights, first_weights, 0, min(blocks, MAX_BLOCKS_PER_WARP), lane);
+  const int x_stride = intermediate + ROW_PAD;
+  uint8_t* x = reinterpret_cast<uint8_t*>(shared_words);
+  float* x_scales = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
+  __shared__ int slots[TILE_PAIRS];
+  if (threadIdx.x < TILE_PAIRS) {
+    slots[threadIdx.x] = threadIdx.x < tile.pairs ? pair_slots[tile.first + threadIdx.x] : -1;
+  }
+  __syncthreads();
+  // A tile's empty pairs are zero bytes with scale 0 (zero products).
+  quantize_tile_rows(x, x_scales, x_stride, h, slots, TILE_PAIRS, intermediate, DOWN_WARPS, h_maximum);
+  __syncthreads();
+  down_groups(y, weights, first_weights, w_scales, tile.expert, x, x_stride, x_scales, slots, first_group,
+              groups_walked, hidden, intermediate, tile.pairs - TILE_PAIRS + written_pairs);
 }

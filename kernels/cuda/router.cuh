@@ -49,10 +49,16 @@ __device__ __forceinline__ int lowest_expert_with(const unsigned (&keys)[SLOTS],
   return paired_off(level, [](int a, int b) { return min(a, b); });
 }
 
-// Returns lane k's choice (the k-th expert) for lanes below top_k, −1 for the others.
+// One lane's share of a routed row: lane k < top_k holds choice k (its expert and renormalised weight); the other
+// lanes hold expert −1.
+struct RouteChoice {
+  int expert;
+  float weight;
+};
+
+// Every lane of the warp computes the whole row's choices; lane k keeps the k-th. Writes nothing.
 template <int SLOTS>
-__device__ __forceinline__ int route_row_in_slots(int* row_ids, float* row_weights, const bf16* row_logits,
-                                                  int experts, int top_k) {
+__device__ __forceinline__ RouteChoice choose_in_slots(const bf16* row_logits, int experts, int top_k) {
   const int lane = threadIdx.x & 31;
   float values[SLOTS];
   // Every load is issued before any is used (a slot past the experts reads the last one and never uses it).
@@ -110,17 +116,24 @@ __device__ __forceinline__ int route_row_in_slots(int* row_ids, float* row_weigh
     }
   }
   // weight_k = p_k / Σ chosen p, the sum added in choice order.
-  if (lane < top_k) {
-    row_ids[lane] = chosen_expert;
-    row_weights[lane] = chosen / chosen_sum;
-  }
-  return lane < top_k ? chosen_expert : -1;
+  if (lane < top_k) return {chosen_expert, chosen / chosen_sum};
+  return {-1, 0.0f};
 }
 
-// Routes one row: experts <= ROUTER_MAX_EXPERTS, top_k <= ROUTER_MAX_TOP_K (the launchers refuse more). Returns lane
-// k's choice for lanes below top_k, −1 for the others.
+// The choices of one row: experts <= ROUTER_MAX_EXPERTS, top_k <= ROUTER_MAX_TOP_K (the launchers refuse more).
+__device__ __forceinline__ RouteChoice choose_row(const bf16* row_logits, int experts, int top_k) {
+  if (experts <= 256) return choose_in_slots<8>(row_logits, experts, top_k);
+  return choose_in_slots<16>(row_logits, experts, top_k);
+}
+
+// Routes one row and writes its choices. Returns lane k's expert for lanes below top_k, −1 for the others.
 __device__ __forceinline__ int route_row(int* row_ids, float* row_weights, const bf16* row_logits, int experts,
                                          int top_k) {
-  if (experts <= 256) return route_row_in_slots<8>(row_ids, row_weights, row_logits, experts, top_k);
-  return route_row_in_slots<16>(row_ids, row_weights, row_logits, experts, top_k);
+  const RouteChoice choice = choose_row(row_logits, experts, top_k);
+  const int lane = threadIdx.x & 31;
+  if (lane < top_k) {
+    row_ids[lane] = choice.expert;
+    row_weights[lane] = choice.weight;
+  }
+  return choice.expert;
 }

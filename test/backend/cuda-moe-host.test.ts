@@ -345,6 +345,24 @@ test('an FP8 MoE call queues shared expert, router with quantiser and grouping, 
   assert.equal(arrivals[1], arrivals[0]);
 });
 
+test('a one-row FP8 MoE call routes in the gate|up launch, and its down GEMM reads the ids that launch writes', () => {
+  const { ctx, log } = recordingContext();
+  const x = buffer('bf16', 2048);
+  runMoe(ctx, moeWeights(), x, buffer('bf16', 2048), 1);
+  assert.deepEqual(log.calls, [...SHARED_CALLS, 'moe_gate_up_fp8_routed', 'moe_down_fp8_routed', 'moe_combine']);
+  // A block a choice and a 16-row weight group; down a block a choice and 8 of its 128 weight groups.
+  assert.deepEqual(log.grids.get('moe_gate_up_fp8_routed'), [[8, 64, 1]]);
+  assert.deepEqual(log.grids.get('moe_down_fp8_routed'), [[8 * 16, 1, 1]]);
+  const routed = (index: number) => pointerArguments(log, 'moe_gate_up_fp8_routed', index)[0];
+  const down = (index: number) => pointerArguments(log, 'moe_down_fp8_routed', index)[0];
+  const combine = (index: number) => pointerArguments(log, 'moe_combine', index)[0];
+  assert.equal(routed(8), x.pointer, 'the routed launch quantises the MoE input itself');
+  // h and the ids as the down GEMM reads them; its output, the ids and the weights as the combine reads them.
+  assert.deepEqual([down(1), down(4)], [routed(0), routed(1)]);
+  assert.deepEqual([combine(1), combine(2), combine(3)], [down(0), routed(1), routed(2)]);
+  assert.equal(log.parameters.get('router_top_k_quantize'), undefined);
+});
+
 test('a bf16 MoE call runs the bf16 grouped GEMMs on x itself, without the quantiser', () => {
   const { ctx, log } = recordingContext();
   runMoe(ctx, moeWeights({ dtype: 'bf16', experts: 8, topK: 2 }), buffer('bf16', 2048), buffer('bf16', 2048), 1);

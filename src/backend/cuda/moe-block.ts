@@ -1,6 +1,7 @@
 // The sparse MoE block on the device, the computation of src/backend/cpu/moe-block.ts with its bf16 rounding points:
 //   logits = router(x) [T, E] bf16 (the cpu rounds the router projection too); softmax, top-k, renormalise in fp32
-//   (router.cu; with FP8 experts router_quantize.cu, which quantises x in the same launch) → ids [T, k] i32, weights
+//   (router.cu; with FP8 experts router_quantize.cu, which quantises x in the same launch; with FP8 experts and one row
+//   the gate|up GEMM's launch routes, quantises and groups itself, moe_fp8_routed.cuh) → ids [T, k] i32, weights
 //   [T, k] f32, grouped by expert by the router launch's last block (moe_group.cuh); the grouped GEMMs run the routed
 //   experts (FP8: x, and h inside the down GEMM, quantised per row per 128 columns; bf16: x as is), each expert output
 //   bf16; the shared expert (a SwiGLU MLP) and its gate logit bf16; the combine sums each row's experts in ascending
@@ -20,6 +21,7 @@ import type { BlockContext } from './block-context.ts';
 import { type PackedExperts, packExperts } from './moe-experts.ts';
 import { type MoeGeometry, moeGeometry } from './moe-geometry.ts';
 import { moeCombine, moeExpertsBf16, moeExpertsFp8, moeGroupingBytes } from './ops/moe.ts';
+import { MOE_ROUTED_ROWS, moeDownFp8Routed, moeGateUpFp8Routed } from './ops/moeRouted.ts';
 import { type RouterGrouping, routerTopK } from './ops/router.ts';
 import { routerTopKQuantize } from './ops/routerQuantize.ts';
 import { swiGluHidden } from './swiglu-block.ts';
@@ -120,7 +122,12 @@ export function runMoe(
     intermediate: g.intermediate,
   };
   const routedExperts = () => {
-    if (packed.format === 'fp8') {
+    if (packed.format === 'fp8' && rows === MOE_ROUTED_ROWS) {
+      // One row (a decode step of one lane): the router's launch folds into the gate|up GEMM's and the down GEMM takes
+      // each choice's expert from the ids, the same bits.
+      moeGateUpFp8Routed(cuda, { ...common, logits: logits.pointer, x: x.pointer, weights: packed.weights });
+      moeDownFp8Routed(cuda, { ...common, y: common.expertOut, weights: packed.weights });
+    } else if (packed.format === 'fp8') {
       const quantized = scratch.bytes('moe.quantized', rows * g.hidden);
       const scales = scratch.buffer('moe.scales', 'f32', rows * (g.hidden / 128)).pointer;
       // x is quantised for the gate|up GEMM and the choices grouped by the router's launch: two launches fewer, the

@@ -39,6 +39,7 @@ import {
   moeGroupingCase,
 } from './moeCases.ts';
 import { moeGatherWordsCase, moePackCase } from './moePackCases.ts';
+import { moeGateUpFp8RoutedCase } from './moeRoutedCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
 import { routerQuantizeCase } from './routerQuantizeCases.ts';
@@ -198,6 +199,22 @@ export const controls: readonly Control[] = [
     description: "wrong offsets: a one-row router launch's warp counts each chosen expert into its own offset",
     kernelCase: routerQuantizeCase,
     kernel: { family: 'router_quantize_controls', name: 'control_router_one_row_offsets_inclusive' },
+  },
+  {
+    description: "skipped block: the one-row routed gate|up launch's warps never quantise the row's last 128 columns",
+    kernelCase: moeGateUpFp8RoutedCase,
+    kernel: { family: 'moe_controls', name: 'control_moe_routed_skips_last_block' },
+  },
+  {
+    description:
+      "wrong offsets: the one-row routed gate|up launch's grouping counts each chosen expert into its own offset",
+    kernelCase: moeGateUpFp8RoutedCase,
+    kernel: { family: 'moe_controls', name: 'control_moe_routed_offsets_inclusive' },
+  },
+  {
+    description: "off-by-one id: the one-row down GEMM's block for choice k reads choice k + 1's expert",
+    kernelCase: moeGateUpFp8RoutedCase,
+    kernel: { family: 'moe_controls', name: 'control_moe_down_routed_next_expert' },
   },
   {
     description: "wrong scale: the grouped down GEMM's in-kernel quantiser of h scales by amax/447 instead of amax/448",

@@ -52,6 +52,7 @@ import {
   moeGroupingCase,
 } from './moeCases.ts';
 import { moeGatherWordsCase, moePackCase } from './moePackCases.ts';
+import { moeGateUpFp8RoutedCase } from './moeRoutedCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
 import { addCase, concatCase, embedRecordsCase, gatherCodesCase, slotRecordsCase } from './recordsCases.ts';
 import { routerQuantizeCase } from './routerQuantizeCases.ts';
@@ -95,6 +96,7 @@ export const kernelCases: readonly KernelCase[] = [
   attentionOtherCase,
   moeGroupingCase,
   moeGateUpFp8Case,
+  moeGateUpFp8RoutedCase,
   moeDownFp8Case,
   moeGateUpFp8WideCase,
   moeDownFp8WideCase,

@@ -274,7 +274,7 @@ export const moeGroupingCase: KernelCase = {
  * most for g > 0), and the final rounding adds half: the narrow kernel measured 2.01 ulps (seed 747170740) against the
  * 2 this gate once had.
  */
-const GATE_UP_ULPS = 3;
+export const GATE_UP_ULPS = 3;
 
 export const moeGateUpFp8Case: KernelCase = {
   name: 'moe gate|up fp8 + SwiGLU (grouped)',

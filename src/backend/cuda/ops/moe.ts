@@ -111,7 +111,8 @@ function requireMultiple(value: number, multiple: number, name: string): void {
   }
 }
 
-function requireFp8Dimension(value: number, name: string): void {
+/** The FP8 GEMMs' 4 warps each sum 1 to 4 of a dimension's 128-column blocks. */
+export function requireFp8Dimension(value: number, name: string): void {
   requireCount(value, name, GEMM_WARPS * 128, FP8_MAX_DIMENSION);
   requireMultiple(value, GEMM_WARPS * 128, name);
 }

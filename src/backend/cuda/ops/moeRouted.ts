@@ -1,0 +1,108 @@
+// Launchers for the FP8 experts of a one-row call (kernels/cuda/moe_fp8_routed.cuh). moe_gate_up_fp8_routed: the
+// router, x's e4m3 quantisation, the grouping by expert and the gate|up + SwiGLU in one launch, with the bits of
+// routerTopKQuantize followed by moeGateUpFp8; it writes h, the ids, the weights and the grouping's tables (x's quantised
+// copy stays in the kernel's shared memory), one block a choice and a 16-row weight group. moe_down_fp8_routed: the
+// down GEMM taking each choice's expert from the ids (no table read before h's row is requested), with the bits of
+// moeDownFp8.
+import type { CudaContext } from '../context.ts';
+import type { DevicePointer } from '../driver.ts';
+import { KernelArguments } from '../kernelArguments.ts';
+import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
+import {
+  MOE_MAX_EXPERTS,
+  MOE_MAX_TOP_K,
+  MOE_TILE_PAIRS,
+  type MoeFp8Weights,
+  type MoeGrouping,
+  moeMaxTiles,
+  requireFp8Dimension,
+} from './moe.ts';
+
+export const MOE_GATE_UP_FP8_ROUTED_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_gate_up_fp8_routed' };
+export const MOE_DOWN_FP8_ROUTED_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_down_fp8_routed' };
+
+/** The routed launch takes calls of this many rows; more go through the router's launch and the tile table. */
+export const MOE_ROUTED_ROWS = 1;
+
+const THREADS = 128;
+/** The down GEMM's block: one 16-row weight group a warp (moe_fp8.cuh DOWN_WARPS). */
+const DOWN_WARPS = 8;
+const ROW_PAD = 16;
+
+export function moeGateUpFp8Routed(
+  cuda: CudaContext,
+  a: MoeGrouping & {
+    h: DevicePointer;
+    expertIds: DevicePointer;
+    expertWeights: DevicePointer;
+    logits: DevicePointer;
+    x: DevicePointer;
+    weights: MoeFp8Weights;
+    experts: number;
+    topK: number;
+    hidden: number;
+    intermediate: number;
+  },
+  options: LaunchOptions = {},
+): void {
+  requireCount(a.experts, 'experts', 1, MOE_MAX_EXPERTS);
+  requireCount(a.topK, 'topK', 1, Math.min(MOE_MAX_TOP_K, a.experts));
+  requireFp8Dimension(a.hidden, 'hidden');
+  requireFp8Dimension(a.intermediate, 'intermediate');
+  const blocks = a.hidden / 128;
+  const sharedBytes = MOE_TILE_PAIRS * (a.hidden + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4 + blocks * 128 * 4;
+  const args = new KernelArguments()
+    .pointer(a.h)
+    .pointer(a.expertIds)
+    .pointer(a.expertWeights)
+    .pointer(a.pairSlots)
+    .pointer(a.expertOffsets)
+    .pointer(a.tiles)
+    .pointer(a.tileCount)
+    .pointer(a.logits)
+    .pointer(a.x)
+    .pointer(a.weights.gateUp)
+    .pointer(a.weights.gateUpScales)
+    .int32(a.experts)
+    .int32(a.topK)
+    .int32(a.hidden)
+    .int32(a.intermediate)
+    .int32(moeMaxTiles(MOE_ROUTED_ROWS * a.topK, a.experts));
+  const grid = [a.topK, (2 * a.intermediate) / 16, 1] as const;
+  launch(cuda, MOE_GATE_UP_FP8_ROUTED_KERNEL, { grid, block: [THREADS, 1, 1], sharedBytes }, args, options);
+}
+
+export function moeDownFp8Routed(
+  cuda: CudaContext,
+  a: {
+    y: DevicePointer;
+    h: DevicePointer;
+    expertIds: DevicePointer;
+    weights: MoeFp8Weights;
+    experts: number;
+    topK: number;
+    hidden: number;
+    intermediate: number;
+  },
+  options: LaunchOptions = {},
+): void {
+  requireCount(a.experts, 'experts', 1, MOE_MAX_EXPERTS);
+  requireCount(a.topK, 'topK', 1, Math.min(MOE_MAX_TOP_K, a.experts));
+  requireFp8Dimension(a.hidden, 'hidden');
+  requireFp8Dimension(a.intermediate, 'intermediate');
+  // h's row quantised in the kernel: e4m3 bytes (the tile's 8 rows, padded) and a scale per 128 columns.
+  const sharedBytes = MOE_TILE_PAIRS * (a.intermediate + ROW_PAD) + MOE_TILE_PAIRS * (a.intermediate / 128) * 4;
+  const args = new KernelArguments()
+    .pointer(a.y)
+    .pointer(a.h)
+    .pointer(a.weights.down)
+    .pointer(a.weights.downScales)
+    .pointer(a.expertIds)
+    .int32(a.experts)
+    .int32(a.topK)
+    .int32(a.hidden)
+    .int32(a.intermediate);
+  // One dimension, choice-major: a choice's blocks stream its expert's weights in order.
+  const grid = [a.topK * (a.hidden / 16 / DOWN_WARPS), 1, 1] as const;
+  launch(cuda, MOE_DOWN_FP8_ROUTED_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
+}
