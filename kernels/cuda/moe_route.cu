@@ -41,23 +41,6 @@ extern "C" __global__ void __launch_bounds__(COMBINE_THREADS)
   KERNEL_PROLOGUE();
   const long long row = blockIdx.x;
   if (row >= rows) return;
-  // Every rank's weight and chunk is requested by rank, before the order is known: the first columns' loads are in
-  // flight together and beside thread 0's read of the ids. The order indexes them afterwards.
-  float weights[MAX_TOP_K];
-  uint4 chunks[MAX_TOP_K];
-  uint4 shared_chunk;
-  const auto request = [&](int column) {
-#pragma unroll
-    for (int k = 0; k < MAX_TOP_K; k++) {
-      if (k < top_k) {
-        weights[k] = expert_weights[row * top_k + k];
-        chunks[k] = *reinterpret_cast<const uint4*>(y + (row * top_k + k) * hidden + column);
-      }
-    }
-    shared_chunk = *reinterpret_cast<const uint4*>(shared + row * hidden + column);
-  };
-  const int first_column = threadIdx.x * 8;
-  if (first_column < hidden) request(first_column);
   // The ranks in ascending expert id (ties by rank), sorted once per row by thread 0 into shared memory.
   __shared__ int order[MAX_TOP_K];
   __shared__ int row_valid;
@@ -84,15 +67,28 @@ extern "C" __global__ void __launch_bounds__(COMBINE_THREADS)
   const bool valid = row_valid != 0;
   const double gate = (double)to_float(shared_gate[row]);
   const double scale = 1.0 / (1.0 + exp(-gate));
-  for (int column = first_column; column < hidden; column += COMBINE_THREADS * 8) {
-    if (column != first_column) request(column);
-    double sums[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    for (int j = 0; j < top_k; j++) {
-      const int k = order[j];
-      const double weight = (double)to_float(to_bf16(weights[k]));
-      const bf16* values = reinterpret_cast<const bf16*>(&chunks[k]);
+  for (int column = threadIdx.x * 8; column < hidden; column += COMBINE_THREADS * 8) {
+    // Every rank's weight and chunk requested before the first is added, so the loads are in flight together.
+    float weights[MAX_TOP_K];
+    uint4 chunks[MAX_TOP_K];
 #pragma unroll
-      for (int i = 0; i < 8; i++) sums[i] += weight * (double)to_float(values[i]);
+    for (int j = 0; j < MAX_TOP_K; j++) {
+      if (j < top_k) {
+        const int k = order[j];
+        weights[j] = expert_weights[row * top_k + k];
+        chunks[j] = *reinterpret_cast<const uint4*>(y + (row * top_k + k) * hidden + column);
+      }
+    }
+    const uint4 shared_chunk = *reinterpret_cast<const uint4*>(shared + row * hidden + column);
+    double sums[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+#pragma unroll
+    for (int j = 0; j < MAX_TOP_K; j++) {
+      if (j < top_k) {
+        const double weight = (double)to_float(to_bf16(weights[j]));
+        const bf16* values = reinterpret_cast<const bf16*>(&chunks[j]);
+#pragma unroll
+        for (int i = 0; i < 8; i++) sums[i] += weight * (double)to_float(values[i]);
+      }
     }
     const bf16* shared_values = reinterpret_cast<const bf16*>(&shared_chunk);
     uint4 result;
