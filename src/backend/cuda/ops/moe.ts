@@ -145,6 +145,17 @@ export interface MoeFp8Weights {
   readonly downScales: DevicePointer;
 }
 
+/** A narrow gate|up block's shared memory: its tile's quantised rows (padded), their scales, the warps' partials. */
+export function narrowGateUpSharedBytes(hidden: number): number {
+  const blocks = hidden / 128;
+  return MOE_TILE_PAIRS * (hidden + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4 + blocks * 128 * 4;
+}
+
+/** A narrow down block's shared memory: its tile's rows of h quantised in the kernel (padded) and their scales. */
+export function narrowDownSharedBytes(intermediate: number): number {
+  return MOE_TILE_PAIRS * (intermediate + ROW_PAD) + MOE_TILE_PAIRS * (intermediate / 128) * 4;
+}
+
 export function moeGateUpFp8(
   cuda: CudaContext,
   a: MoeGrouping & {
@@ -170,8 +181,7 @@ export function moeGateUpFp8(
     moeGateUpFp8Wide(cuda, a, options);
     return;
   }
-  const blocks = a.hidden / 128;
-  const sharedBytes = MOE_TILE_PAIRS * (a.hidden + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4 + blocks * 128 * 4;
+  const sharedBytes = narrowGateUpSharedBytes(a.hidden);
   const walked = groupsWalked(a.rows, a.groupsWalked);
   const args = gateUpArguments(a).int32(walked);
   const grid = [moeMaxTiles(a.rows * a.topK, a.experts), (2 * a.intermediate) / 16 / walked, 1] as const;
@@ -202,9 +212,7 @@ export function moeDownFp8(
     moeDownFp8Wide(cuda, a, options);
     return;
   }
-  // The tile's rows of h, quantised in the kernel: e4m3 bytes (rows padded) and a scale per 128 columns.
-  const blocks = a.intermediate / 128;
-  const sharedBytes = MOE_TILE_PAIRS * (a.intermediate + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4;
+  const sharedBytes = narrowDownSharedBytes(a.intermediate);
   const walked = groupsWalked(a.rows, a.groupsWalked);
   const args = downArguments(a).int32(walked);
   // One dimension, tile-major: a tile's blocks stream its expert's weights in order.

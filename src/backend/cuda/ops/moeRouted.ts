@@ -11,10 +11,11 @@ import { type KernelName, type LaunchOptions, launch, requireCount } from './lau
 import {
   MOE_MAX_EXPERTS,
   MOE_MAX_TOP_K,
-  MOE_TILE_PAIRS,
   type MoeFp8Weights,
   type MoeGrouping,
   moeMaxTiles,
+  narrowDownSharedBytes,
+  narrowGateUpSharedBytes,
   requireFp8Dimension,
 } from './moe.ts';
 
@@ -27,7 +28,21 @@ export const MOE_ROUTED_ROWS = 1;
 const THREADS = 128;
 /** The down GEMM's block: one 16-row weight group a warp (moe_fp8.cuh DOWN_WARPS). */
 const DOWN_WARPS = 8;
-const ROW_PAD = 16;
+
+interface RoutedGeometry {
+  readonly experts: number;
+  readonly topK: number;
+  readonly hidden: number;
+  readonly intermediate: number;
+}
+
+/** The grouping's tables hold 256 experts; the GEMMs' warps sum 1 to 4 blocks of 128 columns each. */
+function requireRoutedGeometry(a: RoutedGeometry): void {
+  requireCount(a.experts, 'experts', 1, MOE_MAX_EXPERTS);
+  requireCount(a.topK, 'topK', 1, Math.min(MOE_MAX_TOP_K, a.experts));
+  requireFp8Dimension(a.hidden, 'hidden');
+  requireFp8Dimension(a.intermediate, 'intermediate');
+}
 
 export function moeGateUpFp8Routed(
   cuda: CudaContext,
@@ -45,12 +60,8 @@ export function moeGateUpFp8Routed(
   },
   options: LaunchOptions = {},
 ): void {
-  requireCount(a.experts, 'experts', 1, MOE_MAX_EXPERTS);
-  requireCount(a.topK, 'topK', 1, Math.min(MOE_MAX_TOP_K, a.experts));
-  requireFp8Dimension(a.hidden, 'hidden');
-  requireFp8Dimension(a.intermediate, 'intermediate');
-  const blocks = a.hidden / 128;
-  const sharedBytes = MOE_TILE_PAIRS * (a.hidden + ROW_PAD) + MOE_TILE_PAIRS * blocks * 4 + blocks * 128 * 4;
+  requireRoutedGeometry(a);
+  const sharedBytes = narrowGateUpSharedBytes(a.hidden);
   const args = new KernelArguments()
     .pointer(a.h)
     .pointer(a.expertIds)
@@ -86,12 +97,8 @@ export function moeDownFp8Routed(
   },
   options: LaunchOptions = {},
 ): void {
-  requireCount(a.experts, 'experts', 1, MOE_MAX_EXPERTS);
-  requireCount(a.topK, 'topK', 1, Math.min(MOE_MAX_TOP_K, a.experts));
-  requireFp8Dimension(a.hidden, 'hidden');
-  requireFp8Dimension(a.intermediate, 'intermediate');
-  // h's row quantised in the kernel: e4m3 bytes (the tile's 8 rows, padded) and a scale per 128 columns.
-  const sharedBytes = MOE_TILE_PAIRS * (a.intermediate + ROW_PAD) + MOE_TILE_PAIRS * (a.intermediate / 128) * 4;
+  requireRoutedGeometry(a);
+  const sharedBytes = narrowDownSharedBytes(a.intermediate);
   const args = new KernelArguments()
     .pointer(a.y)
     .pointer(a.h)
