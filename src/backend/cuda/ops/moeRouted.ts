@@ -46,18 +46,15 @@ function requireRoutedGeometry(a: RoutedGeometry): void {
 
 export function moeGateUpFp8Routed(
   cuda: CudaContext,
-  a: MoeGrouping & {
-    h: DevicePointer;
-    expertIds: DevicePointer;
-    expertWeights: DevicePointer;
-    logits: DevicePointer;
-    x: DevicePointer;
-    weights: MoeFp8Weights;
-    experts: number;
-    topK: number;
-    hidden: number;
-    intermediate: number;
-  },
+  a: MoeGrouping &
+    RoutedGeometry & {
+      h: DevicePointer;
+      expertIds: DevicePointer;
+      expertWeights: DevicePointer;
+      logits: DevicePointer;
+      x: DevicePointer;
+      weights: MoeFp8Weights;
+    },
   options: LaunchOptions = {},
 ): void {
   requireRoutedGeometry(a);
@@ -85,16 +82,7 @@ export function moeGateUpFp8Routed(
 
 export function moeDownFp8Routed(
   cuda: CudaContext,
-  a: {
-    y: DevicePointer;
-    h: DevicePointer;
-    expertIds: DevicePointer;
-    weights: MoeFp8Weights;
-    experts: number;
-    topK: number;
-    hidden: number;
-    intermediate: number;
-  },
+  a: RoutedGeometry & { y: DevicePointer; h: DevicePointer; expertIds: DevicePointer; weights: MoeFp8Weights },
   options: LaunchOptions = {},
 ): void {
   requireRoutedGeometry(a);
