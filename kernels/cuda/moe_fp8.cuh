@@ -145,22 +145,25 @@ __device__ __forceinline__ void quantize_tile_rows(uint8_t* x, float* x_scales, 
   }
 }
 
-// The shared memory of a gate|up block: the tile's quantised rows x [TILE_PAIRS][x_stride] e4m3, their scales
-// [TILE_PAIRS][blocks], then the 4 warps' partials [blocks][16 rows][8 pairs].
-struct GateUpStage {
+// A tile's rows staged in shared memory for the mma: x [TILE_PAIRS][x_stride] e4m3 (a row of `cols` bytes, padded),
+// then their scales [TILE_PAIRS][cols / 128]. A gate|up block keeps its warps' partials right after them.
+struct TileStage {
   uint8_t* x;
   float* x_scales;
-  float* partials;
   int x_stride;
 };
 
-__device__ __forceinline__ GateUpStage gate_up_stage(uint4* shared_words, int hidden) {
-  GateUpStage stage;
-  stage.x_stride = hidden + ROW_PAD;
+__device__ __forceinline__ TileStage tile_stage(uint4* shared_words, int cols) {
+  TileStage stage;
+  stage.x_stride = cols + ROW_PAD;
   stage.x = reinterpret_cast<uint8_t*>(shared_words);
   stage.x_scales = reinterpret_cast<float*>(stage.x + TILE_PAIRS * stage.x_stride);
-  stage.partials = stage.x_scales + TILE_PAIRS * (hidden / 128);
   return stage;
+}
+
+// The gate|up warps' partials [blocks][16 rows][8 pairs], after the staged rows' scales.
+__device__ __forceinline__ float* gate_up_partials(const TileStage& stage, int hidden) {
+  return stage.x_scales + TILE_PAIRS * (hidden / 128);
 }
 
 // The weight groups of one gate|up block after its tile's rows are staged: `weights` holds each warp's K blocks of
@@ -169,12 +172,13 @@ __device__ __forceinline__ GateUpStage gate_up_stage(uint4* shared_words, int hi
 // control asks for that.
 __device__ __forceinline__ void gate_up_groups(bf16* h, uint4 (&weights)[MAX_BLOCKS_PER_WARP][4],
                                                const uint8_t* expert_weights, const float* w_scales, int expert,
-                                               const GateUpStage& stage, const int* slots, int first_group,
+                                               const TileStage& stage, const int* slots, int first_group,
                                                int groups_walked, int hidden, int intermediate, bool swap_scales) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int blocks = hidden / 128;
   const int per_warp = blocks / WARPS;
+  float* partials = gate_up_partials(stage, hidden);
 #pragma unroll 1
   for (int k = 0; k < groups_walked; k++) {
     const int group_index = first_group + k;
@@ -188,13 +192,13 @@ __device__ __forceinline__ void gate_up_groups(bf16* h, uint4 (&weights)[MAX_BLO
         const int b = warp * per_warp + i;
         const float gate_scale = swap_scales ? up_scales[b] : gate_scales[b];
         const float up_scale = swap_scales ? gate_scales[b] : up_scales[b];
-        block_partials(stage.partials, weights[i], stage.x, stage.x_stride, stage.x_scales, blocks, b, gate_scale,
-                       up_scale, lane);
+        block_partials(partials, weights[i], stage.x, stage.x_stride, stage.x_scales, blocks, b, gate_scale, up_scale,
+                       lane);
         if (k + 1 < groups_walked) load_weights_block(weights[i], next_group, b, lane);
       }
     }
     __syncthreads();
-    store_swiglu_group(h, stage.partials, blocks, slots, intermediate, group_index);
+    store_swiglu_group(h, partials, blocks, slots, intermediate, group_index);
     if (k + 1 < groups_walked) __syncthreads();  // the partials are written again
   }
 }
@@ -220,7 +224,7 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
   uint4 weights[MAX_BLOCKS_PER_WARP][4];
   load_weights(weights, expert_weights + (long long)first_group * blocks * BLOCK_BYTES, warp * per_warp, per_warp,
                lane);
-  const GateUpStage stage = gate_up_stage(shared_words, hidden);
+  const TileStage stage = tile_stage(shared_words, hidden);
   __shared__ int slots[TILE_PAIRS];
   if (threadIdx.x < TILE_PAIRS) {
     slots[threadIdx.x] = threadIdx.x < tile.pairs ? pair_slots[tile.first + threadIdx.x] : -1;
@@ -250,9 +254,8 @@ __device__ __forceinline__ void gate_up_fp8(bf16* h, const uint8_t* q_x, const f
 // contract's controls ask for that).
 __device__ __forceinline__ void down_groups(bf16* y, uint4 (&weights)[MAX_BLOCKS_PER_WARP][4],
                                             const uint8_t* first_weights, const float* w_scales, int expert,
-                                            const uint8_t* x, int x_stride, const float* x_scales, const int* slots,
-                                            int first_group, int groups_walked, int hidden, int intermediate,
-                                            int last) {
+                                            const TileStage& stage, const int* slots, int first_group,
+                                            int groups_walked, int hidden, int intermediate, int last) {
   const int lane = threadIdx.x & 31;
   const int blocks = intermediate / 128;
   const long long group_stride = (long long)DOWN_WARPS * blocks * BLOCK_BYTES;
@@ -270,7 +273,8 @@ __device__ __forceinline__ void down_groups(bf16* y, uint4 (&weights)[MAX_BLOCKS
         const int b = first + i;
         if (b < blocks) {
           float d[4];
-          scaled_block_sums(d, weights[i], x, x_stride, x_scales, blocks, b, scales[b], scales[b], lane);
+          scaled_block_sums(d, weights[i], stage.x, stage.x_stride, stage.x_scales, blocks, b, scales[b], scales[b],
+                            lane);
           // The ring: this slot's next block, of this group or (after its last round) of the next one.
           if (first + MAX_BLOCKS_PER_WARP < blocks) {
             load_weights_block(weights[i], group, b + MAX_BLOCKS_PER_WARP, lane);
@@ -323,17 +327,16 @@ __device__ __forceinline__ void down_fp8(bf16* y, const bf16* h, const uint8_t* 
   // The first K blocks' weights are in flight while the tile's rows are quantised.
   uint4 weights[MAX_BLOCKS_PER_WARP][4];
   load_weights(weights, first_weights, 0, min(blocks, MAX_BLOCKS_PER_WARP), lane);
-  const int x_stride = intermediate + ROW_PAD;
-  uint8_t* x = reinterpret_cast<uint8_t*>(shared_words);
-  float* x_scales = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
+  const TileStage stage = tile_stage(shared_words, intermediate);
   __shared__ int slots[TILE_PAIRS];
   if (threadIdx.x < TILE_PAIRS) {
     slots[threadIdx.x] = threadIdx.x < tile.pairs ? pair_slots[tile.first + threadIdx.x] : -1;
   }
   __syncthreads();
   // A tile's empty pairs are zero bytes with scale 0 (zero products).
-  quantize_tile_rows(x, x_scales, x_stride, h, slots, TILE_PAIRS, intermediate, DOWN_WARPS, h_maximum);
+  quantize_tile_rows(stage.x, stage.x_scales, stage.x_stride, h, slots, TILE_PAIRS, intermediate, DOWN_WARPS,
+                     h_maximum);
   __syncthreads();
-  down_groups(y, weights, first_weights, w_scales, tile.expert, x, x_stride, x_scales, slots, first_group,
-              groups_walked, hidden, intermediate, tile.pairs - TILE_PAIRS + written_pairs);
+  down_groups(y, weights, first_weights, w_scales, tile.expert, stage, slots, first_group, groups_walked, hidden,
+              intermediate, tile.pairs - TILE_PAIRS + written_pairs);
 }

@@ -25,7 +25,7 @@ __device__ __forceinline__ void gate_up_fp8_routed(bf16* h, int* expert_ids, flo
   const int warp = threadIdx.x >> 5;
   const int slot = blockIdx.x;
   const int blocks = hidden / 128;
-  const GateUpStage stage = gate_up_stage(shared_words, hidden);
+  const TileStage stage = tile_stage(shared_words, hidden);
   __shared__ int slots[TILE_PAIRS];
   __shared__ int block_expert;
   if (warp == 0) {
@@ -92,14 +92,12 @@ __device__ __forceinline__ void down_fp8_routed(bf16* y, const bf16* h, const ui
   const uint8_t* first_weights = w + ((long long)expert * groups + first_group) * blocks * BLOCK_BYTES;
   uint4 weights[MAX_BLOCKS_PER_WARP][4];
   load_weights(weights, first_weights, 0, min(blocks, MAX_BLOCKS_PER_WARP), lane);
-  const int x_stride = intermediate + ROW_PAD;
-  uint8_t* x = reinterpret_cast<uint8_t*>(shared_words);
-  float* x_scales = reinterpret_cast<float*>(x + TILE_PAIRS * x_stride);
+  const TileStage stage = tile_stage(shared_words, intermediate);
   __shared__ int slots[TILE_PAIRS];
   if (threadIdx.x < TILE_PAIRS) slots[threadIdx.x] = threadIdx.x == 0 ? slot : -1;
   __syncthreads();
-  quantize_tile_rows(x, x_scales, x_stride, h, slots, TILE_PAIRS, intermediate, DOWN_WARPS, E4M3_MAXIMUM);
+  quantize_tile_rows(stage.x, stage.x_scales, stage.x_stride, h, slots, TILE_PAIRS, intermediate, DOWN_WARPS,
+                     E4M3_MAXIMUM);
   __syncthreads();
-  down_groups(y, weights, first_weights, w_scales, expert, x, x_stride, x_scales, slots, first_group, 1, hidden,
-              intermediate, 1);
+  down_groups(y, weights, first_weights, w_scales, expert, stage, slots, first_group, 1, hidden, intermediate, 1);
 }

@@ -58,10 +58,11 @@ function tilingFor(rows: number, tiling: MoeTiling | undefined): MoeTiling {
 export const MOE_MAX_EXPERTS = 256;
 export const MOE_MAX_TOP_K = 16;
 const GROUP_THREADS = 1024;
-const GEMM_THREADS = 128;
+/** The narrow GEMMs' gate|up block: 4 warps (moe_fp8.cuh THREADS). */
+export const MOE_GEMM_THREADS = 128;
 const GEMM_WARPS = 4;
 /** The down GEMM's block: one 16-row weight group per warp (moe_fp8.cuh DOWN_WARPS). */
-const DOWN_WARPS = 8;
+export const MOE_DOWN_WARPS = 8;
 const ROW_PAD = 16;
 const COMBINE_THREADS = 256;
 /** Each of the 4 warps sums 1 to 4 of the 128-column blocks: dimensions 512, 1024, 1536, 2048. */
@@ -185,7 +186,7 @@ export function moeGateUpFp8(
   const walked = groupsWalked(a.rows, a.groupsWalked);
   const args = gateUpArguments(a).int32(walked);
   const grid = [moeMaxTiles(a.rows * a.topK, a.experts), (2 * a.intermediate) / 16 / walked, 1] as const;
-  launch(cuda, MOE_GATE_UP_FP8_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
+  launch(cuda, MOE_GATE_UP_FP8_KERNEL, { grid, block: [MOE_GEMM_THREADS, 1, 1], sharedBytes }, args, options);
 }
 
 export function moeDownFp8(
@@ -216,8 +217,8 @@ export function moeDownFp8(
   const walked = groupsWalked(a.rows, a.groupsWalked);
   const args = downArguments(a).int32(walked);
   // One dimension, tile-major: a tile's blocks stream its expert's weights in order.
-  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / DOWN_WARPS / walked), 1, 1] as const;
-  launch(cuda, MOE_DOWN_FP8_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / MOE_DOWN_WARPS / walked), 1, 1] as const;
+  launch(cuda, MOE_DOWN_FP8_KERNEL, { grid, block: [MOE_DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
 }
 
 type GateUpArguments = Parameters<typeof moeGateUpFp8>[1];
@@ -349,7 +350,7 @@ export function moeGateUpBf16(
     .int32(a.intermediate)
     .int32(a.topK);
   const grid = [moeMaxTiles(a.rows * a.topK, a.experts), (2 * a.intermediate) / 16, 1] as const;
-  launch(cuda, MOE_GATE_UP_BF16_KERNEL, { grid, block: [GEMM_THREADS, 1, 1], sharedBytes }, args, options);
+  launch(cuda, MOE_GATE_UP_BF16_KERNEL, { grid, block: [MOE_GEMM_THREADS, 1, 1], sharedBytes }, args, options);
 }
 
 export function moeDownBf16(
@@ -380,8 +381,8 @@ export function moeDownBf16(
     .int32(a.hidden)
     .int32(a.intermediate);
   // As the FP8 down GEMM: one dimension, tile-major, DOWN_WARPS weight groups per block.
-  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / DOWN_WARPS), 1, 1] as const;
-  launch(cuda, MOE_DOWN_BF16_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
+  const grid = [moeMaxTiles(a.rows * a.topK, a.experts) * (a.hidden / 16 / MOE_DOWN_WARPS), 1, 1] as const;
+  launch(cuda, MOE_DOWN_BF16_KERNEL, { grid, block: [MOE_DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
 }
 
 /** The routed-expert part of the MoE block with bf16 experts, after the router's grouping: gate|up + SwiGLU, down, combine. */

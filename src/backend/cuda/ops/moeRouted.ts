@@ -9,6 +9,8 @@ import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
 import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
 import {
+  MOE_DOWN_WARPS,
+  MOE_GEMM_THREADS,
   MOE_MAX_EXPERTS,
   MOE_MAX_TOP_K,
   type MoeFp8Weights,
@@ -24,10 +26,6 @@ export const MOE_DOWN_FP8_ROUTED_KERNEL: KernelName = { family: 'moe_fp8', name:
 
 /** The routed launch takes calls of this many rows; more go through the router's launch and the tile table. */
 export const MOE_ROUTED_ROWS = 1;
-
-const THREADS = 128;
-/** The down GEMM's block: one 16-row weight group a warp (moe_fp8.cuh DOWN_WARPS). */
-const DOWN_WARPS = 8;
 
 interface RoutedGeometry {
   readonly experts: number;
@@ -77,7 +75,7 @@ export function moeGateUpFp8Routed(
     .int32(a.intermediate)
     .int32(moeMaxTiles(MOE_ROUTED_ROWS * a.topK, a.experts));
   const grid = [a.topK, (2 * a.intermediate) / 16, 1] as const;
-  launch(cuda, MOE_GATE_UP_FP8_ROUTED_KERNEL, { grid, block: [THREADS, 1, 1], sharedBytes }, args, options);
+  launch(cuda, MOE_GATE_UP_FP8_ROUTED_KERNEL, { grid, block: [MOE_GEMM_THREADS, 1, 1], sharedBytes }, args, options);
 }
 
 export function moeDownFp8Routed(
@@ -98,6 +96,6 @@ export function moeDownFp8Routed(
     .int32(a.hidden)
     .int32(a.intermediate);
   // One dimension, choice-major: a choice's blocks stream its expert's weights in order.
-  const grid = [a.topK * (a.hidden / 16 / DOWN_WARPS), 1, 1] as const;
-  launch(cuda, MOE_DOWN_FP8_ROUTED_KERNEL, { grid, block: [DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
+  const grid = [a.topK * (a.hidden / 16 / MOE_DOWN_WARPS), 1, 1] as const;
+  launch(cuda, MOE_DOWN_FP8_ROUTED_KERNEL, { grid, block: [MOE_DOWN_WARPS * 32, 1, 1], sharedBytes }, args, options);
 }
