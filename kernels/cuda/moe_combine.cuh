@@ -7,10 +7,9 @@
 
 #define MAX_TOP_K 16
 
-// Thread 0's part: the row's ranks in ascending expert id (ties by rank) into `order`, their weights as stored into
-// `ordered_weights` (null: not wanted), and whether every id is in range. The caller syncs before reading them.
-__device__ __forceinline__ void order_row_ranks(int* order, float* ordered_weights, int* row_valid,
-                                                const int* row_ids, const float* row_weights, int top_k,
+// Thread 0's part: the row's ranks in ascending expert id (ties by rank) into `order`, and whether every id is in
+// range. The caller syncs before reading them.
+__device__ __forceinline__ void order_row_ranks(int* order, int* row_valid, const int* row_ids, int top_k,
                                                 int experts) {
   int ids[MAX_TOP_K];
   bool valid = true;
@@ -26,7 +25,6 @@ __device__ __forceinline__ void order_row_ranks(int* order, float* ordered_weigh
       }
       valid = valid && ids[k] >= 0 && ids[k] < experts;
       order[position] = k;
-      if (ordered_weights != nullptr) ordered_weights[position] = row_weights[k];
     }
   }
   *row_valid = valid;
@@ -46,44 +44,83 @@ __device__ __forceinline__ double add_rank_term(double sum, double weight, bf16 
   return sum + weight * (double)to_float(value);
 }
 
-// The element's total with the shared expert, rounded fp64 → fp32 → bf16; NaN for a row with an id out of range.
-__device__ __forceinline__ bf16 combined_element(double sum, double scale, bf16 shared, bool valid) {
+// The element's total with the shared expert, rounded fp64 → fp32; NaN for a row with an id out of range. The combine
+// stores it rounded once more, to bf16.
+__device__ __forceinline__ float combined_total(double sum, double scale, bf16 shared, bool valid) {
   const double total = valid ? sum + scale * (double)to_float(shared) : (double)NAN;
-  return to_bf16(__double2float_rn(total));
+  return __double2float_rn(total);
 }
 
-// A row's combined experts read column by column, as rms_norm.cuh's rows are (element_at): each element's ranks are
-// added in the row's order, so it has the bits moe_combine stores. UNROUNDED hands on the fp32 total without its bf16
-// rounding: only the contract's control asks for that.
-template <bool UNROUNDED>
-struct CombinedRow {
-  const bf16* y;                 // the row's first slot: [top_k, hidden]
-  const bf16* shared;            // the row's shared expert output
-  const int* order;              // order_row_ranks'
-  const float* ordered_weights;  // order_row_ranks'
-  int top_k;
-  int hidden;
-  double scale;
-  bool valid;
+// A thread's columns of the combine as one load: 8 bf16 (moe_combine) or 4 (the fused combine's 512 threads).
+template <int COLUMNS>
+struct ColumnChunk;
+template <>
+struct ColumnChunk<8> {
+  typedef uint4 type;
+};
+template <>
+struct ColumnChunk<4> {
+  typedef uint2 type;
 };
 
-template <bool UNROUNDED>
-__device__ __forceinline__ float element_at(const CombinedRow<UNROUNDED>& row, int column) {
-  double sum = 0.0;
+// The fp32 totals of COLUMNS columns of one row from `column`, the ranks added in `order`: every rank's weight and
+// chunk requested before the first is added, so the loads are in flight together. An element's sum is the same
+// whatever COLUMNS is.
+//   y_row: the row's first slot [top_k, hidden]; row_weights: the row's [top_k]; shared_row: [hidden]
+template <int COLUMNS>
+__device__ __forceinline__ void combine_totals(float (&totals)[COLUMNS], const bf16* y_row, const float* row_weights,
+                                               const int* order, const bf16* shared_row, double scale, bool valid,
+                                               int top_k, int hidden, int column) {
+  typedef typename ColumnChunk<COLUMNS>::type Chunk;
+  float weights[MAX_TOP_K];
+  Chunk chunks[MAX_TOP_K];
 #pragma unroll
   for (int j = 0; j < MAX_TOP_K; j++) {
-    if (j < row.top_k) {
-      sum = add_rank_term(sum, rank_weight(row.ordered_weights[j]), row.y[row.order[j] * row.hidden + column]);
+    if (j < top_k) {
+      const int k = order[j];
+      weights[j] = row_weights[k];
+      chunks[j] = *reinterpret_cast<const Chunk*>(y_row + k * hidden + column);
     }
   }
-  if (UNROUNDED) return __double2float_rn(row.valid ? sum + row.scale * (double)to_float(row.shared[column]) : NAN);
-  return to_float(combined_element(sum, row.scale, row.shared[column], row.valid));
+  const Chunk shared_chunk = *reinterpret_cast<const Chunk*>(shared_row + column);
+  double sums[COLUMNS];
+#pragma unroll
+  for (int i = 0; i < COLUMNS; i++) sums[i] = 0.0;
+#pragma unroll
+  for (int j = 0; j < MAX_TOP_K; j++) {
+    if (j < top_k) {
+      const double weight = rank_weight(weights[j]);
+      const bf16* values = reinterpret_cast<const bf16*>(&chunks[j]);
+#pragma unroll
+      for (int i = 0; i < COLUMNS; i++) sums[i] = add_rank_term(sums[i], weight, values[i]);
+    }
+  }
+  const bf16* shared_values = reinterpret_cast<const bf16*>(&shared_chunk);
+#pragma unroll
+  for (int i = 0; i < COLUMNS; i++) totals[i] = combined_total(sums[i], scale, shared_values[i], valid);
 }
 
-// moe_combine_add_rms_norm's row (moe_route.cu): the norm's threads (rms_norm.cu's add_rms_norm launch: 4 columns a
-// thread) combine columns t, t + B, ... as moe_combine does and add each rounded element to x, so x and out have the
-// bits of moe_combine then add_rms_norm; the combined row is never stored. `early`: the norm's weights, loaded before
-// the kernel waited.
+// Combined columns as moe_combine stores them: each total rounded to bf16.
+template <int COLUMNS>
+__device__ __forceinline__ typename ColumnChunk<COLUMNS>::type to_bf16_chunk(const float (&totals)[COLUMNS]) {
+  typename ColumnChunk<COLUMNS>::type result;
+  bf16* values = reinterpret_cast<bf16*>(&result);
+#pragma unroll
+  for (int i = 0; i < COLUMNS; i++) values[i] = to_bf16(totals[i]);
+  return result;
+}
+
+// The widest row the fused combine and norm takes: the norm's launch then has 512 threads (4 columns a thread), and
+// the combined row fits its shared staging. moeCombineNorm.ts holds the same numbers.
+#define MOE_COMBINE_NORM_MOST_THREADS 512
+#define MOE_COMBINE_NORM_MOST_COLUMNS (4 * MOE_COMBINE_NORM_MOST_THREADS)
+
+// moe_combine_add_rms_norm's row (moe_route.cu): the block's threads combine the row 4 columns at a time with
+// moe_combine's arithmetic (combine_totals) into shared memory, then norm it as rms_norm.cu's add_rms_norm launch of the same
+// threads does (4 columns a thread: its sum of squares' order), so x and out have the bits of moe_combine then
+// add_rms_norm; the combined row is never stored. `early`: the norm's weights, loaded before the kernel waited.
+// UNROUNDED stages the fp32 totals and adds them to x without their bf16 rounding: only the contract's control asks
+// for that.
 template <bool UNROUNDED, typename Weight>
 __device__ __forceinline__ void combine_add_rms_norm_row(bf16* out, bf16* x, const bf16* y, const int* expert_ids,
                                                          const float* expert_weights, const bf16* shared,
@@ -91,27 +128,33 @@ __device__ __forceinline__ void combine_add_rms_norm_row(bf16* out, bf16* x, con
                                                          const PassWeights& early, long long row, int top_k,
                                                          int hidden, int experts, float eps) {
   __shared__ int order[MAX_TOP_K];
-  __shared__ float ordered_weights[MAX_TOP_K];
   __shared__ int row_valid;
+  __shared__ __align__(16) float staged[MOE_COMBINE_NORM_MOST_COLUMNS];  // bf16 values, or the control's fp32 totals
   if (threadIdx.x == 0) {
-    order_row_ranks(order, ordered_weights, &row_valid, expert_ids + row * top_k, expert_weights + row * top_k,
-                    top_k, experts);
+    order_row_ranks(order, &row_valid, expert_ids + row * top_k, top_k, experts);
   }
   __syncthreads();
-  const CombinedRow<UNROUNDED> combined = {y + row * top_k * hidden,
-                                           shared + row * hidden,
-                                           order,
-                                           ordered_weights,
-                                           top_k,
-                                           hidden,
-                                           shared_expert_scale(shared_gate[row]),
-                                           row_valid != 0};
-  add_rms_norm_row(out + row * hidden, x + row * hidden, combined, weight, hidden, eps, early);
+  const bool valid = row_valid != 0;
+  const double scale = shared_expert_scale(shared_gate[row]);
+  for (int column = threadIdx.x * 4; column < hidden; column += blockDim.x * 4) {
+    float totals[4];
+    combine_totals(totals, y + row * top_k * hidden, expert_weights + row * top_k, order, shared + row * hidden, scale,
+                   valid, top_k, hidden, column);
+    if (UNROUNDED) {
+      reinterpret_cast<float4*>(staged)[column / 4] = make_float4(totals[0], totals[1], totals[2], totals[3]);
+    } else {
+      reinterpret_cast<uint2*>(staged)[column / 4] = to_bf16_chunk(totals);
+    }
+  }
+  __syncthreads();
+  if (UNROUNDED) {
+    const float* combined = staged;
+    add_rms_norm_row(out + row * hidden, x + row * hidden, combined, weight, hidden, eps, early);
+  } else {
+    const bf16* combined = reinterpret_cast<const bf16*>(staged);
+    add_rms_norm_row(out + row * hidden, x + row * hidden, combined, weight, hidden, eps, early);
+  }
 }
-
-// The most threads the norm's launch may have here (a row of at most 2048 columns): the kernel holds 100 registers a
-// thread. moeCombineNorm.ts holds the same number.
-#define MOE_COMBINE_NORM_MOST_THREADS 512
 
 // out [rows, hidden] (must not alias x), x [rows, hidden] (written back); one block per row of the norm's threads.
 #define MOE_COMBINE_ADD_RMS_NORM_KERNEL(ENTRY, WEIGHT, UNROUNDED)                                                    \

@@ -22,10 +22,11 @@
 //   rounded to bf16, products of bf16 values exact in fp64), then rounds fp64 → fp32 → bf16 as the cpu's bf16 mode
 //   stores it. A row with an expert id out of range is NaN. No atomics: each output element is one thread's sum.
 //
-// moe_combine_add_rms_norm (one block per row, the threads of the add_rms_norm launch for `hidden`): the combine
-// above, each element rounded to bf16 as moe_combine stores it and handed straight to rms_norm.cu's residual add and
-// zero-centred norm (x = bf16(x + combined) written back, out = norm(x)), so x and out have the bits of moe_combine
-// then add_rms_norm in one launch instead of two; the combined row itself is not stored. out must not alias x.
+// moe_combine_add_rms_norm (one block per row, the threads of the add_rms_norm launch for `hidden`, at most 512): the
+// combine above (4 columns a thread, the same sums), each element rounded to bf16 as moe_combine stores it and staged
+// in shared memory, then rms_norm.cu's residual add and zero-centred norm of the staged row (x = bf16(x + combined)
+// written back, out = norm(x)), so x and out have the bits of moe_combine then add_rms_norm in one launch instead of
+// two; the combined row itself is not stored. out must not alias x.
 #include "moe_combine.cuh"
 #include "moe_group.cuh"
 
@@ -49,40 +50,16 @@ extern "C" __global__ void __launch_bounds__(COMBINE_THREADS)
   __shared__ int order[MAX_TOP_K];
   __shared__ int row_valid;
   if (threadIdx.x == 0) {
-    order_row_ranks(order, nullptr, &row_valid, expert_ids + row * top_k, nullptr, top_k, experts);
+    order_row_ranks(order, &row_valid, expert_ids + row * top_k, top_k, experts);
   }
   __syncthreads();
   const bool valid = row_valid != 0;
   const double scale = shared_expert_scale(shared_gate[row]);
   for (int column = threadIdx.x * 8; column < hidden; column += COMBINE_THREADS * 8) {
-    // Every rank's weight and chunk requested before the first is added, so the loads are in flight together.
-    float weights[MAX_TOP_K];
-    uint4 chunks[MAX_TOP_K];
-#pragma unroll
-    for (int j = 0; j < MAX_TOP_K; j++) {
-      if (j < top_k) {
-        const int k = order[j];
-        weights[j] = expert_weights[row * top_k + k];
-        chunks[j] = *reinterpret_cast<const uint4*>(y + (row * top_k + k) * hidden + column);
-      }
-    }
-    const uint4 shared_chunk = *reinterpret_cast<const uint4*>(shared + row * hidden + column);
-    double sums[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-#pragma unroll
-    for (int j = 0; j < MAX_TOP_K; j++) {
-      if (j < top_k) {
-        const double weight = rank_weight(weights[j]);
-        const bf16* values = reinterpret_cast<const bf16*>(&chunks[j]);
-#pragma unroll
-        for (int i = 0; i < 8; i++) sums[i] = add_rank_term(sums[i], weight, values[i]);
-      }
-    }
-    const bf16* shared_values = reinterpret_cast<const bf16*>(&shared_chunk);
-    uint4 result;
-    bf16* result_values = reinterpret_cast<bf16*>(&result);
-#pragma unroll
-    for (int i = 0; i < 8; i++) result_values[i] = combined_element(sums[i], scale, shared_values[i], valid);
-    *reinterpret_cast<uint4*>(out + row * hidden + column) = result;
+    float totals[8];
+    combine_totals(totals, y + row * top_k * hidden, expert_weights + row * top_k, order, shared + row * hidden, scale,
+                   valid, top_k, hidden, column);
+    *reinterpret_cast<uint4*>(out + row * hidden + column) = to_bf16_chunk(totals);
   }
 }
 

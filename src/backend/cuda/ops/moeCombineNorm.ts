@@ -1,7 +1,7 @@
-// Launcher for moe_route.cu's moe_combine_add_rms_norm: the MoE combine of each row handed straight to the residual
-// add and zero-centred norm after it, one launch for moe_combine and add_rms_norm with the bits of the two. One block
-// per row with the threads the norm's own launch would have (rmsNorm.ts, normThreads): its sum of squares keeps
-// that launch's order.
+// Launcher for moe_route.cu's moe_combine_add_rms_norm: the MoE combine of each row staged in shared memory and handed
+// to the residual add and zero-centred norm after it, one launch for moe_combine and add_rms_norm with the bits of the
+// two. One block per row with the threads the norm's own launch would have (rmsNorm.ts, normThreads): its sum of
+// squares keeps that launch's order.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
@@ -15,8 +15,8 @@ const MOE_COMBINE_ADD_RMS_NORM_KERNEL: Record<NormWeightDtype, KernelName> = {
   f32: { family: 'moe_route', name: 'moe_combine_add_rms_norm_f32_weight_bf16' },
 };
 
-/** moe_combine.cuh's MOE_COMBINE_NORM_MOST_THREADS: the kernel's registers allow no wider block (2048 columns, the
- *  widest hidden moeGeometry accepts). */
+/** moe_combine.cuh's MOE_COMBINE_NORM_MOST_THREADS: its registers and its staged row allow no wider block (2048
+ *  columns, the widest hidden moeGeometry accepts); a thread combines 4 columns (8-byte loads). */
 const MOE_COMBINE_NORM_MOST_THREADS = 512;
 
 export interface MoeCombineNormArguments extends MoeCombineInputs {
@@ -32,13 +32,12 @@ export interface MoeCombineNormArguments extends MoeCombineInputs {
 /** x = bf16(x + combine(row)), out = zero-centred norm of x: the bits of moeCombine then addRmsNorm. */
 export function moeCombineAddRmsNorm(cuda: CudaContext, a: MoeCombineNormArguments, options: LaunchOptions = {}): void {
   requireRouting(a.rows, a.topK, a.experts);
-  requireCount(a.hidden, 'hidden');
-  if (normThreads(a.hidden) > MOE_COMBINE_NORM_MOST_THREADS) {
-    throw new DramaError(
-      'KERNEL_ARGUMENT_INVALID',
-      `the fused MoE combine and norm takes rows of at most ${4 * MOE_COMBINE_NORM_MOST_THREADS} columns, got ${a.hidden}`,
-      { kind: 'internal', param: 'hidden' },
-    );
+  requireCount(a.hidden, 'hidden', 4, 4 * MOE_COMBINE_NORM_MOST_THREADS);
+  if (a.hidden % 4 !== 0) {
+    throw new DramaError('KERNEL_ARGUMENT_INVALID', `hidden must be a multiple of 4, got ${a.hidden}`, {
+      kind: 'internal',
+      param: 'hidden',
+    });
   }
   if (a.out === a.x) {
     throw new DramaError('KERNEL_ARGUMENT_INVALID', 'the norm after a residual add cannot write over the residual', {
