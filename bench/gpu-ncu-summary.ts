@@ -4,7 +4,7 @@
 // Usage: tsx bench/gpu-ncu-summary.ts <output directory>
 import fs from 'node:fs';
 import path from 'node:path';
-import { kernelDurations, summariseSteps } from './support/ncu-csv.ts';
+import { kernelDurations, profiledBatches, summariseSteps } from './support/ncu-csv.ts';
 import { writeReport } from './support/output.ts';
 
 const directory = process.argv[2] ?? '.';
@@ -13,16 +13,9 @@ if (!fs.existsSync(file)) {
   console.log(`gpu-ncu-summary: no ${file} (run bench/ncu-step.sh first)`);
   process.exit(0);
 }
-/** bench/gpu-frames.ts opens the range around one step at its first and its last batch (DRAMA3_FRAMES_BATCHES). */
-function profiledBatches(): number[] {
-  const batches = (process.env.DRAMA3_FRAMES_BATCHES ?? '1,64').split(',').map((part) => Number(part.trim()));
-  const first = batches[0]!;
-  const last = batches.at(-1)!;
-  return first === last ? [first] : [first, last];
-}
-
 const durations = kernelDurations(fs.readFileSync(file, 'utf8'));
-const steps = summariseSteps(durations, profiledBatches());
+// bench/gpu-frames.ts opens the range around one step at its first and its last batch.
+const steps = summariseSteps(durations, profiledBatches(process.env.DRAMA3_FRAMES_BATCHES));
 for (const step of steps) {
   console.log(
     `\nbatch ${step.batch}: ${step.launches} kernels, ${(step.totalNanoseconds / 1e3).toFixed(1)} µs of kernel time summed`,

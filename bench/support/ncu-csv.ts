@@ -80,6 +80,18 @@ function summarise(batch: number, durations: readonly KernelDuration[]): StepSum
   return { batch, launches: durations.length, totalNanoseconds, kernels };
 }
 
+/**
+ * The batches whose steps bench/gpu-frames.ts profiles: the first and the last of DRAMA3_FRAMES_BATCHES (its text;
+ * unset or empty: 1 and 64), one step when they are the same batch.
+ */
+export function profiledBatches(framesBatches: string | undefined): number[] {
+  const text = framesBatches?.trim() || '1,64';
+  const batches = text.split(',').map((part) => Number(part.trim()));
+  const first = batches[0]!;
+  const last = batches.at(-1)!;
+  return first === last ? [first] : [first, last];
+}
+
 /** One summary per batch when the launches split evenly between them (each step records the same kernels). */
 export function summariseSteps(durations: readonly KernelDuration[], batches: readonly number[]): StepSummary[] {
   if (durations.length === 0) return [];

@@ -2,7 +2,7 @@
 // launches between the profiled steps.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { kernelDurations, summariseSteps } from '../../bench/support/ncu-csv.ts';
+import { kernelDurations, profiledBatches, summariseSteps } from '../../bench/support/ncu-csv.ts';
 
 const HEADER =
   '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"';
@@ -50,4 +50,17 @@ test('launches split evenly between the steps, each summed by kernel, largest fi
   assert.equal(second!.batch, 64);
   assert.equal(second!.totalNanoseconds, 21);
   assert.equal(summariseSteps(durations.slice(0, 5), [1, 64])[0]!.batch, 0, 'an uneven count is one summary');
+});
+
+test('the profiled steps are the first and last batch the frame bench ran, one step when they are the same', () => {
+  assert.deepEqual(profiledBatches(undefined), [1, 64]);
+  assert.deepEqual(profiledBatches(''), [1, 64]);
+  assert.deepEqual(profiledBatches('1'), [1]);
+  assert.deepEqual(profiledBatches('1, 8, 32'), [1, 32]);
+  // One profiled step of 4 launches is summed as one, not split in two.
+  const durations = [0, 1, 2, 3].map((id) => ({ id, name: 'k', nanoseconds: 1 }));
+  assert.deepEqual(
+    summariseSteps(durations, profiledBatches('1')).map((step) => [step.batch, step.launches]),
+    [[1, 4]],
+  );
 });
