@@ -96,7 +96,8 @@ export function moeGroupingBytes(rows: number, topK: number, experts: number) {
   };
 }
 
-function requireRouting(rows: number, topK: number, experts: number): void {
+/** The grouping's tables hold MOE_MAX_EXPERTS experts and MOE_MAX_TOP_K choices a row. */
+export function requireRouting(rows: number, topK: number, experts: number): void {
   requireCount(rows, 'rows');
   requireCount(experts, 'experts', 1, MOE_MAX_EXPERTS);
   requireCount(topK, 'topK', 1, Math.min(MOE_MAX_TOP_K, experts));

@@ -7,18 +7,17 @@
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
 import { KernelArguments } from '../kernelArguments.ts';
-import { type KernelName, type LaunchOptions, launch, requireCount } from './launch.ts';
+import { type KernelName, type LaunchOptions, launch } from './launch.ts';
 import {
   MOE_DOWN_WARPS,
   MOE_GEMM_THREADS,
-  MOE_MAX_EXPERTS,
-  MOE_MAX_TOP_K,
   type MoeFp8Weights,
   type MoeGrouping,
   moeMaxTiles,
   narrowDownSharedBytes,
   narrowGateUpSharedBytes,
   requireFp8Dimension,
+  requireRouting,
 } from './moe.ts';
 
 export const MOE_GATE_UP_FP8_ROUTED_KERNEL: KernelName = { family: 'moe_fp8', name: 'moe_gate_up_fp8_routed' };
@@ -36,8 +35,7 @@ interface RoutedGeometry {
 
 /** The grouping's tables hold 256 experts; the GEMMs' warps sum 1 to 4 blocks of 128 columns each. */
 function requireRoutedGeometry(a: RoutedGeometry): void {
-  requireCount(a.experts, 'experts', 1, MOE_MAX_EXPERTS);
-  requireCount(a.topK, 'topK', 1, Math.min(MOE_MAX_TOP_K, a.experts));
+  requireRouting(MOE_ROUTED_ROWS, a.topK, a.experts);
   requireFp8Dimension(a.hidden, 'hidden');
   requireFp8Dimension(a.intermediate, 'intermediate');
 }
