@@ -1,8 +1,9 @@
 // GPU bench of the MoE experts at the real geometry (H 2048, I 512, 256 FP8 experts, top-8): the grouping (as a
 // launch of its own; the backend groups in the router's launch), the grouped gate|up + SwiGLU, the grouped down
 // projection (quantising h itself), each on narrow tiles walking 1 and 4 weight groups and on wide tiles (their output
-// bytes compared), the combine and the four together (the launcher's choices), at 1 to 4096 rows, and the bf16
-// experts' gate|up and down. Each is timed
+// bytes compared), the combine and the four together (the launcher's choices), at 1 to 4096 rows, the one-row routed
+// launches the decode step runs (gate|up routing its row itself, down, and with the combine), and the bf16 experts'
+// gate|up and down. Each is timed
 // inside a captured graph that walks several routings in turn (at one row, 32 routings over disjoint experts, so the
 // 768 MB of weights stream from memory rather than L2), median of 21 replays. Prints the time, the bytes each step
 // moves (the routed experts' weights and scales, activations read, outputs written) and their rate beside the
@@ -23,7 +24,8 @@ import {
   moeGroupingBytes,
   moeGroupPairs,
 } from '../src/backend/cuda/ops/moe.ts';
-import { float32ToE4m3Bits } from '../src/numeric/dtypes.ts';
+import { moeDownFp8Routed, moeGateUpFp8Routed } from '../src/backend/cuda/ops/moeRouted.ts';
+import { float32ToBf16Bits, float32ToE4m3Bits } from '../src/numeric/dtypes.ts';
 import { DeviceBuffers, MiB, normalSample } from './support/device-buffers.ts';
 import { timeGraph } from './support/gpu-timing.ts';
 import { markdownTable, writeReport } from './support/output.ts';
@@ -73,6 +75,8 @@ const bf16Weights = {
 
 interface Routing {
   readonly ids: bigint;
+  /** bf16 router logits [rows, experts] whose top-k are this routing's ids (one row only; else 0). */
+  readonly logits: bigint;
   readonly weights: bigint;
   readonly grouping: MoeGrouping;
   readonly distinctExperts: number;
@@ -94,8 +98,16 @@ function makeRouting(rows: number, r: number): Routing {
     tiles: allocate(bytes.tiles, 'tiles').pointer,
     tileCount: allocate(bytes.tileCount, 'tile count').pointer,
   };
+  // One row: logits that route to exactly these ids (descending in choice order), the routed launches' input.
+  const logits = new Uint16Array(rows === 1 ? EXPERTS : 0);
+  if (rows === 1) {
+    ids.forEach((id, k) => {
+      logits[id] = float32ToBf16Bits(4 - k / 8);
+    });
+  }
   return {
     ids: upload(ids, 'ids').pointer,
+    logits: rows === 1 ? upload(logits, 'logits').pointer : 0n,
     weights: upload(new Float32Array(rows * TOP_K).fill(1 / TOP_K), 'weights').pointer,
     grouping,
     distinctExperts: new Set(ids).size,
@@ -124,6 +136,18 @@ function measureRows(rows: number, routingsCount: number) {
       moeDownFp8(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights, tiling, groupsWalked: walked }),
     gateUpBf16: (r: Routing) => moeGateUpBf16(cuda, { ...r.grouping, ...sizes, h, x, weights: bf16Weights }),
     downBf16: (r: Routing) => moeDownBf16(cuda, { ...r.grouping, ...sizes, y: expertOut, h, weights: bf16Weights }),
+    gateUpRouted: (r: Routing) =>
+      moeGateUpFp8Routed(cuda, {
+        ...r.grouping,
+        ...sizes,
+        h,
+        expertIds: r.ids,
+        expertWeights: r.weights,
+        logits: r.logits,
+        x,
+        weights,
+      }),
+    downRouted: (r: Routing) => moeDownFp8Routed(cuda, { ...sizes, y: expertOut, h, expertIds: r.ids, weights }),
     combine: (r: Routing) =>
       moeCombine(cuda, { out, expertOut, expertIds: r.ids, expertWeights: r.weights, sharedOut, sharedGate, ...sizes }),
   };
@@ -155,6 +179,28 @@ function measureRows(rows: number, routingsCount: number) {
     bytes: downBytes + distinct * DOWN_SCALE_BYTES + hBytes + expertOutBytes,
     weightBytes: downBytes,
   });
+  // The one-row launches the decode step runs: the router, quantiser and grouping inside gate|up; down from the ids.
+  const routedResults = () => ({
+    'gate|up, routed': {
+      microseconds: timeSteps(steps.gateUpRouted),
+      bytes: gateUpBytes + hBytes,
+      weightBytes: gateUpBytes,
+    },
+    'down, routed': {
+      microseconds: timeSteps(steps.downRouted),
+      bytes: downBytes + distinct * DOWN_SCALE_BYTES + hBytes + expertOutBytes,
+      weightBytes: downBytes,
+    },
+    'routed block': {
+      microseconds: timeSteps((r) => {
+        steps.gateUpRouted(r);
+        steps.downRouted(r);
+        steps.combine(r);
+      }),
+      bytes: gateUpBytes + downBytes + distinct * SCALE_BYTES,
+      weightBytes: gateUpBytes + downBytes,
+    },
+  });
   const results = {
     group: { microseconds: timeSteps(steps.group), bytes: 0, weightBytes: 0 },
     'gate|up, narrow, 1 group': gateUp('narrow', 1),
@@ -164,6 +210,7 @@ function measureRows(rows: number, routingsCount: number) {
     'down, narrow, 4 groups': down('narrow', 4),
     'down, wide': down('wide'),
     combine: { microseconds: timeSteps(steps.combine), bytes: 0, weightBytes: 0 },
+    ...(rows === 1 ? routedResults() : {}),
     block: {
       microseconds: timeSteps(block),
       bytes: gateUpBytes + downBytes + distinct * SCALE_BYTES,

@@ -2,20 +2,21 @@
 # One device call that measures and checks the tree's frame step: the PyTorch baseline first when its wheels are
 # carried (<prepared folder>/wheels/*.whl: fla-core and flash-linear-attention, bench/pytorch-frames.py), then the
 # frame bench at batches DRAMA3_FRAMES_BATCHES (default 1 and 64) with the baseline beside it, then contracts 1 to 3
-# on CUDA. Without a before folder the bench runs twice; with one (fatbins built from an earlier commit, carried
-# inside the prepared folder) it alternates that build with this one, twice each. The whole kernel contract takes a
-# call of its own (scripts/device/contract-parts.sh .carry/gpu OUT 6). Leaves at the top of <output dir>:
-# pytorch-frames.log (with wheels), variants.log, speech-model-contracts.log.
+# on CUDA. Without a before folder the bench runs twice; with one or more (fatbins built from an earlier commit or
+# another variant, carried inside the prepared folder, each named by its folder's name) it alternates them and this
+# build in turn, twice each. The whole kernel contract takes a call of its own (scripts/device/contract-parts.sh
+# .carry/gpu OUT 6). Leaves at the top of <output dir>: pytorch-frames.log (with wheels), variants.log,
+# speech-model-contracts.log.
 # Carry: DRAMA3_CARRY_ENTRIES=test/kernels/speech-model-contracts.test.ts,bench/gpu-frames.ts
-# Usage: bench/gpu-verify.sh <prepared folder> <output dir> [before folder]
+# Usage: bench/gpu-verify.sh <prepared folder> <output dir> [before folder]...
 set -uo pipefail
-if [ "$#" -lt 2 ] || [ "$#" -gt 3 ]; then
-  echo "usage: $0 <prepared folder> <output dir> [before folder]" >&2
+if [ "$#" -lt 2 ]; then
+  echo "usage: $0 <prepared folder> <output dir> [before folder]..." >&2
   exit 2
 fi
 prepared="$1"
 output="$2"
-before="${3:-}"
+shift 2
 here="$(dirname "${BASH_SOURCE[0]}")"
 mkdir -p "$output"
 status=0
@@ -29,9 +30,11 @@ if compgen -G "$prepared/wheels/*.whl" >/dev/null; then
   export DRAMA3_BASELINE_JSON="$output/baseline/pytorch-frames.json"
 fi
 
-if [ -n "$before" ]; then
-  bash "$here/gpu-variants.sh" "$prepared" "$output/v" bench/gpu-frames.ts "before $before" "after" \
-    "before $before" "after" || status=1
+if [ "$#" -gt 0 ]; then
+  round=()
+  for folder in "$@"; do round+=("$(basename "$folder") $folder"); done
+  round+=("after")
+  bash "$here/gpu-variants.sh" "$prepared" "$output/v" bench/gpu-frames.ts "${round[@]}" "${round[@]}" || status=1
 else
   bash "$here/gpu-variants.sh" "$prepared" "$output/v" bench/gpu-frames.ts "default" "default" || status=1
 fi
