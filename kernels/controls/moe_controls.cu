@@ -118,21 +118,21 @@ extern "C" __global__ void control_moe_combine_batched_order(bf16* out, const bf
 extern "C" __global__ void __launch_bounds__(THREADS)
     control_moe_routed_skips_last_block(bf16* h, int* expert_ids, float* expert_weights, int* pair_slots,
                                         int* expert_offsets, int* tiles, int* tile_count, const bf16* logits,
-                                        const bf16* x, const uint8_t* w, const float* w_scales, const uint8_t* down_w, int experts,
+                                        const bf16* x, const uint8_t* w, const float* w_scales, int experts,
                                         int top_k, int hidden, int intermediate, int max_tiles) {
   KERNEL_PROLOGUE();
   gate_up_fp8_routed<FAULT_NONE, 1>(h, expert_ids, expert_weights, pair_slots, expert_offsets, tiles, tile_count,
-                                    logits, x, w, w_scales, down_w, experts, top_k, hidden, intermediate, max_tiles);
+                                    logits, x, w, w_scales, experts, top_k, hidden, intermediate, max_tiles);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     control_moe_routed_offsets_inclusive(bf16* h, int* expert_ids, float* expert_weights, int* pair_slots,
                                          int* expert_offsets, int* tiles, int* tile_count, const bf16* logits,
-                                         const bf16* x, const uint8_t* w, const float* w_scales, const uint8_t* down_w, int experts,
+                                         const bf16* x, const uint8_t* w, const float* w_scales, int experts,
                                          int top_k, int hidden, int intermediate, int max_tiles) {
   KERNEL_PROLOGUE();
   gate_up_fp8_routed<FAULT_ONE_ROW_OFFSETS_INCLUSIVE, 0>(h, expert_ids, expert_weights, pair_slots, expert_offsets,
-                                                          tiles, tile_count, logits, x, w, w_scales, down_w, experts, top_k,
+                                                          tiles, tile_count, logits, x, w, w_scales, experts, top_k,
                                                           hidden, intermediate, max_tiles);
 }
 

@@ -4,11 +4,7 @@
 //                                       the GEMMs would skip the expert's last pair)          (accuracy: tiles exact)
 //   control_moe_group_expert_reversed   an expert's slots in descending instead of ascending slot order (counts,
 //                                       offsets and tiles right)                          (accuracy: pair_slots exact)
-//   control_moe_combine_add_norm_unrounded   moe_combine_add_rms_norm adding the combine's fp32 total to the residual,
-//                                       not its bf16 store (a rounding point skipped: close, but not the bits of
-//                                       moe_combine then add_rms_norm)                 (equivalence: byte for byte)
 
-#include "moe_combine.cuh"
 #include "moe_group.cuh"
 
 extern "C" __global__ void __launch_bounds__(GROUP_THREADS)
@@ -28,5 +24,3 @@ extern "C" __global__ void __launch_bounds__(GROUP_THREADS)
   group_pairs<FAULT_EXPERT_REVERSED, GROUP_WARPS>(pair_slots, expert_offsets, tiles, tile_count, expert_ids, rows, top_k, experts,
                                      tile_pairs, max_tiles);
 }
-
-MOE_COMBINE_ADD_RMS_NORM_KERNEL(control_moe_combine_add_norm_unrounded, bf16, true)

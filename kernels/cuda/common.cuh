@@ -25,18 +25,6 @@ __device__ __forceinline__ void wait_for_previous_grids() {
 #endif
 }
 
-// Asks for `bytes` of global memory (16-byte aligned, a multiple of 16) to be brought into L2, and returns at once:
-// a hint that loads no register and changes no result.
-__device__ __forceinline__ void prefetch_l2(const void* address, unsigned bytes) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(address), "r"(bytes) : "memory");
-#else
-  for (unsigned offset = 0; offset < bytes; offset += 128) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(address) + offset));
-  }
-#endif
-}
-
 #define KERNEL_PROLOGUE()       \
   do {                          \
     allow_dependent_launch();   \

@@ -51,11 +51,11 @@ extern "C" __global__ void __launch_bounds__(DOWN_THREADS, 2)
 extern "C" __global__ void __launch_bounds__(THREADS)
     moe_gate_up_fp8_routed(bf16* h, int* expert_ids, float* expert_weights, int* pair_slots, int* expert_offsets,
                            int* tiles, int* tile_count, const bf16* logits, const bf16* x, const uint8_t* w,
-                           const float* w_scales, const uint8_t* down_w, int experts, int top_k, int hidden, int intermediate,
+                           const float* w_scales, int experts, int top_k, int hidden, int intermediate,
                            int max_tiles) {
   KERNEL_PROLOGUE();
   gate_up_fp8_routed<FAULT_NONE, 0>(h, expert_ids, expert_weights, pair_slots, expert_offsets, tiles, tile_count,
-                                    logits, x, w, w_scales, down_w, experts, top_k, hidden, intermediate, max_tiles);
+                                    logits, x, w, w_scales, experts, top_k, hidden, intermediate, max_tiles);
 }
 
 // Its down GEMM (moe_fp8_routed.cuh): each choice's expert from the ids, the bits of moe_down_fp8.

@@ -6,9 +6,7 @@
 // group y. Its warp 0 routes the row (router.cuh's arithmetic: the same choices in every block) while warps 1 to 3
 // quantise the row into shared memory (quantize_block: the bytes and scales router_top_k_quantize writes); then every
 // warp loads its weights (the expert is known only then) and runs moe_fp8.cuh's gate|up groups. Block (0, 0)'s warp 0
-// writes the ids, the weights and the grouping's tables (group_one_row). Once routed, warp 0 asks L2 for the block's
-// gate|up weights and for its share of the expert's down weights (down_w), so moe_down_fp8_routed's loads meet L2:
-// hints only, no bit depends on them. Grid: top_k × 2I/16. Block: THREADS.
+// writes the ids, the weights and the grouping's tables (group_one_row). Grid: top_k × 2I/16. Block: THREADS.
 // BLOCKS_LEFT_OUT and FAULT are the contract's controls' planted faults (kernels/controls/moe_controls.cu).
 #pragma once
 #include "moe_fp8.cuh"
@@ -20,7 +18,7 @@ template <int FAULT, int BLOCKS_LEFT_OUT>
 __device__ __forceinline__ void gate_up_fp8_routed(bf16* h, int* expert_ids, float* expert_weights, int* pair_slots,
                                                    int* expert_offsets, int* tiles, int* tile_count,
                                                    const bf16* logits, const bf16* x_row, const uint8_t* w,
-                                                   const float* w_scales, const uint8_t* down_w, int experts, int top_k, int hidden,
+                                                   const float* w_scales, int experts, int top_k, int hidden,
                                                    int intermediate, int max_tiles) {
   extern __shared__ uint4 shared_words[];
   const int lane = threadIdx.x & 31;
@@ -35,14 +33,6 @@ __device__ __forceinline__ void gate_up_fp8_routed(bf16* h, int* expert_ids, flo
     const RouteChoice choice = choose_row(logits, experts, top_k);
     const int chosen = __shfl_sync(0xffffffffu, choice.expert, slot);
     if (lane == 0) block_expert = chosen;
-    if (lane == 0 && chosen >= 0 && chosen < experts) {
-      // Into L2 now, while the other warps may still quantise: this block's gate|up weights (its loads after the
-      // barrier meet L2) and its share of the expert's down weights (8·hidden bytes of the expert's hidden ×
-      // intermediate, one share a block of the choice), which moe_down_fp8_routed reads next.
-      prefetch_l2(w + ((long long)chosen * (2 * intermediate / 16) + blockIdx.y) * blocks * BLOCK_BYTES,
-                  blocks * BLOCK_BYTES);
-      prefetch_l2(down_w + (long long)chosen * hidden * intermediate + (long long)blockIdx.y * 8 * hidden, 8 * hidden);
-    }
     if (lane < TILE_PAIRS) slots[lane] = lane == 0 ? slot : -1;
     if (blockIdx.x == 0 && blockIdx.y == 0) {
       if (lane < top_k) {

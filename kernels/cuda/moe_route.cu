@@ -21,14 +21,9 @@
 //   The sum runs in fp64 in the cpu reference's order (src/backend/cpu/moe-block.ts: ascending expert id, weights
 //   rounded to bf16, products of bf16 values exact in fp64), then rounds fp64 → fp32 → bf16 as the cpu's bf16 mode
 //   stores it. A row with an expert id out of range is NaN. No atomics: each output element is one thread's sum.
-//
-// moe_combine_add_rms_norm (one block per row, the threads of the add_rms_norm launch for `hidden`, at most 512): the
-// combine above (4 columns a thread, the same sums), each element rounded to bf16 as moe_combine stores it and staged
-// in shared memory, then rms_norm.cu's residual add and zero-centred norm of the staged row (x = bf16(x + combined)
-// written back, out = norm(x)), so x and out have the bits of moe_combine then add_rms_norm in one launch instead of
-// two; the combined row itself is not stored. out must not alias x.
-#include "moe_combine.cuh"
 #include "moe_group.cuh"
+
+#define MAX_TOP_K 16
 
 extern "C" __global__ void __launch_bounds__(GROUP_THREADS)
     moe_group_pairs(int* pair_slots, int* expert_offsets, int* tiles, int* tile_count, const int* expert_ids,
@@ -50,18 +45,59 @@ extern "C" __global__ void __launch_bounds__(COMBINE_THREADS)
   __shared__ int order[MAX_TOP_K];
   __shared__ int row_valid;
   if (threadIdx.x == 0) {
-    order_row_ranks(order, &row_valid, expert_ids + row * top_k, top_k, experts);
+    int ids[MAX_TOP_K];
+    bool valid = true;
+#pragma unroll
+    for (int k = 0; k < MAX_TOP_K; k++) ids[k] = k < top_k ? expert_ids[row * top_k + k] : 0;
+#pragma unroll
+    for (int k = 0; k < MAX_TOP_K; k++) {
+      if (k < top_k) {
+        int position = 0;
+#pragma unroll
+        for (int other = 0; other < MAX_TOP_K; other++) {
+          if (other < top_k && (ids[other] < ids[k] || (ids[other] == ids[k] && other < k))) position++;
+        }
+        valid = valid && ids[k] >= 0 && ids[k] < experts;
+        order[position] = k;
+      }
+    }
+    row_valid = valid;
   }
   __syncthreads();
   const bool valid = row_valid != 0;
-  const double scale = shared_expert_scale(shared_gate[row]);
+  const double gate = (double)to_float(shared_gate[row]);
+  const double scale = 1.0 / (1.0 + exp(-gate));
   for (int column = threadIdx.x * 8; column < hidden; column += COMBINE_THREADS * 8) {
-    float totals[8];
-    combine_totals(totals, y + row * top_k * hidden, expert_weights + row * top_k, order, shared + row * hidden, scale,
-                   valid, top_k, hidden, column);
-    *reinterpret_cast<uint4*>(out + row * hidden + column) = to_bf16_chunk(totals);
+    // Every rank's weight and chunk requested before the first is added, so the loads are in flight together.
+    float weights[MAX_TOP_K];
+    uint4 chunks[MAX_TOP_K];
+#pragma unroll
+    for (int j = 0; j < MAX_TOP_K; j++) {
+      if (j < top_k) {
+        const int k = order[j];
+        weights[j] = expert_weights[row * top_k + k];
+        chunks[j] = *reinterpret_cast<const uint4*>(y + (row * top_k + k) * hidden + column);
+      }
+    }
+    const uint4 shared_chunk = *reinterpret_cast<const uint4*>(shared + row * hidden + column);
+    double sums[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+#pragma unroll
+    for (int j = 0; j < MAX_TOP_K; j++) {
+      if (j < top_k) {
+        const double weight = (double)to_float(to_bf16(weights[j]));
+        const bf16* values = reinterpret_cast<const bf16*>(&chunks[j]);
+#pragma unroll
+        for (int i = 0; i < 8; i++) sums[i] += weight * (double)to_float(values[i]);
+      }
+    }
+    const bf16* shared_values = reinterpret_cast<const bf16*>(&shared_chunk);
+    uint4 result;
+    bf16* result_values = reinterpret_cast<bf16*>(&result);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      const double total = valid ? sums[i] + scale * (double)to_float(shared_values[i]) : (double)NAN;
+      result_values[i] = to_bf16(__double2float_rn(total));
+    }
+    *reinterpret_cast<uint4*>(out + row * hidden + column) = result;
   }
 }
-
-MOE_COMBINE_ADD_RMS_NORM_KERNEL(moe_combine_add_rms_norm_bf16, bf16, false)
-MOE_COMBINE_ADD_RMS_NORM_KERNEL(moe_combine_add_rms_norm_f32_weight_bf16, float, false)

@@ -22,8 +22,7 @@
     wait_for_previous_grids();                                                                                      \
     const long long row = blockIdx.x;                                                                               \
     if (row >= rows) return;                                                                                        \
-    const bf16* source_row = source + row * cols;                                                                   \
-    add_rms_norm_row(out + row * cols, x + row * cols, source_row, weight, cols, eps, early);                       \
+    add_rms_norm_row(out + row * cols, x + row * cols, source + row * cols, weight, cols, eps, early);              \
   }
 
 #define RMS_NORM_KERNEL(ENTRY, WEIGHT)                                                                              \

@@ -96,10 +96,9 @@ __device__ __forceinline__ void rms_norm_row(bf16* out, const Row& x, const bf16
 }
 
 // The residual add and the norm of its rounded sum: each thread uses only the sums it computed itself, kept in
-// registers between the two passes when the row fits one pass (as the launchers size it), else read back. `source`
-// is a bf16 row, or any row element_at reads (the MoE combine's, moe_combine.cuh).
-template <typename Source, typename Weight>
-__device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const Source& source, const Weight* weight,
+// registers between the two passes when the row fits one pass (as the launchers size it), else read back.
+template <typename Weight>
+__device__ __forceinline__ void add_rms_norm_row(bf16* out, bf16* x, const bf16* source, const Weight* weight,
                                                  int cols, float eps, const PassWeights& early) {
   __shared__ float scratch[32];
   const int stride = blockDim.x;

@@ -58,17 +58,6 @@ export interface MoeWeights<B> {
 }
 
 /** An attention block's scalar shape: heads, head dim, partial RoPE, the output gate and the q/k norms' eps. */
-/**
- * The residual add and zero-centred norm that read a block's output: addZeroCentredRmsNorm(residual, block output,
- * weight, out, rows, hidden, eps), run by the block's own call.
- */
-export interface ResidualNorm<B> {
-  readonly residual: B;
-  readonly weight: Tensor<B>;
-  readonly out: B;
-  readonly eps: number;
-}
-
 export interface AttentionGeometry {
   readonly heads: number;
   readonly keyValueHeads: number;
@@ -256,11 +245,7 @@ export interface Backend<B> {
   ): void;
   /** T rows through Gated DeltaNet, each sequence carrying its slot's state; out [T, H]. */
   deltaNet(weights: DeltaNetWeights<B>, x: B, slab: DeltaNetSlab<B>, tables: CallTables<B>, out: B, rows: number): void;
-  /**
-   * The MoE block of `rows` rows, out [T, H]. With `then`, the residual add and norm that read `out` follow in the
-   * same call, with the bits of moe then addZeroCentredRmsNorm; `out` is then scratch the call may leave unwritten.
-   */
-  moe(weights: MoeWeights<B>, x: B, out: B, rows: number, then?: ResidualNorm<B>): void;
+  moe(weights: MoeWeights<B>, x: B, out: B, rows: number): void;
   swiGlu(weights: SwiGluWeights<B>, x: B, out: B, rows: number): void;
   /**
    * Draws `main` for each of `batch` lanes from logits [B, N] (candidate ids [N]; indices < semanticCount are

@@ -143,8 +143,7 @@ export class Backbone<B> {
     const count = rows * hidden;
     const layerInput = this.pool.get('layerInput', count);
     const layerOutput = this.pool.get('layerOutput', count);
-    // Each residual add runs with the norm that reads its sum (the next layer's input norm, or the final norm); the
-    // MoE block runs the one after it in its own call.
+    // Each residual add runs with the norm that reads its sum (the next layer's input norm, or the final norm).
     const first = this.layers[0];
     if (first === undefined) backend.zeroCentredRmsNorm(x, this.finalNorm, normed, rows, hidden, eps);
     else backend.zeroCentredRmsNorm(x, first.inputNorm, layerInput, rows, hidden, eps);
@@ -153,12 +152,10 @@ export class Backbone<B> {
         backend.attention(layer.attention, layerInput, slabs.keyValues[index]!, tables, layerOutput, rows);
       else backend.deltaNet(layer.deltaNet!, layerInput, slabs.deltaNets[index]!, tables, layerOutput, rows);
       backend.addZeroCentredRmsNorm(x, layerOutput, layer.postNorm, layerInput, rows, hidden, eps);
+      backend.moe(layer.moe, layerInput, layerOutput, rows);
       const next = this.layers[index + 1];
-      const then =
-        next === undefined
-          ? { residual: x, weight: this.finalNorm, out: normed, eps }
-          : { residual: x, weight: next.inputNorm, out: layerInput, eps };
-      backend.moe(layer.moe, layerInput, layerOutput, rows, then);
+      if (next === undefined) backend.addZeroCentredRmsNorm(x, layerOutput, this.finalNorm, normed, rows, hidden, eps);
+      else backend.addZeroCentredRmsNorm(x, layerOutput, next.inputNorm, layerInput, rows, hidden, eps);
       observe?.(index, x);
     });
   }

@@ -2,8 +2,7 @@
 // FP8 experts (hidden 512, intermediate 512, 8 experts top-2) and bf16 experts (hidden 512, intermediate 256), at 1,
 // 7 and 33 rows, with a BlockContext whose linear is the repository's bf16 GEMM. The outputs must agree within a
 // few bf16 roundings (relative L2); the same call captured in a CUDA graph after the first must replay the same
-// bytes (so nothing in the block reads back or synchronises); the call with the residual add and norm after it must
-// write the bytes addRmsNorm writes from the block's own output. Skips, saying why, where there is no CUDA device.
+// bytes (so nothing in the block reads back or synchronises). Skips, saying why, where there is no CUDA device.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CpuBackend } from '../../src/backend/cpu/backend.ts';
@@ -16,7 +15,6 @@ import { CapturedGraph } from '../../src/backend/cuda/graph.ts';
 import type { Allocation } from '../../src/backend/cuda/memory.ts';
 import { runMoe } from '../../src/backend/cuda/moe-block.ts';
 import { gemm, gemmWorkspaceBytes } from '../../src/backend/cuda/ops/gemm.ts';
-import { addRmsNorm } from '../../src/backend/cuda/ops/rmsNorm.ts';
 import { DeviceScratch } from '../../src/backend/cuda/scratch.ts';
 import type { CudaBuffer } from '../../src/backend/cuda/tensors.ts';
 import type { HostElements, MoeWeights, SwiGluWeights, Tensor } from '../../src/backend/types.ts';
@@ -136,48 +134,6 @@ function relativeError(actual: Float64Array, expected: ArrayLike<number>): numbe
   return Math.sqrt(difference / norm);
 }
 
-/**
- * The block with the residual add and norm after it (`then`, one launch with the combine) against addRmsNorm on the
- * block's own output: the residual and the normed rows byte for byte.
- */
-function residualNormAgrees(
-  label: string,
-  ctx: BlockContext,
-  weights: MoeWeights<CudaBuffer>,
-  x: CudaBuffer,
-  out: CudaBuffer,
-  combined: Uint16Array,
-  random: Random,
-  rows: number,
-  hidden: number,
-): void {
-  const bits = (values: () => number, count: number) =>
-    Uint16Array.from({ length: count }, () => float32ToBf16Bits(values()));
-  const residual = bits(() => random.normal(), rows * hidden);
-  const normWeight = upload({ dtype: 'bf16', shape: [hidden], data: bits(() => 0.1 * random.normal(), hidden) }).data;
-  const buffer = (data: Uint16Array) => upload({ dtype: 'bf16', shape: [rows, hidden], data }).data;
-  const [fusedSum, fusedNormed, twoSum, twoNormed] = [
-    residual,
-    new Uint16Array(rows * hidden),
-    residual,
-    new Uint16Array(rows * hidden),
-  ].map(buffer);
-  const norm = { weight: normWeight.pointer, weightDtype: 'bf16' as const, eps: 1e-6 };
-  runMoe(ctx, weights, x, out, rows, { ...norm, x: fusedSum!.pointer, out: fusedNormed!.pointer });
-  const source = buffer(combined);
-  addRmsNorm(cuda, {
-    ...norm,
-    x: twoSum!.pointer,
-    out: twoNormed!.pointer,
-    source: source.pointer,
-    rows,
-    cols: hidden,
-  });
-  const read = (b: CudaBuffer) => cuda.download(b.pointer, new Uint16Array(rows * hidden));
-  assert.deepEqual(read(fusedSum!), read(twoSum!), `${label}: the residual after the fused add differs`);
-  assert.deepEqual(read(fusedNormed!), read(twoNormed!), `${label}: the fused norm differs from addRmsNorm's`);
-}
-
 function compare(label: string, hidden: number, intermediate: number, fp8: boolean): void {
   const random = new Random(2026);
   const host = hostMoe(random, hidden, intermediate, fp8);
@@ -209,7 +165,6 @@ function compare(label: string, hidden: number, intermediate: number, fp8: boole
     console.log(`${label} ${rows} rows: relative error ${error.toExponential(2)} against the cpu`);
     assert.ok(error <= RELATIVE_BOUND, `${label} ${rows} rows: relative error ${error} over ${RELATIVE_BOUND}`);
     assert.deepEqual(replayed, direct, `${label} ${rows} rows: the graph replay differs from the direct call`);
-    residualNormAgrees(`${label} ${rows} rows`, ctx, deviceWeights, x, out, direct, random, rows, hidden);
   }
   scratch.release();
 }

@@ -16,7 +16,6 @@ import type {
   LinearWeight,
   MoeWeights,
   PendingIntegers,
-  ResidualNorm,
   SamplerState,
   SwiGluWeights,
   Tensor,
@@ -343,18 +342,8 @@ export class CpuBackend implements Backend<CpuBuffer> {
     runDeltaNet(policy, scratch, deltaRule, weights, x as FloatArray, slab, tables, out as FloatArray, rows);
   }
 
-  moe(
-    weights: MoeWeights<CpuBuffer>,
-    x: CpuBuffer,
-    out: CpuBuffer,
-    rows: number,
-    then?: ResidualNorm<CpuBuffer>,
-  ): void {
+  moe(weights: MoeWeights<CpuBuffer>, x: CpuBuffer, out: CpuBuffer, rows: number): void {
     runMoe(this.policy, this.scratch, weights, x as FloatArray, out as FloatArray, rows);
-    if (then !== undefined) {
-      const hidden = weights.router.shape[1]!;
-      this.addZeroCentredRmsNorm(then.residual, out, then.weight, then.out, rows, hidden, then.eps);
-    }
   }
 
   swiGlu(weights: SwiGluWeights<CpuBuffer>, x: CpuBuffer, out: CpuBuffer, rows: number): void {

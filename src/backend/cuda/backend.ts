@@ -17,7 +17,6 @@ import type {
   LinearWeight,
   MoeWeights,
   PendingIntegers,
-  ResidualNorm,
   SamplerState,
   StepGraphStats,
   SwiGluWeights,
@@ -553,20 +552,8 @@ export class CudaBackend implements Backend<CudaBuffer> {
     runDeltaNet(this.blocks, weights, x, slab, tables, out, rows);
   }
 
-  moe(
-    weights: MoeWeights<CudaBuffer>,
-    x: CudaBuffer,
-    out: CudaBuffer,
-    rows: number,
-    then?: ResidualNorm<CudaBuffer>,
-  ): void {
-    if (then === undefined) {
-      runMoe(this.blocks, weights, x, out, rows);
-      return;
-    }
-    const hidden = weights.router.shape[1]!;
-    const norm = this.normArguments(then.residual, then.weight, then.out, rows, hidden, then.eps);
-    runMoe(this.blocks, weights, x, out, rows, norm);
+  moe(weights: MoeWeights<CudaBuffer>, x: CudaBuffer, out: CudaBuffer, rows: number): void {
+    runMoe(this.blocks, weights, x, out, rows);
   }
 
   swiGlu(weights: SwiGluWeights<CudaBuffer>, x: CudaBuffer, out: CudaBuffer, rows: number): void {

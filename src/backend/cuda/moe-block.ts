@@ -8,8 +8,7 @@
 //   expert id with bf16 weights, adds sigmoid(gate) · shared, in fp64, and rounds fp64 → fp32 → bf16 (moe_route.cu).
 //   With FP8 experts: the shared expert's gate|up (with the router's and its gate's logits) and SwiGLU; then its down
 //   projection on the side stream beside router + quantiser + grouping, gate|up, down (CudaContext.alongside); then
-//   the combine, which with the residual add and norm after the block (`then`) runs them in its own launch
-//   (moe_combine_add_rms_norm). Each fused launch writes the bits of the separate ones it replaced (the same device functions,
+//   the combine. Each fused launch writes the bits of the separate ones it replaced (the same device functions,
 //   integer tables, the same quantiser), and the side stream changes no launch's inputs, so no bit.
 // Where the device differs from the cpu below a bf16 rounding: the softmax's exp and sums are fp32 (the cpu's are
 // fp64, each probability then rounded to fp32), the renormalised weights are fp32 quotients, and the expert GEMMs
@@ -19,13 +18,10 @@
 import { DramaError } from '../../errors.ts';
 import type { MoeWeights } from '../types.ts';
 import type { BlockContext } from './block-context.ts';
-import type { DevicePointer } from './driver.ts';
 import { type PackedExperts, packExperts } from './moe-experts.ts';
 import { type MoeGeometry, moeGeometry } from './moe-geometry.ts';
 import { moeCombine, moeExpertsBf16, moeExpertsFp8, moeGroupingBytes } from './ops/moe.ts';
-import { moeCombineAddRmsNorm } from './ops/moeCombineNorm.ts';
 import { MOE_ROUTED_ROWS, moeDownFp8Routed, moeGateUpFp8Routed } from './ops/moeRouted.ts';
-import type { NormWeightDtype } from './ops/rmsNorm.ts';
 import { type RouterGrouping, routerTopK } from './ops/router.ts';
 import { routerTopKQuantize } from './ops/routerQuantize.ts';
 import { swiGluHidden } from './swiglu-block.ts';
@@ -76,22 +72,12 @@ function groupingScratch(ctx: BlockContext, rows: number, g: MoeGeometry): Route
   };
 }
 
-/** The residual add and norm after the block (pointers checked by the backend): x = bf16(x + out), out = norm(x). */
-export interface MoeResidualNorm {
-  readonly x: DevicePointer;
-  readonly out: DevicePointer;
-  readonly weight: DevicePointer;
-  readonly weightDtype: NormWeightDtype;
-  readonly eps: number;
-}
-
 export function runMoe(
   ctx: BlockContext,
   weights: MoeWeights<CudaBuffer>,
   x: CudaBuffer,
   out: CudaBuffer,
   rows: number,
-  then?: MoeResidualNorm,
 ): void {
   const { geometry: g, packed } = ctx.prepared(weights, 'moe', (): PreparedMoe => {
     const geometry = moeGeometry(weights);
@@ -157,8 +143,5 @@ export function runMoe(
   // the routed experts (its GEMM's workspace is the linears' own, which the routed kernels never touch), and the
   // combine waits for both.
   cuda.alongside(() => ctx.linear(sharedHidden, weights.shared.down, sharedOut, rows), routedExperts);
-  // With the residual add and norm after the block, the combine hands each element to them: one launch for two, the
-  // same bits (the geometry's hidden of at most 2048 fits its block).
-  if (then === undefined) moeCombine(cuda, common);
-  else moeCombineAddRmsNorm(cuda, { ...common, ...then });
+  moeCombine(cuda, common);
 }

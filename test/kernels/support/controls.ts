@@ -38,7 +38,6 @@ import {
   moeGateUpFp8WideCase,
   moeGroupingCase,
 } from './moeCases.ts';
-import { moeCombineAddNormCase } from './moeCombineNormCases.ts';
 import { moeGatherWordsCase, moePackCase } from './moePackCases.ts';
 import { moeGateUpFp8RoutedCase } from './moeRoutedCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
@@ -379,11 +378,6 @@ function deltaNetAndMoeControls(): Control[] {
       description: "skipped pair: the wide-tile down GEMM never writes a wide tile's last pair",
       kernelCase: moeDownFp8WideCase,
       kernel: { family: 'moe_controls', name: 'control_moe_down_wide_skips_last_pair' },
-    },
-    {
-      description: 'wrong rounding point: the MoE combine hands the residual add its fp32 total, not its bf16 store',
-      kernelCase: moeCombineAddNormCase,
-      kernel: { family: 'moe_route_controls', name: 'control_moe_combine_add_norm_unrounded' },
     },
     {
       description: "off-by-one count: the MoE grouping's last tile of each expert holds one pair fewer",

@@ -51,7 +51,6 @@ import {
   moeGateUpFp8WideCase,
   moeGroupingCase,
 } from './moeCases.ts';
-import { moeCombineAddNormCase } from './moeCombineNormCases.ts';
 import { moeGatherWordsCase, moePackCase } from './moePackCases.ts';
 import { moeGateUpFp8RoutedCase } from './moeRoutedCases.ts';
 import { quantizeE4m3Case } from './quantizeCases.ts';
@@ -102,7 +101,6 @@ export const kernelCases: readonly KernelCase[] = [
   moeGateUpFp8WideCase,
   moeDownFp8WideCase,
   moeCombineCase,
-  moeCombineAddNormCase,
   moeBlockFp8Case,
   moeBlockBf16Case,
   moePackCase,

@@ -277,22 +277,20 @@ function moeDownFp8Wide(cuda: CudaContext, a: DownArguments, options: LaunchOpti
   launch(cuda, MOE_DOWN_FP8_WIDE_KERNEL, { grid, block: [WIDE_DOWN_THREADS, 1, 1], sharedBytes }, args, options);
 }
 
-/** The combine's inputs: each slot's expert output, the row's ids and weights, the shared expert and its gate logit. */
-export interface MoeCombineInputs {
-  readonly expertOut: DevicePointer;
-  readonly expertIds: DevicePointer;
-  readonly expertWeights: DevicePointer;
-  readonly sharedOut: DevicePointer;
-  readonly sharedGate: DevicePointer;
-  readonly rows: number;
-  readonly topK: number;
-  readonly experts: number;
-  readonly hidden: number;
-}
-
 export function moeCombine(
   cuda: CudaContext,
-  a: MoeCombineInputs & { readonly out: DevicePointer },
+  a: {
+    out: DevicePointer;
+    expertOut: DevicePointer;
+    expertIds: DevicePointer;
+    expertWeights: DevicePointer;
+    sharedOut: DevicePointer;
+    sharedGate: DevicePointer;
+    rows: number;
+    topK: number;
+    experts: number;
+    hidden: number;
+  },
   options: LaunchOptions = {},
 ): void {
   requireRouting(a.rows, a.topK, a.experts);

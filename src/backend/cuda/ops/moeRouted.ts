@@ -1,8 +1,7 @@
 // Launchers for the FP8 experts of a one-row call (kernels/cuda/moe_fp8_routed.cuh). moe_gate_up_fp8_routed: the
 // router, x's e4m3 quantisation, the grouping by expert and the gate|up + SwiGLU in one launch, with the bits of
 // routerTopKQuantize followed by moeGateUpFp8; it writes h, the ids, the weights and the grouping's tables (x's quantised
-// copy stays in the kernel's shared memory), one block a choice and a 16-row weight group; it also asks L2 for the
-// down weights of its experts, which the next launch reads. moe_down_fp8_routed: the
+// copy stays in the kernel's shared memory), one block a choice and a 16-row weight group. moe_down_fp8_routed: the
 // down GEMM taking each choice's expert from the ids (no table read before h's row is requested), with the bits of
 // moeDownFp8.
 import type { CudaContext } from '../context.ts';
@@ -56,7 +55,7 @@ export function moeGateUpFp8Routed(
 ): void {
   requireRoutedGeometry(a);
   const sharedBytes = narrowGateUpSharedBytes(a.hidden);
-  const args = new KernelArguments(17)
+  const args = new KernelArguments()
     .pointer(a.h)
     .pointer(a.expertIds)
     .pointer(a.expertWeights)
@@ -68,7 +67,6 @@ export function moeGateUpFp8Routed(
     .pointer(a.x)
     .pointer(a.weights.gateUp)
     .pointer(a.weights.gateUpScales)
-    .pointer(a.weights.down)
     .int32(a.experts)
     .int32(a.topK)
     .int32(a.hidden)

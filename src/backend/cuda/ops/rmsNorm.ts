@@ -50,7 +50,7 @@ function weightDtype(a: { readonly weightDtype?: NormWeightDtype }): NormWeightD
 }
 
 /** Threads a norm launch gives a row of `cols` (four columns a thread): its sum of squares' order depends on it. */
-export function normThreads(cols: number): number {
+function normThreads(cols: number): number {
   return roundUpToWarp(Math.ceil(cols / 4));
 }
 
