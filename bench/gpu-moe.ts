@@ -82,6 +82,15 @@ interface Routing {
   readonly distinctExperts: number;
 }
 
+/** One row's bf16 router logits whose top-k are `ids`, descending in choice order: the routed launches' input. */
+function logitsChoosing(ids: Int32Array): Uint16Array {
+  const logits = new Uint16Array(EXPERTS);
+  ids.forEach((id, k) => {
+    logits[id] = float32ToBf16Bits(4 - k / 8);
+  });
+  return logits;
+}
+
 /** Routing r of `rows` rows: at one row experts 8r..8r+7 (disjoint across routings), else random distinct ids. */
 function makeRouting(rows: number, r: number): Routing {
   const ids = new Int32Array(rows * TOP_K);
@@ -98,16 +107,9 @@ function makeRouting(rows: number, r: number): Routing {
     tiles: allocate(bytes.tiles, 'tiles').pointer,
     tileCount: allocate(bytes.tileCount, 'tile count').pointer,
   };
-  // One row: logits that route to exactly these ids (descending in choice order), the routed launches' input.
-  const logits = new Uint16Array(rows === 1 ? EXPERTS : 0);
-  if (rows === 1) {
-    ids.forEach((id, k) => {
-      logits[id] = float32ToBf16Bits(4 - k / 8);
-    });
-  }
   return {
     ids: upload(ids, 'ids').pointer,
-    logits: rows === 1 ? upload(logits, 'logits').pointer : 0n,
+    logits: rows === 1 ? upload(logitsChoosing(ids), 'logits').pointer : 0n,
     weights: upload(new Float32Array(rows * TOP_K).fill(1 / TOP_K), 'weights').pointer,
     grouping,
     distinctExperts: new Set(ids).size,
