@@ -7,6 +7,8 @@
 # build in turn, twice each. The whole kernel contract takes a call of its own (scripts/device/contract-parts.sh
 # .carry/gpu OUT 6). Leaves at the top of <output dir>: pytorch-frames.log (with wheels), variants.log,
 # speech-model-contracts.log.
+# DRAMA3_REQUIRE_GPU=<name part> (e.g. H200): on a machine whose first GPU's name lacks it, runs nothing and exits 3,
+# so a call lent another card than the one a figure is for costs seconds, not the whole run.
 # Carry: DRAMA3_CARRY_ENTRIES=test/kernels/speech-model-contracts.test.ts,bench/gpu-frames.ts
 # Usage: bench/gpu-verify.sh <prepared folder> <output dir> [before folder]...
 set -uo pipefail
@@ -19,6 +21,13 @@ output="$2"
 shift 2
 here="$(dirname "${BASH_SOURCE[0]}")"
 mkdir -p "$output"
+if [ -n "${DRAMA3_REQUIRE_GPU:-}" ]; then
+  card="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+  if [[ "$card" != *"$DRAMA3_REQUIRE_GPU"* ]]; then
+    echo "DRAMA3_REQUIRE_GPU=$DRAMA3_REQUIRE_GPU but this machine's GPU is '${card:-none}': nothing run" | tee "$output/card.log"
+    exit 3
+  fi
+fi
 status=0
 export DRAMA3_FRAMES_BATCHES="${DRAMA3_FRAMES_BATCHES:-1,64}"
 
