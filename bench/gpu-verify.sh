@@ -7,8 +7,8 @@
 # build in turn, twice each. The whole kernel contract takes a call of its own (scripts/device/contract-parts.sh
 # .carry/gpu OUT 6). Leaves at the top of <output dir>: pytorch-frames.log (with wheels), variants.log,
 # speech-model-contracts.log.
-# DRAMA3_REQUIRE_GPU=<name part> (e.g. H200): on a machine whose first GPU's name lacks it, runs nothing and exits 3,
-# so a call lent another card than the one a figure is for costs seconds, not the whole run.
+# DRAMA3_REQUIRE_GPU=<name part> (e.g. H200): on a machine whose first GPU's name lacks it, runs nothing, says so in
+# card.log and exits 3, so a call lent another card than the one a figure is for costs seconds, not the whole run.
 # Carry: DRAMA3_CARRY_ENTRIES=test/kernels/speech-model-contracts.test.ts,bench/gpu-frames.ts
 # Usage: bench/gpu-verify.sh <prepared folder> <output dir> [before folder]...
 set -uo pipefail
