@@ -6,8 +6,9 @@ import { test } from 'node:test';
 import koffi from 'koffi';
 import {
   attention,
+  attentionGroupedSharedBytes,
+  attentionPerRowSharedBytes,
   attentionPrepare,
-  attentionSharedBytes,
   attentionSpreadBlocks,
   attentionWorkspaceBytes,
 } from '../../src/backend/cuda/ops/attention.ts';
@@ -26,8 +27,9 @@ test('a call of at most 64 rows spreads its splits over blocks and folds them in
     launched.map((launch) => launch.name),
     ['attention_bf16_d256', 'attention_combine_bf16_d256'],
   );
-  // 20 splits dealt to ceil(2048 / (64 · 2)) = 16 blocks per row and head; K and V tiles of 64 × 256 bf16.
-  assert.deepEqual(launched[0]!.shape, { grid: [64, 2, 16], block: [256, 1, 1], sharedBytes: 65536 });
+  // 20 splits dealt to ceil(2048 / (64 · 2)) = 16 blocks per row and head, two warps a query head; K and V tiles of
+  // 64 × 256 bf16, then 8 pairs' exchange of 66 floats.
+  assert.deepEqual(launched[0]!.shape, { grid: [64, 2, 16], block: [512, 1, 1], sharedBytes: 65536 + 2112 });
   assert.deepEqual(launched[1]!.shape, { grid: [64, 2, 1], block: [256, 1, 1] });
   assert.equal(int32At(launched[0]!, 14), 20, 'max splits = ceil(5000 / 256)');
   assert.equal(floatAt(launched[0]!, 15), 1 / 16, 'scale 1/sqrt(256)');
@@ -60,7 +62,7 @@ test('a larger call runs the grouped kernel, 4 rows a block, folds on chip and n
   // Tiles 2 · 64 · 64 bf16, then 4 rows' fold states of (64/32 + 2) floats for each of 64 threads.
   assert.deepEqual(launched[0]!.shape, { grid: [17, 3, 1], block: [64, 1, 1], sharedBytes: 16384 + 4096 });
   assert.deepEqual(launched[1]!.shape, { grid: [65, 2, 1], block: [256, 1, 1], sharedBytes: 65536 + 40960 });
-  assert.equal(attentionSharedBytes(4, 256, 8), 106496);
+  assert.equal(attentionGroupedSharedBytes(256, 8), 106496);
   assert.equal(int32At(launched[0]!, 16), 1, 'fold on');
   assert.equal(attentionWorkspaceBytes(65, geometry), 0);
 });
@@ -74,10 +76,11 @@ test('a larger call asked for one row a block runs the per-row kernel folding on
     ['attention_bf16_d256', 'attention_bf16_d256', 'attention_combine_bf16_d256'],
     'calls of at most 64 rows spread whatever rowsPerBlock says',
   );
-  // Tiles, then one row's fold state of (256/32 + 2) floats for each of 256 threads.
-  assert.deepEqual(launched[0]!.shape, { grid: [257, 2, 1], block: [256, 1, 1], sharedBytes: 65536 + 10240 });
+  // Tiles, the 8 pairs' exchange, then one row's fold state of (256/64 + 2) floats for each of 512 threads.
+  assert.deepEqual(launched[0]!.shape, { grid: [257, 2, 1], block: [512, 1, 1], sharedBytes: 65536 + 2112 + 12288 });
   assert.equal(int32At(launched[0]!, 16), 1, 'fold on');
-  assert.equal(attentionSharedBytes(0, 256, 8), 65536);
+  assert.equal(attentionPerRowSharedBytes(false, 256, 8), 65536 + 2112);
+  assert.equal(attentionPerRowSharedBytes(true, 64, 1), 16384 + 264 + 768);
 });
 
 test("a spread call asked for fewer heads a block deals each KV head's query heads to more blocks", () => {
@@ -85,11 +88,11 @@ test("a spread call asked for fewer heads a block deals each KV head's query hea
   attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 1, headsPerBlock: 2 });
   attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 7, headsPerBlock: 8 });
   attention(cuda, { ...geometry, ...buffers, workspace: 0n, rows: 65, headsPerBlock: 1 });
-  // 2 KV heads × 4 blocks of 2 warps; the combine keeps a block of the whole group per KV head.
-  assert.deepEqual(launched[0]!.shape, { grid: [1, 8, 2], block: [64, 1, 1], sharedBytes: 65536 });
+  // 2 KV heads × 4 blocks of 2 heads, 2 warps each; the combine keeps a block of the whole group per KV head.
+  assert.deepEqual(launched[0]!.shape, { grid: [1, 8, 2], block: [128, 1, 1], sharedBytes: 65536 + 528 });
   assert.deepEqual(launched[1]!.shape, { grid: [1, 2, 1], block: [256, 1, 1] });
   assert.deepEqual(launched[2]!.shape.grid, [7, 2, 2], 'the whole group: a block per KV head');
-  assert.deepEqual(launched[2]!.shape.block, [256, 1, 1]);
+  assert.deepEqual(launched[2]!.shape.block, [512, 1, 1]);
   assert.deepEqual(launched[4]!.shape.block, [256, 1, 1], 'a grouped call walks the whole group whatever is asked');
   assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 1, headsPerBlock: 3 }), {
     code: 'KERNEL_ARGUMENT_INVALID',

@@ -1,9 +1,9 @@
 // Launchers for kernels/cuda/attention.cu (its header has the formulas, layouts, rounding points and the fixed
 // reduction order). rowTable: [rows, 2] int32 (slot, position) on the device; keys, values: [slots, capacity,
-// kvHeads, headDim] bf16 slabs. Calls of at most 64 rows run the per-row kernel (each row's splits spread over
-// blocks, folded by the combine kernel); larger calls run the grouped kernel (4 rows a block, the rows of one slot
-// sharing every staged tile, the splits folded on chip), or, asked for, the per-row kernel folding on chip (one row
-// a block). All give the same bits for every row.
+// kvHeads, headDim] bf16 slabs. Calls of at most 64 rows run the per-row kernel (two warps a query head, each row's
+// splits spread over blocks, folded by the combine kernel); larger calls run the grouped kernel (4 rows a block, a
+// warp a query head, the rows of one slot sharing every staged tile, the splits folded on chip), or, asked for, the
+// per-row kernel folding on chip (one row a block). All give the same bits for every row.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
@@ -20,8 +20,12 @@ const HEAD_DIMS = [64, 128, 256] as const;
 const TILE_KEYS = 64;
 /** Rows per block of the grouped kernel (ATTENTION_ROWS_PER_BLOCK). */
 export const ATTENTION_ROWS_PER_BLOCK = 4;
-/** Query heads one key head may serve: a block is one warp per query head, at most 256 threads (the kernels' bound). */
+/** Query heads one key head may serve: the grouped kernel's block is a warp a query head, at most 256 threads. */
 export const ATTENTION_MOST_GROUP = 8;
+/** Threads the per-row kernel gives a query head (attention_row_walk.cuh: a pair of warps). */
+const PER_ROW_HEAD_THREADS = 64;
+/** Floats a pair of warps exchanges in shared memory (ATTENTION_PAIR_EXCHANGE): a tile's probabilities, two maxima. */
+const PAIR_EXCHANGE_FLOATS = TILE_KEYS + 2;
 /**
  * Blocks a spread call aims for: a row's splits are dealt to min(splits, ceil(this / (rows · kvHeads))) blocks, block z
  * walking splits z, z + Z, ..., fixed by the row count and the capacity alone, as a captured step's replays need.
@@ -104,10 +108,21 @@ export function attentionSpreadBlocks(rows: number, kvHeads: number, capacity: n
   return Math.min(splitsFor(capacity), Math.max(1, Math.ceil(SPREAD_BLOCKS / (rows * kvHeads))));
 }
 
-/** Dynamic shared memory of one block: the K and V tiles, then the fold states of `foldRows` rows (0: spread). */
-export function attentionSharedBytes(foldRows: number, headDim: number, group: number): number {
-  const tiles = 2 * TILE_KEYS * headDim * 2;
-  return tiles + foldRows * (headDim / 32 + 2) * 32 * group * 4;
+const tileBytes = (headDim: number) => 2 * TILE_KEYS * headDim * 2;
+
+/** Dynamic shared memory of a grouped block: the K and V tiles, then the fold states of its 4 rows. */
+export function attentionGroupedSharedBytes(headDim: number, group: number): number {
+  return tileBytes(headDim) + ATTENTION_ROWS_PER_BLOCK * (headDim / 32 + 2) * 32 * group * 4;
+}
+
+/**
+ * Dynamic shared memory of a per-row block of `heads` query heads: the K and V tiles, the pairs' exchange, then for a
+ * block that folds on chip its threads' fold states (headDim/64 accumulator dims, the maximum and the sum).
+ */
+export function attentionPerRowSharedBytes(fold: boolean, headDim: number, heads: number): number {
+  const exchange = heads * PAIR_EXCHANGE_FLOATS * 4;
+  const states = fold ? (headDim / PER_ROW_HEAD_THREADS + 2) * PER_ROW_HEAD_THREADS * heads * 4 : 0;
+  return tileBytes(headDim) + exchange + states;
 }
 
 /** Bytes of fp32 partial states a call of `rows` rows needs (0 when its rows fold on chip). */
@@ -205,7 +220,9 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
       { kind: 'internal', param: 'headsPerBlock' },
     );
   }
-  const block: [number, number, number] = [32 * headsPerBlock, 1, 1];
+  const rowsPerBlock = spread ? 1 : (a.rowsPerBlock ?? ATTENTION_ROWS_PER_BLOCK);
+  const perRow = rowsPerBlock === 1;
+  const block: [number, number, number] = [(perRow ? PER_ROW_HEAD_THREADS : 32) * headsPerBlock, 1, 1];
   const args = new KernelArguments(17)
     .pointer(a.out)
     .pointer(a.workspace)
@@ -224,15 +241,16 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     .int32(maxSplits)
     .float32(1 / Math.sqrt(a.headDim))
     .int32(spread ? 0 : 1);
-  const rowsPerBlock = spread ? 1 : (a.rowsPerBlock ?? ATTENTION_ROWS_PER_BLOCK);
   const main: KernelName = {
     family: 'attention',
-    name: rowsPerBlock === 1 ? `attention_bf16_d${a.headDim}` : `attention_grouped_bf16_d${a.headDim}`,
+    name: perRow ? `attention_bf16_d${a.headDim}` : `attention_grouped_bf16_d${a.headDim}`,
   };
   const grid: [number, number, number] = spread
     ? [a.rows, a.kvHeads * (group / headsPerBlock), attentionSpreadBlocks(a.rows, a.kvHeads, a.capacity)]
     : [Math.ceil(a.rows / rowsPerBlock), a.kvHeads, 1];
-  const sharedBytes = attentionSharedBytes(spread ? 0 : rowsPerBlock, a.headDim, group);
+  const sharedBytes = perRow
+    ? attentionPerRowSharedBytes(!spread, a.headDim, headsPerBlock)
+    : attentionGroupedSharedBytes(a.headDim, group);
   allowShared(cuda, main, options, sharedBytes);
   launch(cuda, main, { grid, block, sharedBytes }, args, options);
   if (!spread) return;

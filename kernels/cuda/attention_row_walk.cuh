@@ -1,0 +1,170 @@
+// The per-row walk of kernels/cuda/attention.cu (calls of at most 64 rows, and larger calls asked for one row a
+// block): one row a block, a pair of warps a query head. At batch 1 a decode walk is one block a few heads on each of a
+// few SMs, a warp a scheduler: each tile's scores and values were one warp's chain of about 2600 instructions. The pair
+// halves it without moving a bit of any output:
+//   scores: warp half k of the pair scores keys 32k..32k+31 of the tile over the whole head dim (half_tile_partials and
+//   transposed_warp_sum, as tile_scores), so each key's score has tile_scores' bits;
+//   softmax step: the two halves' maxima and the tile's 64 probabilities pass through shared memory; the maximum is a
+//   max (exact in any order), each probability the same expf, and both warps form the sum as tile_scores does
+//   (warp_sum of low + high), so both hold the same state;
+//   values: each warp keeps half of the head's dims (half k: dims k·D/2 + lane·D/64 ...), each dim's fma chain over the
+//   tile's keys in key order, as tile_values.
+// Splits, tiles, their staging and the fold are the grouped walk's (attend_rows): fold = 0 writes each split's state
+// as a partial (block z walking splits z, z + Z, ...) for attention_combine, fold = 1 folds them on chip.
+#pragma once
+#include "attention.cuh"
+
+// Per pair in shared memory after the tiles: the tile's 64 probabilities, then the two halves' maxima.
+#define ATTENTION_PAIR_EXCHANGE (ATTENTION_TILE_KEYS + 2)
+
+// This lane's score of the tile's key 32·half + lane (−inf past `count`).
+template <int E>
+__device__ __forceinline__ float half_tile_score(const float (&query)[1][E], const bf16* tile, int half, int count,
+                                                 float scale) {
+  const int first = 32 * half;
+  if (first >= count) return -INFINITY;
+  float partial[1][32];
+  half_tile_partials<E, 1, ATTENTION_PERMUTED_KEY_BITS>(partial, query, tile, first);
+  const float sum = transposed_warp_sum<ATTENTION_PERMUTED_KEY_BITS>(partial[0]);
+  return first + (int)(threadIdx.x & 31) < count ? __fmul_rn(sum, scale) : -INFINITY;
+}
+
+// Grid (rows, kv_heads · subgroups, Z), block 64 · heads (heads = group / subgroups): block (x, y, z) walks row x's
+// query heads y · heads .. y · heads + heads − 1, warps 2h and 2h + 1 head h. Dynamic shared memory: the K and V tiles,
+// the pairs' exchange (heads · ATTENTION_PAIR_EXCHANGE floats), then for fold = 1 the fold states (D/64 + 2 floats a
+// thread).
+template <int D, int VARIANT>
+__device__ __forceinline__ void attention_row_pairs(bf16* out, float* workspace, const bf16* q, const bf16* gate,
+                                                    long long gate_row_stride, long long gate_head_stride,
+                                                    const bf16* keys, const bf16* values, const int* row_table,
+                                                    int rows, int query_heads, int kv_heads, int slots, int capacity,
+                                                    int max_splits, float scale, int fold) {
+  constexpr int E = D / 32;   // a lane's dims of q·k
+  constexpr int V = D / 64;   // a lane's dims of the accumulator
+  extern __shared__ __align__(16) unsigned char attention_shared[];
+  bf16* key_tile = reinterpret_cast<bf16*>(attention_shared);
+  bf16* value_tile = key_tile + ATTENTION_TILE_KEYS * D;
+  float* exchange = reinterpret_cast<float*>(value_tile + ATTENTION_TILE_KEYS * D);
+  const int heads_here = blockDim.x >> 6;
+  float* fold_state = exchange + heads_here * ATTENTION_PAIR_EXCHANGE;
+  const int lane = threadIdx.x & 31;
+  const int pair = threadIdx.x >> 6;
+  const int half = (threadIdx.x >> 5) & 1;
+  const int subgroups = query_heads / kv_heads / heads_here;
+  const int kv_head = blockIdx.y / subgroups;
+  const int head = blockIdx.y * heads_here + pair;
+  const int row = blockIdx.x;
+  const int dims = half * (D / 2) + lane * V;  // this lane's first accumulator dim
+  float* shared_pair = exchange + pair * ATTENTION_PAIR_EXCHANGE;
+  const long long head_row = (long long)row * query_heads + head;
+  if (row >= rows) return;
+  int slot, position;
+  if (!read_row(row_table, row, slots, capacity, slot, position)) {
+    if (fold) {
+#pragma unroll
+      for (int v = 0; v < V; v++) out[head_row * D + dims + v] = to_bf16(NAN);
+    }
+    return;  // the whole block: one row
+  }
+  const int last = last_key<VARIANT>(position);
+  const int splits = split_count(last);
+  const int shift = (position - row) & (ATTENTION_TILE_KEYS - 1);
+  float query[1][E];
+  load_bf16_run<E>(q + head_row * D + lane * E, query[0]);
+  SoftmaxState<V> part;
+  empty_state(part);
+  if (fold) store_state(fold_state, 0, part);
+  const int stride = fold ? 1 : gridDim.z;
+  int split = fold ? 0 : blockIdx.z;
+  const long long slot_row = (long long)slot * capacity;
+  if (split < splits) {
+    int begin = split * ATTENTION_SPLIT_KEYS;
+    int end = min(begin + ATTENTION_SPLIT_KEYS, last + 1);
+    int start = begin;
+    int next = tile_end<VARIANT>(start, begin, shift);
+    stage_tile<D>(key_tile, keys, slot_row + start, kv_heads, kv_head, min(next, end) - start);
+    for (;;) {
+      const int count = min(next, end) - start;
+      if (start == begin) empty_state(part);
+      stage_tile<D>(value_tile, values, slot_row + start, kv_heads, kv_head, count);
+      attention_wait_all_but_one();
+      __syncthreads();  // the K tile staged
+      const float score = half_tile_score<E>(query, key_tile, half, count, scale);
+      const float half_maximum = warp_max(score);
+      if (lane == 0) shared_pair[ATTENTION_TILE_KEYS + half] = half_maximum;
+      __syncthreads();  // both maxima; the K tile is free
+      const float tile_maximum = fmaxf(shared_pair[ATTENTION_TILE_KEYS], shared_pair[ATTENTION_TILE_KEYS + 1]);
+      const float maximum = fmaxf(part.maximum, tile_maximum);
+      shared_pair[32 * half + lane] = 32 * half + lane < count ? expf(score - maximum) : 0.0f;
+      const float rescale = expf(part.maximum - maximum);
+      part.maximum = maximum;
+      // The next tile: on in this split, else the first of this block's next split.
+      int next_split = split, next_begin = begin, next_end = end, next_start = next;
+      if (next_start >= end) {
+        next_split = split + stride;
+        next_begin = next_split * ATTENTION_SPLIT_KEYS;
+        next_end = min(next_begin + ATTENTION_SPLIT_KEYS, last + 1);
+        next_start = next_begin;
+      }
+      const bool more = next_split < splits;
+      const int next_next = tile_end<VARIANT>(next_start, next_begin, shift);
+      if (more) {
+        const int next_count = min(next_next, next_end) - next_start;
+        stage_tile<D>(key_tile, keys, slot_row + next_start, kv_heads, kv_head, next_count);
+        attention_wait_all_but_one();
+      } else {
+        attention_wait_all();
+      }
+      __syncthreads();  // the tile's probabilities; the V tile staged
+      const float low = shared_pair[lane];
+      const float high = shared_pair[32 + lane];
+      // The control's fault: each half summed over the warp apart, then the two added (accurate, other bits).
+      const float tile_sum = VARIANT == ATTENTION_PAIR_SUM_BY_HALVES ? __fadd_rn(warp_sum(low), warp_sum(high))
+                                                                     : warp_sum(__fadd_rn(low, high));
+      part.sum = __fadd_rn(__fmul_rn(part.sum, rescale), tile_sum);
+#pragma unroll
+      for (int v = 0; v < V; v++) part.acc[v] = __fmul_rn(part.acc[v], rescale);
+#pragma unroll 8
+      for (int j = 0; j < ATTENTION_TILE_KEYS; j++) {
+        if (j < count) {
+          float value[V];
+          load_bf16_run<V>(value_tile + j * D + dims, value);
+          const float probability = shared_pair[j];
+#pragma unroll
+          for (int v = 0; v < V; v++) part.acc[v] = __fmaf_rn(probability, value[v], part.acc[v]);
+        }
+      }
+      __syncthreads();  // the V tile and the exchange are free
+      if (next_split != split || !more) {
+        // The split ends: fold its state, or write it as a partial.
+        if (fold) {
+          SoftmaxState<V> state;
+          load_state(state, fold_state, 0);
+          combine_state(state, part);
+          store_state(fold_state, 0, state);
+        } else {
+          const long long entry = head_row * max_splits + split;
+#pragma unroll
+          for (int v = 0; v < V; v++) workspace[entry * D + dims + v] = part.acc[v];
+          if (lane == 0 && half == 0) {
+            float* stats = workspace + (long long)rows * query_heads * max_splits * D + 2 * entry;
+            stats[0] = part.maximum;
+            stats[1] = part.sum;
+          }
+        }
+      }
+      if (!more) break;
+      split = next_split;
+      begin = next_begin;
+      end = next_end;
+      start = next_start;
+      next = next_next;
+    }
+  }
+  if (fold) {
+    SoftmaxState<V> state;
+    load_state(state, fold_state, 0);
+    const bf16* gate_row = gate == nullptr ? nullptr : gate + row * gate_row_stride + head * gate_head_stride + dims;
+    write_output<V>(out + head_row * D + dims, gate_row, state);
+  }
+}
