@@ -13,8 +13,9 @@
 //                                                  levels in the other order (offsets 1, 2, 4, 8, 16): accurate, but
 //                                                  not the per-row walk's bits (the schedule gates: a call of more
 //                                                  than 64 rows against the same rows in smaller calls)
-//   control_attention_pair_sum_by_halves_d256     the per-row walk's warp pair sums a tile's probabilities a half
-//                                                  at a time and adds the two: accurate, but not the grouped walk's
+//   control_attention_pair_sum_by_halves_d256     the per-row walk's warps sum a tile's probabilities a half
+//                                                  (32 keys) at a time and add the two: accurate, but not the grouped
+//                                                  walk's
 //                                                  bits (the schedule gates: calls of at most 64 rows against a call
 //                                                  of more)
 #include "attention_row_walk.cuh"
@@ -48,7 +49,7 @@ __device__ __noinline__ void control_row_walk(bf16* out, float* workspace, const
                                               const bf16* keys, const bf16* values, const int* row_table, int rows,
                                               int query_heads, int kv_heads, int slots, int capacity,
                                               int max_splits, float scale) {
-  attention_row_pairs<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,
+  attention_row_walk<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,
                                     row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale, 0);
 }
 

@@ -26,14 +26,15 @@
 //   rows of other slots, or at positions far apart, are simply a group of their own or use less of each tile; the
 //   splits fold on chip (states in shared memory)
 //   per-row (calls of at most 64 rows; fold = 0): grid (T, Hkv · S, Z) with Z ≤ ceil(capacity / 256) fixed by T and
-//   the capacity, a KV head's query heads dealt to S blocks (S a divisor of the group, chosen by the launcher), two
-//   warps a query head (attention_row_walk.cuh: the pair splits each tile's keys for the scores and the head's dims for
-//   the values, every sum as the grouped walk adds it); block z walks splits z, z + Z, ... of its row and writes each
-//   split's state apart; attention_combine folds them in split order: the same bits as the grouped walk; the per-row
-//   kernel also runs fold = 1, grid (T, Hkv · S, 1), one row a block folding on chip, where a launcher asks for it
+//   the capacity, a KV head's query heads dealt to S blocks (S a divisor of the group, chosen by the launcher), W warps
+//   a query head (W = 4 for D ≥ 128, else 2; attention_row_walk.cuh: the warps split each tile's keys for the scores
+//   and the head's dims for the values, every sum as the grouped walk adds it); block z walks splits z, z + Z, ... of
+//   its row and writes each split's state apart; attention_combine folds them in split order: the same bits as the
+//   grouped walk; the per-row kernel also runs fold = 1, grid (T, Hkv · S, 1), one row a block folding on chip, where
+//   a launcher asks for it
 //   dynamic shared memory: the K and V tiles (2 · 64 · D bf16); grouped: then the fold states of its 4 rows (fp32
-//   [rows][D/32 + 2][threads]); per-row: then the pairs' exchange (fp32 [heads][66]) and for fold = 1 the fold state
-//   (fp32 [D/64 + 2][threads])
+//   [rows][D/32 + 2][threads]); per-row: then the heads' exchange (fp32 [heads][64 + W]) and for fold = 1 the fold
+//   state (fp32 [D/(32·W) + 2][threads])
 //   probabilities stay fp32 (the cpu bf16 path rounds normalised probabilities to bf16, which a streaming softmax
 //   cannot reproduce); rounding points: the attended row to bf16, then (gated) the row × sigmoid(gate) to bf16,
 //   as the cpu bf16 path rounds; gate[t, h, d] at gate + t·gate_row_stride + h·gate_head_stride + d (null: none)
@@ -68,7 +69,7 @@ extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16*
     allow_dependent_launch();                                                                                     \
     if (attention_block_idle<ATTENTION_EXACT>(row_table, rows, slots, capacity)) return;                          \
     wait_for_previous_grids();                                                                                    \
-    attention_row_pairs<D, ATTENTION_EXACT>(ATTENTION_ARGUMENTS);                                                 \
+    attention_row_walk<D, ATTENTION_EXACT>(ATTENTION_ARGUMENTS);                                                 \
   }                                                                                                               \
   extern "C" __global__ void __launch_bounds__(256, 1) attention_grouped_bf16_d##D ATTENTION_SIGNATURE {         \
     KERNEL_PROLOGUE();                                                                                            \

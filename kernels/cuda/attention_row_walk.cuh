@@ -1,27 +1,28 @@
 // The per-row walk of kernels/cuda/attention.cu (calls of at most 64 rows, and larger calls asked for one row a
-// block): one row a block, a pair of warps a query head. At batch 1 a decode walk is one block a few heads on each of a
-// few SMs, a warp a scheduler: each tile's scores and values were one warp's chain of about 2600 instructions. The pair
-// halves it without moving a bit of any output:
-//   scores: warp half k of the pair scores keys 32k..32k+31 of the tile over the whole head dim (half_tile_partials and
-//   transposed_warp_sum, as tile_scores), so each key's score has tile_scores' bits;
-//   softmax step: the two halves' maxima and the tile's 64 probabilities pass through shared memory; the maximum is a
-//   max (exact in any order), each probability the same expf, and both warps form the sum as tile_scores does
-//   (warp_sum of low + high), so both hold the same state;
-//   values: each warp keeps half of the head's dims (half k: dims k·D/2 + lane·D/64 ...), each dim's fma chain over the
-//   tile's keys in key order, as tile_values.
+// block): one row a block, ROW_WALK_WARPS(D) warps a query head (4 where each keeps at least one accumulator dim a
+// lane, else 2). At batch 1 a decode walk is a few blocks on as many SMs: with one warp a head, each tile's scores and
+// values were one warp's chain of about 2600 instructions. The head's warps share it without moving a bit:
+//   scores: warp w scores the tile's keys KEYS·w .. KEYS·w + KEYS − 1 (KEYS = 64 / warps) over the whole head dim, each
+//   key's lane partials summed by warp_sum's pairing tree (transposed over its keys), so each score has tile_scores'
+//   bits;
+//   softmax step: the warps' maxima and the tile's 64 probabilities pass through shared memory; the maximum is a max
+//   (exact in any order), each probability the same expf, and every warp forms the tile's sum as tile_scores does
+//   (warp_sum of key j + key j + 32), so all hold the same state;
+//   values: each warp keeps D / warps of the head's dims, each dim's fma chain over the tile's keys in key order, as
+//   tile_values.
 // Splits, tiles, their staging and the fold are the grouped walk's (attend_rows): fold = 0 writes each split's state
 // as a partial (block z walking splits z, z + Z, ...) for attention_combine, fold = 1 folds them on chip.
 #pragma once
 #include "attention.cuh"
 
-// Per pair in shared memory after the tiles: the tile's 64 probabilities, then the two halves' maxima.
-#define ATTENTION_PAIR_EXCHANGE (ATTENTION_TILE_KEYS + 2)
+#define ROW_WALK_WARPS(D) ((D) >= 128 ? 4 : 2)
+// Per head in shared memory after the tiles: the tile's 64 probabilities, then each warp's maximum.
+#define ROW_WALK_EXCHANGE(D) (ATTENTION_TILE_KEYS + ROW_WALK_WARPS(D))
 
-// This lane's score of the tile's key 32·half + lane (−inf past `count`).
+// This lane's score of key first + lane of the tile (−inf past `count`), its 32 keys' sums by the transposed tree.
 template <int E>
-__device__ __forceinline__ float half_tile_score(const float (&query)[1][E], const bf16* tile, int half, int count,
-                                                 float scale) {
-  const int first = 32 * half;
+__device__ __forceinline__ float score_32_keys(const float (&query)[1][E], const bf16* tile, int first, int count,
+                                               float scale) {
   if (first >= count) return -INFINITY;
   float partial[1][32];
   half_tile_partials<E, 1, ATTENTION_PERMUTED_KEY_BITS>(partial, query, tile, first);
@@ -29,33 +30,64 @@ __device__ __forceinline__ float half_tile_score(const float (&query)[1][E], con
   return first + (int)(threadIdx.x & 31) < count ? __fmul_rn(sum, scale) : -INFINITY;
 }
 
-// Grid (rows, kv_heads · subgroups, Z), block 64 · heads (heads = group / subgroups): block (x, y, z) walks row x's
-// query heads y · heads .. y · heads + heads − 1, warps 2h and 2h + 1 head h. Dynamic shared memory: the K and V tiles,
-// the pairs' exchange (heads · ATTENTION_PAIR_EXCHANGE floats), then for fold = 1 the fold states (D/64 + 2 floats a
-// thread).
+// This lane's score of key first + (lane & 15) of the tile (lanes l and l + 16 alike; −inf past `count`): the tree's
+// first level (offset 16) adds each key's partials of lanes l and l ^ 16 for all 16 keys, its other levels are the
+// transposed ones over 16 keys, so each key's sum has warp_sum's bits.
+template <int E>
+__device__ __forceinline__ float score_16_keys(const float (&query)[1][E], const bf16* tile, int first, int count,
+                                               float scale) {
+  constexpr int D = 32 * E;
+  constexpr int PERMUTED = 8;  // partial i holds key first + (i ^ (lane & 8)): level 8 needs no select
+  if (first >= count) return -INFINITY;
+  const int lane = threadIdx.x & 31;
+  float partial[32];
+#pragma unroll
+  for (int i = 0; i < 16; i++) {
+    float key[E];
+    load_bf16_run<E>(tile + (first + (i ^ (lane & PERMUTED))) * D + lane * E, key);
+    partial[i] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < E; e++) partial[i] = __fmaf_rn(query[0][e], key[e], partial[i]);
+  }
+#pragma unroll
+  for (int i = 0; i < 16; i++) partial[i] = __fadd_rn(partial[i], __shfl_xor_sync(0xffffffffu, partial[i], 16));
+  transposed_level<8, PERMUTED>(partial);
+  transposed_level<4, PERMUTED>(partial);
+  transposed_level<2, PERMUTED>(partial);
+  transposed_level<1, PERMUTED>(partial);
+  return first + (lane & 15) < count ? __fmul_rn(partial[0], scale) : -INFINITY;
+}
+
+// Grid (rows, kv_heads · subgroups, Z), block 32 · ROW_WALK_WARPS(D) · heads (heads = group / subgroups): block
+// (x, y, z) walks row x's query heads y · heads .. y · heads + heads − 1, warps WARPS·h .. WARPS·h + WARPS − 1 head h.
+// Dynamic shared memory: the K and V tiles, the heads' exchange (heads · ROW_WALK_EXCHANGE(D) floats), then for
+// fold = 1 the fold states (D / (32 · WARPS) + 2 floats a thread).
 template <int D, int VARIANT>
-__device__ __forceinline__ void attention_row_pairs(bf16* out, float* workspace, const bf16* q, const bf16* gate,
-                                                    long long gate_row_stride, long long gate_head_stride,
-                                                    const bf16* keys, const bf16* values, const int* row_table,
-                                                    int rows, int query_heads, int kv_heads, int slots, int capacity,
-                                                    int max_splits, float scale, int fold) {
-  constexpr int E = D / 32;   // a lane's dims of q·k
-  constexpr int V = D / 64;   // a lane's dims of the accumulator
+__device__ __forceinline__ void attention_row_walk(bf16* out, float* workspace, const bf16* q, const bf16* gate,
+                                                   long long gate_row_stride, long long gate_head_stride,
+                                                   const bf16* keys, const bf16* values, const int* row_table,
+                                                   int rows, int query_heads, int kv_heads, int slots, int capacity,
+                                                   int max_splits, float scale, int fold) {
+  constexpr int WARPS = ROW_WALK_WARPS(D);
+  constexpr int KEYS = ATTENTION_TILE_KEYS / WARPS;  // keys a warp scores in a tile
+  constexpr int E = D / 32;                          // a lane's dims of q·k
+  constexpr int V = D / (32 * WARPS);                // a lane's dims of the accumulator
+  constexpr int EXCHANGE = ROW_WALK_EXCHANGE(D);
   extern __shared__ __align__(16) unsigned char attention_shared[];
   bf16* key_tile = reinterpret_cast<bf16*>(attention_shared);
   bf16* value_tile = key_tile + ATTENTION_TILE_KEYS * D;
   float* exchange = reinterpret_cast<float*>(value_tile + ATTENTION_TILE_KEYS * D);
-  const int heads_here = blockDim.x >> 6;
-  float* fold_state = exchange + heads_here * ATTENTION_PAIR_EXCHANGE;
+  const int heads_here = blockDim.x / (32 * WARPS);
+  float* fold_state = exchange + heads_here * EXCHANGE;
   const int lane = threadIdx.x & 31;
-  const int pair = threadIdx.x >> 6;
-  const int half = (threadIdx.x >> 5) & 1;
+  const int local_head = threadIdx.x / (32 * WARPS);
+  const int part_index = (threadIdx.x >> 5) % WARPS;  // the head's warp this is
   const int subgroups = query_heads / kv_heads / heads_here;
   const int kv_head = blockIdx.y / subgroups;
-  const int head = blockIdx.y * heads_here + pair;
+  const int head = blockIdx.y * heads_here + local_head;
   const int row = blockIdx.x;
-  const int dims = half * (D / 2) + lane * V;  // this lane's first accumulator dim
-  float* shared_pair = exchange + pair * ATTENTION_PAIR_EXCHANGE;
+  const int dims = part_index * (D / WARPS) + lane * V;  // this lane's first accumulator dim
+  float* shared_head = exchange + local_head * EXCHANGE;
   const long long head_row = (long long)row * query_heads + head;
   if (row >= rows) return;
   int slot, position;
@@ -89,13 +121,22 @@ __device__ __forceinline__ void attention_row_pairs(bf16* out, float* workspace,
       stage_tile<D>(value_tile, values, slot_row + start, kv_heads, kv_head, count);
       attention_wait_all_but_one();
       __syncthreads();  // the K tile staged
-      const float score = half_tile_score<E>(query, key_tile, half, count, scale);
-      const float half_maximum = warp_max(score);
-      if (lane == 0) shared_pair[ATTENTION_TILE_KEYS + half] = half_maximum;
-      __syncthreads();  // both maxima; the K tile is free
-      const float tile_maximum = fmaxf(shared_pair[ATTENTION_TILE_KEYS], shared_pair[ATTENTION_TILE_KEYS + 1]);
+      const int first = KEYS * part_index;
+      float score;
+      if constexpr (KEYS == 32) {
+        score = score_32_keys<E>(query, key_tile, first, count, scale);
+      } else {
+        score = score_16_keys<E>(query, key_tile, first, count, scale);
+      }
+      const float warp_maximum = warp_max(score);
+      if (lane == 0) shared_head[ATTENTION_TILE_KEYS + part_index] = warp_maximum;
+      __syncthreads();  // every warp's maximum; the K tile is free
+      float tile_maximum = shared_head[ATTENTION_TILE_KEYS];
+#pragma unroll
+      for (int w = 1; w < WARPS; w++) tile_maximum = fmaxf(tile_maximum, shared_head[ATTENTION_TILE_KEYS + w]);
       const float maximum = fmaxf(part.maximum, tile_maximum);
-      shared_pair[32 * half + lane] = 32 * half + lane < count ? expf(score - maximum) : 0.0f;
+      const int key = first + (lane & (KEYS - 1));
+      if (lane < KEYS) shared_head[key] = key < count ? expf(score - maximum) : 0.0f;
       const float rescale = expf(part.maximum - maximum);
       part.maximum = maximum;
       // The next tile: on in this split, else the first of this block's next split.
@@ -116,8 +157,8 @@ __device__ __forceinline__ void attention_row_pairs(bf16* out, float* workspace,
         attention_wait_all();
       }
       __syncthreads();  // the tile's probabilities; the V tile staged
-      const float low = shared_pair[lane];
-      const float high = shared_pair[32 + lane];
+      const float low = shared_head[lane];
+      const float high = shared_head[32 + lane];
       // The control's fault: each half summed over the warp apart, then the two added (accurate, other bits).
       const float tile_sum = VARIANT == ATTENTION_PAIR_SUM_BY_HALVES ? __fadd_rn(warp_sum(low), warp_sum(high))
                                                                      : warp_sum(__fadd_rn(low, high));
@@ -129,7 +170,7 @@ __device__ __forceinline__ void attention_row_pairs(bf16* out, float* workspace,
         if (j < count) {
           float value[V];
           load_bf16_run<V>(value_tile + j * D + dims, value);
-          const float probability = shared_pair[j];
+          const float probability = shared_head[j];
 #pragma unroll
           for (int v = 0; v < V; v++) part.acc[v] = __fmaf_rn(probability, value[v], part.acc[v]);
         }
@@ -146,7 +187,7 @@ __device__ __forceinline__ void attention_row_pairs(bf16* out, float* workspace,
           const long long entry = head_row * max_splits + split;
 #pragma unroll
           for (int v = 0; v < V; v++) workspace[entry * D + dims + v] = part.acc[v];
-          if (lane == 0 && half == 0) {
+          if (lane == 0 && part_index == 0) {
             float* stats = workspace + (long long)rows * query_heads * max_splits * D + 2 * entry;
             stats[0] = part.maximum;
             stats[1] = part.sum;
