@@ -5,7 +5,7 @@
 // (seen only where a group straddles a split point: the runs' invariance, the prefills from 2046 and 8190, and the
 // chunks of 66); a grouped kernel whose scores add their lane partials in another tree order (accurate, so the
 // contract's accuracy and ulp gates pass it; every call of more than 64 rows differs from the same rows in smaller
-// calls, which run the per-row kernel); and a per-row kernel whose warp pair sums a tile's probabilities by halves
+// calls, which run the per-row kernel); and a per-row kernel whose warps sum a tile's probabilities a half at a time
 // (accurate too; calls of at most 64 rows then differ from the grouped kernel's). Prints one line per case. Skips,
 // saying why, where there is no CUDA device.
 import assert from 'node:assert/strict';
@@ -31,8 +31,7 @@ const SCORES_CONTROL: KernelName = {
   family: 'attention_controls',
   name: 'control_attention_grouped_scores_levels_reversed_d256',
 };
-
-const PAIR_CONTROL: KernelName = { family: 'attention_controls', name: 'control_attention_pair_sum_by_halves_d256' };
+const HALVES_CONTROL: KernelName = { family: 'attention_controls', name: 'control_attention_pair_sum_by_halves_d256' };
 
 let cuda: CudaContext;
 before(() => {
@@ -154,9 +153,9 @@ test("the schedule gates catch a grouped kernel whose scores add in another orde
   assert.ok(failures.length > 0, 'scores summed in another tree order by the grouped kernel passed the schedule gates');
 });
 
-test('the schedule gates catch a per-row warp pair that sums the probabilities in another order', { skip }, () => {
+test("the schedule gates catch a per-row walk whose warps sum a tile's probabilities by halves", { skip }, () => {
   const seed = freshSeed();
-  const failures = allFailures(seed, PAIR_CONTROL);
-  console.log(`CONTROL ${PAIR_CONTROL.name}: ${failures.length > 0 ? 'CAUGHT' : 'MISSED'} (seed ${seed})`);
-  assert.ok(failures.length > 0, "a pair's probabilities summed by halves passed the schedule gates");
+  const failures = allFailures(seed, HALVES_CONTROL);
+  console.log(`CONTROL ${HALVES_CONTROL.name}: ${failures.length > 0 ? 'CAUGHT' : 'MISSED'} (seed ${seed})`);
+  assert.ok(failures.length > 0, 'probabilities summed a half at a time passed the schedule gates');
 });

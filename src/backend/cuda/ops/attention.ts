@@ -1,9 +1,9 @@
 // Launchers for kernels/cuda/attention.cu (its header has the formulas, layouts, rounding points and the fixed
 // reduction order). rowTable: [rows, 2] int32 (slot, position) on the device; keys, values: [slots, capacity,
 // kvHeads, headDim] bf16 slabs. Calls of at most 64 rows run the per-row kernel (4 warps a query head, 2 at head dim
-// 64; each row's splits spread over blocks, folded by the combine kernel); larger calls run the grouped kernel (4 rows a block, a
-// warp a query head, the rows of one slot sharing every staged tile, the splits folded on chip), or, asked for, the
-// per-row kernel folding on chip (one row a block). All give the same bits for every row.
+// 64; each row's splits spread over blocks, folded by the combine kernel); larger calls run the grouped kernel (4 rows
+// a block, a warp a query head, the rows of one slot sharing every staged tile, the splits folded on chip), or, asked
+// for, the per-row kernel folding on chip (one row a block). All give the same bits for every row.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
