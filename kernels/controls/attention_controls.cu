@@ -13,12 +13,7 @@
 //                                                  levels in the other order (offsets 1, 2, 4, 8, 16): accurate, but
 //                                                  not the per-row walk's bits (the schedule gates: a call of more
 //                                                  than 64 rows against the same rows in smaller calls)
-//   control_attention_pair_sum_by_halves_d256     the per-row walk's warps sum a tile's probabilities a half
-//                                                  (32 keys) at a time and add the two: accurate, but not the grouped
-//                                                  walk's
-//                                                  bits (the schedule gates: calls of at most 64 rows against a call
-//                                                  of more)
-#include "attention_row_walk.cuh"
+#include "attention.cuh"
 
 extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
     bf16* q_out, bf16* keys, bf16* values, const bf16* q_proj, const bf16* k_proj, const bf16* v_proj,
@@ -30,49 +25,20 @@ extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
                                                 interleaved, gated, slots, capacity, eps);
 }
 
-// Each walk as a call of its own, so that a control holding both allocates registers for each apart.
-template <int VARIANT>
-__device__ __noinline__ void control_grouped_walk(bf16* out, float* workspace, const bf16* q, const bf16* gate,
-                                                  long long gate_row_stride, long long gate_head_stride,
-                                                  const bf16* keys, const bf16* values, const int* row_table,
-                                                  int rows, int query_heads, int kv_heads, int slots, int capacity,
-                                                  int max_splits, float scale, int fold) {
-  attention_grouped<256, ATTENTION_ROWS_PER_BLOCK, VARIANT>(out, workspace, q, gate, gate_row_stride,
-                                                            gate_head_stride, keys, values, row_table, rows,
-                                                            query_heads, kv_heads, slots, capacity, max_splits, scale,
-                                                            fold);
-}
-
-template <int VARIANT>
-__device__ __noinline__ void control_row_walk(bf16* out, float* workspace, const bf16* q, const bf16* gate,
-                                              long long gate_row_stride, long long gate_head_stride,
-                                              const bf16* keys, const bf16* values, const int* row_table, int rows,
-                                              int query_heads, int kv_heads, int slots, int capacity,
-                                              int max_splits, float scale) {
-  attention_row_walk<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,
-                                    row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale, 0);
-}
-
 // The controls stand in for either attention kernel (the same signature): the grouped walk for fold = 1, the per-row
 // walk for fold = 0.
 #define CONTROL_ENTRY(NAME, VARIANT)                                                                             \
-  extern "C" __global__ void __launch_bounds__(512)                                                              \
+  extern "C" __global__ void __launch_bounds__(256)                                                              \
       NAME(bf16* out, float* workspace, const bf16* q, const bf16* gate, long long gate_row_stride,              \
            long long gate_head_stride, const bf16* keys, const bf16* values, const int* row_table, int rows,      \
            int query_heads, int kv_heads, int slots, int capacity, int max_splits, float scale, int fold) {       \
     KERNEL_PROLOGUE();                                                                                            \
-    if (fold) {                                                                                                   \
-      control_grouped_walk<VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,     \
-                                    row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale,  \
-                                    fold);                                                                        \
-    } else {                                                                                                      \
-      control_row_walk<VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,         \
-                                row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale);      \
-    }                                                                                                             \
+    attention_rows_either<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values, \
+                                        row_table, rows, query_heads, kv_heads, slots, capacity, max_splits,      \
+                                        scale, fold);                                                             \
   }
 
 CONTROL_ENTRY(control_attention_short_by_one_d256, ATTENTION_SHORT_BY_ONE)
 CONTROL_ENTRY(control_attention_tiles_from_call_d256, ATTENTION_TILES_FROM_CALL)
 CONTROL_ENTRY(control_attention_group_first_row_splits_d256, ATTENTION_GROUP_FIRST_ROW_SPLITS)
 CONTROL_ENTRY(control_attention_grouped_scores_levels_reversed_d256, ATTENTION_GROUPED_SCORES_LEVELS_REVERSED)
-CONTROL_ENTRY(control_attention_pair_sum_by_halves_d256, ATTENTION_PAIR_SUM_BY_HALVES)

@@ -8,7 +8,7 @@
 //   angle in fp32 as torch forms them, cos/sin and the rotation in fp64, as rope_bf16)
 //   q_out: [T, Hq, D]; k and v are written to keys/values[slot, position]
 //   rounding points (the cpu bf16 path rounds at both): the normed q/k to bf16, then the rotated q/k to bf16
-// attention_bf16_d{64,128,256} (the per-row walk), attention_grouped_bf16_d{64,128,256} (the grouped walk):
+// attention_bf16_d{64,128,256}, block 32·(Hq/Hkv) (at most 512 threads), warp w = query head kv·group + w:
 //   out[t, h] = softmax(q·kᵀ · scale) · V over keys 0..position of the row's slot (causal), GQA by kv = h / group
 //   fixed order per (row, head): keys cut into splits at multiples of 256 absolute positions, each split walked in
 //   64-key tiles from its start with an online softmax in fp32 (max, sum, accumulator), the splits' states folded in
@@ -17,30 +17,25 @@
 //   scores: each lane's partial of q·k is an fma chain over its D/32 dims; the 32 partials of a key are summed by
 //   warp_sum's pairing tree (offsets 16, 8, 4, 2, 1), taken transposed over 32 keys at once: at offset w a lane keeps
 //   the keys whose bit w is its own and trades the others with lane ^ w (31 shuffles for 32 keys, not 5 a key), so
-//   lane j ends with key j's sum in warp_sum's bits; keys past a row's count are set to −inf after the sum; the tile's
-//   sum of probabilities is warp_sum over lanes of (key j + key j + 32); each accumulator dim an fma chain over the
-//   tile's keys in key order
-//   grouped (calls of more than 64 rows): grid (ceil(T / 4), Hkv, 1), block 32·group, warp w = query head kv·group + w;
-//   a block takes 4 consecutive rows, and those of one slot walk together: each K and V tile is staged once for all of
-//   them (cp.async, the next tile's copy in flight while this one is used), every row using only its own keys of it;
-//   rows of other slots, or at positions far apart, are simply a group of their own or use less of each tile; the
-//   splits fold on chip (states in shared memory)
-//   per-row (calls of at most 64 rows; fold = 0): grid (T, Hkv · S, Z) with Z ≤ ceil(capacity / 256) fixed by T and
-//   the capacity, a KV head's query heads dealt to S blocks (S a divisor of the group, chosen by the launcher), W warps
-//   a query head (W = 4 for D ≥ 128, else 2; attention_row_walk.cuh: the warps split each tile's keys for the scores
-//   and the head's dims for the values, every sum as the grouped walk adds it); block z walks splits z, z + Z, ... of
-//   its row and writes each split's state apart; attention_combine folds them in split order: the same bits as the
-//   grouped walk; the per-row kernel also runs fold = 1, grid (T, Hkv · S, 1), one row a block folding on chip, where
-//   a launcher asks for it
-//   dynamic shared memory: the K and V tiles (2 · 64 · D bf16); grouped: then the fold states of its 4 rows (fp32
-//   [rows][D/32 + 2][threads]); per-row: then the heads' exchange (fp32 [heads][64 + W]) and for fold = 1 the fold
-//   state (fp32 [D/(32·W) + 2][threads])
+//   lane j ends with key j's sum in warp_sum's bits; keys past a row's count are set to −inf after the sum
+//   fold = 1 (calls of more than 64 rows): grid (ceil(T / 4), Hkv, 1); a block takes 4 consecutive rows, and those of
+//   one slot walk together: each K and V tile is staged once for all of them (cp.async, the next tile's copy in
+//   flight while this one is used), every row using only its own keys of it; rows of other slots, or at positions far
+//   apart, are simply a group of their own or use less of each tile; the splits fold on chip (states in shared memory)
+//   fold = 0 (calls of at most 64 rows): grid (T, Hkv · S, Z) with Z ≤ ceil(capacity / 256) fixed by T and the
+//   capacity, and a KV head's query heads dealt to S blocks of 32·group / S threads (S a divisor of the group, chosen
+//   by the launcher: more blocks for a call of few rows; each warp's walk is the same);
+//   block z walks splits z, z + Z, ... of its row (the same staged walk, one row) and writes each split's state apart;
+//   attention_combine folds them in split order: the same bits as fold = 1; the per-row kernel also runs fold = 1,
+//   grid (T, Hkv, 1), one row a block, where a launcher asks for it (the bench's comparison)
+//   dynamic shared memory: the K and V tiles (2 · 64 · D bf16), then for fold = 1 the fold states of the block's rows
+//   (fp32 [rows][D/32 + 2][threads])
 //   probabilities stay fp32 (the cpu bf16 path rounds normalised probabilities to bf16, which a streaming softmax
 //   cannot reproduce); rounding points: the attended row to bf16, then (gated) the row × sigmoid(gate) to bf16,
 //   as the cpu bf16 path rounds; gate[t, h, d] at gate + t·gate_row_stride + h·gate_head_stride + d (null: none)
 //   workspace (fold = 0): fp32 [T, Hq, max_splits, D] accumulators then [T, Hq, max_splits, 2] (max, sum)
 // A row whose slot or position lies outside the slabs writes NaN outputs and no slab rows.
-#include "attention_row_walk.cuh"
+#include "attention.cuh"
 
 extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16* values, const bf16* q_proj,
                                                   const bf16* k_proj, const bf16* v_proj, const bf16* q_norm,
@@ -55,7 +50,7 @@ extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16*
 }
 
 // The two attention kernels of a head dim share one signature (a control stands in for either): the per-row walk
-// (calls of at most 64 rows, fold = 0, or asked for, fold = 1) and the grouped walk of ATTENTION_ROWS_PER_BLOCK rows.
+// (calls of at most 64 rows, fold = 0) and the grouped walk of ATTENTION_ROWS_PER_BLOCK rows (larger calls, fold = 1).
 #define ATTENTION_SIGNATURE                                                                                        \
   (bf16 * out, float* workspace, const bf16* q, const bf16* gate, long long gate_row_stride,                        \
    long long gate_head_stride, const bf16* keys, const bf16* values, const int* row_table, int rows,                \
@@ -65,15 +60,15 @@ extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16*
       slots, capacity, max_splits, scale, fold
 
 #define ATTENTION_ENTRIES(D)                                                                                      \
-  extern "C" __global__ void __launch_bounds__(512) attention_bf16_d##D ATTENTION_SIGNATURE {                    \
+  extern "C" __global__ void __launch_bounds__(256) attention_bf16_d##D ATTENTION_SIGNATURE {                    \
     allow_dependent_launch();                                                                                     \
     if (attention_block_idle<ATTENTION_EXACT>(row_table, rows, slots, capacity)) return;                          \
     wait_for_previous_grids();                                                                                    \
-    attention_row_walk<D, ATTENTION_EXACT>(ATTENTION_ARGUMENTS);                                                 \
+    attention_rows<D, 1, ATTENTION_EXACT>(ATTENTION_ARGUMENTS);                                                   \
   }                                                                                                               \
   extern "C" __global__ void __launch_bounds__(256, 1) attention_grouped_bf16_d##D ATTENTION_SIGNATURE {         \
     KERNEL_PROLOGUE();                                                                                            \
-    attention_grouped<D, ATTENTION_ROWS_PER_BLOCK, ATTENTION_EXACT>(ATTENTION_ARGUMENTS);                         \
+    attention_rows<D, ATTENTION_ROWS_PER_BLOCK, ATTENTION_EXACT>(ATTENTION_ARGUMENTS);                            \
   }                                                                                                               \
   extern "C" __global__ void attention_combine_bf16_d##D(                                                         \
       bf16* out, const float* workspace, const bf16* gate, long long gate_row_stride, long long gate_head_stride,  \

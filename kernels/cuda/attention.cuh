@@ -16,8 +16,7 @@ enum AttentionVariant {
   ATTENTION_SHORT_BY_ONE = 1,
   ATTENTION_TILES_FROM_CALL = 2,
   ATTENTION_GROUP_FIRST_ROW_SPLITS = 3,
-  ATTENTION_GROUPED_SCORES_LEVELS_REVERSED = 4,
-  ATTENTION_PAIR_SUM_BY_HALVES = 5
+  ATTENTION_GROUPED_SCORES_LEVELS_REVERSED = 4
 };
 
 // One row table entry; false when its slot or position lies outside the slabs.
@@ -165,14 +164,10 @@ __device__ __forceinline__ void attention_prepare(bf16* q_out, bf16* keys, bf16*
                         scratch, PrepareEarly{});
 }
 
-// E consecutive bf16 (E = 1, 2, 4 or 8; 2·E-byte aligned) widened to fp32, exactly.
+// E consecutive bf16 (E = 2, 4 or 8; 4·E-byte aligned) widened to fp32, exactly.
 template <int E>
 __device__ __forceinline__ void load_bf16_run(const bf16* source, float* out) {
-  if constexpr (E == 1) {
-    out[0] = __uint_as_float(static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(source)) << 16);
-    return;
-  }
-  uint32_t words[E / 2 > 0 ? E / 2 : 1];
+  uint32_t words[E / 2];
   if constexpr (E == 8) {
     const uint4 raw = *reinterpret_cast<const uint4*>(source);
     words[0] = raw.x, words[1] = raw.y, words[2] = raw.z, words[3] = raw.w;
@@ -325,31 +320,6 @@ __device__ __forceinline__ float transposed_warp_sum_levels_reversed(float (&par
   return partial[0];
 }
 
-// Each lane's fma-chain partials of q·k over its E dims for the 32 keys of the half-tile from `first`, for each of ROWS
-// rows' queries (each key row read once for all rows): partial[r][i] holds key first + (i ^ (lane & PERMUTED)), the
-// order transposed_warp_sum<PERMUTED> takes.
-template <int E, int ROWS, int PERMUTED>
-__device__ __forceinline__ void half_tile_partials(float (&partial)[ROWS][32], const float (&query)[ROWS][E],
-                                                   const bf16* tile, int first) {
-  constexpr int D = 32 * E;
-  const int lane = threadIdx.x & 31;
-  // The lane's row of key 8g + (0..7) of the half-tile's permuted order, for each group g of 8 keys.
-  const bf16* key_rows[4];
-#pragma unroll
-  for (int g = 0; g < 4; g++) key_rows[g] = tile + ((8 * g) ^ (lane & PERMUTED)) * D + lane * E;
-#pragma unroll
-  for (int i = 0; i < 32; i++) {
-    float key[E];
-    load_bf16_run<E>(key_rows[i >> 3] + (first + (i & 7)) * D, key);
-#pragma unroll
-    for (int r = 0; r < ROWS; r++) {
-      partial[r][i] = 0.0f;
-#pragma unroll
-      for (int e = 0; e < E; e++) partial[r][i] = __fmaf_rn(query[r][e], key[e], partial[r][i]);
-    }
-  }
-}
-
 // One tile's scores for one query head (the warp's) of each of ROWS rows: q·k over the row's own `count[r]` keys of
 // the tile (0: the row sits this tile out), times scale; key j's score lands in lane j (low, the first 32 keys) or lane
 // j − 32 (high). Each half-tile of 32 keys: every lane forms its fma-chain partial over its E dims for each key and
@@ -361,9 +331,14 @@ template <int E, int ROWS, int VARIANT>
 __device__ __forceinline__ void tile_scores(SoftmaxState<E> (&state)[ROWS], float (&low)[ROWS], float (&high)[ROWS],
                                             const float (&query)[ROWS][E], const bf16* tile,
                                             const int (&count)[ROWS], int tile_count, float scale) {
+  constexpr int D = 32 * E;
   constexpr bool REVERSED = VARIANT == ATTENTION_GROUPED_SCORES_LEVELS_REVERSED && ROWS > 1;
   constexpr int PERMUTED = REVERSED ? 0 : ATTENTION_PERMUTED_KEY_BITS;
   const int lane = threadIdx.x & 31;
+  // The lane's row of key 8g + (0..7) of a half-tile's permuted order, for each group g of 8 keys.
+  const bf16* key_rows[4];
+#pragma unroll
+  for (int g = 0; g < 4; g++) key_rows[g] = tile + ((8 * g) ^ (lane & PERMUTED)) * D + lane * E;
   float low_score[ROWS], high_score[ROWS];
 #pragma unroll
   for (int r = 0; r < ROWS; r++) low_score[r] = high_score[r] = -INFINITY;
@@ -372,7 +347,17 @@ __device__ __forceinline__ void tile_scores(SoftmaxState<E> (&state)[ROWS], floa
     const int first = 32 * half;
     if (first >= tile_count) break;
     float partial[ROWS][32];
-    half_tile_partials<E, ROWS, PERMUTED>(partial, query, tile, first);
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+      float key[E];
+      load_bf16_run<E>(key_rows[i >> 3] + (first + (i & 7)) * D, key);
+#pragma unroll
+      for (int r = 0; r < ROWS; r++) {
+        partial[r][i] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < E; e++) partial[r][i] = __fmaf_rn(query[r][e], key[e], partial[r][i]);
+      }
+    }
 #pragma unroll
     for (int r = 0; r < ROWS; r++) {
       if (first < count[r]) {
@@ -475,15 +460,14 @@ __device__ __forceinline__ bool attention_block_idle(const int* row_table, int r
   return (int)blockIdx.z >= split_count(last_key<VARIANT>(position));
 }
 
-// The grouped walk: the rows [first_row, first_row + ROWS) of the call for one KV head (warp w: query head
-// kv_head·group + w). Rows of one slot walk together: each 64-key K or V tile is staged once (cp.async, the next stage
-// in flight while this one is used) for every row of the group, and each (row, head) runs exactly its own walk on it:
-// the splits of its keys 0..last at multiples of ATTENTION_SPLIT_KEYS, each split's tiles from its start, its own key
-// count in each tile (tile_scores, tile_values), the splits' states folded in order (fold = 1, on chip) or written one
-// by one as partials (fold = 0, which no launcher asks of it; split z, z + Z, ... of grid z extent Z). A row's bits
-// therefore depend only on its slot's keys and its position, never on which rows share its block. Rows of other slots
-// in the same block walk after, as a group of their own; rows outside the slabs write NaN outputs (fold = 1) or nothing
-// (fold = 0, the combine writes NaN).
+// The rows [first_row, first_row + ROWS) of the call for one KV head (warp w: query head kv_head·group + w).
+// Rows of one slot walk together: each 64-key K or V tile is staged once (cp.async, the next stage in flight while
+// this one is used) for every row of the group, and each (row, head) runs exactly its own walk on it: the splits of
+// its keys 0..last at multiples of ATTENTION_SPLIT_KEYS, each split's tiles from its start, its own key count in each
+// tile (tile_scores, tile_values), the splits' states folded in order (fold = 1, on chip) or written one by one as
+// partials (fold = 0; split z, z + Z, ... of grid z extent Z). A row's bits therefore depend only on its slot's keys
+// and its position, never on which rows share its block. Rows of other slots in the same block walk after, as a group
+// of their own; rows outside the slabs write NaN outputs (fold = 1) or nothing (fold = 0, the combine writes NaN).
 template <int D, int ROWS, int VARIANT>
 __device__ __forceinline__ void attend_rows(bf16* out, float* workspace, const bf16* q, const bf16* gate,
                                             long long gate_row_stride, long long gate_head_stride, const bf16* keys,
@@ -497,9 +481,17 @@ __device__ __forceinline__ void attend_rows(bf16* out, float* workspace, const b
   const int first_row = blockIdx.x * ROWS;
   const int lane = threadIdx.x & 31;
   const int group = query_heads / kv_heads;
-  // The block is the whole group: warp w walks query head kv_head · group + w.
+  // The per-row walk may deal a KV head's query heads to several blocks (grid y = kv_heads · subgroups, blockDim
+  // 32 · group / subgroups): each warp's walk is its head's whichever block it sits in. The grouped walk's block is
+  // the whole group.
   int kv_head = blockIdx.y;
   int head = kv_head * group + (threadIdx.x >> 5);
+  if constexpr (ROWS == 1) {
+    const int warps = blockDim.x >> 5;
+    const int subgroups = group / warps;
+    kv_head = blockIdx.y / subgroups;
+    head = blockIdx.y * warps + (threadIdx.x >> 5);
+  }
   int last[ROWS];
   unsigned pending = 0;
 #pragma unroll
@@ -640,19 +632,50 @@ __device__ __forceinline__ void attend_rows(bf16* out, float* workspace, const b
   }
 }
 
-// The grouped kernel's body: grid (ceil(rows / ROWS), kv_heads, 1), block 32·group, fold = 1 (the launcher's only
-// use; fold = 0 would write each split's state as a partial, as the per-row walk does); dynamic shared memory the K
-// and V tiles, then the fold states of ROWS rows.
+// Dynamic shared memory: the K and V tiles, then (fold = 1) the fold states of ROWS rows. Grid (ceil(rows / ROWS),
+// kv_heads, 1) for fold = 1; for fold = 0, (rows / ROWS, kv_heads · subgroups, Z) with block z walking splits z,
+// z + Z, ... of its rows and writing each as a partial for attention_combine. Block 32·group / subgroups (subgroups
+// a divisor of the group: 1 for fold = 1).
 template <int D, int ROWS, int VARIANT>
-__device__ __forceinline__ void attention_grouped(bf16* out, float* workspace, const bf16* q, const bf16* gate,
-                                                  long long gate_row_stride, long long gate_head_stride,
-                                                  const bf16* keys, const bf16* values, const int* row_table,
-                                                  int rows, int query_heads, int kv_heads, int slots, int capacity,
-                                                  int max_splits, float scale, int fold) {
+__device__ __forceinline__ void attention_rows(bf16* out, float* workspace, const bf16* q, const bf16* gate,
+                                               long long gate_row_stride, long long gate_head_stride,
+                                               const bf16* keys, const bf16* values, const int* row_table, int rows,
+                                               int query_heads, int kv_heads, int slots, int capacity,
+                                               int max_splits, float scale, int fold) {
   extern __shared__ __align__(16) unsigned char attention_shared[];
   attend_rows<D, ROWS, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values, row_table,
                                 rows, query_heads, kv_heads, slots, capacity, max_splits, scale, fold,
                                 attention_shared);
+}
+
+// One of the two walks as a call of its own, so that a control holding both allocates registers for each apart.
+template <int D, int ROWS, int VARIANT>
+__device__ __noinline__ void attention_rows_apart(bf16* out, float* workspace, const bf16* q, const bf16* gate,
+                                                  long long gate_row_stride, long long gate_head_stride,
+                                                  const bf16* keys, const bf16* values, const int* row_table,
+                                                  int rows, int query_heads, int kv_heads, int slots, int capacity,
+                                                  int max_splits, float scale, int fold) {
+  attention_rows<D, ROWS, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,
+                                   row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale, fold);
+}
+
+// A control's body, standing in for either real kernel: the grouped walk for fold = 1, the per-row walk for fold = 0.
+template <int D, int VARIANT>
+__device__ __forceinline__ void attention_rows_either(bf16* out, float* workspace, const bf16* q, const bf16* gate,
+                                                      long long gate_row_stride, long long gate_head_stride,
+                                                      const bf16* keys, const bf16* values, const int* row_table,
+                                                      int rows, int query_heads, int kv_heads, int slots,
+                                                      int capacity, int max_splits, float scale, int fold) {
+  if (fold) {
+    attention_rows_apart<D, ATTENTION_ROWS_PER_BLOCK, VARIANT>(out, workspace, q, gate, gate_row_stride,
+                                                               gate_head_stride, keys, values, row_table, rows,
+                                                               query_heads, kv_heads, slots, capacity, max_splits,
+                                                               scale, fold);
+  } else {
+    attention_rows_apart<D, 1, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values,
+                                        row_table, rows, query_heads, kv_heads, slots, capacity, max_splits, scale,
+                                        fold);
+  }
 }
 
 // Grid (rows, kv_heads), block 32·group: folds a row's split partials in split order and writes its output.

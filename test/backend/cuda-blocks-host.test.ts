@@ -167,10 +167,9 @@ test("decode attention deals each KV head's query heads to blocks of at most 4; 
     const { grid, block } = launched[1]!.shape;
     return [grid[1], block[0]];
   };
-  // Four warps a query head (head dim 256) in a decode block.
-  assert.deepEqual(attentionShape(3, 3), [4, 512], 'the backbone: 2 blocks of 4 heads a KV head');
-  assert.deepEqual(attentionShape(3, 3, 6, 2), [2, 384], 'a group of 3: a block of 3');
-  assert.deepEqual(attentionShape(3, 3, 12, 2), [4, 384], 'a group of 6: 2 blocks of 3');
+  assert.deepEqual(attentionShape(3, 3), [4, 128], 'the backbone: 2 blocks of 4 heads a KV head');
+  assert.deepEqual(attentionShape(3, 3, 6, 2), [2, 96], 'a group of 3: a block of 3');
+  assert.deepEqual(attentionShape(3, 3, 12, 2), [4, 96], 'a group of 6: 2 blocks of 3');
   assert.deepEqual(attentionShape(100, 1), [2, 256], 'a prefill of 100 rows (the grouped kernel): a block a KV head');
   assert.deepEqual([1, 2, 3, 4, 5, 6, 8, 16].map(decodeHeadsPerBlock), [1, 2, 3, 4, 1, 3, 4, 4]);
 });

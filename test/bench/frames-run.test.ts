@@ -99,8 +99,8 @@ test('the real blocks record their fused launches in the bench run, decode atten
     const decodeAttention = driver.launches.filter((launch) => launch.name === 'attention_bf16_d256');
     assert.ok(decodeAttention.length > 0);
     assert.ok(
-      decodeAttention.every((launch) => launch.shape.block[0] === 512),
-      'decode attention in blocks of 4 heads, four warps each',
+      decodeAttention.every((launch) => launch.shape.block[0] === 128),
+      'decode attention in blocks of 4 heads',
     );
     measured.release();
   } finally {

@@ -6,9 +6,8 @@ import { test } from 'node:test';
 import koffi from 'koffi';
 import {
   attention,
-  attentionGroupedSharedBytes,
-  attentionPerRowSharedBytes,
   attentionPrepare,
+  attentionSharedBytes,
   attentionSpreadBlocks,
   attentionWorkspaceBytes,
 } from '../../src/backend/cuda/ops/attention.ts';
@@ -27,9 +26,8 @@ test('a call of at most 64 rows spreads its splits over blocks and folds them in
     launched.map((launch) => launch.name),
     ['attention_bf16_d256', 'attention_combine_bf16_d256'],
   );
-  // 20 splits dealt to ceil(2048 / (64 · 2)) = 16 blocks per row and KV head; each KV head's 8 query heads in 2
-  // blocks of 4, four warps a head; K and V tiles of 64 × 256 bf16, then 4 heads' exchange of 68 floats.
-  assert.deepEqual(launched[0]!.shape, { grid: [64, 4, 16], block: [512, 1, 1], sharedBytes: 65536 + 1088 });
+  // 20 splits dealt to ceil(2048 / (64 · 2)) = 16 blocks per row and head; K and V tiles of 64 × 256 bf16.
+  assert.deepEqual(launched[0]!.shape, { grid: [64, 2, 16], block: [256, 1, 1], sharedBytes: 65536 });
   assert.deepEqual(launched[1]!.shape, { grid: [64, 2, 1], block: [256, 1, 1] });
   assert.equal(int32At(launched[0]!, 14), 20, 'max splits = ceil(5000 / 256)');
   assert.equal(floatAt(launched[0]!, 15), 1 / 16, 'scale 1/sqrt(256)');
@@ -43,10 +41,10 @@ test('a decode step deals its splits to a grid fixed by the row count and the ca
   attention(cuda, { ...full, ...buffers, rows: 1 });
   attention(cuda, { ...full, ...buffers, rows: 7 });
   attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 1 });
-  assert.deepEqual(launched[0]!.shape.grid, [1, 4, 1024], 'a block for each of 1024 splits');
+  assert.deepEqual(launched[0]!.shape.grid, [1, 2, 1024], 'a block for each of 1024 splits');
   assert.equal(int32At(launched[0]!, 14), 1024, 'the workspace holds every split');
-  assert.deepEqual(launched[2]!.shape.grid, [7, 4, 147]);
-  assert.deepEqual(launched[4]!.shape.grid, [1, 4, 2], 'never more blocks than splits');
+  assert.deepEqual(launched[2]!.shape.grid, [7, 2, 147]);
+  assert.deepEqual(launched[4]!.shape.grid, [1, 2, 2], 'never more blocks than splits');
   assert.equal(attentionSpreadBlocks(64, 2, 262144), 16);
   assert.equal(attentionSpreadBlocks(1, 2, 2 * 262144), 1024, 'past 262144 keys a block walks several splits');
 });
@@ -62,7 +60,7 @@ test('a larger call runs the grouped kernel, 4 rows a block, folds on chip and n
   // Tiles 2 · 64 · 64 bf16, then 4 rows' fold states of (64/32 + 2) floats for each of 64 threads.
   assert.deepEqual(launched[0]!.shape, { grid: [17, 3, 1], block: [64, 1, 1], sharedBytes: 16384 + 4096 });
   assert.deepEqual(launched[1]!.shape, { grid: [65, 2, 1], block: [256, 1, 1], sharedBytes: 65536 + 40960 });
-  assert.equal(attentionGroupedSharedBytes(256, 8), 106496);
+  assert.equal(attentionSharedBytes(4, 256, 8), 106496);
   assert.equal(int32At(launched[0]!, 16), 1, 'fold on');
   assert.equal(attentionWorkspaceBytes(65, geometry), 0);
 });
@@ -76,31 +74,27 @@ test('a larger call asked for one row a block runs the per-row kernel folding on
     ['attention_bf16_d256', 'attention_bf16_d256', 'attention_combine_bf16_d256'],
     'calls of at most 64 rows spread whatever rowsPerBlock says',
   );
-  // Blocks of 4 heads; tiles, the heads' exchange, then one row's fold state of (256/128 + 2) floats for each of 512
-  // threads. At head dim 64, two warps a head: (64/64 + 2) floats a thread and 66 exchanged.
-  assert.deepEqual(launched[0]!.shape, { grid: [257, 4, 1], block: [512, 1, 1], sharedBytes: 65536 + 1088 + 8192 });
+  // Tiles, then one row's fold state of (256/32 + 2) floats for each of 256 threads.
+  assert.deepEqual(launched[0]!.shape, { grid: [257, 2, 1], block: [256, 1, 1], sharedBytes: 65536 + 10240 });
   assert.equal(int32At(launched[0]!, 16), 1, 'fold on');
-  assert.equal(attentionPerRowSharedBytes(false, 256, 4), 65536 + 1088);
-  assert.equal(attentionPerRowSharedBytes(true, 64, 1), 16384 + 264 + 768);
+  assert.equal(attentionSharedBytes(0, 256, 8), 65536);
 });
 
 test("a spread call asked for fewer heads a block deals each KV head's query heads to more blocks", () => {
   const { cuda, launched } = recordingContext();
   attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 1, headsPerBlock: 2 });
-  attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 7, headsPerBlock: 1 });
+  attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 7, headsPerBlock: 8 });
   attention(cuda, { ...geometry, ...buffers, workspace: 0n, rows: 65, headsPerBlock: 1 });
-  // 2 KV heads × 4 blocks of 2 heads, 4 warps each; the combine keeps a block of the whole group per KV head.
-  assert.deepEqual(launched[0]!.shape, { grid: [1, 8, 2], block: [256, 1, 1], sharedBytes: 65536 + 544 });
+  // 2 KV heads × 4 blocks of 2 warps; the combine keeps a block of the whole group per KV head.
+  assert.deepEqual(launched[0]!.shape, { grid: [1, 8, 2], block: [64, 1, 1], sharedBytes: 65536 });
   assert.deepEqual(launched[1]!.shape, { grid: [1, 2, 1], block: [256, 1, 1] });
-  assert.deepEqual(launched[2]!.shape.grid, [7, 16, 2], 'a block a query head');
-  assert.deepEqual(launched[2]!.shape.block, [128, 1, 1]);
+  assert.deepEqual(launched[2]!.shape.grid, [7, 2, 2], 'the whole group: a block per KV head');
+  assert.deepEqual(launched[2]!.shape.block, [256, 1, 1]);
   assert.deepEqual(launched[4]!.shape.block, [256, 1, 1], 'a grouped call walks the whole group whatever is asked');
-  for (const headsPerBlock of [3, 8]) {
-    assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 1, headsPerBlock }), {
-      code: 'KERNEL_ARGUMENT_INVALID',
-      param: 'headsPerBlock',
-    });
-  }
+  assert.throws(() => attention(cuda, { ...geometry, ...buffers, rows: 1, headsPerBlock: 3 }), {
+    code: 'KERNEL_ARGUMENT_INVALID',
+    param: 'headsPerBlock',
+  });
 });
 
 test('the prepare kernel runs one block per (row, head) with the block size rms_norm_bf16 would use', () => {

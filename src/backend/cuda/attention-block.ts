@@ -31,10 +31,9 @@ function refuse(param: string, message: string): never {
   throw new DramaError('KERNEL_GEOMETRY_UNSUPPORTED', `attention: ${message}`, { kind: 'bad_checkpoint', param });
 }
 
-/** The most query heads one block of a decode call's attention walks; a KV head's group in blocks of this many
- * reaches more SMs, each block staging the same tiles. With a warp a head it was faster at every batch on the H200 than
- * one block a group or blocks of 2 (docs/gpu.md, "decode folds settled"); with four warps a head, blocks of 2 measured
- * the same as blocks of 4 on an H100 ("decode attention in warp pairs", the quads' call). */
+/** The most query heads one block of a decode call's attention walks (each a warp); a KV head's group in blocks of
+ * this many reaches more SMs, each block staging the same tiles, and was faster at every batch on the H200 than one
+ * block a group or blocks of 2 (docs/gpu.md, "decode folds settled"). */
 const DECODE_HEADS_PER_BLOCK = 4;
 
 /** The largest divisor of the group not above DECODE_HEADS_PER_BLOCK: each block a whole number of its heads. */

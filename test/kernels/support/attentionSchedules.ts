@@ -16,7 +16,6 @@ import {
   attention,
   attentionPrepare,
   attentionWorkspaceBytes,
-  perRowMostHeads,
 } from '../../../src/backend/cuda/ops/attention.ts';
 import type { KernelName } from '../../../src/backend/cuda/ops/launch.ts';
 import {
@@ -349,9 +348,8 @@ const HEADS_LANES = 7;
 const HEADS_POSITIONS = [3, 255, 256, 700, 1023, 1024, 2049];
 
 /**
- * A decode call of 7 lanes with each KV head's query heads walked by blocks of as many heads as one holds (the first
- * run), then by blocks of fewer heads (each divisor of the group up to that): each head's walk is the same whichever
- * block it sits in, so the bytes are the same.
+ * A decode call of 7 lanes with each KV head's query heads walked by one block of the whole group (the first run),
+ * then by blocks of fewer heads (each divisor of the group): every warp walks its own head, so the bytes are the same.
  */
 function headsPerBlockEquivalence(g: AttentionGeometry): EquivalenceCase {
   const { queryHeads: hq, kvHeads: hkv, headDim: d } = g;
@@ -370,10 +368,7 @@ function headsPerBlockEquivalence(g: AttentionGeometry): EquivalenceCase {
         const a = { ...geometry, ...gate, ...buffers, rows: HEADS_LANES, workspace: p.workspace!, headsPerBlock };
         attention(cuda, a, { kernel });
       };
-      const most = perRowMostHeads(d);
-      const divisors = Array.from({ length: group }, (_, index) => group - index).filter(
-        (h) => group % h === 0 && h <= most,
-      );
+      const divisors = Array.from({ length: group }, (_, index) => group - index).filter((h) => group % h === 0);
       const runs = Object.fromEntries(
         divisors.map((heads) => [`${heads} head${heads > 1 ? 's' : ''} a block`, walk(heads)]),
       );

@@ -1,9 +1,9 @@
 // Launchers for kernels/cuda/attention.cu (its header has the formulas, layouts, rounding points and the fixed
 // reduction order). rowTable: [rows, 2] int32 (slot, position) on the device; keys, values: [slots, capacity,
-// kvHeads, headDim] bf16 slabs. Calls of at most 64 rows run the per-row kernel (4 warps a query head, 2 at head dim
-// 64; each row's splits spread over blocks, folded by the combine kernel); larger calls run the grouped kernel (4 rows
-// a block, a warp a query head, the rows of one slot sharing every staged tile, the splits folded on chip), or, asked
-// for, the per-row kernel folding on chip (one row a block). All give the same bits for every row.
+// kvHeads, headDim] bf16 slabs. Calls of at most 64 rows run the per-row kernel (each row's splits spread over
+// blocks, folded by the combine kernel); larger calls run the grouped kernel (4 rows a block, the rows of one slot
+// sharing every staged tile, the splits folded on chip), or, asked for, the per-row kernel folding on chip (one row
+// a block). All give the same bits for every row.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
@@ -20,28 +20,8 @@ const HEAD_DIMS = [64, 128, 256] as const;
 const TILE_KEYS = 64;
 /** Rows per block of the grouped kernel (ATTENTION_ROWS_PER_BLOCK). */
 export const ATTENTION_ROWS_PER_BLOCK = 4;
-/** Query heads one key head may serve: the grouped kernel's block is a warp a query head, at most 256 threads. */
+/** Query heads one key head may serve: a block is one warp per query head, at most 256 threads (the kernels' bound). */
 export const ATTENTION_MOST_GROUP = 8;
-/** The per-row kernel's most threads a block (its launch bound). */
-const PER_ROW_MOST_THREADS = 512;
-
-/** Warps the per-row kernel gives a query head (attention_row_walk.cuh ROW_WALK_WARPS). */
-export function rowWalkWarps(headDim: number): number {
-  return headDim >= 128 ? 4 : 2;
-}
-
-/** The most query heads a per-row block holds at this head dim. */
-export function perRowMostHeads(headDim: number): number {
-  return PER_ROW_MOST_THREADS / (32 * rowWalkWarps(headDim));
-}
-
-/** The largest divisor of the group a per-row block can hold: each block a whole number of a KV head's heads. */
-function perRowHeads(group: number, headDim: number): number {
-  for (let heads = Math.min(group, perRowMostHeads(headDim)); heads > 1; heads--) {
-    if (group % heads === 0) return heads;
-  }
-  return 1;
-}
 /**
  * Blocks a spread call aims for: a row's splits are dealt to min(splits, ceil(this / (rows · kvHeads))) blocks, block z
  * walking splits z, z + Z, ..., fixed by the row count and the capacity alone, as a captured step's replays need.
@@ -97,8 +77,8 @@ export interface AttentionArguments extends AttentionGeometryArguments {
    */
   readonly rowsPerBlock?: 1 | 4;
   /**
-   * The per-row kernel's query heads a block, a divisor of the group of at most perRowMostHeads (the default: the
-   * largest such). Fewer spread a KV head's heads over more blocks, each staging the same tiles. The same bits.
+   * Calls of at most 64 rows: the query heads a block walks, a divisor of the group (the default: the whole group, a
+   * block per KV head). Fewer spread a KV head's heads over more blocks, each staging the same tiles. The same bits.
    */
   readonly headsPerBlock?: number;
 }
@@ -124,23 +104,10 @@ export function attentionSpreadBlocks(rows: number, kvHeads: number, capacity: n
   return Math.min(splitsFor(capacity), Math.max(1, Math.ceil(SPREAD_BLOCKS / (rows * kvHeads))));
 }
 
-const tileBytes = (headDim: number) => 2 * TILE_KEYS * headDim * 2;
-
-/** Dynamic shared memory of a grouped block: the K and V tiles, then the fold states of its 4 rows. */
-export function attentionGroupedSharedBytes(headDim: number, group: number): number {
-  return tileBytes(headDim) + ATTENTION_ROWS_PER_BLOCK * (headDim / 32 + 2) * 32 * group * 4;
-}
-
-/**
- * Dynamic shared memory of a per-row block of `heads` query heads: the K and V tiles, the heads' exchange (a tile's
- * probabilities and each warp's maximum), then for a block that folds on chip its threads' fold states (the lane's
- * accumulator dims, the maximum and the sum).
- */
-export function attentionPerRowSharedBytes(fold: boolean, headDim: number, heads: number): number {
-  const warps = rowWalkWarps(headDim);
-  const exchange = heads * (TILE_KEYS + warps) * 4;
-  const states = fold ? (headDim / (32 * warps) + 2) * 32 * warps * heads * 4 : 0;
-  return tileBytes(headDim) + exchange + states;
+/** Dynamic shared memory of one block: the K and V tiles, then the fold states of `foldRows` rows (0: spread). */
+export function attentionSharedBytes(foldRows: number, headDim: number, group: number): number {
+  const tiles = 2 * TILE_KEYS * headDim * 2;
+  return tiles + foldRows * (headDim / 32 + 2) * 32 * group * 4;
 }
 
 /** Bytes of fp32 partial states a call of `rows` rows needs (0 when its rows fold on chip). */
@@ -230,24 +197,15 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     });
   }
   const group = a.queryHeads / a.kvHeads;
-  const rowsPerBlock = spread ? 1 : (a.rowsPerBlock ?? ATTENTION_ROWS_PER_BLOCK);
-  const perRow = rowsPerBlock === 1;
-  const mostHeads = perRow ? perRowMostHeads(a.headDim) : group;
-  const headsPerBlock = perRow ? (a.headsPerBlock ?? perRowHeads(group, a.headDim)) : group;
-  if (
-    !Number.isInteger(headsPerBlock) ||
-    headsPerBlock < 1 ||
-    group % headsPerBlock !== 0 ||
-    headsPerBlock > mostHeads
-  ) {
+  const headsPerBlock = spread ? (a.headsPerBlock ?? group) : group;
+  if (!Number.isInteger(headsPerBlock) || headsPerBlock < 1 || group % headsPerBlock !== 0) {
     throw new DramaError(
       'KERNEL_ARGUMENT_INVALID',
-      `headsPerBlock must divide the group of ${group} query heads and be at most ${mostHeads}, not ${a.headsPerBlock}`,
+      `headsPerBlock must divide the group of ${group} query heads, not ${a.headsPerBlock}`,
       { kind: 'internal', param: 'headsPerBlock' },
     );
   }
-  const threadsPerHead = 32 * (perRow ? rowWalkWarps(a.headDim) : 1);
-  const block: [number, number, number] = [threadsPerHead * headsPerBlock, 1, 1];
+  const block: [number, number, number] = [32 * headsPerBlock, 1, 1];
   const args = new KernelArguments(17)
     .pointer(a.out)
     .pointer(a.workspace)
@@ -266,16 +224,15 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     .int32(maxSplits)
     .float32(1 / Math.sqrt(a.headDim))
     .int32(spread ? 0 : 1);
+  const rowsPerBlock = spread ? 1 : (a.rowsPerBlock ?? ATTENTION_ROWS_PER_BLOCK);
   const main: KernelName = {
     family: 'attention',
-    name: perRow ? `attention_bf16_d${a.headDim}` : `attention_grouped_bf16_d${a.headDim}`,
+    name: rowsPerBlock === 1 ? `attention_bf16_d${a.headDim}` : `attention_grouped_bf16_d${a.headDim}`,
   };
-  const grid: [number, number, number] = perRow
-    ? [a.rows, a.kvHeads * (group / headsPerBlock), spread ? attentionSpreadBlocks(a.rows, a.kvHeads, a.capacity) : 1]
+  const grid: [number, number, number] = spread
+    ? [a.rows, a.kvHeads * (group / headsPerBlock), attentionSpreadBlocks(a.rows, a.kvHeads, a.capacity)]
     : [Math.ceil(a.rows / rowsPerBlock), a.kvHeads, 1];
-  const sharedBytes = perRow
-    ? attentionPerRowSharedBytes(!spread, a.headDim, headsPerBlock)
-    : attentionGroupedSharedBytes(a.headDim, group);
+  const sharedBytes = attentionSharedBytes(spread ? 0 : rowsPerBlock, a.headDim, group);
   allowShared(cuda, main, options, sharedBytes);
   launch(cuda, main, { grid, block, sharedBytes }, args, options);
   if (!spread) return;
