@@ -13,7 +13,13 @@
 //                                                  levels in the other order (offsets 1, 2, 4, 8, 16): accurate, but
 //                                                  not the per-row walk's bits (the schedule gates: a call of more
 //                                                  than 64 rows against the same rows in smaller calls)
-#include "attention.cuh"
+//   control_attention_few_rows_sum_by_halves_d256  the few-rows walk's warps sum a tile's probabilities a half (32
+//                                                  keys) at a time and add the two: accurate, but not the other
+//                                                  walks' bits (the schedule gates: calls of 1 and 2 rows against
+//                                                  calls of more)
+// Each control runs the walk the launcher's call shape is for: the grouped walk for fold = 1, the few-rows walk for
+// calls of at most ATTENTION_FEW_ROWS rows, the per-row walk otherwise.
+#include "attention_few_rows.cuh"
 
 extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
     bf16* q_out, bf16* keys, bf16* values, const bf16* q_proj, const bf16* k_proj, const bf16* v_proj,
@@ -25,20 +31,34 @@ extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
                                                 interleaved, gated, slots, capacity, eps);
 }
 
-// The controls stand in for either attention kernel (the same signature): the grouped walk for fold = 1, the per-row
-// walk for fold = 0.
+// The few-rows walk as a call of its own, so that a control holding all three allocates registers for each apart.
+template <int VARIANT>
+__device__ __noinline__ void control_few_rows(float* workspace, const bf16* q, const bf16* keys, const bf16* values,
+                                              const int* row_table, int rows, int query_heads, int kv_heads,
+                                              int slots, int capacity, int max_splits, float scale) {
+  attention_few_rows<256, VARIANT>(workspace, q, keys, values, row_table, rows, query_heads, kv_heads, slots,
+                                   capacity, max_splits, scale);
+}
+
+// The controls stand in for any attention kernel (the same signature).
 #define CONTROL_ENTRY(NAME, VARIANT)                                                                             \
   extern "C" __global__ void __launch_bounds__(256)                                                              \
       NAME(bf16* out, float* workspace, const bf16* q, const bf16* gate, long long gate_row_stride,              \
            long long gate_head_stride, const bf16* keys, const bf16* values, const int* row_table, int rows,      \
            int query_heads, int kv_heads, int slots, int capacity, int max_splits, float scale, int fold) {       \
     KERNEL_PROLOGUE();                                                                                            \
-    attention_rows_either<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys, values, \
-                                        row_table, rows, query_heads, kv_heads, slots, capacity, max_splits,      \
-                                        scale, fold);                                                             \
+    if (!fold && rows <= ATTENTION_FEW_ROWS) {                                                                    \
+      control_few_rows<VARIANT>(workspace, q, keys, values, row_table, rows, query_heads, kv_heads, slots,        \
+                                capacity, max_splits, scale);                                                     \
+    } else {                                                                                                      \
+      attention_rows_either<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys,       \
+                                          values, row_table, rows, query_heads, kv_heads, slots, capacity,        \
+                                          max_splits, scale, fold);                                               \
+    }                                                                                                             \
   }
 
 CONTROL_ENTRY(control_attention_short_by_one_d256, ATTENTION_SHORT_BY_ONE)
 CONTROL_ENTRY(control_attention_tiles_from_call_d256, ATTENTION_TILES_FROM_CALL)
 CONTROL_ENTRY(control_attention_group_first_row_splits_d256, ATTENTION_GROUP_FIRST_ROW_SPLITS)
 CONTROL_ENTRY(control_attention_grouped_scores_levels_reversed_d256, ATTENTION_GROUPED_SCORES_LEVELS_REVERSED)
+CONTROL_ENTRY(control_attention_few_rows_sum_by_halves_d256, ATTENTION_FEW_ROWS_SUM_BY_HALVES)

@@ -35,7 +35,7 @@
 //   as the cpu bf16 path rounds; gate[t, h, d] at gate + t·gate_row_stride + h·gate_head_stride + d (null: none)
 //   workspace (fold = 0): fp32 [T, Hq, max_splits, D] accumulators then [T, Hq, max_splits, 2] (max, sum)
 // A row whose slot or position lies outside the slabs writes NaN outputs and no slab rows.
-#include "attention.cuh"
+#include "attention_few_rows.cuh"
 
 extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16* values, const bf16* q_proj,
                                                   const bf16* k_proj, const bf16* v_proj, const bf16* q_norm,
@@ -81,3 +81,17 @@ extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16*
 ATTENTION_ENTRIES(64)
 ATTENTION_ENTRIES(128)
 ATTENTION_ENTRIES(256)
+
+// The per-row kernel's walk for calls of at most ATTENTION_FEW_ROWS rows, four warps a head (fold = 0 only; out, gate
+// and fold unused: attention_combine writes the output). Its blocks hold at most 2 heads (256 threads).
+#define ATTENTION_FEW_ROWS_ENTRY(D)                                                                               \
+  extern "C" __global__ void __launch_bounds__(256) attention_few_rows_bf16_d##D ATTENTION_SIGNATURE {          \
+    allow_dependent_launch();                                                                                     \
+    if (attention_block_idle<ATTENTION_EXACT>(row_table, rows, slots, capacity)) return;                          \
+    wait_for_previous_grids();                                                                                    \
+    attention_few_rows<D, ATTENTION_EXACT>(workspace, q, keys, values, row_table, rows, query_heads, kv_heads,     \
+                                           slots, capacity, max_splits, scale);                                   \
+  }
+
+ATTENTION_FEW_ROWS_ENTRY(128)
+ATTENTION_FEW_ROWS_ENTRY(256)

@@ -9,6 +9,9 @@
 #define ATTENTION_MAX_PREPARE_DIM 256
 // Rows per block of the on-chip fold (fold = 1): the rows of one slot among them share every staged tile.
 #define ATTENTION_ROWS_PER_BLOCK 4
+// Decode calls of at most this many rows at head dim 128 or 256 run attention_few_rows.cuh's walk, four warps a head
+// (src/backend/cuda/ops/attention.ts FEW_ROWS_MOST_ROWS); larger ones a warp a head.
+#define ATTENTION_FEW_ROWS 4
 
 enum PrepareVariant { PREPARE_EXACT = 0, PREPARE_KEY_ROW_OFF_BY_ONE = 1 };
 enum AttentionVariant {
@@ -16,7 +19,8 @@ enum AttentionVariant {
   ATTENTION_SHORT_BY_ONE = 1,
   ATTENTION_TILES_FROM_CALL = 2,
   ATTENTION_GROUP_FIRST_ROW_SPLITS = 3,
-  ATTENTION_GROUPED_SCORES_LEVELS_REVERSED = 4
+  ATTENTION_GROUPED_SCORES_LEVELS_REVERSED = 4,
+  ATTENTION_FEW_ROWS_SUM_BY_HALVES = 5
 };
 
 // One row table entry; false when its slot or position lies outside the slabs.
@@ -164,10 +168,14 @@ __device__ __forceinline__ void attention_prepare(bf16* q_out, bf16* keys, bf16*
                         scratch, PrepareEarly{});
 }
 
-// E consecutive bf16 (E = 2, 4 or 8; 4·E-byte aligned) widened to fp32, exactly.
+// E consecutive bf16 (E = 1, 2, 4 or 8; 2·E-byte aligned) widened to fp32, exactly.
 template <int E>
 __device__ __forceinline__ void load_bf16_run(const bf16* source, float* out) {
-  uint32_t words[E / 2];
+  if constexpr (E == 1) {
+    out[0] = __uint_as_float(static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(source)) << 16);
+    return;
+  }
+  uint32_t words[E / 2 > 0 ? E / 2 : 1];
   if constexpr (E == 8) {
     const uint4 raw = *reinterpret_cast<const uint4*>(source);
     words[0] = raw.x, words[1] = raw.y, words[2] = raw.z, words[3] = raw.w;

@@ -119,7 +119,8 @@ test('backbone attention: q|gate, k, v projections, prepare (gated, NeoX), gated
   assert.equal(calls[3]!.out, out.pointer);
   assert.deepEqual(
     launched.map((launch) => launch.name),
-    ['attention_prepare_bf16', 'attention_bf16_d256', 'attention_combine_bf16_d256'],
+    ['attention_prepare_bf16', 'attention_few_rows_bf16_d256', 'attention_combine_bf16_d256'],
+    'a call of 3 rows: the few-rows walk',
   );
   const [prepare, main] = launched as [Launched, Launched];
   const [projected, key, value] = [calls[0]!.out, calls[1]!.out, calls[2]!.out];
@@ -167,9 +168,10 @@ test("decode attention deals each KV head's query heads to blocks of at most 4; 
     const { grid, block } = launched[1]!.shape;
     return [grid[1], block[0]];
   };
-  assert.deepEqual(attentionShape(3, 3), [4, 128], 'the backbone: 2 blocks of 4 heads a KV head');
-  assert.deepEqual(attentionShape(3, 3, 6, 2), [2, 96], 'a group of 3: a block of 3');
-  assert.deepEqual(attentionShape(3, 3, 12, 2), [4, 96], 'a group of 6: 2 blocks of 3');
+  assert.deepEqual(attentionShape(5, 5), [4, 128], 'the backbone: 2 blocks of 4 heads a KV head');
+  assert.deepEqual(attentionShape(5, 5, 6, 2), [2, 96], 'a group of 3: a block of 3');
+  assert.deepEqual(attentionShape(5, 5, 12, 2), [4, 96], 'a group of 6: 2 blocks of 3');
+  assert.deepEqual(attentionShape(3, 3), [8, 256], 'the few-rows walk: 4 blocks of 2 heads, 4 warps a head');
   assert.deepEqual(attentionShape(100, 1), [2, 256], 'a prefill of 100 rows (the grouped kernel): a block a KV head');
   assert.deepEqual([1, 2, 3, 4, 5, 6, 8, 16].map(decodeHeadsPerBlock), [1, 2, 3, 4, 1, 3, 4, 4]);
 });

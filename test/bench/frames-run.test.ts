@@ -2,7 +2,8 @@
 // run) with the attention, DeltaNet, MoE and SwiGLU blocks as no-ops, the bench builds the small model, plans,
 // prefills, steps every batch, profiles, times prefill and writes its report without a GPU. Numbers are meaningless
 // here; what is checked is that the run holds together (positions within the plan, lanes released, tables filled).
-// A second run keeps the blocks real: at its small batches they must record the decode folds and 4-head attention.
+// A second run keeps the blocks real: at its small batches they must record the decode folds and the few-rows attention
+// walk, and its 8-row prefill the per-row walk in blocks of 4 heads.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { framesReport } from '../../bench/support/frames-report.ts';
@@ -91,16 +92,20 @@ test('the real blocks record their fused launches in the bench run, decode atten
     const options = { ...SMALL_RUN, stepsPerRun: 1, runs: 1, prefillRows: [8] };
     const measured = await measureFrames(cuda, backend, options, COPY);
     const names = new Set(driver.launches.map((launch) => launch.name));
-    // Batches 1 and 4 are within both folds' row limits. The synthetic model keeps A_log and dt_bias in bf16: the
-    // combine's entry for those.
-    for (const kernel of ['delta_net_combine_bf16_parameters', 'attention_qkv_prepare_bf16']) {
+    // Batches 1 and 4 are within both folds' row limits and the few-rows attention's. The synthetic model keeps A_log
+    // and dt_bias in bf16: the combine's entry for those.
+    for (const kernel of [
+      'delta_net_combine_bf16_parameters',
+      'attention_qkv_prepare_bf16',
+      'attention_few_rows_bf16_d256',
+    ]) {
       assert.ok(names.has(kernel), `${kernel} launched`);
     }
     const decodeAttention = driver.launches.filter((launch) => launch.name === 'attention_bf16_d256');
     assert.ok(decodeAttention.length > 0);
     assert.ok(
       decodeAttention.every((launch) => launch.shape.block[0] === 128),
-      'decode attention in blocks of 4 heads',
+      'the per-row walk past 4 rows (the 8-row prefill) in blocks of 4 heads',
     );
     measured.release();
   } finally {

@@ -1,11 +1,13 @@
 // The attention family's schedule gates (test/kernels/support/attentionSchedules.ts): batch invariance over decode
 // lanes and prefill-like runs, and bit equivalence of prefill chunkings and of a decode row with its prefill, for the
-// real kernels, and three planted controls (kernels/controls/attention_controls.cu) that those gates, and only they,
+// real kernels, and four planted controls (kernels/controls/attention_controls.cu) that those gates, and only they,
 // catch: a tile walk cut at the call; a row group of the grouped kernel that walks only its first row's splits
 // (seen only where a group straddles a split point: the runs' invariance, the prefills from 2046 and 8190, and the
-// chunks of 66); and a grouped kernel whose scores add their lane partials in another tree order (accurate, so the
+// chunks of 66); a grouped kernel whose scores add their lane partials in another tree order (accurate, so the
 // contract's accuracy and ulp gates pass it; every call of more than 64 rows differs from the same rows in smaller
-// calls, which run the per-row kernel). Prints one line per case. Skips, saying why, where there is no CUDA device.
+// calls, which run the per-row kernel); and a few-rows walk (calls of at most 4 rows, four warps a head) whose warps
+// sum a tile's probabilities a half at a time (accurate too; calls of 1 and 2 rows then differ from larger ones).
+// Prints one line per case. Skips, saying why, where there is no CUDA device.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
@@ -28,6 +30,10 @@ const GROUP_CONTROL: KernelName = {
 const SCORES_CONTROL: KernelName = {
   family: 'attention_controls',
   name: 'control_attention_grouped_scores_levels_reversed_d256',
+};
+const HALVES_CONTROL: KernelName = {
+  family: 'attention_controls',
+  name: 'control_attention_few_rows_sum_by_halves_d256',
 };
 
 let cuda: CudaContext;
@@ -148,4 +154,11 @@ test("the schedule gates catch a grouped kernel whose scores add in another orde
   const failures = allFailures(seed, SCORES_CONTROL);
   console.log(`CONTROL ${SCORES_CONTROL.name}: ${failures.length > 0 ? 'CAUGHT' : 'MISSED'} (seed ${seed})`);
   assert.ok(failures.length > 0, 'scores summed in another tree order by the grouped kernel passed the schedule gates');
+});
+
+test("the schedule gates catch a few-rows walk whose warps sum a tile's probabilities by halves", { skip }, () => {
+  const seed = freshSeed();
+  const failures = allFailures(seed, HALVES_CONTROL);
+  console.log(`CONTROL ${HALVES_CONTROL.name}: ${failures.length > 0 ? 'CAUGHT' : 'MISSED'} (seed ${seed})`);
+  assert.ok(failures.length > 0, 'a few-rows sum by halves passed the schedule gates');
 });

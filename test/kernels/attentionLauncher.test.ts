@@ -41,10 +41,11 @@ test('a decode step deals its splits to a grid fixed by the row count and the ca
   attention(cuda, { ...full, ...buffers, rows: 1 });
   attention(cuda, { ...full, ...buffers, rows: 7 });
   attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 1 });
-  assert.deepEqual(launched[0]!.shape.grid, [1, 2, 1024], 'a block for each of 1024 splits');
+  // One row: the few-rows walk, a KV head's 8 heads in 4 blocks of 2.
+  assert.deepEqual(launched[0]!.shape.grid, [1, 8, 1024], 'a block for each of 1024 splits');
   assert.equal(int32At(launched[0]!, 14), 1024, 'the workspace holds every split');
   assert.deepEqual(launched[2]!.shape.grid, [7, 2, 147]);
-  assert.deepEqual(launched[4]!.shape.grid, [1, 2, 2], 'never more blocks than splits');
+  assert.deepEqual(launched[4]!.shape.grid, [1, 8, 2], 'never more blocks than splits');
   assert.equal(attentionSpreadBlocks(64, 2, 262144), 16);
   assert.equal(attentionSpreadBlocks(1, 2, 2 * 262144), 1024, 'past 262144 keys a block walks several splits');
 });
@@ -82,12 +83,12 @@ test('a larger call asked for one row a block runs the per-row kernel folding on
 
 test("a spread call asked for fewer heads a block deals each KV head's query heads to more blocks", () => {
   const { cuda, launched } = recordingContext();
-  attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 1, headsPerBlock: 2 });
+  attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 5, headsPerBlock: 2 });
   attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 7, headsPerBlock: 8 });
   attention(cuda, { ...geometry, ...buffers, workspace: 0n, rows: 65, headsPerBlock: 1 });
   // 2 KV heads × 4 blocks of 2 warps; the combine keeps a block of the whole group per KV head.
-  assert.deepEqual(launched[0]!.shape, { grid: [1, 8, 2], block: [64, 1, 1], sharedBytes: 65536 });
-  assert.deepEqual(launched[1]!.shape, { grid: [1, 2, 1], block: [256, 1, 1] });
+  assert.deepEqual(launched[0]!.shape, { grid: [5, 8, 2], block: [64, 1, 1], sharedBytes: 65536 });
+  assert.deepEqual(launched[1]!.shape, { grid: [5, 2, 1], block: [256, 1, 1] });
   assert.deepEqual(launched[2]!.shape.grid, [7, 2, 2], 'the whole group: a block per KV head');
   assert.deepEqual(launched[2]!.shape.block, [256, 1, 1]);
   assert.deepEqual(launched[4]!.shape.block, [256, 1, 1], 'a grouped call walks the whole group whatever is asked');

@@ -1,7 +1,8 @@
 // Launchers for kernels/cuda/attention.cu (its header has the formulas, layouts, rounding points and the fixed
 // reduction order). rowTable: [rows, 2] int32 (slot, position) on the device; keys, values: [slots, capacity,
 // kvHeads, headDim] bf16 slabs. Calls of at most 64 rows run the per-row kernel (each row's splits spread over
-// blocks, folded by the combine kernel); larger calls run the grouped kernel (4 rows a block, the rows of one slot
+// blocks, folded by the combine kernel; calls of at most 4 rows at head dim 128 or 256 its few-rows form, four warps a
+// query head); larger calls run the grouped kernel (4 rows a block, the rows of one slot
 // sharing every staged tile, the splits folded on chip), or, asked for, the per-row kernel folding on chip (one row
 // a block). All give the same bits for every row.
 import { DramaError } from '../../../errors.ts';
@@ -22,6 +23,17 @@ const TILE_KEYS = 64;
 export const ATTENTION_ROWS_PER_BLOCK = 4;
 /** Query heads one key head may serve: a block is one warp per query head, at most 256 threads (the kernels' bound). */
 export const ATTENTION_MOST_GROUP = 8;
+/**
+ * Decode calls of at most this many rows (kernels/cuda/attention.cuh ATTENTION_FEW_ROWS) at head dim 128 or 256 run
+ * attention_few_rows_bf16_d*: four warps a query head, the same bits. A block of it holds at most 2 heads (256
+ * threads); with many blocks to run (more rows, long contexts) fewer of its blocks fit an SM and a warp a head is
+ * faster (docs/gpu.md).
+ */
+export const FEW_ROWS_MOST_ROWS = 4;
+const FEW_ROWS_HEAD_THREADS = 128;
+const FEW_ROWS_MOST_HEADS = 2;
+/** Floats a few-rows block exchanges a head: a tile's probabilities and each warp's maximum (FEW_ROWS_EXCHANGE). */
+const FEW_ROWS_EXCHANGE_FLOATS = TILE_KEYS + 4;
 /**
  * Blocks a spread call aims for: a row's splits are dealt to min(splits, ceil(this / (rows · kvHeads))) blocks, block z
  * walking splits z, z + Z, ..., fixed by the row count and the capacity alone, as a captured step's replays need.
@@ -78,7 +90,8 @@ export interface AttentionArguments extends AttentionGeometryArguments {
   readonly rowsPerBlock?: 1 | 4;
   /**
    * Calls of at most 64 rows: the query heads a block walks, a divisor of the group (the default: the whole group, a
-   * block per KV head). Fewer spread a KV head's heads over more blocks, each staging the same tiles. The same bits.
+   * block per KV head; a few-rows call at most 2). Fewer spread a KV head's heads over more blocks, each staging the
+   * same tiles. The same bits.
    */
   readonly headsPerBlock?: number;
 }
@@ -102,6 +115,19 @@ function splitsFor(capacity: number): number {
 /** The grid's z extent of a spread call: the blocks a row's splits are dealt to. */
 export function attentionSpreadBlocks(rows: number, kvHeads: number, capacity: number): number {
   return Math.min(splitsFor(capacity), Math.max(1, Math.ceil(SPREAD_BLOCKS / (rows * kvHeads))));
+}
+
+/** Dynamic shared memory of a few-rows block of `heads` query heads: the K and V tiles, then the heads' exchange. */
+export function attentionFewRowsSharedBytes(headDim: number, heads: number): number {
+  return 2 * TILE_KEYS * headDim * 2 + heads * FEW_ROWS_EXCHANGE_FLOATS * 4;
+}
+
+/** The largest divisor of the group not above `most`: each block a whole number of a KV head's heads. */
+function headsDividing(group: number, most: number): number {
+  for (let heads = Math.min(most, group); heads > 1; heads--) {
+    if (group % heads === 0) return heads;
+  }
+  return 1;
 }
 
 /** Dynamic shared memory of one block: the K and V tiles, then the fold states of `foldRows` rows (0: spread). */
@@ -205,7 +231,9 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
       { kind: 'internal', param: 'headsPerBlock' },
     );
   }
-  const block: [number, number, number] = [32 * headsPerBlock, 1, 1];
+  const fewRows = spread && a.rows <= FEW_ROWS_MOST_ROWS && a.headDim >= 128;
+  const blockHeads = fewRows ? headsDividing(group, Math.min(headsPerBlock, FEW_ROWS_MOST_HEADS)) : headsPerBlock;
+  const block: [number, number, number] = [(fewRows ? FEW_ROWS_HEAD_THREADS : 32) * blockHeads, 1, 1];
   const args = new KernelArguments(17)
     .pointer(a.out)
     .pointer(a.workspace)
@@ -225,14 +253,14 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     .float32(1 / Math.sqrt(a.headDim))
     .int32(spread ? 0 : 1);
   const rowsPerBlock = spread ? 1 : (a.rowsPerBlock ?? ATTENTION_ROWS_PER_BLOCK);
-  const main: KernelName = {
-    family: 'attention',
-    name: rowsPerBlock === 1 ? `attention_bf16_d${a.headDim}` : `attention_grouped_bf16_d${a.headDim}`,
-  };
+  const walk = fewRows ? 'attention_few_rows' : rowsPerBlock === 1 ? 'attention' : 'attention_grouped';
+  const main: KernelName = { family: 'attention', name: `${walk}_bf16_d${a.headDim}` };
   const grid: [number, number, number] = spread
-    ? [a.rows, a.kvHeads * (group / headsPerBlock), attentionSpreadBlocks(a.rows, a.kvHeads, a.capacity)]
+    ? [a.rows, a.kvHeads * (group / blockHeads), attentionSpreadBlocks(a.rows, a.kvHeads, a.capacity)]
     : [Math.ceil(a.rows / rowsPerBlock), a.kvHeads, 1];
-  const sharedBytes = attentionSharedBytes(spread ? 0 : rowsPerBlock, a.headDim, group);
+  const sharedBytes = fewRows
+    ? attentionFewRowsSharedBytes(a.headDim, blockHeads)
+    : attentionSharedBytes(spread ? 0 : rowsPerBlock, a.headDim, group);
   allowShared(cuda, main, options, sharedBytes);
   launch(cuda, main, { grid, block, sharedBytes }, args, options);
   if (!spread) return;
