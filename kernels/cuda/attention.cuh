@@ -270,6 +270,37 @@ __device__ __forceinline__ int tile_end(int start, int begin, int call_shift) {
   return start + ATTENTION_TILE_KEYS;
 }
 
+// Where a block's walk goes after the tile [start, next) of the split [begin, end): on in this split, else the first
+// tile of its next split (split + stride); `more` is false past its last split. Stages the next K tile, its copy in
+// flight while this tile's values are used, or at the end waits for every copy.
+struct NextTile {
+  int split, begin, end, start, next;
+  bool more;
+};
+
+template <int D, int VARIANT>
+__device__ __forceinline__ NextTile stage_next_tile(bf16* key_tile, const bf16* keys, long long slot_row, int kv_heads,
+                                                    int kv_head, int split, int begin, int end, int next, int stride,
+                                                    int splits, int last, int shift) {
+  NextTile t = {split, begin, end, next, 0, false};
+  if (t.start >= end) {
+    t.split = split + stride;
+    t.begin = t.split * ATTENTION_SPLIT_KEYS;
+    t.end = min(t.begin + ATTENTION_SPLIT_KEYS, last + 1);
+    t.start = t.begin;
+  }
+  t.more = t.split < splits;
+  t.next = tile_end<VARIANT>(t.start, t.begin, shift);
+  if (t.more) {
+    const int next_count = min(t.next, t.end) - t.start;
+    stage_tile<D>(key_tile, keys, slot_row + t.start, kv_heads, kv_head, next_count);
+    attention_wait_all_but_one();
+  } else {
+    attention_wait_all();
+  }
+  return t;
+}
+
 // The transposed butterfly's load order: lane l computes partial i of a half-tile from key i ^ (l & this mask), so
 // that its levels at offsets 16 and 8 keep partial i and send partial i + offset with no select.
 #define ATTENTION_PERMUTED_KEY_BITS 24
@@ -574,27 +605,12 @@ __device__ __forceinline__ void attend_rows(bf16* out, float* workspace, const b
         float low[ROWS], high[ROWS];
         tile_scores<E, ROWS, VARIANT>(part, low, high, query, key_tile, row_count, count, scale);
         __syncthreads();
-        // The next tile: on in this split, else the first of this block's next split.
-        int next_split = split, next_begin = begin, next_end = end, next_start = next;
-        if (next_start >= end) {
-          next_split = split + stride;
-          next_begin = next_split * ATTENTION_SPLIT_KEYS;
-          next_end = min(next_begin + ATTENTION_SPLIT_KEYS, group_last + 1);
-          next_start = next_begin;
-        }
-        const bool more = next_split < splits;
-        const int next_next = tile_end<VARIANT>(next_start, next_begin, shift);
-        if (more) {
-          const int next_count = min(next_next, next_end) - next_start;
-          stage_tile<D>(key_tile, keys, slot_row + next_start, kv_heads, kv_head, next_count);
-          attention_wait_all_but_one();
-        } else {
-          attention_wait_all();
-        }
+        const NextTile following = stage_next_tile<D, VARIANT>(key_tile, keys, slot_row, kv_heads, kv_head, split, begin,
+                                                               end, next, stride, splits, group_last, shift);
         __syncthreads();
         tile_values<E, ROWS>(part, low, high, value_tile, row_count, count);
         __syncthreads();
-        if (next_split != split || !more) {
+        if (following.split != split || !following.more) {
           // The split ends: each row that has keys in it folds or writes its state.
 #pragma unroll
           for (int r = 0; r < ROWS; r++) {
@@ -617,12 +633,12 @@ __device__ __forceinline__ void attend_rows(bf16* out, float* workspace, const b
             }
           }
         }
-        if (!more) break;
-        split = next_split;
-        begin = next_begin;
-        end = next_end;
-        start = next_start;
-        next = next_next;
+        if (!following.more) break;
+        split = following.split;
+        begin = following.begin;
+        end = following.end;
+        start = following.start;
+        next = following.next;
       }
     }
     if (fold) {

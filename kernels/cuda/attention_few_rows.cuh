@@ -109,23 +109,8 @@ __device__ __forceinline__ void attention_few_rows(float* workspace, const bf16*
     if (lane < FEW_ROWS_KEYS) shared_head[key] = key < count ? expf(score - maximum) : 0.0f;
     const float rescale = expf(part.maximum - maximum);
     part.maximum = maximum;
-    // The next tile: on in this split, else the first of this block's next split.
-    int next_split = split, next_begin = begin, next_end = end, next_start = next;
-    if (next_start >= end) {
-      next_split = split + gridDim.z;
-      next_begin = next_split * ATTENTION_SPLIT_KEYS;
-      next_end = min(next_begin + ATTENTION_SPLIT_KEYS, last + 1);
-      next_start = next_begin;
-    }
-    const bool more = next_split < splits;
-    const int next_next = tile_end<VARIANT>(next_start, next_begin, shift);
-    if (more) {
-      const int next_count = min(next_next, next_end) - next_start;
-      stage_tile<D>(key_tile, keys, slot_row + next_start, kv_heads, kv_head, next_count);
-      attention_wait_all_but_one();
-    } else {
-      attention_wait_all();
-    }
+    const NextTile following = stage_next_tile<D, VARIANT>(key_tile, keys, slot_row, kv_heads, kv_head, split, begin,
+                                                           end, next, gridDim.z, splits, last, shift);
     __syncthreads();  // the tile's probabilities; the V tile staged
     const float low = shared_head[lane];
     const float high = shared_head[32 + lane];
@@ -146,7 +131,7 @@ __device__ __forceinline__ void attention_few_rows(float* workspace, const bf16*
       }
     }
     __syncthreads();  // the V tile and the exchange are free
-    if (next_split != split || !more) {
+    if (following.split != split || !following.more) {
       // The split ends: its state as a partial, as the per-row walk writes it.
       const long long entry = head_row * max_splits + split;
 #pragma unroll
@@ -157,11 +142,11 @@ __device__ __forceinline__ void attention_few_rows(float* workspace, const bf16*
         stats[1] = part.sum;
       }
     }
-    if (!more) break;
-    split = next_split;
-    begin = next_begin;
-    end = next_end;
-    start = next_start;
-    next = next_next;
+    if (!following.more) break;
+    split = following.split;
+    begin = following.begin;
+    end = following.end;
+    start = following.start;
+    next = following.next;
   }
 }
