@@ -168,14 +168,10 @@ __device__ __forceinline__ void attention_prepare(bf16* q_out, bf16* keys, bf16*
                         scratch, PrepareEarly{});
 }
 
-// E consecutive bf16 (E = 1, 2, 4 or 8; 2·E-byte aligned) widened to fp32, exactly.
+// E ≥ 2 consecutive bf16 (4·E-byte aligned) widened to fp32, a 32-bit word at a time.
 template <int E>
-__device__ __forceinline__ void load_bf16_run(const bf16* source, float* out) {
-  if constexpr (E == 1) {
-    out[0] = __uint_as_float(static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(source)) << 16);
-    return;
-  }
-  uint32_t words[E / 2 > 0 ? E / 2 : 1];
+__device__ __forceinline__ void load_bf16_words(const bf16* source, float* out) {
+  uint32_t words[E / 2];
   if constexpr (E == 8) {
     const uint4 raw = *reinterpret_cast<const uint4*>(source);
     words[0] = raw.x, words[1] = raw.y, words[2] = raw.z, words[3] = raw.w;
@@ -189,6 +185,16 @@ __device__ __forceinline__ void load_bf16_run(const bf16* source, float* out) {
   for (int i = 0; i < E / 2; i++) {
     out[2 * i] = __uint_as_float(words[i] << 16);
     out[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+  }
+}
+
+// E consecutive bf16 (E = 1, 2, 4 or 8; 2·E-byte aligned) widened to fp32, exactly.
+template <int E>
+__device__ __forceinline__ void load_bf16_run(const bf16* source, float* out) {
+  if constexpr (E == 1) {
+    out[0] = __uint_as_float(static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(source)) << 16);
+  } else {
+    load_bf16_words<E>(source, out);
   }
 }
 

@@ -2,9 +2,9 @@
 // reduction order). rowTable: [rows, 2] int32 (slot, position) on the device; keys, values: [slots, capacity,
 // kvHeads, headDim] bf16 slabs. Calls of at most 64 rows run the per-row kernel (each row's splits spread over
 // blocks, folded by the combine kernel; calls of at most 4 rows at head dim 128 or 256 its few-rows form, four warps a
-// query head); larger calls run the grouped kernel (4 rows a block, the rows of one slot
-// sharing every staged tile, the splits folded on chip), or, asked for, the per-row kernel folding on chip (one row
-// a block). All give the same bits for every row.
+// query head); larger calls run the grouped kernel (4 rows a block, the rows of one slot sharing every staged tile,
+// the splits folded on chip), or, asked for, the per-row kernel folding on chip (one row a block). All give the same
+// bits for every row.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
