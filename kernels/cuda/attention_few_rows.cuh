@@ -1,7 +1,7 @@
 // The decode walk of calls of at most ATTENTION_FEW_ROWS rows (attention_few_rows_bf16_d{128,256}): four warps a query
 // head, the per-row kernel's splits, tiles and partials otherwise. With a warp a head, a batch-1 decode is a few blocks
-// on as many SMs, each tile of 64 keys a chain of about 2600 instructions a warp with no other warp to hide it; four
-// warps share it without moving a bit:
+// on as many SMs, each tile of 64 keys one warp's long instruction chain with no other warp to hide it; four warps share
+// it without moving a bit:
 //   scores: warp w scores keys 16w..16w+15 of the tile over the whole head dim, each key's lane partials summed by
 //   warp_sum's pairing tree (its offset-16 level adds lanes l and l ^ 16 for all 16 keys, then the transposed levels 8,
 //   4, 2, 1 over them), so each score has tile_scores' bits;
