@@ -708,6 +708,20 @@ __device__ __forceinline__ void attention_rows_either(bf16* out, float* workspac
   }
 }
 
+// Partials attention_combine reads before folding any of them.
+#define COMBINE_BATCH 8
+
+// The partial of split entry (a (row, head, split) index) as a walk wrote it: the lane's E dims, the maximum, the sum.
+template <int D>
+__device__ __forceinline__ void load_partial(SoftmaxState<D / 32>& part, const float* workspace, const float* stats,
+                                             long long entry, int lane) {
+  constexpr int E = D / 32;
+  part.maximum = stats[2 * entry];
+  part.sum = stats[2 * entry + 1];
+#pragma unroll
+  for (int e = 0; e < E; e++) part.acc[e] = workspace[entry * D + lane * E + e];
+}
+
 // Grid (rows, kv_heads), block 32·group: folds a row's split partials in split order and writes its output.
 template <int D, int VARIANT>
 __device__ __forceinline__ void attention_combine(bf16* out, const float* workspace, const bf16* gate,
@@ -728,15 +742,20 @@ __device__ __forceinline__ void attention_combine(bf16* out, const float* worksp
   }
   const int splits = split_count(last_key<VARIANT>(position));
   const float* stats = workspace + (long long)rows * query_heads * max_splits * D;
-  SoftmaxState<E> state, part;
+  SoftmaxState<E> state;
   empty_state(state);
-  for (int split = 0; split < splits; split++) {
-    const long long entry = head_row * max_splits + split;
-    part.maximum = stats[2 * entry];
-    part.sum = stats[2 * entry + 1];
+  // The fold is a chain in split order; its loads are not: a batch of partials is read at once, then folded one by
+  // one, so a long row waits on memory once a batch rather than once a split.
+  for (int first = 0; first < splits; first += COMBINE_BATCH) {
+    SoftmaxState<E> parts[COMBINE_BATCH];
 #pragma unroll
-    for (int e = 0; e < E; e++) part.acc[e] = workspace[entry * D + lane * E + e];
-    combine_state(state, part);
+    for (int i = 0; i < COMBINE_BATCH; i++) {
+      if (first + i < splits) load_partial<D>(parts[i], workspace, stats, head_row * max_splits + first + i, lane);
+    }
+#pragma unroll
+    for (int i = 0; i < COMBINE_BATCH; i++) {
+      if (first + i < splits) combine_state(state, parts[i]);
+    }
   }
   const bf16* gate_row = gate == nullptr ? nullptr : gate + row * gate_row_stride + head * gate_head_stride + lane * E;
   write_output<E>(out + head_row * D + lane * E, gate_row, state);
