@@ -73,6 +73,8 @@ __device__ __forceinline__ void attention_few_rows(float* workspace, const bf16*
   float* shared_head = exchange + local_head * FEW_ROWS_EXCHANGE;
   const long long head_row = (long long)row * query_heads + head;
   int slot, position;
+  // A call with many splits to walk goes to the per-row walk (launched beside this one).
+  if (!few_rows_walk_takes<VARIANT>(row_table, rows, slots, capacity, kv_heads)) return;
   // A row outside the slabs writes nothing (the combine writes NaN); the whole block is one row.
   if (row >= rows || !read_row(row_table, row, slots, capacity, slot, position)) return;
   const int last = last_key<VARIANT>(position);

@@ -7,14 +7,19 @@
 // contract's accuracy and ulp gates pass it; every call of more than 64 rows differs from the same rows in smaller
 // calls, which run the per-row kernel); and a few-rows walk (calls of at most 4 rows, four warps a head) whose warps
 // sum a tile's probabilities a half at a time (accurate too; calls of 1 and 2 rows then differ from larger ones).
-// Prints one line per case. Skips, saying why, where there is no CUDA device.
+// The real kernels also run calls that the few-rows walk and the per-row walk launched beside it share (slabs past
+// 16384 keys): a lane is walked by exactly one of them, in the bits of the per-row walk alone. Prints one line per case. Skips, saying why, where there is no CUDA device.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CudaContext } from '../../src/backend/cuda/context.ts';
 import { cudaAvailability } from '../../src/backend/cuda/driver.ts';
 import type { Allocation } from '../../src/backend/cuda/memory.ts';
 import type { KernelName } from '../../src/backend/cuda/ops/launch.ts';
-import { attentionEquivalences, attentionInvariance } from './support/attentionSchedules.ts';
+import {
+  attentionEquivalences,
+  attentionInvariance,
+  attentionSharedCallInvariance,
+} from './support/attentionSchedules.ts';
 import type { EquivalenceCase, HostInput, InvarianceCase, OutputSpec } from './support/contract.ts';
 import { elementBytes } from './support/execution.ts';
 import { freshSeed, Random } from './support/random.ts';
@@ -114,7 +119,9 @@ function equivalenceFailures(c: EquivalenceCase, random: Random, kernel: KernelN
 function allFailures(seed: number, kernel: KernelName | undefined): string[] {
   const random = new Random(seed);
   const lines: string[] = [];
-  for (const c of attentionInvariance) {
+  for (const c of kernel === undefined
+    ? [...attentionInvariance, ...attentionSharedCallInvariance]
+    : attentionInvariance) {
     const failures = invarianceFailures(c, seed, kernel);
     console.log(`${failures.length === 0 ? 'PASS' : 'FAIL'}   invariance ${c.label} ${failures.join(', ')}`);
     lines.push(...failures.map((failure) => `${c.label}: ${failure}`));

@@ -1,10 +1,10 @@
 // Launchers for kernels/cuda/attention.cu (its header has the formulas, layouts, rounding points and the fixed
 // reduction order). rowTable: [rows, 2] int32 (slot, position) on the device; keys, values: [slots, capacity,
 // kvHeads, headDim] bf16 slabs. Calls of at most 64 rows run the per-row kernel (each row's splits spread over
-// blocks, folded by the combine kernel; calls of at most 4 rows at head dim 128 or 256 its few-rows form, four warps a
-// query head); larger calls run the grouped kernel (4 rows a block, the rows of one slot sharing every staged tile,
-// the splits folded on chip), or, asked for, the per-row kernel folding on chip (one row a block). All give the same
-// bits for every row.
+// blocks, folded by the combine kernel; calls of at most 4 rows at head dim 128 or 256 with few splits its few-rows
+// form, four warps a query head); larger calls run the grouped kernel (4 rows a block, the rows of one slot sharing
+// every staged tile, the splits folded on chip), or, asked for, the per-row kernel folding on chip (one row a block).
+// All give the same bits for every row.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
@@ -30,6 +30,14 @@ export const ATTENTION_MOST_GROUP = 8;
  * faster (docs/gpu.md).
  */
 export const FEW_ROWS_MOST_ROWS = 4;
+/**
+ * ... while the per-row walk would have at most this many blocks of work: the splits the call's rows reach times the KV
+ * heads (ATTENTION_FEW_ROWS_MOST_BLOCKS). Where the slab can hold more, the per-row kernel is launched beside it with
+ * fold = 2 and takes the calls past it: long contexts, where its blocks fill the SMs (docs/gpu.md).
+ */
+export const FEW_ROWS_MOST_BLOCKS = 128;
+/** fold = 2 (ATTENTION_FOLD_PAST_FEW_ROWS): spread, and only the calls the few-rows walk leaves. */
+const FOLD_PAST_FEW_ROWS = 2;
 const FEW_ROWS_HEAD_THREADS = 128;
 const FEW_ROWS_MOST_HEADS = 2;
 /** Floats a few-rows block exchanges a head: a tile's probabilities and each warp's maximum (FEW_ROWS_EXCHANGE). */
@@ -115,6 +123,11 @@ function splitsFor(capacity: number): number {
 /** The grid's z extent of a spread call: the blocks a row's splits are dealt to. */
 export function attentionSpreadBlocks(rows: number, kvHeads: number, capacity: number): number {
   return Math.min(splitsFor(capacity), Math.max(1, Math.ceil(SPREAD_BLOCKS / (rows * kvHeads))));
+}
+
+/** Whether a few-rows call's rows may reach more splits than the few-rows walk takes (its slab holds them). */
+export function fewRowsMayLeave(rows: number, kvHeads: number, capacity: number): boolean {
+  return rows * splitsFor(capacity) * kvHeads > FEW_ROWS_MOST_BLOCKS;
 }
 
 /** Dynamic shared memory of a few-rows block of `heads` query heads: the K and V tiles, then the heads' exchange. */
@@ -234,24 +247,25 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
   const fewRows = spread && a.rows <= FEW_ROWS_MOST_ROWS && a.headDim >= 128;
   const blockHeads = fewRows ? headsDividing(group, Math.min(headsPerBlock, FEW_ROWS_MOST_HEADS)) : headsPerBlock;
   const block: [number, number, number] = [(fewRows ? FEW_ROWS_HEAD_THREADS : 32) * blockHeads, 1, 1];
-  const args = new KernelArguments(17)
-    .pointer(a.out)
-    .pointer(a.workspace)
-    .pointer(a.q)
-    .pointer(a.gate ?? 0n)
-    .int64(gated ? gateRowStride : 0)
-    .int64(gated ? gateHeadStride : 0)
-    .pointer(a.keys)
-    .pointer(a.values)
-    .pointer(a.rowTable)
-    .int32(a.rows)
-    .int32(a.queryHeads)
-    .int32(a.kvHeads)
-    .int32(a.slots)
-    .int32(a.capacity)
-    .int32(maxSplits)
-    .float32(1 / Math.sqrt(a.headDim))
-    .int32(spread ? 0 : 1);
+  const walkArguments = (fold: number) =>
+    new KernelArguments(17)
+      .pointer(a.out)
+      .pointer(a.workspace)
+      .pointer(a.q)
+      .pointer(a.gate ?? 0n)
+      .int64(gated ? gateRowStride : 0)
+      .int64(gated ? gateHeadStride : 0)
+      .pointer(a.keys)
+      .pointer(a.values)
+      .pointer(a.rowTable)
+      .int32(a.rows)
+      .int32(a.queryHeads)
+      .int32(a.kvHeads)
+      .int32(a.slots)
+      .int32(a.capacity)
+      .int32(maxSplits)
+      .float32(1 / Math.sqrt(a.headDim))
+      .int32(fold);
   const rowsPerBlock = spread ? 1 : (a.rowsPerBlock ?? ATTENTION_ROWS_PER_BLOCK);
   const walk = fewRows ? 'attention_few_rows' : rowsPerBlock === 1 ? 'attention' : 'attention_grouped';
   const main: KernelName = { family: 'attention', name: `${walk}_bf16_d${a.headDim}` };
@@ -262,8 +276,17 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     ? attentionFewRowsSharedBytes(a.headDim, blockHeads)
     : attentionSharedBytes(spread ? 0 : rowsPerBlock, a.headDim, group);
   allowShared(cuda, main, options, sharedBytes);
-  launch(cuda, main, { grid, block, sharedBytes }, args, options);
+  launch(cuda, main, { grid, block, sharedBytes }, walkArguments(spread ? 0 : 1), options);
   if (!spread) return;
+  const stream = options.stream === undefined ? {} : { stream: options.stream };
+  if (fewRows && fewRowsMayLeave(a.rows, a.kvHeads, a.capacity)) {
+    const perRow: KernelName = { family: 'attention', name: `attention_bf16_d${a.headDim}` };
+    const perRowGrid: [number, number, number] = [a.rows, a.kvHeads, grid[2]];
+    const perRowShared = attentionSharedBytes(0, a.headDim, group);
+    allowShared(cuda, perRow, stream, perRowShared);
+    const perRowShape = { grid: perRowGrid, block: [32 * group, 1, 1] as [number, number, number] };
+    launch(cuda, perRow, { ...perRowShape, sharedBytes: perRowShared }, walkArguments(FOLD_PAST_FEW_ROWS), stream);
+  }
   const combineArgs = new KernelArguments(12)
     .pointer(a.out)
     .pointer(a.workspace)
@@ -278,7 +301,5 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     .int32(a.capacity)
     .int32(maxSplits);
   const combine: KernelName = { family: 'attention', name: `attention_combine_bf16_d${a.headDim}` };
-  launch(cuda, combine, { grid: [a.rows, a.kvHeads, 1], block: [32 * group, 1, 1] }, combineArgs, {
-    ...(options.stream === undefined ? {} : { stream: options.stream }),
-  });
+  launch(cuda, combine, { grid: [a.rows, a.kvHeads, 1], block: [32 * group, 1, 1] }, combineArgs, stream);
 }
