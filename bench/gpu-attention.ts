@@ -1,7 +1,8 @@
 // Attention over lane-slot KV slabs at the backbone's geometry (16 query heads, 2 KV heads, D 256, gated), beside the
 // per-op anchors (torch SDPA on the H200):
-//   decode    batch 1 at 1k, 8k, 64k and 262k keys; batch 64 at 8192 keys: time per step, KV bytes read per second
-//             and their share of the device-to-device copy bandwidth measured in the same run
+//   decode    batch 1 at 1k, 8k, 16k, 32k, 64k and 262k keys; batch 4 at 8k and 32k; batch 64 at 8k: time per
+//             step, KV bytes read per second and their share of the device-to-device copy bandwidth measured in the
+//             same run
 //   prefill   4096 rows from position 0 in one call: causal TFLOP/s (4·Hq·D per visible key and row)
 //   chunk     one prefill chunk of 256 rows of a slot whose keys reach ~65k and ~250k (positions start..start+255,
 //             its earlier keys already in the slab): time per chunk, TFLOP/s as above; the long prefill's cost
@@ -194,8 +195,12 @@ const anchors: Record<string, string> = {
 const decode = [
   [1, 1024],
   [1, 8192],
+  [1, 16384],
+  [1, 32768],
   [1, 65536],
   [1, 262144],
+  [4, 8192],
+  [4, 32768],
   [64, 8192],
 ].map(([batch, keys]) => measureDecode(batch!, keys!, copy));
 const prefill = measurePrefill(4096);
