@@ -18,7 +18,7 @@
 //                                                  walks' bits (the schedule gates: calls of 1 and 2 rows against
 //                                                  calls of more)
 // Each control runs the walk the launcher's call shape is for: the grouped walk for fold = 1, the few-rows walk for
-// calls of at most ATTENTION_FEW_ROWS rows, the per-row walk otherwise.
+// calls of at most ATTENTION_FEW_ROWS rows (a shared one's short calls, fold = 2), the per-row walk otherwise.
 #include "attention_few_rows.cuh"
 
 extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
@@ -35,9 +35,9 @@ extern "C" __global__ void control_attention_prepare_key_row_off_by_one(
 template <int VARIANT>
 __device__ __noinline__ void control_few_rows(float* workspace, const bf16* q, const bf16* keys, const bf16* values,
                                               const int* row_table, int rows, int query_heads, int kv_heads,
-                                              int slots, int capacity, int max_splits, float scale) {
-  attention_few_rows<256, VARIANT>(workspace, q, keys, values, row_table, rows, query_heads, kv_heads, slots,
-                                   capacity, max_splits, scale);
+                                              int slots, int capacity, int max_splits, float scale, bool shared) {
+  attention_few_rows_call<256, VARIANT>(workspace, q, keys, values, row_table, rows, query_heads, kv_heads, slots,
+                                        capacity, max_splits, scale, shared);
 }
 
 // The controls stand in for any attention kernel (the same signature).
@@ -47,9 +47,9 @@ __device__ __noinline__ void control_few_rows(float* workspace, const bf16* q, c
            long long gate_head_stride, const bf16* keys, const bf16* values, const int* row_table, int rows,      \
            int query_heads, int kv_heads, int slots, int capacity, int max_splits, float scale, int fold) {       \
     KERNEL_PROLOGUE();                                                                                            \
-    if (!fold && rows <= ATTENTION_FEW_ROWS) {                                                                    \
+    if (fold != 1 && rows <= ATTENTION_FEW_ROWS) {                                                                \
       control_few_rows<VARIANT>(workspace, q, keys, values, row_table, rows, query_heads, kv_heads, slots,        \
-                                capacity, max_splits, scale);                                                     \
+                                capacity, max_splits, scale, fold == ATTENTION_FOLD_SHARED);                      \
     } else {                                                                                                      \
       attention_rows_either<256, VARIANT>(out, workspace, q, gate, gate_row_stride, gate_head_stride, keys,       \
                                           values, row_table, rows, query_heads, kv_heads, slots, capacity,        \

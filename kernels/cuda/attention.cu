@@ -30,7 +30,7 @@
 //   grid (T, Hkv, 1), one row a block, where a launcher asks for it (the bench's comparison)
 //   few rows (at most 4, D 128 or 256): attention_few_rows_bf16_d* walks a call of few splits (attention.cuh
 //   ATTENTION_FEW_ROWS_MOST_BLOCKS) four warps a head, fold = 0's grid and partials; where the slab holds longer
-//   calls the per-row kernel is launched beside it with fold = 2 and walks those, each block of either kernel
+//   calls (fold = 2, shared) its grid starts with Hkv blocks of the per-row walk, which walk those, each block
 //   reading the call's rows to know which walk is its own
 //   dynamic shared memory: the K and V tiles (2 · 64 · D bf16), then for fold = 1 the fold states of the block's rows
 //   (fp32 [rows][D/32 + 2][threads])
@@ -66,13 +66,8 @@ extern "C" __global__ void attention_prepare_bf16(bf16* q_out, bf16* keys, bf16*
 #define ATTENTION_ENTRIES(D)                                                                                      \
   extern "C" __global__ void __launch_bounds__(256) attention_bf16_d##D ATTENTION_SIGNATURE {                    \
     allow_dependent_launch();                                                                                     \
-    const bool shared = fold == ATTENTION_FOLD_PAST_FEW_ROWS;                                                     \
-    if (shared_block_idle<ATTENTION_EXACT>(row_table, rows, slots, capacity, kv_heads, shared, false)) return;    \
+    if (attention_block_idle<ATTENTION_EXACT>(row_table, rows, slots, capacity)) return;                          \
     wait_for_previous_grids();                                                                                    \
-    if (shared) {                                                                                                 \
-      if (few_rows_walk_takes<ATTENTION_EXACT>(row_table, rows, slots, capacity, kv_heads)) return;               \
-      fold = 0;                                                                                                   \
-    }                                                                                                             \
     attention_rows<D, 1, ATTENTION_EXACT>(ATTENTION_ARGUMENTS);                                                   \
   }                                                                                                               \
   extern "C" __global__ void __launch_bounds__(256, 1) attention_grouped_bf16_d##D ATTENTION_SIGNATURE {         \
@@ -91,15 +86,17 @@ ATTENTION_ENTRIES(64)
 ATTENTION_ENTRIES(128)
 ATTENTION_ENTRIES(256)
 
-// The per-row kernel's walk for calls of at most ATTENTION_FEW_ROWS rows, four warps a head (fold = 0 only; out, gate
-// and fold unused: attention_combine writes the output). Its blocks hold at most 2 heads (256 threads).
+// The per-row kernel's walk for calls of at most ATTENTION_FEW_ROWS rows, four warps a head (fold = 0, or 2 where the
+// per-row walk's blocks share the launch; out and gate unused: attention_combine writes the output). Its blocks hold
+// at most 2 heads (256 threads).
 #define ATTENTION_FEW_ROWS_ENTRY(D)                                                                               \
   extern "C" __global__ void __launch_bounds__(256) attention_few_rows_bf16_d##D ATTENTION_SIGNATURE {          \
     allow_dependent_launch();                                                                                     \
-    if (shared_block_idle<ATTENTION_EXACT>(row_table, rows, slots, capacity, kv_heads, true, true)) return;       \
+    const bool shared = fold == ATTENTION_FOLD_SHARED;                                                            \
+    if (few_rows_block_idle<ATTENTION_EXACT>(row_table, rows, slots, capacity, kv_heads, shared)) return;         \
     wait_for_previous_grids();                                                                                    \
-    attention_few_rows<D, ATTENTION_EXACT>(workspace, q, keys, values, row_table, rows, query_heads, kv_heads,     \
-                                           slots, capacity, max_splits, scale);                                   \
+    attention_few_rows_call<D, ATTENTION_EXACT>(workspace, q, keys, values, row_table, rows, query_heads,          \
+                                                kv_heads, slots, capacity, max_splits, scale, shared);            \
   }
 
 ATTENTION_FEW_ROWS_ENTRY(128)

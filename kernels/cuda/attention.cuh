@@ -14,11 +14,12 @@
 #define ATTENTION_FEW_ROWS 4
 // ... while the per-row walk would have at most this many blocks of work (the splits the call's rows reach, times
 // kv_heads; src/backend/cuda/ops/attention.ts FEW_ROWS_MOST_BLOCKS): about one an SM, where four warps a head pay.
-// Past it (long contexts, measured in docs/gpu.md) the per-row walk, launched beside it with fold =
-// ATTENTION_FOLD_PAST_FEW_ROWS, takes the call: its blocks fill the SMs and each stages a tile for a whole group.
+// Past it (long contexts, measured in docs/gpu.md) the per-row walk, whose blocks the launch then holds too
+// (fold = ATTENTION_FOLD_SHARED), takes the call: its blocks fill the SMs and each stages a tile for a whole group.
 #define ATTENTION_FEW_ROWS_MOST_BLOCKS 128
-// fold: 0 spread (partials for attention_combine), 1 folded on chip, 2 spread where the few-rows walk leaves the call.
-#define ATTENTION_FOLD_PAST_FEW_ROWS 2
+// fold = 2: a few-rows launch whose grid also holds the per-row walk's blocks, each walk taking the calls the other
+// leaves (where the slab holds calls past the bound; 0: spread, the few-rows walk's alone; 1: folded on chip).
+#define ATTENTION_FOLD_SHARED 2
 
 enum PrepareVariant { PREPARE_EXACT = 0, PREPARE_KEY_ROW_OFF_BY_ONE = 1 };
 enum AttentionVariant {
@@ -275,18 +276,19 @@ __device__ __forceinline__ int last_key(int position) {
 }
 
 // Whether the few-rows walk takes a call of at most ATTENTION_FEW_ROWS rows (else the per-row walk does): every block
-// of either kernel reads the same rows, so exactly one walk writes each row's partials. The same bits either way.
+// of either kernel reads the same rows, so exactly one walk writes each row's partials. The same bits either way. Lane
+// r reads row r (the rows' loads at once, not one after another); every thread of the warp gets the sum.
 template <int VARIANT>
 __device__ __forceinline__ bool few_rows_walk_takes(const int* row_table, int rows, int slots, int capacity,
                                                     int kv_heads) {
   int blocks = 0;
-  for (int row = 0; row < rows; row++) {
+  for (int row = threadIdx.x & 31; row < rows; row += 32) {
     int slot, position;
     if (read_row(row_table, row, slots, capacity, slot, position)) {
       blocks += split_count(last_key<VARIANT>(position)) * kv_heads;
     }
   }
-  return blocks <= ATTENTION_FEW_ROWS_MOST_BLOCKS;
+  return __reduce_add_sync(0xffffffffu, blocks) <= ATTENTION_FEW_ROWS_MOST_BLOCKS;
 }
 
 // The end of the tile that starts at `start` in the split that starts at `begin`: 64 keys on (`begin` is a multiple
@@ -525,16 +527,6 @@ __device__ __forceinline__ bool attention_block_idle(const int* row_table, int r
   int slot, position;
   if ((int)blockIdx.x >= rows || !read_row(row_table, blockIdx.x, slots, capacity, slot, position)) return true;
   return (int)blockIdx.z >= split_count(last_key<VARIANT>(position));
-}
-
-// attention_block_idle, or (z > 0) a block of a call the few-rows and the per-row walks share (`shared`) that the
-// other walk takes; z = 0 waits whatever the call, then returns in the walk it leaves.
-template <int VARIANT>
-__device__ __forceinline__ bool shared_block_idle(const int* row_table, int rows, int slots, int capacity,
-                                                  int kv_heads, bool shared, bool few_rows_walk) {
-  if (attention_block_idle<VARIANT>(row_table, rows, slots, capacity)) return true;
-  return shared && blockIdx.z != 0 &&
-         few_rows_walk_takes<VARIANT>(row_table, rows, slots, capacity, kv_heads) != few_rows_walk;
 }
 
 // The rows [first_row, first_row + ROWS) of the call for one KV head (warp w: query head kv_head·group + w).

@@ -48,13 +48,14 @@ __device__ __forceinline__ float score_16_keys(const float (&query)[E], const bf
 
 // Grid (rows, kv_heads · subgroups, Z), block 128 · heads (heads = group / subgroups): block (x, y, z) walks row x's
 // query heads y · heads .. y · heads + heads − 1 (warps 4h .. 4h + 3 head h), splits z, z + Z, ..., each split's state
-// written as a partial for attention_combine. Dynamic shared memory: the K and V tiles, then the heads' exchange
+// written as a partial for attention_combine (y = block_y: a shared call's grid has the per-row walk's blocks first);
+// `shared`: only a call few_rows_walk_takes gives it (attention.cuh). Dynamic shared memory: the K and V tiles, then the heads' exchange
 // (heads · FEW_ROWS_EXCHANGE floats).
 template <int D, int VARIANT>
 __device__ __forceinline__ void attention_few_rows(float* workspace, const bf16* q, const bf16* keys,
                                                    const bf16* values, const int* row_table, int rows,
                                                    int query_heads, int kv_heads, int slots, int capacity,
-                                                   int max_splits, float scale) {
+                                                   int max_splits, float scale, int block_y, bool shared) {
   constexpr int E = D / 32;                   // a lane's dims of q·k
   constexpr int V = D / (32 * FEW_ROWS_WARPS);  // a lane's dims of the accumulator
   extern __shared__ __align__(16) unsigned char attention_shared[];
@@ -66,15 +67,15 @@ __device__ __forceinline__ void attention_few_rows(float* workspace, const bf16*
   const int local_head = threadIdx.x / (32 * FEW_ROWS_WARPS);
   const int quarter = (threadIdx.x >> 5) % FEW_ROWS_WARPS;  // the head's warp this is
   const int subgroups = query_heads / kv_heads / heads_here;
-  const int kv_head = blockIdx.y / subgroups;
-  const int head = blockIdx.y * heads_here + local_head;
+  const int kv_head = block_y / subgroups;
+  const int head = block_y * heads_here + local_head;
   const int row = blockIdx.x;
   const int dims = quarter * (D / FEW_ROWS_WARPS) + lane * V;  // this lane's first accumulator dim
   float* shared_head = exchange + local_head * FEW_ROWS_EXCHANGE;
   const long long head_row = (long long)row * query_heads + head;
   int slot, position;
-  // A call with many splits to walk goes to the per-row walk (launched beside this one).
-  if (!few_rows_walk_takes<VARIANT>(row_table, rows, slots, capacity, kv_heads)) return;
+  // A shared call with many splits to walk is the per-row walk's (the launch's other blocks).
+  if (shared && !few_rows_walk_takes<VARIANT>(row_table, rows, slots, capacity, kv_heads)) return;
   // A row outside the slabs writes nothing (the combine writes NaN); the whole block is one row.
   if (row >= rows || !read_row(row_table, row, slots, capacity, slot, position)) return;
   const int last = last_key<VARIANT>(position);
@@ -151,4 +152,35 @@ __device__ __forceinline__ void attention_few_rows(float* workspace, const bf16*
     start = following.start;
     next = following.next;
   }
+}
+
+// A few-rows call's block after its wait. A call whose slab holds more splits than the few-rows walk takes is shared
+// (fold = ATTENTION_FOLD_SHARED): its grid starts with kv_heads blocks of the per-row walk, a KV head's whole group
+// each (32 · group = the few-rows block's 128 · heads threads), which walk the calls the few-rows blocks leave. One
+// launch, so a short call pays no second kernel; the same bits whichever walk a call gets.
+template <int D, int VARIANT>
+__device__ __forceinline__ void attention_few_rows_call(float* workspace, const bf16* q, const bf16* keys,
+                                                        const bf16* values, const int* row_table, int rows,
+                                                        int query_heads, int kv_heads, int slots, int capacity,
+                                                        int max_splits, float scale, bool shared) {
+  const int per_row_blocks = shared ? kv_heads : 0;
+  if ((int)blockIdx.y < per_row_blocks) {
+    if (few_rows_walk_takes<VARIANT>(row_table, rows, slots, capacity, kv_heads)) return;
+    attention_rows<D, 1, VARIANT>(nullptr, workspace, q, nullptr, 0, 0, keys, values, row_table, rows, query_heads,
+                                  kv_heads, slots, capacity, max_splits, scale, 0);
+    return;
+  }
+  attention_few_rows<D, VARIANT>(workspace, q, keys, values, row_table, rows, query_heads, kv_heads, slots, capacity,
+                                 max_splits, scale, blockIdx.y - per_row_blocks, shared);
+}
+
+// Whether a spread block (z > 0) of a few-rows call has nothing to do: attention_block_idle, or a shared call the
+// other walk takes (z = 0 waits whatever the call, then returns in attention_few_rows_call).
+template <int VARIANT>
+__device__ __forceinline__ bool few_rows_block_idle(const int* row_table, int rows, int slots, int capacity,
+                                                    int kv_heads, bool shared) {
+  if (attention_block_idle<VARIANT>(row_table, rows, slots, capacity)) return true;
+  if (!shared || blockIdx.z == 0) return false;
+  const bool per_row_block = (int)blockIdx.y < kv_heads;
+  return few_rows_walk_takes<VARIANT>(row_table, rows, slots, capacity, kv_heads) == per_row_block;
 }

@@ -44,7 +44,6 @@ test('decode calls of at most 4 rows at head dim 128 or 256 run the few-rows wal
   assert.deepEqual(names, [
     'attention_few_rows_bf16_d256',
     'attention_few_rows_bf16_d128',
-    'attention_bf16_d128',
     'attention_bf16_d256',
     'attention_bf16_d64',
   ]);
@@ -55,12 +54,14 @@ test('decode calls of at most 4 rows at head dim 128 or 256 run the few-rows wal
     sharedBytes: attentionFewRowsSharedBytes(256, 2),
   });
   assert.deepEqual(launched[1]!.shape, { grid: [1, 2, 1], block: [256, 1, 1] });
+  // 4 rows may reach 4 · 20 splits · 2 KV heads: the launch also holds a per-row block for each KV head.
+  assert.deepEqual(launched[2]!.shape.grid, [4, 2 + 8, 20]);
   assert.equal(attentionFewRowsSharedBytes(256, 2), 65536 + 2 * 68 * 4);
   const perRow = launched.find((launch) => launch.name === 'attention_bf16_d256')!;
   assert.deepEqual(perRow.shape.block, [256, 1, 1], 'past 4 rows, a warp a head: the whole group of 8 a block');
 });
 
-test('a few-rows call whose slab holds more splits than the few-rows walk takes launches the per-row kernel beside it', () => {
+test('a few-rows call whose slab holds more splits than the few-rows walk takes holds the per-row blocks too', () => {
   const { cuda, launched } = recordingContext();
   const buffers = { out: 1n, q: 2n, keys: 3n, values: 4n, rowTable: 5n, workspace: 6n };
   const geometry = { queryHeads: 16, kvHeads: 2, slots: 3, headDim: 256, rows: 1 };
@@ -69,22 +70,27 @@ test('a few-rows call whose slab holds more splits than the few-rows walk takes 
   assert.equal(fewRowsMayLeave(1, 2, 64 * 256 + 1), true);
   attention(cuda, { ...geometry, ...buffers, capacity: 64 * 256 });
   attention(cuda, { ...geometry, ...buffers, capacity: 64 * 256 + 1 });
+  // A group of 4 heads is 2 few-rows blocks of 2 heads (256 threads) but a per-row block of 128: never shared.
+  attention(cuda, { ...geometry, ...buffers, queryHeads: 8, capacity: 64 * 256 + 1 });
   assert.deepEqual(
     launched.map((launch) => launch.name),
     [
       'attention_few_rows_bf16_d256',
       'attention_combine_bf16_d256',
       'attention_few_rows_bf16_d256',
-      'attention_bf16_d256',
+      'attention_combine_bf16_d256',
+      'attention_few_rows_bf16_d256',
       'attention_combine_bf16_d256',
     ],
   );
-  // The per-row kernel's spread shape: a block of the whole group per KV head, the few-rows launch's z extent.
   const z = attentionSpreadBlocks(1, 2, 64 * 256 + 1);
-  assert.equal(launched[2]!.shape.grid[2], z);
-  assert.deepEqual(launched[3]!.shape, {
-    grid: [1, 2, z],
+  assert.deepEqual(launched[0]!.shape.grid, [1, 8, 64]);
+  // The shared launch: a per-row block for each of the 2 KV heads first, then the 8 few-rows blocks, the same z.
+  assert.deepEqual(launched[2]!.shape, {
+    grid: [1, 2 + 8, z],
     block: [256, 1, 1],
-    sharedBytes: attentionSharedBytes(0, 256, 8),
+    sharedBytes: attentionFewRowsSharedBytes(256, 2),
   });
+  assert.ok(attentionFewRowsSharedBytes(256, 2) >= attentionSharedBytes(0, 256, 8), 'the per-row tiles fit');
+  assert.deepEqual(launched[4]!.shape.grid, [1, 4, z]);
 });

@@ -41,22 +41,16 @@ test('a decode step deals its splits to a grid fixed by the row count and the ca
   attention(cuda, { ...full, ...buffers, rows: 1 });
   attention(cuda, { ...full, ...buffers, rows: 7 });
   attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 1 });
-  // One row: the few-rows walk, a KV head's 8 heads in 4 blocks of 2, and beside it the per-row walk for the calls
-  // past the few-rows walk's bound (fold 2), which this slab can hold.
-  assert.deepEqual(launched[0]!.shape.grid, [1, 8, 1024], 'a block for each of 1024 splits');
+  // One row: the few-rows walk, a KV head's 8 heads in 4 blocks of 2, after a per-row block for each KV head (fold 2),
+  // which walks the calls past the few-rows walk's bound that this slab can hold.
+  assert.equal(launched[0]!.name, 'attention_few_rows_bf16_d256');
+  assert.deepEqual(launched[0]!.shape.grid, [1, 2 + 8, 1024], 'a block for each of 1024 splits');
   assert.equal(int32At(launched[0]!, 14), 1024, 'the workspace holds every split');
-  assert.equal(int32At(launched[0]!, 16), 0, 'the few-rows walk spreads');
-  assert.equal(launched[1]!.name, 'attention_bf16_d256');
-  assert.deepEqual(launched[1]!.shape.grid, [1, 2, 1024]);
-  assert.equal(int32At(launched[1]!, 16), 2, 'the per-row walk takes only the calls the few-rows walk leaves');
-  assert.deepEqual(launched[3]!.shape.grid, [7, 2, 147]);
-  assert.equal(int32At(launched[3]!, 16), 0, 'past 4 rows the per-row walk takes every call');
-  assert.deepEqual(launched[5]!.shape.grid, [1, 8, 2], 'never more blocks than splits');
-  assert.deepEqual(
-    launched.slice(5).map((launch) => launch.name),
-    ['attention_few_rows_bf16_d256', 'attention_combine_bf16_d256'],
-    'a slab of 2 splits: the few-rows walk alone',
-  );
+  assert.equal(int32At(launched[0]!, 16), 2, 'the few-rows and per-row walks share the launch');
+  assert.deepEqual(launched[2]!.shape.grid, [7, 2, 147]);
+  assert.equal(int32At(launched[2]!, 16), 0, 'past 4 rows the per-row walk takes every call');
+  assert.deepEqual(launched[4]!.shape.grid, [1, 8, 2], 'never more blocks than splits');
+  assert.equal(int32At(launched[4]!, 16), 0, 'a slab of 2 splits: the few-rows walk alone');
   assert.equal(attentionSpreadBlocks(64, 2, 262144), 16);
   assert.equal(attentionSpreadBlocks(1, 2, 2 * 262144), 1024, 'past 262144 keys a block walks several splits');
 });

@@ -1,8 +1,8 @@
 // Launchers for kernels/cuda/attention.cu (its header has the formulas, layouts, rounding points and the fixed
 // reduction order). rowTable: [rows, 2] int32 (slot, position) on the device; keys, values: [slots, capacity,
 // kvHeads, headDim] bf16 slabs. Calls of at most 64 rows run the per-row kernel (each row's splits spread over
-// blocks, folded by the combine kernel; calls of at most 4 rows at head dim 128 or 256 with few splits its few-rows
-// form, four warps a query head); larger calls run the grouped kernel (4 rows a block, the rows of one slot sharing
+// blocks, folded by the combine kernel; calls of at most 4 rows at head dim 128 or 256 with few splits in a few-rows
+// kernel, four warps a query head, whose launch holds per-row blocks for longer calls); larger calls run the grouped kernel (4 rows a block, the rows of one slot sharing
 // every staged tile, the splits folded on chip), or, asked for, the per-row kernel folding on chip (one row a block).
 // All give the same bits for every row.
 import { DramaError } from '../../../errors.ts';
@@ -32,12 +32,12 @@ export const ATTENTION_MOST_GROUP = 8;
 export const FEW_ROWS_MOST_ROWS = 4;
 /**
  * ... while the per-row walk would have at most this many blocks of work: the splits the call's rows reach times the KV
- * heads (ATTENTION_FEW_ROWS_MOST_BLOCKS). Where the slab can hold more, the per-row kernel is launched beside it with
- * fold = 2 and takes the calls past it: long contexts, where its blocks fill the SMs (docs/gpu.md).
+ * heads (ATTENTION_FEW_ROWS_MOST_BLOCKS). Where the slab can hold more, the launch (fold = 2) also holds the per-row
+ * walk's blocks, which take the calls past it: long contexts, where its blocks fill the SMs (docs/gpu.md).
  */
 export const FEW_ROWS_MOST_BLOCKS = 128;
-/** fold = 2 (ATTENTION_FOLD_PAST_FEW_ROWS): spread, and only the calls the few-rows walk leaves. */
-const FOLD_PAST_FEW_ROWS = 2;
+/** fold = 2 (ATTENTION_FOLD_SHARED): a few-rows launch that also holds the per-row walk's blocks, each walk its calls. */
+const FOLD_SHARED = 2;
 const FEW_ROWS_HEAD_THREADS = 128;
 const FEW_ROWS_MOST_HEADS = 2;
 /** Floats a few-rows block exchanges a head: a tile's probabilities and each warp's maximum (FEW_ROWS_EXCHANGE). */
@@ -269,24 +269,22 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
   const rowsPerBlock = spread ? 1 : (a.rowsPerBlock ?? ATTENTION_ROWS_PER_BLOCK);
   const walk = fewRows ? 'attention_few_rows' : rowsPerBlock === 1 ? 'attention' : 'attention_grouped';
   const main: KernelName = { family: 'attention', name: `${walk}_bf16_d${a.headDim}` };
+  // A shared few-rows call's grid starts with a per-row block (a warp a head) for each KV head: its block is the same
+  // size only where the group is 4 few-rows heads; elsewhere the few-rows walk takes every call.
+  const shared = fewRows && 32 * group === block[0] && fewRowsMayLeave(a.rows, a.kvHeads, a.capacity);
   const grid: [number, number, number] = spread
-    ? [a.rows, a.kvHeads * (group / blockHeads), attentionSpreadBlocks(a.rows, a.kvHeads, a.capacity)]
+    ? [
+        a.rows,
+        (shared ? a.kvHeads : 0) + a.kvHeads * (group / blockHeads),
+        attentionSpreadBlocks(a.rows, a.kvHeads, a.capacity),
+      ]
     : [Math.ceil(a.rows / rowsPerBlock), a.kvHeads, 1];
   const sharedBytes = fewRows
     ? attentionFewRowsSharedBytes(a.headDim, blockHeads)
     : attentionSharedBytes(spread ? 0 : rowsPerBlock, a.headDim, group);
   allowShared(cuda, main, options, sharedBytes);
-  launch(cuda, main, { grid, block, sharedBytes }, walkArguments(spread ? 0 : 1), options);
+  launch(cuda, main, { grid, block, sharedBytes }, walkArguments(shared ? FOLD_SHARED : spread ? 0 : 1), options);
   if (!spread) return;
-  const stream = options.stream === undefined ? {} : { stream: options.stream };
-  if (fewRows && fewRowsMayLeave(a.rows, a.kvHeads, a.capacity)) {
-    const perRow: KernelName = { family: 'attention', name: `attention_bf16_d${a.headDim}` };
-    const perRowGrid: [number, number, number] = [a.rows, a.kvHeads, grid[2]];
-    const perRowShared = attentionSharedBytes(0, a.headDim, group);
-    allowShared(cuda, perRow, stream, perRowShared);
-    const perRowShape = { grid: perRowGrid, block: [32 * group, 1, 1] as [number, number, number] };
-    launch(cuda, perRow, { ...perRowShape, sharedBytes: perRowShared }, walkArguments(FOLD_PAST_FEW_ROWS), stream);
-  }
   const combineArgs = new KernelArguments(12)
     .pointer(a.out)
     .pointer(a.workspace)
@@ -301,5 +299,6 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     .int32(a.capacity)
     .int32(maxSplits);
   const combine: KernelName = { family: 'attention', name: `attention_combine_bf16_d${a.headDim}` };
+  const stream = options.stream === undefined ? {} : { stream: options.stream };
   launch(cuda, combine, { grid: [a.rows, a.kvHeads, 1], block: [32 * group, 1, 1] }, combineArgs, stream);
 }
