@@ -30,8 +30,8 @@
 //   grid (T, Hkv, 1), one row a block, where a launcher asks for it (the bench's comparison)
 //   few rows (at most 4, D 128 or 256): attention_few_rows_bf16_d* walks a call of few splits (attention.cuh
 //   ATTENTION_FEW_ROWS_MOST_BLOCKS) four warps a head, fold = 0's grid and partials; where the slab holds longer
-//   calls (fold = 2, shared) its grid starts with Hkv blocks of the per-row walk, which walk those, each block
-//   reading the call's rows to know which walk is its own
+//   calls, attention_few_rows_shared_bf16_d* (fold = 2), whose grid starts with Hkv blocks of the per-row walk,
+//   which walk those, each block reading the call's rows to know which walk is its own
 //   dynamic shared memory: the K and V tiles (2 · 64 · D bf16), then for fold = 1 the fold states of the block's rows
 //   (fp32 [rows][D/32 + 2][threads])
 //   probabilities stay fp32 (the cpu bf16 path rounds normalised probabilities to bf16, which a streaming softmax
@@ -86,11 +86,20 @@ ATTENTION_ENTRIES(64)
 ATTENTION_ENTRIES(128)
 ATTENTION_ENTRIES(256)
 
-// The per-row kernel's walk for calls of at most ATTENTION_FEW_ROWS rows, four warps a head (fold = 0, or 2 where the
-// per-row walk's blocks share the launch; out and gate unused: attention_combine writes the output). Its blocks hold
-// at most 2 heads (256 threads).
+// The per-row kernel's walk for calls of at most ATTENTION_FEW_ROWS rows, four warps a head (fold = 0; out and gate
+// unused: attention_combine writes the output); its blocks hold at most 2 heads (256 threads). The shared form (fold
+// = 2) is the launch of a slab that holds calls past the few-rows bound: the per-row walk's blocks first in its grid
+// (attention_few_rows_call). Two entries, so that the few-rows walk alone keeps the registers and schedule it has
+// without the per-row walk beside it (measured: docs/gpu.md).
 #define ATTENTION_FEW_ROWS_ENTRY(D)                                                                               \
   extern "C" __global__ void __launch_bounds__(256) attention_few_rows_bf16_d##D ATTENTION_SIGNATURE {          \
+    allow_dependent_launch();                                                                                     \
+    if (attention_block_idle<ATTENTION_EXACT>(row_table, rows, slots, capacity)) return;                          \
+    wait_for_previous_grids();                                                                                    \
+    attention_few_rows<D, ATTENTION_EXACT>(workspace, q, keys, values, row_table, rows, query_heads, kv_heads,     \
+                                           slots, capacity, max_splits, scale, blockIdx.y, false);                \
+  }                                                                                                               \
+  extern "C" __global__ void __launch_bounds__(256) attention_few_rows_shared_bf16_d##D ATTENTION_SIGNATURE {   \
     allow_dependent_launch();                                                                                     \
     const bool shared = fold == ATTENTION_FOLD_SHARED;                                                            \
     if (few_rows_block_idle<ATTENTION_EXACT>(row_table, rows, slots, capacity, kv_heads, shared)) return;         \

@@ -55,7 +55,7 @@ template <int D, int VARIANT>
 __device__ __forceinline__ void attention_few_rows(float* workspace, const bf16* q, const bf16* keys,
                                                    const bf16* values, const int* row_table, int rows,
                                                    int query_heads, int kv_heads, int slots, int capacity,
-                                                   int max_splits, float scale, int block_y, bool shared) {
+                                                   int max_splits, float scale, unsigned block_y, bool shared) {
   constexpr int E = D / 32;                   // a lane's dims of q·k
   constexpr int V = D / (32 * FEW_ROWS_WARPS);  // a lane's dims of the accumulator
   extern __shared__ __align__(16) unsigned char attention_shared[];
@@ -157,7 +157,8 @@ __device__ __forceinline__ void attention_few_rows(float* workspace, const bf16*
 // A few-rows call's block after its wait. A call whose slab holds more splits than the few-rows walk takes is shared
 // (fold = ATTENTION_FOLD_SHARED): its grid starts with kv_heads blocks of the per-row walk, a KV head's whole group
 // each (32 · group = the few-rows block's 128 · heads threads), which walk the calls the few-rows blocks leave. One
-// launch, so a short call pays no second kernel; the same bits whichever walk a call gets.
+// launch, so a short call pays no second kernel; the same bits whichever walk a call gets. The per-row walk is a call
+// of its own, so that each walk is allocated registers apart.
 template <int D, int VARIANT>
 __device__ __forceinline__ void attention_few_rows_call(float* workspace, const bf16* q, const bf16* keys,
                                                         const bf16* values, const int* row_table, int rows,
@@ -166,8 +167,8 @@ __device__ __forceinline__ void attention_few_rows_call(float* workspace, const 
   const int per_row_blocks = shared ? kv_heads : 0;
   if ((int)blockIdx.y < per_row_blocks) {
     if (few_rows_walk_takes<VARIANT>(row_table, rows, slots, capacity, kv_heads)) return;
-    attention_rows<D, 1, VARIANT>(nullptr, workspace, q, nullptr, 0, 0, keys, values, row_table, rows, query_heads,
-                                  kv_heads, slots, capacity, max_splits, scale, 0);
+    attention_rows_apart<D, 1, VARIANT>(nullptr, workspace, q, nullptr, 0, 0, keys, values, row_table, rows,
+                                        query_heads, kv_heads, slots, capacity, max_splits, scale, 0);
     return;
   }
   attention_few_rows<D, VARIANT>(workspace, q, keys, values, row_table, rows, query_heads, kv_heads, slots, capacity,

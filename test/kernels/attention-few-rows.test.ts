@@ -1,8 +1,8 @@
 // Decode calls of few rows run the few-rows attention walk (four warps a query head) and larger ones a warp a head; the
 // launcher's bound and the kernel's (and the controls', which pick the walk by the row count as the launcher does) must
 // be one number, and the few-rows launch must take the shape its kernel is compiled for. Where a few-rows call's slab
-// holds more splits than the few-rows walk takes, the per-row kernel is launched beside it for the longer calls; the
-// two walks' bound is the kernels' too.
+// holds more splits than the few-rows walk takes, its shared form runs, whose grid also holds per-row blocks for the
+// longer calls; the two walks' bound is the kernels' too.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
@@ -43,7 +43,7 @@ test('decode calls of at most 4 rows at head dim 128 or 256 run the few-rows wal
   const names = launched.map((launch) => launch.name).filter((name) => !name.includes('combine'));
   assert.deepEqual(names, [
     'attention_few_rows_bf16_d256',
-    'attention_few_rows_bf16_d128',
+    'attention_few_rows_shared_bf16_d128',
     'attention_bf16_d256',
     'attention_bf16_d64',
   ]);
@@ -61,7 +61,7 @@ test('decode calls of at most 4 rows at head dim 128 or 256 run the few-rows wal
   assert.deepEqual(perRow.shape.block, [256, 1, 1], 'past 4 rows, a warp a head: the whole group of 8 a block');
 });
 
-test('a few-rows call whose slab holds more splits than the few-rows walk takes holds the per-row blocks too', () => {
+test('a few-rows call whose slab holds more splits than the few-rows walk takes runs its shared form', () => {
   const { cuda, launched } = recordingContext();
   const buffers = { out: 1n, q: 2n, keys: 3n, values: 4n, rowTable: 5n, workspace: 6n };
   const geometry = { queryHeads: 16, kvHeads: 2, slots: 3, headDim: 256, rows: 1 };
@@ -77,7 +77,7 @@ test('a few-rows call whose slab holds more splits than the few-rows walk takes 
     [
       'attention_few_rows_bf16_d256',
       'attention_combine_bf16_d256',
-      'attention_few_rows_bf16_d256',
+      'attention_few_rows_shared_bf16_d256',
       'attention_combine_bf16_d256',
       'attention_few_rows_bf16_d256',
       'attention_combine_bf16_d256',

@@ -43,7 +43,7 @@ test('a decode step deals its splits to a grid fixed by the row count and the ca
   attention(cuda, { ...geometry, ...buffers, capacity: 300, rows: 1 });
   // One row: the few-rows walk, a KV head's 8 heads in 4 blocks of 2, after a per-row block for each KV head (fold 2),
   // which walks the calls past the few-rows walk's bound that this slab can hold.
-  assert.equal(launched[0]!.name, 'attention_few_rows_bf16_d256');
+  assert.equal(launched[0]!.name, 'attention_few_rows_shared_bf16_d256');
   assert.deepEqual(launched[0]!.shape.grid, [1, 2 + 8, 1024], 'a block for each of 1024 splits');
   assert.equal(int32At(launched[0]!, 14), 1024, 'the workspace holds every split');
   assert.equal(int32At(launched[0]!, 16), 2, 'the few-rows and per-row walks share the launch');

@@ -32,11 +32,12 @@ export const ATTENTION_MOST_GROUP = 8;
 export const FEW_ROWS_MOST_ROWS = 4;
 /**
  * ... while the per-row walk would have at most this many blocks of work: the splits the call's rows reach times the KV
- * heads (ATTENTION_FEW_ROWS_MOST_BLOCKS). Where the slab can hold more, the launch (fold = 2) also holds the per-row
- * walk's blocks, which take the calls past it: long contexts, where its blocks fill the SMs (docs/gpu.md).
+ * heads (ATTENTION_FEW_ROWS_MOST_BLOCKS). Where the slab can hold more, attention_few_rows_shared_bf16_d* runs (fold =
+ * 2): its grid also holds the per-row walk's blocks, which take the calls past it: long contexts, where those blocks
+ * fill the SMs (docs/gpu.md).
  */
 export const FEW_ROWS_MOST_BLOCKS = 128;
-/** fold = 2 (ATTENTION_FOLD_SHARED): a few-rows launch that also holds the per-row walk's blocks, each walk its calls. */
+/** fold = 2 (ATTENTION_FOLD_SHARED): a few-rows launch that holds the per-row walk's blocks too, each walk its calls. */
 const FOLD_SHARED = 2;
 const FEW_ROWS_HEAD_THREADS = 128;
 const FEW_ROWS_MOST_HEADS = 2;
@@ -267,11 +268,12 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
       .float32(1 / Math.sqrt(a.headDim))
       .int32(fold);
   const rowsPerBlock = spread ? 1 : (a.rowsPerBlock ?? ATTENTION_ROWS_PER_BLOCK);
-  const walk = fewRows ? 'attention_few_rows' : rowsPerBlock === 1 ? 'attention' : 'attention_grouped';
-  const main: KernelName = { family: 'attention', name: `${walk}_bf16_d${a.headDim}` };
   // A shared few-rows call's grid starts with a per-row block (a warp a head) for each KV head: its block is the same
   // size only where the group is 4 few-rows heads; elsewhere the few-rows walk takes every call.
   const shared = fewRows && 32 * group === block[0] && fewRowsMayLeave(a.rows, a.kvHeads, a.capacity);
+  const fewRowsWalk = shared ? 'attention_few_rows_shared' : 'attention_few_rows';
+  const walk = fewRows ? fewRowsWalk : rowsPerBlock === 1 ? 'attention' : 'attention_grouped';
+  const main: KernelName = { family: 'attention', name: `${walk}_bf16_d${a.headDim}` };
   const grid: [number, number, number] = spread
     ? [
         a.rows,
