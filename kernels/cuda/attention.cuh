@@ -276,7 +276,7 @@ __device__ __forceinline__ int last_key(int position) {
 }
 
 // Whether the few-rows walk takes a call of at most ATTENTION_FEW_ROWS rows (else the per-row walk does): every block
-// of either kernel reads the same rows, so exactly one walk writes each row's partials. The same bits either way. Lane
+// of either walk reads the same rows, so exactly one walk writes each row's partials. The same bits either way. Lane
 // r reads row r (the rows' loads at once, not one after another); every thread of the warp gets the sum.
 template <int VARIANT>
 __device__ __forceinline__ bool few_rows_walk_takes(const int* row_table, int rows, int slots, int capacity,

@@ -49,8 +49,8 @@ __device__ __forceinline__ float score_16_keys(const float (&query)[E], const bf
 // Grid (rows, kv_heads · subgroups, Z), block 128 · heads (heads = group / subgroups): block (x, y, z) walks row x's
 // query heads y · heads .. y · heads + heads − 1 (warps 4h .. 4h + 3 head h), splits z, z + Z, ..., each split's state
 // written as a partial for attention_combine (y = block_y: a shared call's grid has the per-row walk's blocks first);
-// `shared`: only a call few_rows_walk_takes gives it (attention.cuh). Dynamic shared memory: the K and V tiles, then the heads' exchange
-// (heads · FEW_ROWS_EXCHANGE floats).
+// `shared`: only a call few_rows_walk_takes gives it (attention.cuh). Dynamic shared memory: the K and V tiles, then
+// the heads' exchange (heads · FEW_ROWS_EXCHANGE floats).
 template <int D, int VARIANT>
 __device__ __forceinline__ void attention_few_rows(float* workspace, const bf16* q, const bf16* keys,
                                                    const bf16* values, const int* row_table, int rows,

@@ -7,8 +7,9 @@
 // contract's accuracy and ulp gates pass it; every call of more than 64 rows differs from the same rows in smaller
 // calls, which run the per-row kernel); and a few-rows walk (calls of at most 4 rows, four warps a head) whose warps
 // sum a tile's probabilities a half at a time (accurate too; calls of 1 and 2 rows then differ from larger ones).
-// The real kernels also run calls that the few-rows walk and the per-row walk launched beside it share (slabs past
-// 16384 keys): a lane is walked by exactly one of them, in the bits of the per-row walk alone. Prints one line per case. Skips, saying why, where there is no CUDA device.
+// The real kernels also run calls of the few-rows kernel's shared form (slabs past 16384 keys), whose grid holds the
+// per-row walk's blocks too: a lane is walked by exactly one of them, in the bits of the per-row kernel. Prints one
+// line per case. Skips, saying why, where there is no CUDA device.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CudaContext } from '../../src/backend/cuda/context.ts';

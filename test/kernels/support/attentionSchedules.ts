@@ -4,8 +4,8 @@
 //                per-row kernel); and rows in runs of consecutive positions of a few slots, runs of uneven lengths
 //                that start just short of split points or jump ahead, so that the 257-row call's groups of 4 rows
 //                straddle split points, mix slots and hold rows of one slot far apart, each row held to its bits
-//                walked alone; and decode lanes over a slab long enough that calls of at most 4 lanes launch the
-//                few-rows walk and the per-row walk beside it, one lane walked by either, the same bits as 7 lanes
+//                walked alone; and decode lanes over a slab long enough that calls of at most 4 lanes run the
+//                few-rows kernel's shared form, one lane walked by either of its walks, the same bits as 7 lanes
 //   equivalence  a prefill of 257 rows (prepare + attention, KV carried in the slab) whole and in chunks of 1, 7, 64
 //                and 66 rows (66: the grouped kernel again, its groups cut elsewhere), from positions 0, 1000, 2046
 //                and 8190 (the last two: a group of the whole call straddles a split point); a lane's decode
@@ -121,13 +121,14 @@ function runInvarianceCase(g: AttentionGeometry): InvarianceCase {
 }
 
 // 65 splits: one row past 16384 keys is 130 of the per-row walk's blocks at 2 KV heads, past the 128 the few-rows walk
-// takes, so every call of at most 4 rows over this slab launches both walks, each taking the calls the other leaves.
+// takes, so every call of at most 4 rows over this slab runs the shared form, each walk taking the calls the other
+// leaves.
 const LONG_CAPACITY = 65 * ATTENTION_SPLIT_KEYS;
 
 /**
  * Decode lanes of one slot of LONG_CAPACITY rows in calls of 1, 2, 4 and 7 lanes (the last: the per-row walk alone).
- * firstLong: lane 0 past 16384 keys (a 1-lane call is the per-row walk's beside the few-rows walk), else short of 8000
- * (the few-rows walk's); the other lanes past 16240 keys, so calls of 2 and 4 lanes are the per-row walk's.
+ * firstLong: lane 0 past 16384 keys (a 1-lane call is the shared form's per-row walk's), else short of 8000 (its
+ * few-rows walk's); the other lanes past 16240 keys, so calls of 2 and 4 lanes are the per-row walk's.
  */
 function longSlabInvarianceCase(g: AttentionGeometry, firstLong: boolean): InvarianceCase {
   return {
@@ -408,7 +409,7 @@ export const attentionInvariance: readonly InvarianceCase[] = [
   runInvarianceCase(BACKBONE),
 ];
 
-/** The two walks of a few-rows call sharing it (the real kernels only: the controls stand in for the first walk). */
+/** The two walks of the few-rows kernel's shared form (run on the real kernels only: the controls' runs stay short). */
 export const attentionSharedCallInvariance: readonly InvarianceCase[] = [
   longSlabInvarianceCase(BACKBONE, false),
   longSlabInvarianceCase(BACKBONE, true),
