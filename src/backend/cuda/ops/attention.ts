@@ -1,10 +1,10 @@
 // Launchers for kernels/cuda/attention.cu (its header has the formulas, layouts, rounding points and the fixed
 // reduction order). rowTable: [rows, 2] int32 (slot, position) on the device; keys, values: [slots, capacity,
 // kvHeads, headDim] bf16 slabs. Calls of at most 64 rows run the per-row kernel (each row's splits spread over
-// blocks, folded by the combine kernel; calls of at most 4 rows at head dim 128 or 256 with few splits in a few-rows
-// kernel, four warps a query head, whose launch holds per-row blocks for longer calls); larger calls run the grouped kernel (4 rows a block, the rows of one slot sharing
-// every staged tile, the splits folded on chip), or, asked for, the per-row kernel folding on chip (one row a block).
-// All give the same bits for every row.
+// blocks, folded by the combine kernel; calls of at most 4 rows at head dim 128 or 256 in a few-rows kernel, four
+// warps a query head, whose shared form also holds per-row blocks for the calls with many splits); larger calls run
+// the grouped kernel (4 rows a block, the rows of one slot sharing every staged tile, the splits folded on chip), or,
+// asked for, the per-row kernel folding on chip (one row a block). All give the same bits for every row.
 import { DramaError } from '../../../errors.ts';
 import type { CudaContext } from '../context.ts';
 import type { DevicePointer } from '../driver.ts';
@@ -37,7 +37,7 @@ export const FEW_ROWS_MOST_ROWS = 4;
  * fill the SMs (docs/gpu.md).
  */
 export const FEW_ROWS_MOST_BLOCKS = 128;
-/** fold = 2 (ATTENTION_FOLD_SHARED): a few-rows launch that holds the per-row walk's blocks too, each walk its calls. */
+/** fold = 2 (ATTENTION_FOLD_SHARED): a few-rows launch holding the per-row walk's blocks too, each walk its calls. */
 const FOLD_SHARED = 2;
 const FEW_ROWS_HEAD_THREADS = 128;
 const FEW_ROWS_MOST_HEADS = 2;
@@ -248,29 +248,28 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
   const fewRows = spread && a.rows <= FEW_ROWS_MOST_ROWS && a.headDim >= 128;
   const blockHeads = fewRows ? headsDividing(group, Math.min(headsPerBlock, FEW_ROWS_MOST_HEADS)) : headsPerBlock;
   const block: [number, number, number] = [(fewRows ? FEW_ROWS_HEAD_THREADS : 32) * blockHeads, 1, 1];
-  const walkArguments = (fold: number) =>
-    new KernelArguments(17)
-      .pointer(a.out)
-      .pointer(a.workspace)
-      .pointer(a.q)
-      .pointer(a.gate ?? 0n)
-      .int64(gated ? gateRowStride : 0)
-      .int64(gated ? gateHeadStride : 0)
-      .pointer(a.keys)
-      .pointer(a.values)
-      .pointer(a.rowTable)
-      .int32(a.rows)
-      .int32(a.queryHeads)
-      .int32(a.kvHeads)
-      .int32(a.slots)
-      .int32(a.capacity)
-      .int32(maxSplits)
-      .float32(1 / Math.sqrt(a.headDim))
-      .int32(fold);
   const rowsPerBlock = spread ? 1 : (a.rowsPerBlock ?? ATTENTION_ROWS_PER_BLOCK);
   // A shared few-rows call's grid starts with a per-row block (a warp a head) for each KV head: its block is the same
   // size only where the group is 4 few-rows heads; elsewhere the few-rows walk takes every call.
   const shared = fewRows && 32 * group === block[0] && fewRowsMayLeave(a.rows, a.kvHeads, a.capacity);
+  const args = new KernelArguments(17)
+    .pointer(a.out)
+    .pointer(a.workspace)
+    .pointer(a.q)
+    .pointer(a.gate ?? 0n)
+    .int64(gated ? gateRowStride : 0)
+    .int64(gated ? gateHeadStride : 0)
+    .pointer(a.keys)
+    .pointer(a.values)
+    .pointer(a.rowTable)
+    .int32(a.rows)
+    .int32(a.queryHeads)
+    .int32(a.kvHeads)
+    .int32(a.slots)
+    .int32(a.capacity)
+    .int32(maxSplits)
+    .float32(1 / Math.sqrt(a.headDim))
+    .int32(shared ? FOLD_SHARED : spread ? 0 : 1);
   const fewRowsWalk = shared ? 'attention_few_rows_shared' : 'attention_few_rows';
   const walk = fewRows ? fewRowsWalk : rowsPerBlock === 1 ? 'attention' : 'attention_grouped';
   const main: KernelName = { family: 'attention', name: `${walk}_bf16_d${a.headDim}` };
@@ -285,7 +284,7 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     ? attentionFewRowsSharedBytes(a.headDim, blockHeads)
     : attentionSharedBytes(spread ? 0 : rowsPerBlock, a.headDim, group);
   allowShared(cuda, main, options, sharedBytes);
-  launch(cuda, main, { grid, block, sharedBytes }, walkArguments(shared ? FOLD_SHARED : spread ? 0 : 1), options);
+  launch(cuda, main, { grid, block, sharedBytes }, args, options);
   if (!spread) return;
   const combineArgs = new KernelArguments(12)
     .pointer(a.out)
@@ -301,6 +300,7 @@ export function attention(cuda: CudaContext, a: AttentionArguments, options: Lau
     .int32(a.capacity)
     .int32(maxSplits);
   const combine: KernelName = { family: 'attention', name: `attention_combine_bf16_d${a.headDim}` };
-  const stream = options.stream === undefined ? {} : { stream: options.stream };
-  launch(cuda, combine, { grid: [a.rows, a.kvHeads, 1], block: [32 * group, 1, 1] }, combineArgs, stream);
+  launch(cuda, combine, { grid: [a.rows, a.kvHeads, 1], block: [32 * group, 1, 1] }, combineArgs, {
+    ...(options.stream === undefined ? {} : { stream: options.stream }),
+  });
 }
