@@ -35,6 +35,15 @@ test('the scan finds a kernel that does not begin with the prologue, also inside
   const idle =
     'extern "C" __global__ void spread(const int* t) {\n  allow_dependent_launch();\n' +
     '  if (attention_block_idle<0>(t, 1, 1, 1)) return;\n  wait_for_previous_grids();\n}\n';
+  // The few-rows kernel's shared form names its fold first (no load), then checks for idle blocks.
+  const sharedIdle =
+    'extern "C" __global__ void shared_idle(const int* t, int fold) {\n  allow_dependent_launch();\n' +
+    '  const bool shared = fold == ATTENTION_FOLD_SHARED;\n' +
+    '  if (few_rows_block_idle<0>(t, 1, 1, 1, 2, shared)) return;\n  wait_for_previous_grids();\n}\n';
+  const sharedLoad =
+    'extern "C" __global__ void shared_load(const int* t, int fold) {\n  allow_dependent_launch();\n' +
+    '  const bool shared = t[0] == ATTENTION_FOLD_SHARED;\n' +
+    '  if (few_rows_block_idle<0>(t, 1, 1, 1, 2, shared)) return;\n  wait_for_previous_grids();\n}\n';
   const idleUnwaited =
     'extern "C" __global__ void unwaited(const int* t) {\n  allow_dependent_launch();\n' +
     '  if (attention_block_idle<0>(t, 1, 1, 1)) return;\n  t += 1;\n}\n';
@@ -55,6 +64,8 @@ test('the scan finds a kernel that does not begin with the prologue, also inside
     ...kernelEntries('macro.cuh', macro),
     ...kernelEntries('good.cu', good),
     ...kernelEntries('idle.cu', idle),
+    ...kernelEntries('shared-idle.cu', sharedIdle),
+    ...kernelEntries('shared-load.cu', sharedLoad),
     ...kernelEntries('idle-unwaited.cu', idleUnwaited),
     ...kernelEntries('early.cu', early),
     ...kernelEntries('early-activation.cu', earlyActivation),
@@ -62,6 +73,6 @@ test('the scan finds a kernel that does not begin with the prologue, also inside
   ];
   assert.deepEqual(
     missingPrologues(entries).map((entry) => entry.split(':')[0]),
-    ['plain.cu', 'macro.cuh', 'idle-unwaited.cu', 'early-activation.cu', 'early-return.cu'],
+    ['plain.cu', 'macro.cuh', 'shared-load.cu', 'idle-unwaited.cu', 'early-activation.cu', 'early-return.cu'],
   );
 });

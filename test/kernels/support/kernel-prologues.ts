@@ -34,15 +34,20 @@ const WAIT_AFTER_WEIGHT_PREFETCH = new Set([
   'control_gemm_segments_shared_chunking',
 ]);
 
+/** A flag the few-rows kernel's shared form takes from its own argument before its idle check: no load. */
+const FOLD_FLAG = /^const bool shared = fold == ATTENTION_FOLD_SHARED$/;
+
 /**
- * The spread attention kernel: its blocks with no keys to walk read the host-written row table and return before
- * waiting, then every other block waits (kernels/cuda/attention.cuh, attention_block_idle, says why that is safe).
+ * The spread attention kernels: their blocks with no keys to walk (or, in the few-rows kernel's shared form, whose
+ * call the other walk takes) read the host-written row table and return before waiting, then every other block waits
+ * (kernels/cuda/attention.cuh, attention_block_idle, says why that is safe).
  */
 function idleBlocksReturnUnwaited(entry: KernelEntry): boolean {
-  const [first, second, third] = entry.leadingStatements;
+  const [first, ...rest] = entry.leadingStatements;
+  const [second, third] = FOLD_FLAG.test(rest[0] ?? '') ? rest.slice(1) : rest;
   return (
     first === 'allow_dependent_launch()' &&
-    (second?.startsWith('if (attention_block_idle<') ?? false) &&
+    /^if \((attention_block_idle|few_rows_block_idle)</.test(second ?? '') &&
     (second?.endsWith(') return') ?? false) &&
     third === 'wait_for_previous_grids()'
   );
