@@ -10,6 +10,8 @@
 // one after the other (CudaContext.alongside) to measure what running them together gives.
 // DRAMA3_FRAMES_ROWS_PER_LANE=16384 plans each lane for that many rows, as serving plans lanes for what the device
 // holds, where the run needs a few hundred (kernels sized by the plan's capacity, such as attention's split grid).
+// DRAMA3_FRAMES_LANES=4 plans and prefills only that many lanes (at least the largest batch timed), so that lanes of
+// more rows fit the device: the batch-1 step over a slab past 16384 rows runs the few-rows attention's shared form.
 // DRAMA3_DEPENDENT_LAUNCH=off launches every kernel without programmatic dependent launch (to measure what it gives).
 // DRAMA3_TAIL_STREAM=off runs each step's tail where it is queued instead of beside the next step's head.
 // The streams run at serving's priority (DRAMA3_STEP_PRIORITY=normal: the driver's default); steps of up to 16 rows run
@@ -32,18 +34,30 @@ function options(): FramesOptions {
   const preset = flag >= 0 ? process.argv[flag + 1] : process.env.DRAMA3_FRAMES_PRESET;
   const profilerRange = process.env.DRAMA3_PROFILER_RANGE === '1';
   const batches = batchesFromEnvironment() ?? DEFAULT_FRAMES_OPTIONS.batches;
-  const rows = process.env.DRAMA3_FRAMES_ROWS_PER_LANE;
-  const rowsPerLane = rows === undefined || rows.trim() === '' ? undefined : Number(rows);
-  if (rowsPerLane !== undefined && !(Number.isInteger(rowsPerLane) && rowsPerLane > 0)) {
-    throw new Error(`DRAMA3_FRAMES_ROWS_PER_LANE must be a positive integer, got ${rows}`);
+  const lanes = positiveIntegerFromEnvironment('DRAMA3_FRAMES_LANES') ?? DEFAULT_FRAMES_OPTIONS.lanes;
+  if (lanes < Math.max(...batches) || lanes > DEFAULT_FRAMES_OPTIONS.lanes) {
+    throw new Error(
+      `DRAMA3_FRAMES_LANES must be from the largest batch timed (${Math.max(...batches)}) to ${DEFAULT_FRAMES_OPTIONS.lanes}, got ${lanes}`,
+    );
   }
+  const rowsPerLane = positiveIntegerFromEnvironment('DRAMA3_FRAMES_ROWS_PER_LANE');
   return {
     ...DEFAULT_FRAMES_OPTIONS,
     preset: preset ?? DEFAULT_FRAMES_OPTIONS.preset,
     profilerRange,
     batches,
+    lanes,
     ...(rowsPerLane === undefined ? {} : { rowsPerLane }),
   };
+}
+
+/** A setting that must be a positive integer where given (absent or blank: undefined). */
+function positiveIntegerFromEnvironment(name: string): number | undefined {
+  const text = process.env[name];
+  if (text === undefined || text.trim() === '') return undefined;
+  const value = Number(text);
+  if (!(Number.isInteger(value) && value > 0)) throw new Error(`${name} must be a positive integer, got ${text}`);
+  return value;
 }
 
 /** DRAMA3_FRAMES_BATCHES=1,64: only those batch sizes (each 1 to 64), for a quicker comparison run. */

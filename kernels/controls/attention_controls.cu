@@ -17,6 +17,10 @@
 //                                                  keys) at a time and add the two: accurate, but not the other
 //                                                  walks' bits (the schedule gates: calls of 1 and 2 rows against
 //                                                  calls of more)
+//   control_attention_shared_per_row_idle_d256     the few-rows kernel's shared form whose per-row blocks never walk:
+//                                                  a call past the few-rows walk's bound is walked by neither, its
+//                                                  rows' partials left unwritten (accuracy gate, on the calls over a
+//                                                  slab past 16384 rows)
 // Each control runs the walk the launcher's call shape is for: the grouped walk for fold = 1, the few-rows walk for
 // calls of at most ATTENTION_FEW_ROWS rows (a shared one's short calls, fold = 2), the per-row walk otherwise.
 #include "attention_few_rows.cuh"
@@ -62,3 +66,4 @@ CONTROL_ENTRY(control_attention_tiles_from_call_d256, ATTENTION_TILES_FROM_CALL)
 CONTROL_ENTRY(control_attention_group_first_row_splits_d256, ATTENTION_GROUP_FIRST_ROW_SPLITS)
 CONTROL_ENTRY(control_attention_grouped_scores_levels_reversed_d256, ATTENTION_GROUPED_SCORES_LEVELS_REVERSED)
 CONTROL_ENTRY(control_attention_few_rows_sum_by_halves_d256, ATTENTION_FEW_ROWS_SUM_BY_HALVES)
+CONTROL_ENTRY(control_attention_shared_per_row_idle_d256, ATTENTION_SHARED_PER_ROW_IDLE)

@@ -28,7 +28,8 @@ enum AttentionVariant {
   ATTENTION_TILES_FROM_CALL = 2,
   ATTENTION_GROUP_FIRST_ROW_SPLITS = 3,
   ATTENTION_GROUPED_SCORES_LEVELS_REVERSED = 4,
-  ATTENTION_FEW_ROWS_SUM_BY_HALVES = 5
+  ATTENTION_FEW_ROWS_SUM_BY_HALVES = 5,
+  ATTENTION_SHARED_PER_ROW_IDLE = 6
 };
 
 // One row table entry; false when its slot or position lies outside the slabs.

@@ -166,6 +166,7 @@ __device__ __forceinline__ void attention_few_rows_call(float* workspace, const 
                                                         int max_splits, float scale, bool shared) {
   const int per_row_blocks = shared ? kv_heads : 0;
   if ((int)blockIdx.y < per_row_blocks) {
+    if (VARIANT == ATTENTION_SHARED_PER_ROW_IDLE) return;
     if (few_rows_walk_takes<VARIANT>(row_table, rows, slots, capacity, kv_heads)) return;
     attention_rows_apart<D, 1, VARIANT>(nullptr, workspace, q, nullptr, 0, 0, keys, values, row_table, rows,
                                         query_heads, kv_heads, slots, capacity, max_splits, scale, 0);

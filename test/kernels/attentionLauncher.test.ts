@@ -12,6 +12,8 @@ import {
   attentionWorkspaceBytes,
 } from '../../src/backend/cuda/ops/attention.ts';
 import { type Launched, recordingDevice as recordingContext } from '../backend/support/recording-blocks.ts';
+import { LONG_SLAB_SCENARIOS } from './support/attentionCases.ts';
+import { Random } from './support/random.ts';
 
 const int32At = (launch: Launched, index: number) => koffi.decode(launch.parameters[index]!, 'int32_t') as number;
 const floatAt = (launch: Launched, index: number) => koffi.decode(launch.parameters[index]!, 'float') as number;
@@ -53,6 +55,18 @@ test('a decode step deals its splits to a grid fixed by the row count and the ca
   assert.equal(int32At(launched[4]!, 16), 0, 'a slab of 2 splits: the few-rows walk alone');
   assert.equal(attentionSpreadBlocks(64, 2, 262144), 16);
   assert.equal(attentionSpreadBlocks(1, 2, 2 * 262144), 1024, 'past 262144 keys a block walks several splits');
+});
+
+test("the contract's calls over a long slab run the few-rows kernel's shared form", () => {
+  assert.equal(LONG_SLAB_SCENARIOS.length, 2);
+  for (const scenario of LONG_SLAB_SCENARIOS) {
+    const { cuda, launched } = recordingContext();
+    const rows = scenario.rows(new Random(1));
+    const slots = { slots: scenario.slots, capacity: scenario.capacity };
+    attention(cuda, { ...geometry, ...slots, ...buffers, rows: rows.slots.length }, {});
+    assert.equal(launched[0]!.name, 'attention_few_rows_shared_bf16_d256', scenario.label);
+    assert.equal(int32At(launched[0]!, 16), 2, scenario.label);
+  }
 });
 
 test('a larger call runs the grouped kernel, 4 rows a block, folds on chip and needs no workspace', () => {

@@ -1,7 +1,8 @@
 // Contract cases for the attention family (kernels/cuda/attention.cu): the prepare kernel (q/k norm, RoPE, KV
 // append into the slabs) and the attention kernel (causal GQA over a slot's keys, gate fused), each at the backbone
 // and tower geometries and at odd ones (D 64, 128), for decode steps of 1, 7 and 64 lanes at different slots and
-// positions (short, ~1000, ~5000 keys, past two split points) and prefill sequences of 1, 7, 64 and 257 rows from
+// positions (short, ~1000, ~5000 keys, past two split points; at the backbone geometry, 2 lanes over a slab of 16640
+// rows, which runs the few-rows kernel's shared form) and prefill sequences of 1, 7, 64 and 257 rows from
 // position 0 and of 1, 7, 64 and 65 rows from a nonzero position (65: the on-chip fold past a split point). Calls of
 // more than 64 rows run the grouped kernel (4 rows a block, the rows of one slot sharing each staged tile); two
 // shapes hold it where its groups are uneven: 66 rows from 2046 (the first group straddles the split point and tile
@@ -10,7 +11,12 @@
 // of fewer than 32 and of 32 to 63 keys (masked after the transposed score sum) come in both kernels: decode rows at
 // positions 5, 999 and 2100 and prefills of up to 64 rows (per-row), the prefill of 257 rows from 0 (grouped).
 // attentionSchedules.ts holds the invariance and equivalence cases.
-import { attention, attentionPrepare, attentionWorkspaceBytes } from '../../../src/backend/cuda/ops/attention.ts';
+import {
+  ATTENTION_SPLIT_KEYS,
+  attention,
+  attentionPrepare,
+  attentionWorkspaceBytes,
+} from '../../../src/backend/cuda/ops/attention.ts';
 import {
   ATTENTION_EPS,
   ATTENTION_THETA,
@@ -33,7 +39,7 @@ import { plant, type Random, randomBf16 } from './random.ts';
 import { rotatedPairMagnitudes } from './ulps.ts';
 
 /** A call's rows and the slab they live in. */
-interface Scenario {
+export interface Scenario {
   readonly label: string;
   readonly slots: number;
   readonly capacity: number;
@@ -118,6 +124,17 @@ function mixedSlots(): Scenario {
     },
   };
 }
+
+/**
+ * A slab of 65 splits (16640 rows) can hold a call past the few-rows walk's bound (128 blocks: splits × KV heads), so
+ * the launcher runs the few-rows kernel's shared form over it: a call short of the bound is the few-rows walk's, one
+ * with a lane past 16384 keys the per-row walk's.
+ */
+const LONG_SLAB = 65 * ATTENTION_SPLIT_KEYS;
+export const LONG_SLAB_SCENARIOS: readonly Scenario[] = [
+  lanes(`over a slab of ${LONG_SLAB} rows, short of the few-rows walk's bound`, [7000, 5], LONG_SLAB),
+  lanes(`over a slab of ${LONG_SLAB} rows, one past 16384 keys (the per-row walk's)`, [16500, 300], LONG_SLAB),
+];
 
 const DECODE_SCENARIOS: readonly Scenario[] = [
   lanes('short', [5], 16),
@@ -303,7 +320,7 @@ export const attentionBackboneCase: KernelCase = {
   // The attended row and the gated row are each rounded; the softmax runs in fp32 against an fp64 reference.
   // Measured on the H200: 2.6 ulps at worst (seed 12345).
   ulps: 3,
-  shapes: ALL_SCENARIOS.map((scenario) => attentionShape(BACKBONE, scenario)),
+  shapes: [...ALL_SCENARIOS, ...LONG_SLAB_SCENARIOS].map((scenario) => attentionShape(BACKBONE, scenario)),
 };
 
 export const attentionOtherCase: KernelCase = {

@@ -123,6 +123,11 @@ export const controls: readonly Control[] = [
     kernel: { family: 'attention_controls', name: 'control_attention_short_by_one_d256' },
   },
   {
+    description: "skipped call: the few-rows kernel's shared form leaves a call past its bound to no walk",
+    kernelCase: attentionBackboneCase,
+    kernel: { family: 'attention_controls', name: 'control_attention_shared_per_row_idle_d256' },
+  },
+  {
     description: "skipped pair: the grouped down GEMM never writes a tile's last pair",
     kernelCase: moeDownFp8Case,
     kernel: { family: 'moe_controls', name: 'control_moe_down_skips_last_pair' },
