@@ -15,6 +15,7 @@
 #ifndef QUANTIZE_ENTRY
 #define QUANTIZE_ENTRY quantize_e4m3_rows
 #define QUANTIZE_MAXIMUM E4M3_MAXIMUM
+#define QUANTIZE_CONVERSION_CHECK
 #endif
 
 extern "C" __global__ void __launch_bounds__(QUANTIZE_WARPS * 32)
@@ -28,3 +29,35 @@ extern "C" __global__ void __launch_bounds__(QUANTIZE_WARPS * 32)
     quantize_row_block(q, scales, x, row, block, cols, blocks, QUANTIZE_MAXIMUM);
   }
 }
+
+#ifdef QUANTIZE_CONVERSION_CHECK
+// Not run by the backend: test/kernels/e4m3-conversion.test.ts runs it over every float bit pattern from `first`,
+// `count` of them, counting where e4m3_bits and e4m3_bits_portable differ and keeping the lowest such pattern.
+// `low_operand` is the test's planted fault: the conversion's other operand taken as the value.
+extern "C" __global__ void e4m3_conversion_check(unsigned long long* mismatches, unsigned* lowest, unsigned first,
+                                                 unsigned long long count, int low_operand) {
+  KERNEL_PROLOGUE();
+  unsigned long long found = 0;
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long index = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; index < count;
+       index += stride) {
+    const unsigned pattern = first + (unsigned)index;
+    const float value = __uint_as_float(pattern);
+    unsigned converted = e4m3_bits(value);
+    if (low_operand) {
+#if __CUDA_ARCH__ >= 890
+      unsigned short pair;
+      asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(value), "f"(0.0f));
+      converted = pair & 0xffu;
+#else
+      converted = 0;  // the other operand, 0, converted
+#endif
+    }
+    if (converted != e4m3_bits_portable(value)) {
+      found++;
+      atomicMin(lowest, pattern);
+    }
+  }
+  if (found > 0) atomicAdd(mismatches, found);
+}
+#endif
