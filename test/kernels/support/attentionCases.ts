@@ -11,12 +11,7 @@
 // of fewer than 32 and of 32 to 63 keys (masked after the transposed score sum) come in both kernels: decode rows at
 // positions 5, 999 and 2100 and prefills of up to 64 rows (per-row), the prefill of 257 rows from 0 (grouped).
 // attentionSchedules.ts holds the invariance and equivalence cases.
-import {
-  ATTENTION_SPLIT_KEYS,
-  attention,
-  attentionPrepare,
-  attentionWorkspaceBytes,
-} from '../../../src/backend/cuda/ops/attention.ts';
+import { attention, attentionPrepare, attentionWorkspaceBytes } from '../../../src/backend/cuda/ops/attention.ts';
 import {
   ATTENTION_EPS,
   ATTENTION_THETA,
@@ -26,6 +21,7 @@ import {
   type CallRows,
   filledRows,
   historySlab,
+  LONG_SLAB_ROWS,
   ODD_D64,
   ODD_D128,
   preparedHeads,
@@ -126,14 +122,16 @@ function mixedSlots(): Scenario {
 }
 
 /**
- * A slab of 65 splits (16640 rows) can hold a call past the few-rows walk's bound (128 blocks: splits × KV heads), so
- * the launcher runs the few-rows kernel's shared form over it: a call short of the bound is the few-rows walk's, one
- * with a lane past 16384 keys the per-row walk's.
+ * Over a slab of LONG_SLAB_ROWS the launcher runs the few-rows kernel's shared form: a call short of the few-rows
+ * walk's bound is its few-rows blocks', one with a lane past 16384 keys its per-row blocks'.
  */
-const LONG_SLAB = 65 * ATTENTION_SPLIT_KEYS;
 export const LONG_SLAB_SCENARIOS: readonly Scenario[] = [
-  lanes(`over a slab of ${LONG_SLAB} rows, short of the few-rows walk's bound`, [7000, 5], LONG_SLAB),
-  lanes(`over a slab of ${LONG_SLAB} rows, one past 16384 keys (the per-row walk's)`, [16500, 300], LONG_SLAB),
+  lanes(`over a slab of ${LONG_SLAB_ROWS} rows, short of the few-rows walk's bound`, [7000, 5], LONG_SLAB_ROWS),
+  lanes(
+    `over a slab of ${LONG_SLAB_ROWS} rows, one past 16384 keys (the per-row walk's)`,
+    [16500, 300],
+    LONG_SLAB_ROWS,
+  ),
 ];
 
 const DECODE_SCENARIOS: readonly Scenario[] = [

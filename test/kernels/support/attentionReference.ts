@@ -4,6 +4,7 @@
 import { sigmoid } from '../../../src/backend/cpu/ops/activations.ts';
 import { slotAttention } from '../../../src/backend/cpu/ops/attention.ts';
 import { applyRope, type RopeStyle } from '../../../src/backend/cpu/ops/rope.ts';
+import { ATTENTION_SPLIT_KEYS } from '../../../src/backend/cuda/ops/attention.ts';
 import { roundToBf16 } from '../../../src/numeric/dtypes.ts';
 import { rmsNormZeroCentred } from '../../../src/numeric/norms.ts';
 import type { Bf16Tensor, Random } from './random.ts';
@@ -52,6 +53,13 @@ export const ODD_D128: AttentionGeometry = {
   style: 'interleaved',
   gated: false,
 };
+
+/**
+ * Slab rows past which a decode call of at most 4 rows may reach more splits than the few-rows walk takes: 65 splits,
+ * so one row past 16384 keys is 130 of the per-row walk's blocks at 2 KV heads (the bound is 128), and the launcher
+ * runs the few-rows kernel's shared form over such a slab.
+ */
+export const LONG_SLAB_ROWS = 65 * ATTENTION_SPLIT_KEYS;
 
 /** The rows of one call: row r is (slots[r], positions[r]). */
 export interface CallRows {

@@ -26,6 +26,7 @@ import {
   BACKBONE,
   type CallRows,
   historySlab,
+  LONG_SLAB_ROWS,
   rowTable,
   sequenceRows,
   TOWER,
@@ -120,26 +121,21 @@ function runInvarianceCase(g: AttentionGeometry): InvarianceCase {
   };
 }
 
-// 65 splits: one row past 16384 keys is 130 of the per-row walk's blocks at 2 KV heads, past the 128 the few-rows walk
-// takes, so every call of at most 4 rows over this slab runs the shared form, each walk taking the calls the other
-// leaves.
-const LONG_CAPACITY = 65 * ATTENTION_SPLIT_KEYS;
-
 /**
- * Decode lanes of one slot of LONG_CAPACITY rows in calls of 1, 2, 4 and 7 lanes (the last: the per-row walk alone).
+ * Decode lanes of one slot of LONG_SLAB_ROWS rows in calls of 1, 2, 4 and 7 lanes (the last: the per-row walk alone).
  * firstLong: lane 0 past 16384 keys (a 1-lane call is the shared form's per-row walk's), else short of 8000 (its
  * few-rows walk's); the other lanes past 16240 keys, so calls of 2 and 4 lanes are the per-row walk's.
  */
 function longSlabInvarianceCase(g: AttentionGeometry, firstLong: boolean): InvarianceCase {
   return {
-    label: `attention ${g.label}, decode lanes over a slab of ${LONG_CAPACITY} rows, lane 0 ${firstLong ? 'past 16384' : 'short of 8000'} keys`,
+    label: `attention ${g.label}, decode lanes over a slab of ${LONG_SLAB_ROWS} rows, lane 0 ${firstLong ? 'past 16384' : 'short of 8000'} keys`,
     elementsPerRow: { out: g.queryHeads * g.headDim },
     rowCounts: [1, 2, 4, 7],
     prepare(seed: number, count: number): Prepared {
       const random = new Random(seed);
-      return lanesOverHistories(random, g, 1, LONG_CAPACITY, count, (lane) => {
+      return lanesOverHistories(random, g, 1, LONG_SLAB_ROWS, count, (lane) => {
         if (lane === 0 && !firstLong) return [0, random.integer(8000)];
-        return [0, lane === 0 ? 16384 + random.integer(256) : LONG_CAPACITY - 1 - random.integer(400)];
+        return [0, lane === 0 ? 16384 + random.integer(256) : LONG_SLAB_ROWS - 1 - random.integer(400)];
       });
     },
   };
